@@ -1,0 +1,26 @@
+//! Errors a backend can report, in backend-neutral terms. The mongo and rest front ends map
+//! them to MongoDB codes and HTTP statuses in one place each.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// A collection (or other named object) already exists.
+    #[error("{0} already exists")]
+    AlreadyExists(String),
+    /// A unique constraint rejected a write outside `insert` (e.g. a replace).
+    #[error("duplicate key")]
+    DuplicateKey,
+    /// No connection could be checked out of the pool in time; the caller may retry.
+    #[error("timed out waiting for a database connection after {0:?}")]
+    PoolTimeout(std::time::Duration),
+    /// The database could not be reached or the connection broke; the caller may retry.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else the database reported.
+    #[error("database error: {0}")]
+    Database(String),
+    /// Stored data could not be decoded (corruption or a bug).
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+}

@@ -1,0 +1,167 @@
+//! The storage seam: the `Store` trait that every backend implements, and the neutral
+//! vocabulary (collection records, stored documents, scan requests, pushdown predicates)
+//! that the core uses to talk to it.
+//!
+//! What lives here: how collections become tables, how documents are stored losslessly
+//! (raw BSON bytes plus a backend-specific queryable image), how a pushdown predicate
+//! becomes SQL, transactions and the connection pool.
+//!
+//! What does not: MongoDB command shapes, filter semantics (a predicate given to the store
+//! may over-select; the core re-checks with the Rust evaluator), or anything about the wire.
+//! Nothing outside `src/store/` spells SQL.
+
+pub mod error;
+pub mod scan;
+pub mod sqlite;
+
+use async_trait::async_trait;
+use bson::Document;
+
+pub use error::StoreError;
+pub use scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+
+/// A collection as recorded in the catalog tables of the backend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectionRecord {
+    /// MongoDB database name.
+    pub db: String,
+    /// MongoDB collection name (may contain `.`).
+    pub name: String,
+    /// Physical table name chosen by the store; safe to splice as an identifier.
+    pub table: String,
+    /// The options the collection was created with (`create` command fields), as given.
+    pub options: Document,
+    /// 16 random bytes assigned at creation, reported as `info.uuid` (BSON binary subtype 4).
+    pub uuid: Vec<u8>,
+}
+
+/// One document as written: the order-preserving encoding of its `_id` and its raw BSON bytes.
+#[derive(Clone, Debug)]
+pub struct StoredDocument {
+    /// `query::keys::encode_key(&_id)`; equal `_id`s (by MongoDB's rules) have equal keys.
+    pub key: Vec<u8>,
+    /// The document exactly as the client sent it (after `_id` was added if missing).
+    pub bson: Vec<u8>,
+}
+
+/// What happened to a batch of inserts.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InsertOutcome {
+    /// Indexes (into the batch) of documents rejected by a unique constraint, ascending.
+    /// With `ordered`, at most one: the first conflict, and nothing after it was written.
+    pub conflicts: Vec<usize>,
+    /// Number of documents written.
+    pub inserted: u64,
+}
+
+/// Size figures for `collStats` / `dbStats`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CollectionStats {
+    pub count: u64,
+    /// Sum of the BSON sizes of the documents.
+    pub data_size: u64,
+    /// Bytes used on disk by the table and its indexes, when the backend can tell; else 0.
+    pub storage_size: u64,
+    /// Number of indexes on the table (the `_id` index counts as one).
+    pub index_count: u64,
+}
+
+/// A backend: SQLite, PostgreSQL, Oracle. Built once, shared by both front ends through
+/// `AppState`, owner of the one connection pool.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Short backend name for logs and `buildInfo`: "sqlite", "postgres", "oracle".
+    fn backend_name(&self) -> &'static str;
+
+    /// Where the data lives, for the startup log line; never contains a password.
+    fn describe(&self) -> String;
+
+    /// Checks a connection out of the pool. Waits at most the pool's wait timeout, then
+    /// answers `StoreError::PoolTimeout`.
+    async fn session(&self) -> Result<Box<dyn StoreSession>, StoreError>;
+}
+
+/// One pooled connection. Outside `begin`/`commit` every call is its own transaction; inside,
+/// calls share the caller's transaction (this is how a command, and later a multi-document
+/// transaction, becomes atomic). Dropping a session inside a transaction rolls it back.
+#[async_trait]
+pub trait StoreSession: Send {
+    /// Starts a write transaction (on SQLite `BEGIN IMMEDIATE`, so writers queue up front).
+    async fn begin(&mut self) -> Result<(), StoreError>;
+    async fn commit(&mut self) -> Result<(), StoreError>;
+    async fn rollback(&mut self) -> Result<(), StoreError>;
+
+    /// Monotonic number bumped in the same transaction as every catalog change.
+    async fn catalog_version(&mut self) -> Result<i64, StoreError>;
+    /// Every collection of every database, ordered by (db, name).
+    async fn list_collections(&mut self) -> Result<Vec<CollectionRecord>, StoreError>;
+    /// Creates the table and its `_id` index and records it. `StoreError::AlreadyExists` if
+    /// (db, name) is taken. Bumps the catalog version.
+    async fn create_collection(
+        &mut self,
+        db: &str,
+        name: &str,
+        options: &Document,
+    ) -> Result<CollectionRecord, StoreError>;
+    /// Drops the table and its record. Bumps the catalog version.
+    async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError>;
+    /// Moves a collection to another (db, name), keeping its data. `AlreadyExists` if the
+    /// target is taken. Bumps the catalog version.
+    async fn rename_collection(
+        &mut self,
+        coll: &CollectionRecord,
+        to_db: &str,
+        to_name: &str,
+    ) -> Result<CollectionRecord, StoreError>;
+
+    /// Inserts a batch in a bounded number of statements. Unique conflicts are reported, not
+    /// raised; see `InsertOutcome`. Other failures are errors and write nothing.
+    async fn insert(
+        &mut self,
+        coll: &CollectionRecord,
+        docs: &[StoredDocument],
+        ordered: bool,
+    ) -> Result<InsertOutcome, StoreError>;
+    /// Raw BSON of the documents the request selects, in insertion order unless `order` says
+    /// otherwise. May over-select when the predicate is inexact (see `Predicate`).
+    async fn scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<Vec<u8>>, StoreError>;
+    /// `SELECT COUNT(*)` of what `filter` selects (callers pass only exact predicates).
+    async fn count(
+        &mut self,
+        coll: &CollectionRecord,
+        filter: &Predicate,
+    ) -> Result<u64, StoreError>;
+    /// Rewrites documents in place, matched by key. Returns how many rows were written.
+    async fn replace(
+        &mut self,
+        coll: &CollectionRecord,
+        docs: &[StoredDocument],
+    ) -> Result<u64, StoreError>;
+    /// Deletes by key. Returns how many rows were deleted.
+    async fn delete(
+        &mut self,
+        coll: &CollectionRecord,
+        keys: &[Vec<u8>],
+    ) -> Result<u64, StoreError>;
+    /// Figures for `collStats`.
+    async fn collection_stats(
+        &mut self,
+        coll: &CollectionRecord,
+    ) -> Result<CollectionStats, StoreError>;
+
+    /// The backend's plan for `scan(coll, request)`, one line per step (SQLite: the `detail`
+    /// column of `EXPLAIN QUERY PLAN`), so tests can assert that indexes are used. Backends
+    /// that cannot tell answer an empty list.
+    async fn explain(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<String>, StoreError> {
+        let _ = (coll, request);
+        Ok(Vec::new())
+    }
+}

@@ -1,0 +1,230 @@
+//! `SqliteSession`: one pooled connection implementing `StoreSession`.
+//!
+//! Scheduling blocking calls: rusqlite is blocking. On a multi-thread tokio runtime (the
+//! server's) each call runs under `tokio::task::block_in_place`, which hands the worker's
+//! other tasks to another thread and runs the statements right here, with no copy and no
+//! thread hop. On a current-thread runtime (`#[tokio::test]` defaults, small tools)
+//! `block_in_place` would panic, so the connection is moved into `spawn_blocking` and moved
+//! back afterwards; this keeps the runtime responsive while a writer waits for SQLite's
+//! lock. Outside any runtime the call simply runs inline. Because the connection lives in the
+//! session between calls, a transaction opened by `begin` spans any number of calls.
+//!
+//! Cancellation: a call cannot be interrupted under `block_in_place`. If the future of a
+//! `spawn_blocking` call is dropped, the connection is dropped when the blocking task ends
+//! (rolling back an open transaction, see `conn::PooledConn`) and this session answers
+//! `Unavailable` from then on.
+//!
+//! Not for: SQL text (`sql.rs`, `write.rs`, `catalog.rs`).
+
+use async_trait::async_trait;
+use bson::Document;
+use rusqlite::Connection;
+use tokio::runtime::{Handle, RuntimeFlavor};
+
+use super::super::{
+    CollectionRecord, CollectionStats, InsertOutcome, Predicate, ScanRequest, StoreError,
+    StoreSession, StoredDocument,
+};
+use super::conn::{db_err, PooledConn};
+use super::{catalog, sql, write};
+
+/// A session of the SQLite backend. Get one from `SqliteStore::sqlite_session` (concrete) or
+/// `Store::session` (boxed).
+pub struct SqliteSession {
+    conn: Option<PooledConn>,
+}
+
+impl SqliteSession {
+    pub(super) fn new(conn: PooledConn) -> Self {
+        SqliteSession { conn: Some(conn) }
+    }
+
+    /// Runs `f` on the connection without blocking the async runtime (see the module doc).
+    async fn run<R, F>(&mut self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        match Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(RuntimeFlavor::MultiThread) => {
+                let conn = self.conn.as_deref().ok_or_else(lost)?;
+                tokio::task::block_in_place(|| f(conn))
+            }
+            Ok(_) => {
+                let conn = self.conn.take().ok_or_else(lost)?;
+                let (conn, result) = tokio::task::spawn_blocking(move || {
+                    let result = f(&conn);
+                    (conn, result)
+                })
+                .await
+                .map_err(|e| StoreError::Database(format!("database task failed: {e}")))?;
+                self.conn = Some(conn);
+                result
+            }
+            Err(_) => f(self.conn.as_deref().ok_or_else(lost)?),
+        }
+    }
+
+    /// The SQLite query plan of a scan: the `detail` lines of `EXPLAIN QUERY PLAN`.
+    pub async fn explain_scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<String>, StoreError> {
+        let sql = sql::select(&coll.table, "doc", request);
+        self.run(move |conn| {
+            let mut stmt = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", sql.text))
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(sql.params.iter()), |row| {
+                    row.get(3)
+                })
+                .map_err(db_err)?;
+            rows.collect::<Result<Vec<String>, _>>().map_err(db_err)
+        })
+        .await
+    }
+}
+
+fn lost() -> StoreError {
+    StoreError::Unavailable("the session lost its connection (a call was cancelled)".into())
+}
+
+#[async_trait]
+impl StoreSession for SqliteSession {
+    async fn begin(&mut self) -> Result<(), StoreError> {
+        self.run(|conn| conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err))
+            .await
+    }
+
+    async fn commit(&mut self) -> Result<(), StoreError> {
+        self.run(|conn| conn.execute_batch("COMMIT").map_err(db_err))
+            .await
+    }
+
+    async fn rollback(&mut self) -> Result<(), StoreError> {
+        self.run(|conn| conn.execute_batch("ROLLBACK").map_err(db_err))
+            .await
+    }
+
+    async fn catalog_version(&mut self) -> Result<i64, StoreError> {
+        self.run(catalog::catalog_version).await
+    }
+
+    async fn list_collections(&mut self) -> Result<Vec<CollectionRecord>, StoreError> {
+        self.run(catalog::list_collections).await
+    }
+
+    async fn create_collection(
+        &mut self,
+        db: &str,
+        name: &str,
+        options: &Document,
+    ) -> Result<CollectionRecord, StoreError> {
+        let (db, name, options) = (db.to_owned(), name.to_owned(), options.clone());
+        self.run(move |conn| catalog::create_collection(conn, &db, &name, &options))
+            .await
+    }
+
+    async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError> {
+        let coll = coll.clone();
+        self.run(move |conn| catalog::drop_collection(conn, &coll))
+            .await
+    }
+
+    async fn rename_collection(
+        &mut self,
+        coll: &CollectionRecord,
+        to_db: &str,
+        to_name: &str,
+    ) -> Result<CollectionRecord, StoreError> {
+        let (coll, to_db, to_name) = (coll.clone(), to_db.to_owned(), to_name.to_owned());
+        self.run(move |conn| catalog::rename_collection(conn, &coll, &to_db, &to_name))
+            .await
+    }
+
+    async fn insert(
+        &mut self,
+        coll: &CollectionRecord,
+        docs: &[StoredDocument],
+        ordered: bool,
+    ) -> Result<InsertOutcome, StoreError> {
+        let (table, docs) = (coll.table.clone(), docs.to_vec());
+        self.run(move |conn| write::insert(conn, &table, &docs, ordered))
+            .await
+    }
+
+    async fn scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let sql = sql::select(&coll.table, "doc", request);
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(sql.params.iter()), |row| {
+                    row.get(0)
+                })
+                .map_err(db_err)?;
+            rows.collect::<Result<Vec<Vec<u8>>, _>>().map_err(db_err)
+        })
+        .await
+    }
+
+    async fn count(
+        &mut self,
+        coll: &CollectionRecord,
+        filter: &Predicate,
+    ) -> Result<u64, StoreError> {
+        let sql = sql::count(&coll.table, filter);
+        self.run(move |conn| {
+            let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
+            let n: i64 = stmt
+                .query_row(rusqlite::params_from_iter(sql.params.iter()), |row| {
+                    row.get(0)
+                })
+                .map_err(db_err)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+        .await
+    }
+
+    async fn replace(
+        &mut self,
+        coll: &CollectionRecord,
+        docs: &[StoredDocument],
+    ) -> Result<u64, StoreError> {
+        let (table, docs) = (coll.table.clone(), docs.to_vec());
+        self.run(move |conn| write::replace(conn, &table, &docs))
+            .await
+    }
+
+    async fn delete(
+        &mut self,
+        coll: &CollectionRecord,
+        keys: &[Vec<u8>],
+    ) -> Result<u64, StoreError> {
+        let (table, keys) = (coll.table.clone(), keys.to_vec());
+        self.run(move |conn| write::delete(conn, &table, &keys))
+            .await
+    }
+
+    async fn collection_stats(
+        &mut self,
+        coll: &CollectionRecord,
+    ) -> Result<CollectionStats, StoreError> {
+        let coll = coll.clone();
+        self.run(move |conn| catalog::collection_stats(conn, &coll))
+            .await
+    }
+
+    async fn explain(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<String>, StoreError> {
+        self.explain_scan(coll, request).await
+    }
+}
