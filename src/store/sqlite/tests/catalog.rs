@@ -121,3 +121,37 @@ async fn stats_count_sizes_and_indexes() {
     assert_eq!(stats.index_count, 1);
     assert!(stats.storage_size >= expected, "{stats:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_inside_a_transaction_commits_with_it() {
+    let dir = tempdir();
+    let store = open_in(&dir);
+    let mut s = session(&store).await;
+    let v = ok(s.catalog_version().await);
+    ok(s.begin().await);
+    let coll = create(&mut s, "app", "in_tx").await;
+    ok(s.insert(&coll, &[stored("1", doc! {})], true).await);
+    let renamed = ok(s.rename_collection(&coll, "app", "renamed").await);
+    ok(s.commit().await);
+    let mut other = session(&store).await;
+    assert_eq!(ok(other.list_collections().await), vec![renamed.clone()]);
+    assert_eq!(ok(other.catalog_version().await), v + 2);
+    assert_eq!(
+        keys_of(&ok(other.scan(&renamed, &ScanRequest::all()).await)),
+        ["1"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_reports_errors_and_describes_itself() {
+    let dir = tempdir();
+    let file = dir.path().join("not_a_dir");
+    ok(std::fs::write(&file, b"x"));
+    let options = super::super::SqliteOptions::default();
+    assert!(super::super::SqliteStore::open(&file, options).is_err());
+    let store = open_in(&dir);
+    use super::super::super::Store;
+    assert_eq!(store.backend_name(), "sqlite");
+    assert!(store.describe().ends_with(super::super::DATABASE_FILE));
+    assert!(store.file().exists());
+}

@@ -347,3 +347,46 @@ async fn invalid_bson_is_refused_and_writes_nothing() {
         .is_err());
     assert_eq!(ok(s.count(&coll, &Predicate::True).await), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn path_equals_edge_cases() {
+    let dir = tempdir();
+    let store = open_in(&dir);
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "edges").await;
+    let big = (1i64 << 53) + 1;
+    let docs = [
+        stored("big", doc! {"n": big}),
+        stored("min", doc! {"n": i64::MIN}),
+        stored("negzero", doc! {"n": -0.0}),
+        stored(
+            "odd_keys",
+            doc! {"é t": {"a.b": "v", "x[0]": "w", "$d": "z"}},
+        ),
+        stored("nan", doc! {"n": f64::NAN}),
+    ];
+    ok(s.insert(&coll, &docs, true).await);
+    let n = |v: f64| scan_req(path_eq(&["n"], PathValue::Number(v)));
+    // Beyond 2^53 the planner's double and the image's double round alike.
+    assert_eq!(keys_of(&ok(s.scan(&coll, &n(big as f64)).await)), ["big"]);
+    assert_eq!(
+        keys_of(&ok(s.scan(&coll, &n(i64::MIN as f64)).await)),
+        ["min"]
+    );
+    assert_eq!(keys_of(&ok(s.scan(&coll, &n(0.0)).await)), ["negzero"]);
+    for (field, value) in [("a.b", "v"), ("x[0]", "w"), ("$d", "z")] {
+        let p = path_eq(&["é t", field], PathValue::String(value.into()));
+        assert_eq!(
+            keys_of(&ok(s.scan(&coll, &scan_req(p)).await)),
+            ["odd_keys"],
+            "{field}"
+        );
+    }
+    let p = path_eq(&["é t", "a.b"], PathValue::String("w".into()));
+    assert!(ok(s.scan(&coll, &scan_req(p)).await).is_empty());
+    // Empty path: nothing to compare, everything is returned.
+    assert_eq!(
+        ok(s.count(&coll, &path_eq(&[], PathValue::Bool(true))).await),
+        5
+    );
+}
