@@ -1,0 +1,155 @@
+"""Fixtures for the pymongo suite: a real docgate process and clients for it.
+
+The suite starts the docgate binary itself (one server for the whole session,
+on a free loopback port, over a fresh temporary data directory) and stops it at
+the end. Each test gets its own database, named after the test, so tests do not
+see each other's data.
+
+Environment:
+  DOCGATE_BIN       path of the server binary (default: target/debug/docgate
+                    under the repository root)
+  DOCGATE_BACKEND   "sqlite" (default): a fresh data directory per run; any
+                    other value is passed verbatim as --backend (for backends
+                    whose storage the caller prepared, e.g. a postgres URL)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from pymongo import MongoClient
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+START_TIMEOUT_S = 20.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DocgateServer:
+    """One docgate process listening on 127.0.0.1:port."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.bin = Path(os.environ.get("DOCGATE_BIN", REPO_ROOT / "target" / "debug" / "docgate"))
+        backend = os.environ.get("DOCGATE_BACKEND", "sqlite")
+        if backend == "sqlite":
+            data_dir = workdir / "data"
+            data_dir.mkdir()
+            backend = f"sqlite:{data_dir}"
+        self.backend = backend
+        self.port = free_port()
+        self.log_path = workdir / "docgate.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(lines[-n:])
+
+    def start(self) -> None:
+        if not self.bin.is_file():
+            raise RuntimeError(f"docgate binary not found at {self.bin}; run `cargo build` first")
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [
+                str(self.bin),
+                "--listen",
+                f"127.0.0.1:{self.port}",
+                "--backend",
+                self.backend,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"docgate exited with {self.proc.returncode} before listening:\n{self.log_tail()}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(
+            f"docgate did not accept connections on port {self.port} within "
+            f"{START_TIMEOUT_S:.0f} s:\n{self.log_tail()}"
+        )
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+    def client(self, **kwargs) -> MongoClient:
+        kwargs.setdefault("serverSelectionTimeoutMS", 10_000)
+        kwargs.setdefault("connectTimeoutMS", 10_000)
+        kwargs.setdefault("socketTimeoutMS", 30_000)
+        return MongoClient(self.uri, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def server():
+    with tempfile.TemporaryDirectory(prefix="docgate-pytest-") as tmp:
+        srv = DocgateServer(Path(tmp))
+        srv.start()
+        try:
+            yield srv
+            if srv.proc is not None and srv.proc.poll() is not None:
+                raise RuntimeError(
+                    f"docgate exited with {srv.proc.returncode} during the suite:\n{srv.log_tail()}"
+                )
+        finally:
+            srv.stop()
+            if os.environ.get("DOCGATE_SHOW_LOG"):
+                print(f"\n--- docgate log ---\n{srv.log_tail(200)}")
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    c = server.client()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def db(client, request):
+    """A database of this test's own (MongoDB database names: <64 chars, no '.', '$', ' ')."""
+    node = request.node.name
+    digest = hashlib.sha1(node.encode()).hexdigest()[:8]
+    name = "t_" + re.sub(r"[^A-Za-z0-9_]", "_", node)[:40] + "_" + digest
+    return client[name]
+
+
+@pytest.fixture
+def coll(db):
+    return db["items"]
