@@ -1,0 +1,37 @@
+// Databases and collections with mongosh: createCollection, getCollectionNames,
+// db.stats(), collection stats, listDatabases, rename, drop, dropDatabase.
+// (The interactive helpers `show dbs` / `show collections` are not valid in
+// --file scripts; tests/run_all.sh runs them with --eval.)
+// Run: mongosh "mongodb://127.0.0.1:PORT/test?directConnection=true" --quiet --file admin.js
+load(require('path').join(__dirname, '_lib.js'));
+
+const d = scriptDb('mongosh_admin');
+d.createCollection('created');
+d.filled.insertMany([{ a: 1 }, { a: 2 }, { a: 3 }]);
+checkEq(d.getCollectionNames().sort(), ['created', 'filled'], 'getCollectionNames');
+
+const stats = d.stats();
+checkEq(stats.ok, 1, 'db.stats() ok');
+checkEq(stats.db, 'mongosh_admin', 'db.stats().db');
+checkEq(stats.collections, 2, 'db.stats().collections');
+checkEq(stats.objects, 3, 'db.stats().objects');
+
+const collStats = d.runCommand({ collStats: 'filled' });
+checkEq(collStats.ok, 1, 'collStats ok');
+checkEq(collStats.count, 3, 'collStats count');
+
+const names = db.adminCommand({ listDatabases: 1 }).databases.map((x) => x.name);
+check(names.includes('mongosh_admin'), 'listDatabases includes mongosh_admin: ' + names);
+
+d.filled.renameCollection('renamed');
+checkEq(d.getCollectionNames().sort(), ['created', 'renamed'], 'after renameCollection');
+checkEq(d.renamed.countDocuments({}), 3, 'renamed collection keeps its documents');
+
+checkEq(d.created.drop(), true, 'drop');
+checkEq(d.getCollectionNames(), ['renamed'], 'after drop');
+
+checkEq(d.dropDatabase().ok, 1, 'dropDatabase');
+const after = db.adminCommand({ listDatabases: 1 }).databases.map((x) => x.name);
+check(!after.includes('mongosh_admin'), 'dropped database is gone: ' + after);
+
+print('OK');
