@@ -1,0 +1,398 @@
+#!/usr/bin/env bash
+# Runs every docgate test suite, in this order, and stops at the first one that fails:
+#
+#   1. cargo build                     (debug binary target/debug/docgate)
+#   2. cargo test --workspace          (Rust unit and integration tests)
+#   3. python client env               (venv in target/test-env/venv, pinned pymongo + pytest)
+#   4. node client env                 (npm ci in tests/clients/node: mongodb driver + mongosh)
+#   then for each backend in DOCGATE_TEST_BACKENDS (default "sqlite"):
+#   5. pymongo suite                   (pytest tests/clients/python; it starts its own server)
+#   6. mongosh scripts                 (each script, and the `show` helpers, on a fresh server)
+#   7. node driver suite               (node --test tests/clients/node/crud_test.mjs)
+#
+# Every server runs on 127.0.0.1 on a free port over fresh storage, and is killed at exit.
+# The last line is "N passed, N failed" (N counts suites); the exit code is 0 only if all passed.
+#
+# Environment:
+#   DOCGATE_TEST_BACKENDS  space-separated backends to run the client suites against (default: sqlite)
+#   DOCGATE_BIN            server binary (default: target/debug/docgate)
+#   DOCGATE_KEEP_WORK=1    keep the temporary work directory (server logs, data) after the run
+#
+# Needs python3 (with venv) and node >= 20.19 with npm; installs the rest itself.
+
+set -uo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT" || exit 1
+
+BACKENDS="${DOCGATE_TEST_BACKENDS:-sqlite}"
+DOCGATE_BIN="${DOCGATE_BIN:-$REPO_ROOT/target/debug/docgate}"
+export DOCGATE_BIN
+
+TEST_ENV="$REPO_ROOT/target/test-env"
+VENV="$TEST_ENV/venv"
+PY_DIR="$REPO_ROOT/tests/clients/python"
+NODE_DIR="$REPO_ROOT/tests/clients/node"
+MONGOSH_DIR="$REPO_ROOT/tests/clients/mongosh"
+MONGOSH="$NODE_DIR/node_modules/.bin/mongosh"
+START_TIMEOUT_S=20
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/docgate-tests.XXXXXX")"
+SERVER_PIDS=()
+PASSED=0
+FAILED=0
+SUITE_NO=0
+
+# ------------------------------------------------------------------ cleanup
+
+# kill_server PID: SIGTERM, then SIGKILL if it has not exited after 10 s.
+kill_server() {
+    local pid="$1" i
+    kill "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "docgate (pid $pid) ignored SIGTERM for 10 s; killing it" >&2
+        kill -9 "$pid" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+cleanup() {
+    local pid
+    for pid in "${SERVER_PIDS[@]}"; do
+        if kill -0 "$pid" 2>/dev/null; then
+            kill_server "$pid"
+        fi
+    done
+    if [[ "${DOCGATE_KEEP_WORK:-}" == "1" ]]; then
+        echo "work directory kept: $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 130' INT TERM
+
+# ------------------------------------------------------------------ suites
+
+summary() {
+    echo
+    echo "$PASSED passed, $FAILED failed"
+}
+
+# run_suite TITLE COMMAND [ARGS...]: runs one suite; on failure prints the summary and exits.
+run_suite() {
+    local title="$1"
+    shift
+    SUITE_NO=$((SUITE_NO + 1))
+    echo
+    echo "================================================================"
+    echo "== [$SUITE_NO] $title"
+    echo "================================================================"
+    local start=$SECONDS rc=0
+    "$@" || rc=$?
+    local took=$((SECONDS - start))
+    if [[ $rc -eq 0 ]]; then
+        PASSED=$((PASSED + 1))
+        echo "-- PASS: $title (${took}s)"
+    else
+        FAILED=$((FAILED + 1))
+        echo "-- FAIL: $title (exit $rc, ${took}s)"
+        summary
+        exit 1
+    fi
+}
+
+# ------------------------------------------------------------------ servers
+
+free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+port_open() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# Fresh storage for one server. Prints the --backend argument.
+# A backend is one function backend_arg_NAME; postgres will add backend_arg_postgres.
+backend_arg_sqlite() {
+    local dir="$1/sqlite-data"
+    mkdir -p "$dir" || return 1
+    echo "sqlite:$dir"
+}
+
+backend_arg() {
+    local backend="$1" dir="$2"
+    if ! declare -F "backend_arg_$backend" >/dev/null; then
+        echo "unknown backend '$backend' (known: sqlite)" >&2
+        return 1
+    fi
+    "backend_arg_$backend" "$dir"
+}
+
+# start_server BACKEND NAME: starts docgate on fresh storage; sets SERVER_PID, SERVER_PORT, SERVER_LOG.
+start_server() {
+    local backend="$1" name="$2"
+    local dir="$WORK/$backend/$name"
+    mkdir -p "$dir" || return 1
+    local arg
+    arg="$(backend_arg "$backend" "$dir")" || return 1
+    SERVER_PORT="$(free_port)" || return 1
+    SERVER_LOG="$dir/docgate.log"
+    "$DOCGATE_BIN" --listen "127.0.0.1:$SERVER_PORT" --backend "$arg" >"$SERVER_LOG" 2>&1 </dev/null &
+    SERVER_PID=$!
+    SERVER_PIDS+=("$SERVER_PID")
+    local deadline=$((SECONDS + START_TIMEOUT_S))
+    while ((SECONDS < deadline)); do
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            echo "docgate exited before listening; its log:" >&2
+            tail -n 40 "$SERVER_LOG" >&2
+            return 1
+        fi
+        if port_open "$SERVER_PORT"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "docgate did not accept connections on 127.0.0.1:$SERVER_PORT within ${START_TIMEOUT_S}s; its log:" >&2
+    tail -n 40 "$SERVER_LOG" >&2
+    stop_server
+    return 1
+}
+
+# stop_server: stops the current server; fails if it had died on its own (a crash).
+stop_server() {
+    local rc=0 status
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill_server "$SERVER_PID"
+    else
+        wait "$SERVER_PID" 2>/dev/null
+        status=$?
+        echo "docgate (pid $SERVER_PID) died during the suite (exit $status); its log:" >&2
+        tail -n 40 "$SERVER_LOG" >&2
+        rc=1
+    fi
+    return $rc
+}
+
+server_uri() {
+    echo "mongodb://127.0.0.1:$SERVER_PORT/${1:-}?directConnection=true"
+}
+
+show_server_log() {
+    echo "--- last lines of the docgate log ($SERVER_LOG) ---"
+    tail -n 30 "$SERVER_LOG"
+    echo "---"
+}
+
+# ------------------------------------------------------------------ Rust
+
+suite_cargo_build() {
+    cargo build
+}
+
+suite_cargo_test() {
+    cargo test --workspace
+}
+
+# ------------------------------------------------------------------ client environments
+
+file_hash() {
+    sha256sum "$@" | sha256sum | cut -d' ' -f1
+}
+
+suite_python_env() {
+    local stamp="$VENV/.requirements.sha256" want
+    want="$(file_hash "$PY_DIR/requirements.txt")"
+    if [[ -x "$VENV/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+        echo "venv up to date: $VENV"
+    else
+        echo "creating $VENV"
+        rm -rf "$VENV"
+        python3 -m venv "$VENV" || {
+            echo "python3 -m venv failed (on Debian: apt-get install python3-venv)" >&2
+            return 1
+        }
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+            -r "$PY_DIR/requirements.txt" || return 1
+        echo "$want" >"$stamp"
+    fi
+    "$VENV/bin/python" - <<'EOF'
+import pymongo, pytest
+from pymongo import compression_support as c
+missing = [n for n, ok in (("snappy", c._have_snappy()), ("zlib", c._have_zlib()), ("zstd", c._have_zstd())) if not ok]
+assert not missing, f"pymongo lacks compressors: {missing}"
+print(f"pymongo {pymongo.version}, pytest {pytest.__version__}, compressors snappy/zlib/zstd")
+EOF
+}
+
+suite_node_env() {
+    if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        echo "node and npm are needed (node >= 20.19 for the mongodb driver 7)" >&2
+        return 1
+    fi
+    # shellcheck disable=SC2016 # JavaScript, not shell
+    node -e '
+const [maj, min] = process.versions.node.split(".").map(Number);
+if (maj < 20 || (maj === 20 && min < 19)) {
+  console.error(`node ${process.versions.node} is too old: the mongodb driver 7 needs >= 20.19`);
+  process.exit(1);
+}' || return 1
+    local stamp="$NODE_DIR/node_modules/.docgate-lock.sha256" want
+    want="$(file_hash "$NODE_DIR/package-lock.json")"
+    if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$MONGOSH" ]]; then
+        echo "node_modules up to date: $NODE_DIR/node_modules"
+    else
+        # Install scripts only build optional native add-ons (and would fetch
+        # headers from the network); the driver and mongosh work without them.
+        (cd "$NODE_DIR" && npm ci --ignore-scripts --no-audit --no-fund) || return 1
+        echo "$want" >"$stamp"
+    fi
+    echo "node $(node --version), mongodb driver $(node -p 'require(process.argv[1]).version' \
+        "$NODE_DIR/node_modules/mongodb/package.json"), mongosh $("$MONGOSH" --version)"
+}
+
+# mongosh must not reach for telemetry, update or snippet hosts, and writes its
+# logs under $HOME/.mongodb: give it a config of its own and a HOME of its own.
+setup_mongosh_config() {
+    MONGOSH_HOME="$WORK/mongosh-home"
+    mkdir -p "$MONGOSH_HOME"
+    cat >"$WORK/mongosh-config.yaml" <<'EOF'
+mongosh:
+  forceDisableTelemetry: true
+  updateURL: ""
+  snippetAutoload: false
+  snippetIndexSourceURLs: ""
+  disableGreetingMessage: true
+EOF
+    export MONGOSH_GLOBAL_CONFIG_FILE_FOR_TESTING="$WORK/mongosh-config.yaml"
+}
+
+run_mongosh() {
+    HOME="$MONGOSH_HOME" "$MONGOSH" "$@"
+}
+
+# ------------------------------------------------------------------ client suites
+
+suite_pymongo() {
+    local backend="$1" dir="$WORK/$1/pytest"
+    mkdir -p "$dir" || return 1
+    local arg
+    arg="$(backend_arg "$backend" "$dir")" || return 1
+    # conftest.py starts (and stops) its own server on this fresh storage.
+    DOCGATE_BACKEND="$arg" "$VENV/bin/python" -m pytest "$PY_DIR" -p no:cacheprovider
+}
+
+# mongosh_script BACKEND FILE: one script against a fresh server; it must exit 0 and print OK last.
+mongosh_script() {
+    local backend="$1" file="$2" name out rc=0
+    name="$(basename "$file" .js)"
+    start_server "$backend" "mongosh-$name" || return 1
+    out="$WORK/$backend/mongosh-$name/output.txt"
+    run_mongosh "$(server_uri test)" --quiet --file "$file" >"$out" 2>&1 || rc=$?
+    cat "$out"
+    if [[ $rc -eq 0 && "$(grep -v '^[[:space:]]*$' "$out" | tail -n 1)" != "OK" ]]; then
+        echo "script did not print OK last"
+        rc=1
+    fi
+    stop_server || rc=1
+    if [[ $rc -ne 0 ]]; then
+        show_server_log
+    fi
+    return $rc
+}
+
+# The interactive helpers `show dbs` and `show collections` only work in --eval
+# (or interactive) mode, not in --file scripts.
+mongosh_show_helpers() {
+    local backend="$1" out rc=0
+    start_server "$backend" "mongosh-show" || return 1
+    out="$WORK/$backend/mongosh-show"
+    run_mongosh "$(server_uri shown_db)" --quiet --eval \
+        'db.first_coll.insertOne({a: 1}); db.second_coll.insertOne({b: 2}); db.getSiblingDB("other_db").c.insertOne({c: 3}); print("seeded")' \
+        >"$out/seed.txt" 2>&1 || rc=$?
+    cat "$out/seed.txt"
+    if [[ $rc -eq 0 ]]; then
+        run_mongosh "$(server_uri shown_db)" --quiet --eval 'show dbs' >"$out/dbs.txt" 2>&1 || rc=$?
+        echo "\$ mongosh --eval 'show dbs'"
+        cat "$out/dbs.txt"
+        for want in shown_db other_db; do
+            if ! grep -Eq "^${want}[[:space:]]" "$out/dbs.txt"; then
+                echo "show dbs: '$want' not listed"
+                rc=1
+            fi
+        done
+        run_mongosh "$(server_uri shown_db)" --quiet --eval 'show collections' >"$out/colls.txt" 2>&1 || rc=$?
+        echo "\$ mongosh --eval 'show collections'"
+        cat "$out/colls.txt"
+        if [[ "$(sort "$out/colls.txt" | tr '\n' ' ')" != "first_coll second_coll " ]]; then
+            echo "show collections: expected exactly first_coll and second_coll"
+            rc=1
+        fi
+    fi
+    stop_server || rc=1
+    if [[ $rc -ne 0 ]]; then
+        show_server_log
+    fi
+    return $rc
+}
+
+suite_mongosh() {
+    local backend="$1" file name failures=0
+    for file in "$MONGOSH_DIR"/*.js; do
+        name="$(basename "$file")"
+        [[ "$name" == _* ]] && continue # helpers, loaded by the scripts
+        echo "---- mongosh --file $name"
+        if mongosh_script "$backend" "$file"; then
+            echo "---- ok: $name"
+        else
+            echo "---- FAILED: $name"
+            failures=$((failures + 1))
+        fi
+    done
+    echo "---- mongosh --eval 'show dbs' / 'show collections'"
+    if mongosh_show_helpers "$backend"; then
+        echo "---- ok: show helpers"
+    else
+        echo "---- FAILED: show helpers"
+        failures=$((failures + 1))
+    fi
+    [[ $failures -eq 0 ]]
+}
+
+suite_node() {
+    local backend="$1" rc=0
+    start_server "$backend" "node" || return 1
+    DOCGATE_URI="$(server_uri)" node --test "$NODE_DIR/crud_test.mjs" || rc=$?
+    stop_server || rc=1
+    if [[ $rc -ne 0 ]]; then
+        show_server_log
+    fi
+    return $rc
+}
+
+# ------------------------------------------------------------------ main
+
+echo "docgate tests: backends '$BACKENDS', work directory $WORK"
+
+run_suite "cargo build" suite_cargo_build
+run_suite "cargo test --workspace" suite_cargo_test
+run_suite "python client env (pymongo, pytest)" suite_python_env
+run_suite "node client env (mongodb driver, mongosh)" suite_node_env
+setup_mongosh_config
+
+for backend in $BACKENDS; do
+    run_suite "pymongo suite [$backend]" suite_pymongo "$backend"
+    run_suite "mongosh scripts [$backend]" suite_mongosh "$backend"
+    run_suite "node driver suite [$backend]" suite_node "$backend"
+done
+
+summary
