@@ -14,6 +14,10 @@
 //!   strings and expanded with `json_each`, which the planner still drives through the index.
 //! - `PathEquals` over-selects as `scan.rs` allows: any document where a prefix of the path
 //!   is an array is returned, and `true` equals `1` (`->>` yields 1 for true).
+//! - `Or` merges its key operands into one `KeyIn` and its `PathEquals` operands on one path
+//!   into one `IN (SELECT value FROM json_each(?))`, and every junction is emitted as a
+//!   balanced tree of parentheses: a `$in` of 10,000 values is one bound value and stays far
+//!   below SQLite's limits (32766 bound values, expression depth 1000).
 //!
 //! Not for: writes (`write.rs`) or the catalog (`catalog.rs`).
 
@@ -23,6 +27,9 @@ use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
 
 /// Above this many keys, `KeyIn` binds a single JSON array instead of one `?` per key.
 const INLINE_KEYS: usize = 50;
+/// Bound values per statement we allow ourselves (SQLite's limit is 32766); past it,
+/// inexact predicates degrade to `1` and key sets to one JSON array.
+const PARAM_BUDGET: usize = 30_000;
 
 /// A statement text with its bound values, in order.
 #[derive(Debug)]
@@ -83,63 +90,167 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
             sql.text.push_str("k = ?");
             sql.params.push(Value::Blob(key.clone()));
         }
-        Predicate::KeyIn(keys) if keys.is_empty() => sql.text.push('0'),
-        Predicate::KeyIn(keys) if keys.len() <= INLINE_KEYS => {
-            sql.text.push_str("k IN (");
-            for (i, key) in keys.iter().enumerate() {
-                sql.text.push_str(if i == 0 { "?" } else { ", ?" });
-                sql.params.push(Value::Blob(key.clone()));
+        Predicate::KeyIn(keys) => push_key_in(keys.iter(), keys.len(), sql),
+        Predicate::PathEquals { path, value } => {
+            push_path_in(path, std::slice::from_ref(value).iter(), sql)
+        }
+        Predicate::And(parts) => {
+            let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
+            push_balanced(&terms, " AND ", '1', sql);
+        }
+        Predicate::Or(parts) => push_balanced(&or_terms(parts), " OR ", '0', sql),
+    }
+}
+
+/// One operand of a junction: a predicate, or several `Or` operands merged into one.
+enum Term<'a> {
+    Predicate(&'a Predicate),
+    Keys(Vec<&'a Vec<u8>>),
+    PathIn(&'a [String], Vec<&'a PathValue>),
+}
+
+/// The operands of an `Or`, with every key operand merged into one `KeyIn` and the
+/// `PathEquals` operands on the same path merged into one `IN` (a large `$in` stays one
+/// index probe / one bound value instead of thousands of `OR`s).
+fn or_terms(parts: &[Predicate]) -> Vec<Term<'_>> {
+    let mut keys: Vec<&Vec<u8>> = Vec::new();
+    let mut paths: Vec<(&[String], Vec<&PathValue>)> = Vec::new();
+    let mut terms = Vec::new();
+    for part in parts {
+        match part {
+            Predicate::KeyEquals(key) => keys.push(key),
+            Predicate::KeyIn(more) => keys.extend(more),
+            Predicate::PathEquals { path, value } => {
+                match paths.iter_mut().find(|(p, _)| *p == path.as_slice()) {
+                    Some((_, values)) => values.push(value),
+                    None => paths.push((path, vec![value])),
+                }
             }
+            other => terms.push(Term::Predicate(other)),
+        }
+    }
+    if !keys.is_empty() {
+        terms.push(Term::Keys(keys));
+    }
+    terms.extend(
+        paths
+            .into_iter()
+            .map(|(path, values)| Term::PathIn(path, values)),
+    );
+    terms
+}
+
+fn push_term(term: &Term<'_>, sql: &mut Sql) {
+    match term {
+        Term::Predicate(p) => push_predicate(p, sql),
+        Term::Keys(keys) => push_key_in(keys.iter().copied(), keys.len(), sql),
+        Term::PathIn(path, values) => push_path_in(path, values.iter().copied(), sql),
+    }
+}
+
+/// Operands joined by `op` as a balanced tree of parentheses, so that thousands of operands
+/// stay far below SQLite's expression depth limit (1000).
+fn push_balanced(terms: &[Term<'_>], op: &str, empty: char, sql: &mut Sql) {
+    match terms {
+        [] => sql.text.push(empty),
+        [one] => push_term(one, sql),
+        _ => {
+            let (left, right) = terms.split_at(terms.len() / 2);
+            sql.text.push('(');
+            push_balanced(left, op, empty, sql);
+            sql.text.push_str(op);
+            push_balanced(right, op, empty, sql);
             sql.text.push(')');
         }
-        Predicate::KeyIn(keys) => {
-            sql.text
-                .push_str("k IN (SELECT unhex(value) FROM json_each(?))");
-            sql.params.push(Value::Text(hex_array(keys)));
-        }
-        Predicate::PathEquals { path, value } => push_path_equals(path, value, sql),
-        Predicate::And(parts) => push_junction(parts, " AND ", '1', sql),
-        Predicate::Or(parts) => push_junction(parts, " OR ", '0', sql),
     }
 }
 
-fn push_junction(parts: &[Predicate], op: &str, empty: char, sql: &mut Sql) {
-    if parts.is_empty() {
-        sql.text.push(empty);
-        return;
-    }
-    sql.text.push('(');
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            sql.text.push_str(op);
+fn push_key_in<'a>(keys: impl Iterator<Item = &'a Vec<u8>>, n: usize, sql: &mut Sql) {
+    if n == 0 {
+        sql.text.push('0');
+    } else if n == 1 || (n <= INLINE_KEYS && sql.params.len() + n <= PARAM_BUDGET) {
+        sql.text.push_str(if n == 1 { "k = ?" } else { "k IN (" });
+        for (i, key) in keys.enumerate() {
+            if i > 0 {
+                sql.text.push_str(", ");
+            }
+            if n > 1 {
+                sql.text.push('?');
+            }
+            sql.params.push(Value::Blob(key.clone()));
         }
-        push_predicate(part, sql);
+        if n > 1 {
+            sql.text.push(')');
+        }
+    } else {
+        sql.text
+            .push_str("k IN (SELECT unhex(value) FROM json_each(?))");
+        sql.params.push(Value::Text(hex_array(keys)));
     }
-    sql.text.push(')');
 }
 
-/// `(j ->> '$."a"."b"' = ? OR json_type(j, '$."a"') = 'array' OR json_type(j, '$."a"."b"') = 'array')`
-fn push_path_equals(path: &[String], value: &PathValue, sql: &mut Sql) {
-    let bound = match value {
-        PathValue::String(s) => Value::Text(s.clone()),
-        PathValue::Number(n) if n.is_finite() => Value::Real(*n),
-        // NaN and ±Inf live in the image as tagged objects: no pushdown.
-        PathValue::Number(_) => return sql.text.push('1'),
-        PathValue::Bool(b) => Value::Integer(i64::from(*b)),
-    };
+/// Some value at `path` equals one of `values`:
+/// `(j ->> '$."a"."b"' = ? OR json_type(j, '$."a"') = 'array' OR json_type(j, '$."a"."b"') = 'array')`,
+/// with `IN (SELECT value FROM json_each(?))` for several values. Falls back to `1` (all
+/// documents) for an unquotable path, a non-finite number (NaN and ±Inf are tagged objects
+/// in the image) or when the statement already binds `PARAM_BUDGET` values.
+fn push_path_in<'a>(
+    path: &[String],
+    values: impl ExactSizeIterator<Item = &'a PathValue>,
+    sql: &mut Sql,
+) {
+    let n = values.len();
     let Some(prefixes) = json_path_prefixes(path) else {
         return sql.text.push('1');
     };
-    let Some(full) = prefixes.last() else {
+    let (Some(full), true) = (prefixes.last(), sql.params.len() < PARAM_BUDGET) else {
         return sql.text.push('1');
     };
-    sql.text.push_str(&format!("(j ->> {full} = ?"));
+    let bound = if n == 1 {
+        values.map(bind_value).next().flatten()
+    } else {
+        json_values(values).map(Value::Text)
+    };
+    let Some(bound) = bound else {
+        return sql.text.push('1');
+    };
+    if n == 1 {
+        sql.text.push_str(&format!("(j ->> {full} = ?"));
+    } else {
+        sql.text.push_str(&format!(
+            "(j ->> {full} IN (SELECT value FROM json_each(?))"
+        ));
+    }
     sql.params.push(bound);
     for prefix in &prefixes {
         sql.text
             .push_str(&format!(" OR json_type(j, {prefix}) = 'array'"));
     }
     sql.text.push(')');
+}
+
+/// The SQL value `->>` yields for an image scalar equal to `value` (true is 1).
+fn bind_value(value: &PathValue) -> Option<Value> {
+    match value {
+        PathValue::String(s) => Some(Value::Text(s.clone())),
+        PathValue::Number(n) if n.is_finite() => Some(Value::Real(*n)),
+        PathValue::Number(_) => None,
+        PathValue::Bool(b) => Some(Value::Integer(i64::from(*b))),
+    }
+}
+
+/// The values as a JSON array; `json_each` yields them as the same SQL values `bind_value`
+/// would bind (text, real, 1/0 for booleans).
+fn json_values<'a>(values: impl Iterator<Item = &'a PathValue>) -> Option<String> {
+    let mut array = Vec::new();
+    for value in values {
+        array.push(match value {
+            PathValue::String(s) => serde_json::Value::String(s.clone()),
+            PathValue::Number(n) => serde_json::Value::Number(serde_json::Number::from_f64(*n)?),
+            PathValue::Bool(b) => serde_json::Value::Bool(*b),
+        });
+    }
+    serde_json::to_string(&array).ok()
 }
 
 /// SQL literals of the JSON paths of every prefix of `path`, shortest first; `None` when a
@@ -164,11 +275,10 @@ fn json_path_prefixes(path: &[String]) -> Option<Vec<String>> {
 }
 
 /// `["00ff…", …]`: keys as a JSON array of lowercase hex strings.
-fn hex_array(keys: &[Vec<u8>]) -> String {
+fn hex_array<'a>(keys: impl Iterator<Item = &'a Vec<u8>>) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(keys.iter().map(|k| k.len() * 2 + 3).sum::<usize>() + 2);
-    out.push('[');
-    for (i, key) in keys.iter().enumerate() {
+    let mut out = String::from("[");
+    for (i, key) in keys.enumerate() {
         if i > 0 {
             out.push(',');
         }
@@ -217,6 +327,6 @@ mod tests {
 
     #[test]
     fn hex_array_encodes() {
-        assert_eq!(hex_array(&[vec![0, 255], vec![]]), r#"["00ff",""]"#);
+        assert_eq!(hex_array([vec![0, 255], vec![]].iter()), r#"["00ff",""]"#);
     }
 }

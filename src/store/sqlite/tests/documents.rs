@@ -390,3 +390,57 @@ async fn path_equals_edge_cases() {
         5
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_or_stays_within_sqlite_limits() {
+    let dir = tempdir();
+    let store = open_in(&dir);
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "huge").await;
+    let docs: Vec<_> = (0..100)
+        .map(|i| {
+            stored(
+                &format!("{i:03}"),
+                doc! {"n": i, "s": format!("v{i}"), "b": i == 7},
+            )
+        })
+        .collect();
+    ok(s.insert(&coll, &docs, true).await);
+    // 31,000 operands: more than SQLite's bound-value limit and expression depth.
+    let mut parts = Vec::new();
+    for i in 0..10_000 {
+        parts.push(path_eq(
+            &["n"],
+            PathValue::Number(f64::from(i) * 10.0 + 0.5),
+        ));
+        parts.push(path_eq(&["s"], PathValue::String(format!("w{i}"))));
+        parts.push(Predicate::KeyEquals(format!("x{i}").into_bytes()));
+        if i % 10 == 0 {
+            // 1,000 operands that cannot be merged: still deeper than 1000 if unbalanced.
+            parts.push(Predicate::And(vec![
+                Predicate::True,
+                Predicate::KeyEquals(vec![0]),
+            ]));
+        }
+    }
+    // The true matches: n = 3 (as 3.0), s = "v5", key "009", b = true (as 1).
+    parts.push(path_eq(&["n"], PathValue::Number(3.0)));
+    parts.push(path_eq(&["s"], PathValue::String("v5".into())));
+    parts.push(Predicate::KeyIn(vec![b"009".to_vec()]));
+    parts.push(path_eq(&["b"], PathValue::Bool(true)));
+    let or = Predicate::Or(parts);
+    let got = keys_of(&ok(s.scan(&coll, &scan_req(or.clone())).await));
+    assert_eq!(got, ["003", "005", "007", "009"]);
+    assert_eq!(ok(s.count(&coll, &or).await), 4);
+    // A deep And of many operands.
+    let and = Predicate::And((0..5_000).map(|_| Predicate::True).collect());
+    assert_eq!(ok(s.count(&coll, &and).await), 100);
+    // Strings never equal numbers through the merged IN.
+    let mixed = Predicate::Or(vec![
+        path_eq(&["s"], PathValue::Number(5.0)),
+        path_eq(&["s"], PathValue::Bool(true)),
+        path_eq(&["n"], PathValue::String("5".into())),
+        path_eq(&["n"], PathValue::String("3".into())),
+    ]);
+    assert_eq!(ok(s.count(&coll, &mixed).await), 0);
+}
