@@ -17,6 +17,8 @@
 #   DOCGATE_TEST_BACKENDS  space-separated backends to run the client suites against (default: sqlite)
 #   DOCGATE_BIN            server binary (default: target/debug/docgate)
 #   DOCGATE_KEEP_WORK=1    keep the temporary work directory (server logs, data) after the run
+#   DOCGATE_SKIP_CARGO=1   skip cargo build and cargo test (iterate on the client suites with
+#                          an already-built binary)
 #
 # Needs python3 (with venv) and node >= 20.19 with npm; installs the rest itself.
 
@@ -383,8 +385,12 @@ suite_node() {
 
 echo "docgate tests: backends '$BACKENDS', work directory $WORK"
 
-run_suite "cargo build" suite_cargo_build
-run_suite "cargo test --workspace" suite_cargo_test
+if [[ "${DOCGATE_SKIP_CARGO:-}" == "1" ]]; then
+    echo "DOCGATE_SKIP_CARGO=1: not running cargo build / cargo test"
+else
+    run_suite "cargo build" suite_cargo_build
+    run_suite "cargo test --workspace" suite_cargo_test
+fi
 run_suite "python client env (pymongo, pytest)" suite_python_env
 run_suite "node client env (mongodb driver, mongosh)" suite_node_env
 setup_mongosh_config

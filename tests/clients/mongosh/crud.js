@@ -55,7 +55,8 @@ checkEq(unset.modifiedCount, 1, '$unset modifiedCount');
 checkEq(c.findOne({ _id: 5 }).nick, undefined, '$unset removed the field');
 
 const ups = c.updateOne({ _id: 9 }, { $set: { name: 'new' } }, { upsert: true });
-checkEq(ups.upsertedId, 9, 'upsertedId');
+checkEq(ups.upsertedCount, 1, 'upsertedCount');
+checkEq(ups.insertedId, 9, 'upserted _id (mongosh calls it insertedId)');
 checkEq(c.findOne({ _id: 9 }), { _id: 9, name: 'new' }, 'upserted document');
 
 const rep = c.replaceOne({ _id: 9 }, { name: 'replaced', n: 1 });
