@@ -20,6 +20,16 @@ function checkEq(actual, expected, message) {
   if (a !== e) fail(message + ': expected ' + e + ', got ' + a);
 }
 
+// Numbers whose BSON width the server may choose (Int32, Int64 or Double).
+function checkNum(actual, expected, message) {
+  const n = actual !== null && typeof actual === 'object' && typeof actual.toNumber === 'function'
+    ? actual.toNumber()
+    : actual;
+  if (typeof n !== 'number' || n !== expected) {
+    fail(message + ': expected the number ' + expected + ', got ' + show(actual));
+  }
+}
+
 function checkThrows(fn, message) {
   let threw = null;
   try {

@@ -11,14 +11,14 @@ d.filled.insertMany([{ a: 1 }, { a: 2 }, { a: 3 }]);
 checkEq(d.getCollectionNames().sort(), ['created', 'filled'], 'getCollectionNames');
 
 const stats = d.stats();
-checkEq(stats.ok, 1, 'db.stats() ok');
+checkNum(stats.ok, 1, 'db.stats() ok');
 checkEq(stats.db, 'mongosh_admin', 'db.stats().db');
-checkEq(stats.collections, 2, 'db.stats().collections');
-checkEq(stats.objects, 3, 'db.stats().objects');
+checkNum(stats.collections, 2, 'db.stats().collections');
+checkNum(stats.objects, 3, 'db.stats().objects');
 
 const collStats = d.runCommand({ collStats: 'filled' });
-checkEq(collStats.ok, 1, 'collStats ok');
-checkEq(collStats.count, 3, 'collStats count');
+checkNum(collStats.ok, 1, 'collStats ok');
+checkNum(collStats.count, 3, 'collStats count');
 
 const names = db.adminCommand({ listDatabases: 1 }).databases.map((x) => x.name);
 check(names.includes('mongosh_admin'), 'listDatabases includes mongosh_admin: ' + names);
@@ -30,7 +30,7 @@ checkEq(d.renamed.countDocuments({}), 3, 'renamed collection keeps its documents
 checkEq(d.created.drop(), true, 'drop');
 checkEq(d.getCollectionNames(), ['renamed'], 'after drop');
 
-checkEq(d.dropDatabase().ok, 1, 'dropDatabase');
+checkNum(d.dropDatabase().ok, 1, 'dropDatabase');
 const after = db.adminCommand({ listDatabases: 1 }).databases.map((x) => x.name);
 check(!after.includes('mongosh_admin'), 'dropped database is gone: ' + after);
 

@@ -21,13 +21,13 @@ checkEq(c.find().sort({ _id: 1 }).batchSize(5).limit(12).toArray().map((x) => x.
 
 // The same through the raw commands: find + getMore until the cursor id is 0.
 let reply = d.runCommand({ find: 'batches', sort: { _id: 1 }, batchSize: 5 });
-checkEq(reply.ok, 1, 'find ok');
+checkNum(reply.ok, 1, 'find ok');
 const batches = [reply.cursor.firstBatch];
 let id = reply.cursor.id;
 check(!isZeroId(id), 'find leaves a cursor open');
 while (!isZeroId(id)) {
   reply = d.runCommand({ getMore: asLong(id), collection: 'batches', batchSize: 5 });
-  checkEq(reply.ok, 1, 'getMore ok');
+  checkNum(reply.ok, 1, 'getMore ok');
   batches.push(reply.cursor.nextBatch);
   id = reply.cursor.id;
   check(batches.length <= 20, 'cursor ends');
