@@ -1,0 +1,279 @@
+//! Accumulators: the running state behind `$group`'s `$sum`, `$avg`, `$min`, `$max`,
+//! `$first`, `$last`, `$push`, `$addToSet` and `$count`, and the array forms of `$sum`,
+//! `$avg`, `$min`, `$max` used as expressions. `$sum` keeps Int32 while it fits, then Int64,
+//! then Double, like MongoDB.
+//!
+//! Not for: grouping documents by key (`aggregate.rs`) or evaluating the accumulated
+//! expression (`expr.rs`).
+
+use super::compare::{compare_values, values_equal};
+use super::error::QueryError;
+use super::expr::Expression;
+use super::expr_ops::Operator;
+use super::number::{arithmetic, to_decimal, Arithmetic, Number};
+use bson::{Bson, Document};
+use std::cmp::Ordering;
+
+/// Which accumulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccumulatorKind {
+    /// `$sum`
+    Sum,
+    /// `$avg`
+    Avg,
+    /// `$min`
+    Min,
+    /// `$max`
+    Max,
+    /// `$first`
+    First,
+    /// `$last`
+    Last,
+    /// `$push`
+    Push,
+    /// `$addToSet`
+    AddToSet,
+    /// `$count` (sums 1 per document)
+    Count,
+}
+
+/// One `name: {$acc: <expr>}` entry of a `$group`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AccumulatorSpec {
+    /// The output field name.
+    pub field: String,
+    /// Which accumulator.
+    pub kind: AccumulatorKind,
+    /// The expression evaluated per document.
+    pub argument: Expression,
+}
+
+impl AccumulatorSpec {
+    /// Parses `field: {$acc: arg}`.
+    pub fn parse(field: &str, spec: &Bson) -> Result<AccumulatorSpec, QueryError> {
+        let Bson::Document(d) = spec else {
+            return Err(QueryError::location(
+                40234,
+                format!("The field '{field}' must be an accumulator object"),
+            ));
+        };
+        if d.len() != 1 {
+            return Err(QueryError::location(
+                40238,
+                format!("The field '{field}' must specify one accumulator"),
+            ));
+        }
+        let Some((name, arg)) = d.iter().next() else {
+            return Err(QueryError::location(
+                40238,
+                format!("The field '{field}' must specify one accumulator"),
+            ));
+        };
+        let kind = match name.as_str() {
+            "$sum" => AccumulatorKind::Sum,
+            "$avg" => AccumulatorKind::Avg,
+            "$min" => AccumulatorKind::Min,
+            "$max" => AccumulatorKind::Max,
+            "$first" => AccumulatorKind::First,
+            "$last" => AccumulatorKind::Last,
+            "$push" => AccumulatorKind::Push,
+            "$addToSet" => AccumulatorKind::AddToSet,
+            "$count" => {
+                if !matches!(arg, Bson::Document(a) if a.is_empty()) {
+                    return Err(QueryError::location(
+                        40158,
+                        "$count takes no arguments, i.e. $count:{}",
+                    ));
+                }
+                return Ok(AccumulatorSpec {
+                    field: field.to_string(),
+                    kind: AccumulatorKind::Count,
+                    argument: Expression::literal(Bson::Int32(1)),
+                });
+            }
+            other => {
+                return Err(QueryError::location(
+                    15952,
+                    format!("unknown group operator '{other}'"),
+                ))
+            }
+        };
+        if matches!(arg, Bson::Array(_)) {
+            return Err(QueryError::location(
+                40237,
+                format!("The {name} accumulator is a unary operator"),
+            ));
+        }
+        Ok(AccumulatorSpec {
+            field: field.to_string(),
+            kind,
+            argument: Expression::parse(arg)?,
+        })
+    }
+}
+
+/// Running state of one accumulator for one group.
+#[derive(Clone, Debug)]
+pub struct AccumulatorState {
+    kind: AccumulatorKind,
+    total: Bson,
+    count: u64,
+    value: Option<Bson>,
+    seen_any: bool,
+    items: Vec<Bson>,
+}
+
+impl AccumulatorState {
+    /// Fresh state.
+    pub fn new(kind: AccumulatorKind) -> Self {
+        AccumulatorState {
+            kind,
+            total: Bson::Int32(0),
+            count: 0,
+            value: None,
+            seen_any: false,
+            items: Vec::new(),
+        }
+    }
+
+    /// Feeds one evaluated argument (`None` = missing).
+    pub fn add(&mut self, value: Option<Bson>) {
+        match self.kind {
+            AccumulatorKind::Sum | AccumulatorKind::Count | AccumulatorKind::Avg => {
+                if let Some(v) = value.filter(|v| Number::from_bson(v).is_some()) {
+                    if let Some(next) = arithmetic(Arithmetic::Add, &self.total, &v) {
+                        self.total = next;
+                        self.count += 1;
+                    }
+                }
+            }
+            AccumulatorKind::Min | AccumulatorKind::Max => {
+                let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
+                    return;
+                };
+                let replace = match &self.value {
+                    None => true,
+                    Some(current) => {
+                        let order = compare_values(&v, current);
+                        if self.kind == AccumulatorKind::Min {
+                            order == Ordering::Less
+                        } else {
+                            order == Ordering::Greater
+                        }
+                    }
+                };
+                if replace {
+                    self.value = Some(v);
+                }
+            }
+            AccumulatorKind::First => {
+                if !self.seen_any {
+                    self.value = value;
+                }
+            }
+            AccumulatorKind::Last => self.value = value,
+            AccumulatorKind::Push => {
+                if let Some(v) = value {
+                    self.items.push(v);
+                }
+            }
+            AccumulatorKind::AddToSet => {
+                if let Some(v) = value {
+                    if !self.items.iter().any(|item| values_equal(item, &v)) {
+                        self.items.push(v);
+                    }
+                }
+            }
+        }
+        self.seen_any = true;
+    }
+
+    /// The accumulated result.
+    pub fn finish(self) -> Bson {
+        match self.kind {
+            AccumulatorKind::Sum | AccumulatorKind::Count => self.total,
+            AccumulatorKind::Avg => average(&self.total, self.count),
+            AccumulatorKind::Min | AccumulatorKind::Max => self.value.unwrap_or(Bson::Null),
+            AccumulatorKind::First | AccumulatorKind::Last => self.value.unwrap_or(Bson::Null),
+            AccumulatorKind::Push | AccumulatorKind::AddToSet => Bson::Array(self.items),
+        }
+    }
+}
+
+fn average(total: &Bson, count: u64) -> Bson {
+    if count == 0 {
+        return Bson::Null;
+    }
+    match total {
+        Bson::Decimal128(_) => {
+            let divisor = Bson::Decimal128(to_decimal(Number::Int(count as i64)));
+            let t = Number::from_bson(total).map(Number::to_f64).unwrap_or(0.0);
+            let d = Number::from_bson(&divisor)
+                .map(Number::to_f64)
+                .unwrap_or(1.0);
+            Bson::Decimal128(to_decimal(Number::Double(t / d)))
+        }
+        other => {
+            Bson::Double(Number::from_bson(other).map(Number::to_f64).unwrap_or(0.0) / count as f64)
+        }
+    }
+}
+
+/// `$sum`/`$avg`/`$min`/`$max` over a list of values (their expression forms).
+pub fn fold_values(op: Operator, values: &[Bson]) -> Option<Bson> {
+    let kind = match op {
+        Operator::Sum => AccumulatorKind::Sum,
+        Operator::Avg => AccumulatorKind::Avg,
+        Operator::Min => AccumulatorKind::Min,
+        _ => AccumulatorKind::Max,
+    };
+    let mut state = AccumulatorState::new(kind);
+    for v in values {
+        state.add(Some(v.clone()));
+    }
+    Some(state.finish())
+}
+
+/// Evaluates every accumulator of a group for one document.
+pub fn feed(
+    specs: &[AccumulatorSpec],
+    states: &mut [AccumulatorState],
+    doc: &Document,
+) -> Result<(), QueryError> {
+    for (spec, state) in specs.iter().zip(states.iter_mut()) {
+        state.add(spec.argument.evaluate_optional(doc)?);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sum_promotes_on_overflow() {
+        let mut s = AccumulatorState::new(AccumulatorKind::Sum);
+        s.add(Some(Bson::Int32(i32::MAX)));
+        s.add(Some(Bson::Int32(1)));
+        s.add(Some(Bson::String("ignored".into())));
+        s.add(None);
+        assert_eq!(s.finish(), Bson::Int64(i64::from(i32::MAX) + 1));
+        let mut s = AccumulatorState::new(AccumulatorKind::Sum);
+        s.add(Some(Bson::Int32(1)));
+        s.add(Some(Bson::Int32(2)));
+        assert_eq!(s.finish(), Bson::Int32(3));
+    }
+
+    #[test]
+    fn avg_min_max_push_add_to_set() {
+        let values = [Bson::Int32(1), Bson::Int32(2), Bson::Null];
+        assert_eq!(fold_values(Operator::Avg, &values), Some(Bson::Double(1.5)));
+        assert_eq!(fold_values(Operator::Min, &values), Some(Bson::Int32(1)));
+        assert_eq!(fold_values(Operator::Max, &[]), Some(Bson::Null));
+        let mut s = AccumulatorState::new(AccumulatorKind::AddToSet);
+        s.add(Some(Bson::Int32(1)));
+        s.add(Some(Bson::Double(1.0)));
+        s.add(None);
+        assert_eq!(s.finish(), Bson::Array(vec![Bson::Int32(1)]));
+    }
+}

@@ -1,0 +1,637 @@
+//! A small aggregation pipeline over documents in memory: $match, $group, $sort, $skip,
+//! $limit, $count, $project, $addFields/$set, $unset, $replaceRoot/$replaceWith, $unwind and
+//! $sortByCount, with MongoDB's stage errors (e.g. 40324 for an unknown stage).
+//!
+//! Not for: stages that need other collections or the server ($lookup, $out, $merge,
+//! $facet, $geoNear, $search) — they are rejected as unsupported — or pushdown decisions
+//! (the planner reads [`Pipeline::leading_match`]).
+
+use super::accumulate::{feed, AccumulatorSpec, AccumulatorState};
+use super::error::QueryError;
+use super::expr::Expression;
+use super::filter::Filter;
+use super::keys::encode_key;
+use super::number::Number;
+use super::projection::Projection;
+use super::sort::SortSpec;
+use bson::{Bson, Document};
+use std::collections::HashMap;
+
+/// One parsed stage.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stage {
+    /// `$match` with its original document (for pushdown).
+    Match {
+        /// The parsed filter.
+        filter: Filter,
+        /// The filter as given.
+        source: Document,
+    },
+    /// `$group`.
+    Group {
+        /// The `_id` expression.
+        id: Expression,
+        /// Output accumulators in spec order.
+        accumulators: Vec<AccumulatorSpec>,
+    },
+    /// `$sort`.
+    Sort(SortSpec),
+    /// `$skip`.
+    Skip(u64),
+    /// `$limit`.
+    Limit(u64),
+    /// `$count` into the named field.
+    Count(String),
+    /// `$project` / `$unset`.
+    Project(Projection),
+    /// `$addFields` / `$set`: dotted paths and their expressions.
+    AddFields(Vec<(String, Expression)>),
+    /// `$replaceRoot` / `$replaceWith`.
+    ReplaceRoot(Expression),
+    /// `$unwind`.
+    Unwind {
+        /// Path without the leading `$`.
+        path: String,
+        /// `includeArrayIndex`.
+        index_field: Option<String>,
+        /// `preserveNullAndEmptyArrays`.
+        preserve_empty: bool,
+    },
+}
+
+/// A parsed pipeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    /// Stages in order.
+    pub stages: Vec<Stage>,
+}
+
+impl Pipeline {
+    /// Parses a list of stage documents.
+    pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        let mut parsed = Vec::with_capacity(stages.len());
+        for stage in stages {
+            parse_stage(stage, &mut parsed)?;
+        }
+        Ok(Pipeline { stages: parsed })
+    }
+
+    /// The filter of a first `$match` stage, for pushdown.
+    pub fn leading_match(&self) -> Option<&Document> {
+        match self.stages.first() {
+            Some(Stage::Match { source, .. }) => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Runs the pipeline over `input`.
+    pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        let mut docs = input;
+        for stage in &self.stages {
+            docs = run_stage(stage, docs)?;
+        }
+        Ok(docs)
+    }
+}
+
+fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError> {
+    if stage.len() != 1 {
+        return Err(QueryError::location(
+            40323,
+            "A pipeline stage specification object must contain exactly one field.",
+        ));
+    }
+    let Some((name, spec)) = stage.iter().next() else {
+        return Ok(());
+    };
+    let parsed = match name.as_str() {
+        "$match" => {
+            let source = expect_document(name, spec, 15959)?;
+            Stage::Match {
+                filter: Filter::parse(source)?,
+                source: source.clone(),
+            }
+        }
+        "$group" => parse_group(expect_document(name, spec, 15947)?)?,
+        "$sort" => {
+            let d = expect_document(name, spec, 15973)?;
+            if d.is_empty() {
+                return Err(QueryError::location(
+                    15976,
+                    "$sort stage must have at least one sort key",
+                ));
+            }
+            Stage::Sort(SortSpec::parse(d)?)
+        }
+        "$skip" => Stage::Skip(non_negative(spec, "$skip", 15956, true)?),
+        "$limit" => Stage::Limit(non_negative(spec, "$limit", 15958, false)?),
+        "$count" => Stage::Count(parse_count_field(spec)?),
+        "$project" => {
+            let d = expect_document(name, spec, 15969)?;
+            if d.is_empty() {
+                return Err(QueryError::location(
+                    51272,
+                    "$project specification must have at least one field",
+                ));
+            }
+            Stage::Project(Projection::parse(d)?)
+        }
+        "$unset" => {
+            let fields: Vec<String> = match spec {
+                Bson::String(s) => vec![s.clone()],
+                Bson::Array(items) if !items.is_empty() => items
+                    .iter()
+                    .map(|i| match i {
+                        Bson::String(s) => Ok(s.clone()),
+                        _ => Err(QueryError::location(31120, "$unset specification must be a string or an array containing only string values")),
+                    })
+                    .collect::<Result<_, _>>()?,
+                _ => return Err(QueryError::location(31002, "$unset specification must be a string or an array with at least one field")),
+            };
+            let mut spec = Document::new();
+            for f in fields {
+                spec.insert(f, 0);
+            }
+            Stage::Project(Projection::parse(&spec)?)
+        }
+        "$addFields" | "$set" => {
+            let d = expect_document(name, spec, 40272)?;
+            let mut fields = Vec::with_capacity(d.len());
+            for (path, value) in d {
+                if path.starts_with('$') {
+                    return Err(QueryError::location(
+                        16410,
+                        format!("FieldPath field names may not start with '$'. ({path})"),
+                    ));
+                }
+                fields.push((path.clone(), Expression::parse(value)?));
+            }
+            Stage::AddFields(fields)
+        }
+        "$replaceRoot" => {
+            let d = expect_document(name, spec, 40228)?;
+            let root = d.get("newRoot").ok_or_else(|| {
+                QueryError::location(40231, "no newRoot specified for the $replaceRoot stage")
+            })?;
+            Stage::ReplaceRoot(Expression::parse(root)?)
+        }
+        "$replaceWith" => Stage::ReplaceRoot(Expression::parse(spec)?),
+        "$unwind" => parse_unwind(spec)?,
+        "$sortByCount" => {
+            let id = Expression::parse(spec)?;
+            out.push(Stage::Group {
+                id,
+                accumulators: vec![AccumulatorSpec::parse(
+                    "count",
+                    &Bson::Document(bson::doc! {"$sum": 1}),
+                )?],
+            });
+            Stage::Sort(SortSpec::parse(&bson::doc! {"count": -1})?)
+        }
+        "$lookup" | "$graphLookup" | "$out" | "$merge" | "$facet" | "$geoNear" | "$search"
+        | "$unionWith" | "$bucket" | "$bucketAuto" | "$sample" | "$collStats" | "$indexStats"
+        | "$currentOp" | "$listSessions" | "$redact" | "$setWindowFields" | "$densify"
+        | "$fill" | "$documents" | "$changeStream" => {
+            return Err(QueryError::not_supported(format!(
+                "the {name} stage is not supported by docgate"
+            )))
+        }
+        other => {
+            return Err(QueryError::location(
+                40324,
+                format!("Unrecognized pipeline stage name: '{other}'"),
+            ))
+        }
+    };
+    out.push(parsed);
+    Ok(())
+}
+
+fn expect_document<'a>(name: &str, spec: &'a Bson, code: i32) -> Result<&'a Document, QueryError> {
+    match spec {
+        Bson::Document(d) => Ok(d),
+        _ => Err(QueryError::location(
+            code,
+            format!("the {name} stage specification must be an object"),
+        )),
+    }
+}
+
+fn non_negative(spec: &Bson, name: &str, code: i32, zero_ok: bool) -> Result<u64, QueryError> {
+    let n = Number::from_bson(spec)
+        .and_then(Number::to_exact_i64)
+        .ok_or_else(|| {
+            QueryError::location(
+                code,
+                format!("invalid argument to {name} stage: Expected an integer: {name}: {spec}"),
+            )
+        })?;
+    if n < 0 || (n == 0 && !zero_ok) {
+        return Err(QueryError::location(
+            code,
+            if zero_ok {
+                format!("invalid argument to {name} stage: Expected a non-negative number in: {name}: {n}")
+            } else {
+                format!("invalid argument to {name} stage: the limit must be positive")
+            },
+        ));
+    }
+    Ok(n as u64)
+}
+
+fn parse_count_field(spec: &Bson) -> Result<String, QueryError> {
+    let Bson::String(field) = spec else {
+        return Err(QueryError::location(
+            40156,
+            "the count field must be a non-empty string",
+        ));
+    };
+    if field.is_empty() {
+        return Err(QueryError::location(
+            40157,
+            "the count field must be a non-empty string",
+        ));
+    }
+    if field.starts_with('$') {
+        return Err(QueryError::location(
+            40158,
+            "the count field cannot be a $-prefixed path",
+        ));
+    }
+    if field.contains('.') {
+        return Err(QueryError::location(
+            40160,
+            "the count field cannot contain '.'",
+        ));
+    }
+    Ok(field.clone())
+}
+
+fn parse_group(spec: &Document) -> Result<Stage, QueryError> {
+    let id_spec = spec
+        .get("_id")
+        .ok_or_else(|| QueryError::location(15955, "a group specification must include an _id"))?;
+    let id = Expression::parse(id_spec)?;
+    let mut accumulators = Vec::new();
+    for (field, value) in spec {
+        if field == "_id" {
+            continue;
+        }
+        if field.contains('.') {
+            return Err(QueryError::location(
+                40235,
+                format!("The field name '{field}' cannot contain '.'"),
+            ));
+        }
+        if field.starts_with('$') {
+            return Err(QueryError::location(
+                40236,
+                format!("The field name '{field}' cannot be an operator name"),
+            ));
+        }
+        accumulators.push(AccumulatorSpec::parse(field, value)?);
+    }
+    Ok(Stage::Group { id, accumulators })
+}
+
+fn parse_unwind(spec: &Bson) -> Result<Stage, QueryError> {
+    let (path, index_field, preserve_empty) = match spec {
+        Bson::String(p) => (p.clone(), None, false),
+        Bson::Document(d) => {
+            let Some(Bson::String(p)) = d.get("path") else {
+                return Err(QueryError::location(
+                    28812,
+                    "no path specified to $unwind stage",
+                ));
+            };
+            let index = match d.get("includeArrayIndex") {
+                None => None,
+                Some(Bson::String(s)) if !s.is_empty() && !s.starts_with('$') => Some(s.clone()),
+                Some(_) => return Err(QueryError::location(
+                    28810,
+                    "expected a non-empty string for the includeArrayIndex option to $unwind stage",
+                )),
+            };
+            let preserve = match d.get("preserveNullAndEmptyArrays") {
+                None => false,
+                Some(Bson::Boolean(b)) => *b,
+                Some(_) => return Err(QueryError::location(
+                    28809,
+                    "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage",
+                )),
+            };
+            (p.clone(), index, preserve)
+        }
+        _ => {
+            return Err(QueryError::location(
+                15981,
+                "expected either a string or an object as specification for $unwind stage",
+            ))
+        }
+    };
+    let Some(stripped) = path.strip_prefix('$') else {
+        return Err(QueryError::location(
+            28818,
+            format!("path option to $unwind stage should be prefixed with a '$': {path}"),
+        ));
+    };
+    Ok(Stage::Unwind {
+        path: stripped.to_string(),
+        index_field,
+        preserve_empty,
+    })
+}
+
+fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+    Ok(match stage {
+        Stage::Match { filter, .. } => docs.into_iter().filter(|d| filter.matches(d)).collect(),
+        Stage::Group { id, accumulators } => group(id, accumulators, docs)?,
+        Stage::Sort(spec) => {
+            let mut docs = docs;
+            spec.sort(&mut docs);
+            docs
+        }
+        Stage::Skip(n) => docs.into_iter().skip(usize::try_from(*n).unwrap_or(usize::MAX)).collect(),
+        Stage::Limit(n) => docs.into_iter().take(usize::try_from(*n).unwrap_or(usize::MAX)).collect(),
+        Stage::Count(field) => {
+            if docs.is_empty() {
+                Vec::new()
+            } else {
+                let count = docs.len() as i64;
+                let value = i32::try_from(count).map(Bson::Int32).unwrap_or(Bson::Int64(count));
+                let mut d = Document::new();
+                d.insert(field.clone(), value);
+                vec![d]
+            }
+        }
+        Stage::Project(projection) => docs
+            .iter()
+            .map(|d| projection.apply(d))
+            .collect::<Result<_, _>>()?,
+        Stage::AddFields(fields) => docs
+            .into_iter()
+            .map(|d| add_fields(fields, d))
+            .collect::<Result<_, _>>()?,
+        Stage::ReplaceRoot(expr) => docs
+            .iter()
+            .map(|d| match expr.evaluate_optional(d)? {
+                Some(Bson::Document(new_root)) => Ok(new_root),
+                other => Err(QueryError::location(
+                    40228,
+                    format!(
+                        "'replacement document' must evaluate to an object, but resulting value was: {}. Type of resulting value: '{}'.",
+                        other.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "MISSING".to_string()),
+                        super::expr_ops::type_name(other.as_ref())
+                    ),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Stage::Unwind { path, index_field, preserve_empty } => {
+            let mut out = Vec::new();
+            for d in docs {
+                unwind(d, path, index_field.as_deref(), *preserve_empty, &mut out);
+            }
+            out
+        }
+    })
+}
+
+fn group(
+    id: &Expression,
+    accumulators: &[AccumulatorSpec],
+    docs: Vec<Document>,
+) -> Result<Vec<Document>, QueryError> {
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut groups: Vec<(Bson, Vec<AccumulatorState>)> = Vec::new();
+    for doc in &docs {
+        let key = id.evaluate(doc)?;
+        let encoded = encode_key(&key);
+        let slot = match index.get(&encoded) {
+            Some(i) => *i,
+            None => {
+                groups.push((
+                    key,
+                    accumulators
+                        .iter()
+                        .map(|a| AccumulatorState::new(a.kind))
+                        .collect(),
+                ));
+                index.insert(encoded, groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        if let Some((_, states)) = groups.get_mut(slot) {
+            feed(accumulators, states, doc)?;
+        }
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(key, states)| {
+            let mut out = Document::new();
+            out.insert("_id", key);
+            for (spec, state) in accumulators.iter().zip(states) {
+                out.insert(spec.field.clone(), state.finish());
+            }
+            out
+        })
+        .collect())
+}
+
+fn add_fields(fields: &[(String, Expression)], doc: Document) -> Result<Document, QueryError> {
+    let mut values = Vec::with_capacity(fields.len());
+    for (path, expr) in fields {
+        values.push((path, expr.evaluate_optional(&doc)?));
+    }
+    let mut out = doc;
+    for (path, value) in values {
+        set_dotted(&mut out, path, value);
+    }
+    Ok(out)
+}
+
+fn set_dotted(doc: &mut Document, path: &str, value: Option<Bson>) {
+    match path.split_once('.') {
+        None => match value {
+            Some(v) => {
+                if let Some(existing) = doc.get_mut(path) {
+                    *existing = v;
+                } else {
+                    doc.insert(path, v);
+                }
+            }
+            None => {
+                doc.remove(path);
+            }
+        },
+        Some((head, rest)) => {
+            if !matches!(doc.get(head), Some(Bson::Document(_))) {
+                if value.is_none() {
+                    return;
+                }
+                doc.insert(head, Document::new());
+            }
+            if let Some(Bson::Document(sub)) = doc.get_mut(head) {
+                set_dotted(sub, rest, value);
+            }
+        }
+    }
+}
+
+fn unwind(
+    doc: Document,
+    path: &str,
+    index_field: Option<&str>,
+    preserve: bool,
+    out: &mut Vec<Document>,
+) {
+    let value = super::path::get_path(&doc, path).cloned();
+    let with = |v: Option<Bson>, i: Option<i64>| {
+        let mut d = doc.clone();
+        set_dotted(&mut d, path, v);
+        if let Some(field) = index_field {
+            d.insert(field, i.map(Bson::Int64).unwrap_or(Bson::Null));
+        }
+        d
+    };
+    match value {
+        Some(Bson::Array(items)) if !items.is_empty() => {
+            for (i, item) in items.into_iter().enumerate() {
+                out.push(with(Some(item), Some(i as i64)));
+            }
+        }
+        Some(Bson::Array(_)) | None | Some(Bson::Null) => {
+            if preserve {
+                let kept = match &value {
+                    Some(Bson::Null) => Some(Bson::Null),
+                    _ => None,
+                };
+                out.push(with(kept, None));
+            }
+        }
+        Some(other) => out.push(with(Some(other), None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn run(stages: Vec<Document>, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        Pipeline::parse(&stages)?.run(input)
+    }
+
+    fn sample() -> Vec<Document> {
+        vec![
+            doc! {"_id": 1, "k": "a", "n": 1},
+            doc! {"_id": 2, "k": "b", "n": 2},
+            doc! {"_id": 3, "k": "a", "n": 3.5},
+            doc! {"_id": 4, "n": 4},
+        ]
+    }
+
+    #[test]
+    fn mongosh_count_documents_shape() {
+        let out = run(
+            vec![
+                doc! {"$match": {"n": {"$gt": 1}}},
+                doc! {"$skip": 1},
+                doc! {"$limit": 5},
+                doc! {"$group": {"_id": 1, "n": {"$sum": 1}}},
+            ],
+            sample(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"_id": 1, "n": 2}]);
+        let p = Pipeline::parse(&[doc! {"$match": {"a": 1}}]).unwrap();
+        assert_eq!(p.leading_match(), Some(&doc! {"a": 1}));
+    }
+
+    #[test]
+    fn group_with_accumulators() {
+        let out = run(
+            vec![
+                doc! {"$group": {"_id": "$k", "total": {"$sum": "$n"}, "avg": {"$avg": "$n"},
+                    "ids": {"$push": "$_id"}, "max": {"$max": "$n"}, "first": {"$first": "$_id"}, "c": {"$count": {}}}},
+                doc! {"$sort": {"_id": 1}},
+            ],
+            sample(),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": null, "total": 4, "avg": 4.0, "ids": [4], "max": 4, "first": 4, "c": 1},
+                doc! {"_id": "a", "total": 4.5, "avg": 2.25, "ids": [1, 3], "max": 3.5, "first": 1, "c": 2},
+                doc! {"_id": "b", "total": 2, "avg": 2.0, "ids": [2], "max": 2, "first": 2, "c": 1},
+            ]
+        );
+        let out = run(
+            vec![
+                doc! {"$group": {"_id": {"k": "$k"}, "s": {"$sum": 1}}},
+                doc! {"$count": "groups"},
+            ],
+            sample(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"groups": 3}]);
+    }
+
+    #[test]
+    fn reshaping_stages() {
+        let input = vec![doc! {"_id": 1, "a": {"b": 2}, "xs": [1, 2]}];
+        let out = run(
+            vec![doc! {"$project": {"b": "$a.b", "_id": 0}}],
+            input.clone(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"b": 2}]);
+        let out = run(
+            vec![doc! {"$addFields": {"c": {"$add": ["$a.b", 1]}, "a.d": 1}}],
+            input.clone(),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![doc! {"_id": 1, "a": {"b": 2, "d": 1}, "xs": [1, 2], "c": 3}]
+        );
+        let out = run(
+            vec![doc! {"$replaceRoot": {"newRoot": "$a"}}],
+            input.clone(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"b": 2}]);
+        let out = run(vec![doc! {"$unset": ["a", "xs"]}], input.clone()).unwrap();
+        assert_eq!(out, vec![doc! {"_id": 1}]);
+        let out = run(
+            vec![doc! {"$unwind": "$xs"}, doc! {"$project": {"xs": 1}}],
+            input,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![doc! {"_id": 1, "xs": 1}, doc! {"_id": 1, "xs": 2}]
+        );
+    }
+
+    #[test]
+    fn stage_errors() {
+        let e = Pipeline::parse(&[doc! {"$foo": {}}]).unwrap_err();
+        assert_eq!((e.code, e.code_name), (40324, "Location40324"));
+        assert_eq!(e.message, "Unrecognized pipeline stage name: '$foo'");
+        assert_eq!(
+            Pipeline::parse(&[doc! {"$match": {}, "$limit": 1}])
+                .unwrap_err()
+                .code,
+            40323
+        );
+        assert_eq!(
+            Pipeline::parse(&[doc! {"$group": {"n": {"$sum": 1}}}])
+                .unwrap_err()
+                .code,
+            15955
+        );
+        assert!(Pipeline::parse(&[doc! {"$limit": 0}]).is_err());
+        assert!(Pipeline::parse(&[doc! {"$lookup": {}}]).is_err());
+    }
+}

@@ -1,0 +1,128 @@
+//! Type conversion expressions ($toString, $toInt, $toLong, $toDouble, $toDecimal, $toBool)
+//! with MongoDB's ConversionFailure (241) on values that do not convert.
+//!
+//! Not for: the general `$convert` with `onError`/`onNull` (not implemented yet).
+
+use super::error::QueryError;
+use super::expr_ops::{type_name, value_to_string, Operator};
+use super::number::{to_decimal, Number};
+use bson::Bson;
+
+fn failure(message: String) -> QueryError {
+    QueryError {
+        code: 241,
+        code_name: "ConversionFailure",
+        message,
+    }
+}
+
+/// Converts `value` as the given `$to…` operator does; null and missing give null.
+pub fn convert(op: Operator, value: Option<&Bson>) -> Result<Option<Bson>, QueryError> {
+    let Some(value) = value else {
+        return Ok(Some(Bson::Null));
+    };
+    if matches!(value, Bson::Null | Bson::Undefined) {
+        return Ok(Some(Bson::Null));
+    }
+    let unsupported = || {
+        failure(format!(
+            "Unsupported conversion from {} to {} in $convert with no onError value",
+            type_name(Some(value)),
+            match op {
+                Operator::ToString => "string",
+                Operator::ToInt => "int",
+                Operator::ToLong => "long",
+                Operator::ToDouble => "double",
+                Operator::ToDecimal => "decimal",
+                _ => "bool",
+            }
+        ))
+    };
+    let result = match op {
+        Operator::ToString => match value {
+            Bson::ObjectId(oid) => Bson::String(oid.to_hex()),
+            Bson::Boolean(b) => Bson::String(b.to_string()),
+            Bson::DateTime(dt) => Bson::String(
+                dt.try_to_rfc3339_string()
+                    .unwrap_or_else(|_| dt.timestamp_millis().to_string()),
+            ),
+            Bson::String(_)
+            | Bson::Symbol(_)
+            | Bson::Int32(_)
+            | Bson::Int64(_)
+            | Bson::Double(_)
+            | Bson::Decimal128(_) => Bson::String(value_to_string(value)),
+            _ => return Err(unsupported()),
+        },
+        Operator::ToBool => match value {
+            Bson::Boolean(b) => Bson::Boolean(*b),
+            _ if Number::from_bson(value).is_some() => Bson::Boolean(super::expr::truthy(value)),
+            _ => Bson::Boolean(true),
+        },
+        Operator::ToDouble => match value {
+            Bson::Boolean(b) => Bson::Double(if *b { 1.0 } else { 0.0 }),
+            Bson::DateTime(dt) => Bson::Double(dt.timestamp_millis() as f64),
+            Bson::String(s) => Bson::Double(s.trim().parse::<f64>().map_err(|_| {
+                failure(format!(
+                    "Failed to parse number '{s}' in $convert with no onError value"
+                ))
+            })?),
+            _ => match Number::from_bson(value) {
+                Some(n) => Bson::Double(n.to_f64()),
+                None => return Err(unsupported()),
+            },
+        },
+        Operator::ToDecimal => match value {
+            Bson::Boolean(b) => Bson::Decimal128(to_decimal(Number::Int(i64::from(*b)))),
+            Bson::String(s) => Bson::Decimal128(s.trim().parse().map_err(|_| {
+                failure(format!(
+                    "Failed to parse number '{s}' in $convert with no onError value"
+                ))
+            })?),
+            _ => match Number::from_bson(value) {
+                Some(n) => Bson::Decimal128(to_decimal(n)),
+                None => return Err(unsupported()),
+            },
+        },
+        Operator::ToInt | Operator::ToLong => {
+            let whole: i64 = match value {
+                Bson::Boolean(b) => i64::from(*b),
+                Bson::DateTime(dt) if op == Operator::ToLong => dt.timestamp_millis(),
+                Bson::String(s) => s.trim().parse::<i64>().map_err(|_| {
+                    failure(format!(
+                        "Failed to parse number '{s}' in $convert with no onError value"
+                    ))
+                })?,
+                _ => {
+                    let n = Number::from_bson(value).ok_or_else(unsupported)?;
+                    let f = n.to_f64();
+                    if !f.is_finite() {
+                        return Err(failure(format!(
+                            "Attempt to convert NaN or infinity value to integer type in $convert with no onError value: {value}"
+                        )));
+                    }
+                    match n.to_exact_i64() {
+                        Some(i) => i,
+                        None if f.abs() < 9.2e18 => f.trunc() as i64,
+                        None => {
+                            return Err(failure(format!(
+                                "Conversion would overflow target type in $convert with no onError value: {value}"
+                            )))
+                        }
+                    }
+                }
+            };
+            if op == Operator::ToInt {
+                Bson::Int32(i32::try_from(whole).map_err(|_| {
+                    failure(format!(
+                        "Conversion would overflow target type in $convert with no onError value: {value}"
+                    ))
+                })?)
+            } else {
+                Bson::Int64(whole)
+            }
+        }
+        _ => return Err(unsupported()),
+    };
+    Ok(Some(result))
+}

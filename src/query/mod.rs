@@ -1,0 +1,29 @@
+//! The query core: MongoDB semantics over `bson::Document` in pure Rust — BSON comparison
+//! order, `_id` key encoding, path traversal, filters, projection, sort, update operators,
+//! aggregation expressions and a small aggregation pipeline. This is the reference semantics
+//! that SQL pushdown must agree with.
+//!
+//! Not for: SQL, storage, wire protocol or command shapes. Paths inside this module use
+//! `super::`/`self::` only so it compiles on its own.
+
+pub mod accumulate;
+pub mod aggregate;
+pub mod compare;
+pub mod error;
+pub mod expr;
+pub mod expr_convert;
+pub mod expr_ops;
+pub mod expr_parse;
+pub mod filter;
+pub mod filter_eval;
+pub mod keys;
+pub mod number;
+pub mod path;
+pub mod projection;
+pub mod regex_match;
+pub mod sort;
+pub mod update;
+pub mod update_ops;
+pub mod update_path;
+
+pub use error::QueryError;

@@ -1,0 +1,540 @@
+//! Find-style projections: inclusion (`{a: 1, "b.c": 1}`), exclusion (`{a: 0}`), `_id`
+//! included unless excluded, nested paths through documents and arrays of documents,
+//! `$slice`, `$elemMatch`, and computed fields from aggregation expressions
+//! (`{x: "$a.b"}`, `{x: {$literal: 1}}`), with MongoDB's errors for mixed projections and
+//! path collisions.
+//!
+//! Not for: the positional `a.$` projection or `$meta` (rejected with a clear error), or the
+//! aggregation `$project` stage's own rules beyond these (`aggregate.rs` reuses this).
+
+use super::error::QueryError;
+use super::expr::Expression;
+use super::filter::{is_operator_document, truthy, ElemMatch};
+use super::filter_eval::value_satisfies;
+use super::number::Number;
+use bson::{Bson, Document};
+
+/// What happens to one field of the projection tree.
+#[derive(Clone, Debug, PartialEq)]
+enum Action {
+    Include,
+    Exclude,
+    Computed(Expression),
+    Slice { skip: Option<i64>, limit: i64 },
+    ElemMatch(ElemMatch),
+    Nested(Vec<(String, Action)>),
+}
+
+/// Whether a projection keeps listed fields or drops them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProjectionMode {
+    /// Only listed (and computed) fields, plus `_id` unless excluded.
+    Inclusion,
+    /// Everything except listed fields.
+    Exclusion,
+}
+
+/// A parsed projection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Projection {
+    mode: ProjectionMode,
+    fields: Vec<(String, Action)>,
+    /// False when `_id: 0` was given.
+    include_id: bool,
+    empty: bool,
+}
+
+impl Projection {
+    /// Parses a projection document.
+    pub fn parse(spec: &Document) -> Result<Projection, QueryError> {
+        let mut builder = Builder {
+            mode: None,
+            fields: Vec::new(),
+            include_id: true,
+            id_explicitly_included: false,
+        };
+        for (path, value) in spec {
+            builder.add(path, value)?;
+        }
+        let empty = spec.is_empty();
+        Ok(Projection {
+            mode: builder.mode.unwrap_or(if builder.id_explicitly_included {
+                ProjectionMode::Inclusion
+            } else {
+                ProjectionMode::Exclusion
+            }),
+            fields: builder.fields,
+            include_id: builder.include_id,
+            empty,
+        })
+    }
+
+    /// The mode (an `_id`-only or `$slice`-only projection counts as exclusion).
+    pub fn mode(&self) -> ProjectionMode {
+        self.mode
+    }
+
+    /// Whether the projection keeps the whole document.
+    pub fn is_identity(&self) -> bool {
+        self.empty
+    }
+
+    /// Applies the projection to one document.
+    pub fn apply(&self, doc: &Document) -> Result<Document, QueryError> {
+        if self.empty {
+            return Ok(doc.clone());
+        }
+        match self.mode {
+            ProjectionMode::Inclusion => {
+                let mut out = Document::new();
+                if self.include_id {
+                    if let Some(id) = doc.get("_id") {
+                        out.insert("_id", id.clone());
+                    }
+                }
+                include_into(doc, &self.fields, doc, &mut out)?;
+                Ok(out)
+            }
+            ProjectionMode::Exclusion => {
+                let mut out = exclude(doc, &self.fields);
+                if !self.include_id {
+                    out.remove("_id");
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+struct Builder {
+    mode: Option<ProjectionMode>,
+    fields: Vec<(String, Action)>,
+    include_id: bool,
+    id_explicitly_included: bool,
+}
+
+impl Builder {
+    fn set_mode(&mut self, path: &str, wanted: ProjectionMode) -> Result<(), QueryError> {
+        match (self.mode, wanted) {
+            (None, _) => self.mode = Some(wanted),
+            (Some(ProjectionMode::Inclusion), ProjectionMode::Exclusion) => {
+                return Err(QueryError::location(
+                    31254,
+                    format!("Cannot do exclusion on field {path} in inclusion projection"),
+                ))
+            }
+            (Some(ProjectionMode::Exclusion), ProjectionMode::Inclusion) => {
+                return Err(QueryError::location(
+                    31253,
+                    format!("Cannot do inclusion on field {path} in exclusion projection"),
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, path: &str, value: &Bson) -> Result<(), QueryError> {
+        if path.is_empty() || path.split('.').any(str::is_empty) {
+            return Err(QueryError::location(
+                31248,
+                "FieldPath field names may not be empty strings.",
+            ));
+        }
+        if path.starts_with('$') {
+            return Err(QueryError::location(
+                16410,
+                format!("FieldPath field names may not start with '$'. ({path})"),
+            ));
+        }
+        let action = match value {
+            Bson::Document(d) if d.contains_key("$slice") && d.len() == 1 => {
+                parse_slice(d.get("$slice").unwrap_or(&Bson::Null))?
+            }
+            Bson::Document(d) if d.contains_key("$elemMatch") && d.len() == 1 => {
+                if path.contains('.') {
+                    return Err(QueryError::location(
+                        31275,
+                        "Cannot use $elemMatch projection on a nested field.",
+                    ));
+                }
+                self.set_mode(path, ProjectionMode::Inclusion)?;
+                let Some(Bson::Document(inner)) = d.get("$elemMatch") else {
+                    return Err(QueryError::bad_value("$elemMatch needs an Object"));
+                };
+                let filter = super::filter::Filter::parse(inner)?;
+                Action::ElemMatch(ElemMatch::Document(Box::new(filter)))
+            }
+            Bson::Document(d) if d.contains_key("$meta") => {
+                return Err(QueryError::not_supported(
+                    "$meta projection is not supported by docgate",
+                ))
+            }
+            Bson::Document(d) if is_operator_document(d) => {
+                self.set_mode(path, ProjectionMode::Inclusion)?;
+                Action::Computed(Expression::parse(value)?)
+            }
+            Bson::Document(d) if !d.is_empty() => {
+                for (sub, v) in d {
+                    self.add(&format!("{path}.{sub}"), v)?;
+                }
+                return Ok(());
+            }
+            Bson::Document(_) => {
+                return Err(QueryError::location(
+                    51270,
+                    "An empty sub-projection is not a valid value. Found empty object at path",
+                ))
+            }
+            Bson::Boolean(_)
+            | Bson::Int32(_)
+            | Bson::Int64(_)
+            | Bson::Double(_)
+            | Bson::Decimal128(_) => {
+                let include = truthy(value);
+                if path == "_id" {
+                    // `_id` never decides the mode while other fields do.
+                    self.include_id = include;
+                    self.id_explicitly_included = include;
+                    return Ok(());
+                }
+                if include {
+                    self.set_mode(path, ProjectionMode::Inclusion)?;
+                    Action::Include
+                } else {
+                    self.set_mode(path, ProjectionMode::Exclusion)?;
+                    Action::Exclude
+                }
+            }
+            other => {
+                self.set_mode(path, ProjectionMode::Inclusion)?;
+                Action::Computed(Expression::parse(other)?)
+            }
+        };
+        if path.ends_with(".$") || path.contains(".$.") {
+            return Err(QueryError::not_supported(
+                "positional projection (a.$) is not supported by docgate",
+            ));
+        }
+        if path == "_id" {
+            self.include_id = !matches!(action, Action::Computed(_));
+        }
+        let parts: Vec<&str> = path.split('.').collect();
+        insert(&mut self.fields, &parts, action, path)
+    }
+}
+
+fn insert(
+    fields: &mut Vec<(String, Action)>,
+    parts: &[&str],
+    action: Action,
+    full: &str,
+) -> Result<(), QueryError> {
+    let Some((head, rest)) = parts.split_first() else {
+        return Ok(());
+    };
+    let existing = fields.iter_mut().find(|(name, _)| name == head);
+    match (existing, rest.is_empty()) {
+        (None, true) => fields.push((head.to_string(), action)),
+        (None, false) => {
+            let mut children = Vec::new();
+            insert(&mut children, rest, action, full)?;
+            fields.push((head.to_string(), Action::Nested(children)));
+        }
+        (Some((_, Action::Nested(children))), false) => insert(children, rest, action, full)?,
+        (Some(_), false) => {
+            return Err(QueryError::location(
+                31249,
+                format!(
+                    "Path collision at {full} remaining portion {}",
+                    rest.join(".")
+                ),
+            ))
+        }
+        (Some(_), true) => {
+            return Err(QueryError::location(
+                31250,
+                format!("Path collision at {full}"),
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn parse_slice(arg: &Bson) -> Result<Action, QueryError> {
+    let int =
+        |v: &Bson| Number::from_bson(v).map(|n| n.to_exact_i64().unwrap_or(n.to_f64() as i64));
+    match arg {
+        Bson::Array(items) if items.len() == 2 => {
+            let skip = int(&items[0]).ok_or_else(|| {
+                QueryError::location(28724, "First argument to $slice must be an integer")
+            })?;
+            let limit = int(&items[1]).ok_or_else(|| {
+                QueryError::location(28724, "Second argument to $slice must be an integer")
+            })?;
+            if limit <= 0 {
+                return Err(QueryError::location(
+                    28724,
+                    "Second argument to $slice must be positive",
+                ));
+            }
+            Ok(Action::Slice {
+                skip: Some(skip),
+                limit,
+            })
+        }
+        other => match int(other) {
+            Some(limit) => Ok(Action::Slice { skip: None, limit }),
+            None => Err(QueryError::location(
+                28667,
+                "$slice only supports numbers and [skip, limit] arrays",
+            )),
+        },
+    }
+}
+
+fn slice(items: &[Bson], skip: Option<i64>, limit: i64) -> Vec<Bson> {
+    let len = items.len() as i64;
+    let (start, count) = match skip {
+        None if limit >= 0 => (0, limit),
+        None => ((len + limit).max(0), -limit),
+        Some(s) if s >= 0 => (s.min(len), limit),
+        Some(s) => ((len + s).max(0), limit),
+    };
+    items
+        .iter()
+        .skip(start as usize)
+        .take(count.max(0) as usize)
+        .cloned()
+        .collect()
+}
+
+fn include_into(
+    source: &Document,
+    fields: &[(String, Action)],
+    root: &Document,
+    out: &mut Document,
+) -> Result<(), QueryError> {
+    for (name, value) in source {
+        let Some((_, action)) = fields.iter().find(|(n, _)| n == name) else {
+            continue;
+        };
+        match action {
+            Action::Include => {
+                out.insert(name.clone(), value.clone());
+            }
+            Action::Nested(children) => {
+                if let Some(projected) = include_value(value, children, root)? {
+                    out.insert(name.clone(), projected);
+                }
+            }
+            Action::Slice { skip, limit } => {
+                let v = match value {
+                    Bson::Array(items) => Bson::Array(slice(items, *skip, *limit)),
+                    other => other.clone(),
+                };
+                out.insert(name.clone(), v);
+            }
+            Action::ElemMatch(elem) => {
+                if let Bson::Array(items) = value {
+                    if let Some(first) = items.iter().find(|item| elem_matches(elem, item)) {
+                        out.insert(name.clone(), Bson::Array(vec![first.clone()]));
+                    }
+                }
+            }
+            Action::Exclude | Action::Computed(_) => {}
+        }
+    }
+    for (name, action) in fields {
+        match action {
+            Action::Computed(expr) => {
+                if let Some(v) = expr.evaluate_optional(root)? {
+                    out.insert(name.clone(), v);
+                }
+            }
+            Action::Nested(children) if has_computed(children) => {
+                let mut sub = match out.get(name) {
+                    Some(Bson::Document(d)) => d.clone(),
+                    Some(_) => continue,
+                    None => Document::new(),
+                };
+                include_into(&Document::new(), children, root, &mut sub)?;
+                out.insert(name.clone(), sub);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn has_computed(fields: &[(String, Action)]) -> bool {
+    fields.iter().any(|(_, a)| match a {
+        Action::Computed(_) => true,
+        Action::Nested(children) => has_computed(children),
+        _ => false,
+    })
+}
+
+fn include_value(
+    value: &Bson,
+    children: &[(String, Action)],
+    root: &Document,
+) -> Result<Option<Bson>, QueryError> {
+    match value {
+        Bson::Document(d) => {
+            let mut sub = Document::new();
+            include_into(d, children, root, &mut sub)?;
+            Ok(Some(Bson::Document(sub)))
+        }
+        Bson::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                if let Some(v) = include_value(item, children, root)? {
+                    out.push(v);
+                }
+            }
+            Ok(Some(Bson::Array(out)))
+        }
+        _ if has_computed(children) => {
+            let mut sub = Document::new();
+            include_into(&Document::new(), children, root, &mut sub)?;
+            Ok(Some(Bson::Document(sub)))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn elem_matches(elem: &ElemMatch, item: &Bson) -> bool {
+    match elem {
+        ElemMatch::Document(filter) => match item {
+            Bson::Document(d) => filter.matches(d),
+            _ => false,
+        },
+        ElemMatch::Value(predicates) => predicates.iter().all(|p| value_satisfies(p, item)),
+    }
+}
+
+fn exclude(source: &Document, fields: &[(String, Action)]) -> Document {
+    let mut out = Document::new();
+    for (name, value) in source {
+        match fields.iter().find(|(n, _)| n == name).map(|(_, a)| a) {
+            Some(Action::Exclude) => {}
+            Some(Action::Nested(children)) => {
+                out.insert(name.clone(), exclude_value(value, children));
+            }
+            Some(Action::Slice { skip, limit }) => {
+                let v = match value {
+                    Bson::Array(items) => Bson::Array(slice(items, *skip, *limit)),
+                    other => other.clone(),
+                };
+                out.insert(name.clone(), v);
+            }
+            _ => {
+                out.insert(name.clone(), value.clone());
+            }
+        }
+    }
+    out
+}
+
+fn exclude_value(value: &Bson, children: &[(String, Action)]) -> Bson {
+    match value {
+        Bson::Document(d) => Bson::Document(exclude(d, children)),
+        Bson::Array(items) => {
+            Bson::Array(items.iter().map(|i| exclude_value(i, children)).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn project(spec: Document, d: Document) -> Document {
+        Projection::parse(&spec).unwrap().apply(&d).unwrap()
+    }
+
+    #[test]
+    fn inclusion_keeps_id_and_document_order() {
+        let d = doc! {"_id": 1, "a": 1, "b": {"c": 2, "d": 3}, "e": 4};
+        assert_eq!(
+            project(doc! {"e": 1, "a": 1}, d.clone()),
+            doc! {"_id": 1, "a": 1, "e": 4}
+        );
+        assert_eq!(
+            project(doc! {"b.c": 1, "_id": 0}, d.clone()),
+            doc! {"b": {"c": 2}}
+        );
+        assert_eq!(
+            project(doc! {"b": {"d": 1}}, d.clone()),
+            doc! {"_id": 1, "b": {"d": 3}}
+        );
+        assert_eq!(project(doc! {"_id": 1}, d.clone()), doc! {"_id": 1});
+        assert_eq!(project(doc! {}, d.clone()), d);
+    }
+
+    #[test]
+    fn exclusion_and_arrays_of_documents() {
+        let d = doc! {"_id": 1, "a": [{"b": 1, "c": 2}, {"b": 3}, 5], "x": 1};
+        assert_eq!(
+            project(doc! {"a.b": 1}, d.clone()),
+            doc! {"_id": 1, "a": [{"b": 1}, {"b": 3}]}
+        );
+        assert_eq!(
+            project(doc! {"a.b": 0, "_id": 0}, d.clone()),
+            doc! {"a": [{"c": 2}, {}, 5], "x": 1}
+        );
+        assert_eq!(
+            project(doc! {"x": 0}, d),
+            doc! {"_id": 1, "a": [{"b": 1, "c": 2}, {"b": 3}, 5]}
+        );
+    }
+
+    #[test]
+    fn mixing_is_an_error() {
+        let e = Projection::parse(&doc! {"a": 1, "b": 0}).unwrap_err();
+        assert_eq!(e.code, 31254);
+        assert_eq!(
+            e.message,
+            "Cannot do exclusion on field b in inclusion projection"
+        );
+        let e = Projection::parse(&doc! {"a": 0, "b": 1}).unwrap_err();
+        assert_eq!(e.code, 31253);
+        assert!(Projection::parse(&doc! {"a": 1, "_id": 0}).is_ok());
+        assert_eq!(
+            Projection::parse(&doc! {"a": 1, "a.b": 1})
+                .unwrap_err()
+                .code,
+            31249
+        );
+    }
+
+    #[test]
+    fn computed_slice_and_elem_match() {
+        let d = doc! {"_id": 1, "a": {"b": 5}, "arr": [1, 2, 3, 4], "g": [{"s": 1}, {"s": 9}]};
+        assert_eq!(
+            project(
+                doc! {"x": "$a.b", "y": {"$literal": 1}, "_id": 0},
+                d.clone()
+            ),
+            doc! {"x": 5, "y": 1}
+        );
+        assert_eq!(
+            project(doc! {"arr": {"$slice": -2}, "g": 0}, d.clone()),
+            doc! {"_id": 1, "a": {"b": 5}, "arr": [3, 4]}
+        );
+        assert_eq!(
+            project(
+                doc! {"arr": {"$slice": [1, 2]}, "a": 0, "g": 0, "_id": 0},
+                d.clone()
+            ),
+            doc! {"arr": [2, 3]}
+        );
+        assert_eq!(
+            project(doc! {"g": {"$elemMatch": {"s": {"$gt": 5}}}}, d),
+            doc! {"_id": 1, "g": [{"s": 9}]}
+        );
+    }
+}
