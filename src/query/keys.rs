@@ -181,7 +181,6 @@ mod tests {
     use super::super::compare::compare_values;
     use super::*;
     use bson::{doc, spec::BinarySubtype, Binary, Decimal128};
-    use proptest::prelude::*;
 
     fn dec(s: &str) -> Bson {
         Bson::Decimal128(s.parse::<Decimal128>().unwrap())
@@ -234,76 +233,116 @@ mod tests {
         );
     }
 
-    fn leaf() -> impl Strategy<Value = Bson> {
-        prop_oneof![
-            Just(Bson::Null),
-            Just(Bson::MinKey),
-            Just(Bson::MaxKey),
-            Just(Bson::Undefined),
-            any::<bool>().prop_map(Bson::Boolean),
-            (-3i32..3).prop_map(Bson::Int32),
-            any::<i32>().prop_map(Bson::Int32),
-            any::<i64>().prop_map(Bson::Int64),
-            (-4i64..4).prop_map(|d| Bson::Int64((1i64 << 53) + d)),
-            (-4i64..4).prop_map(|d| Bson::Double(((1i64 << 53) + d) as f64)),
-            prop_oneof![
-                Just(f64::NAN),
-                Just(f64::INFINITY),
-                Just(f64::NEG_INFINITY),
-                Just(-0.0),
-                Just(0.1),
-                Just(9.2e18),
-                any::<f64>(),
-                (-40i32..40).prop_map(|i| f64::from(i) / 4.0),
-            ]
-            .prop_map(Bson::Double),
-            prop_oneof![
-                Just("0.1"),
-                Just("1.0"),
-                Just("-2.50"),
-                Just("NaN"),
-                Just("-Infinity"),
-                Just("Infinity"),
-                Just("9007199254740993"),
-                Just("1E+400"),
-                Just("-1E-400"),
-                Just("0.5"),
-                Just("3"),
-                Just("-0"),
-            ]
-            .prop_map(dec),
-            (-99i64..99, -3i32..3).prop_map(|(c, e)| dec(&format!("{c}E{e}"))),
-            "[a-c\\x00]{0,3}".prop_map(Bson::String),
-            proptest::collection::vec(0u8..3, 0..3).prop_map(|bytes| Bson::Binary(Binary {
-                subtype: BinarySubtype::Generic,
-                bytes
-            })),
-            (-2i64..2).prop_map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms))),
-        ]
-    }
+    /// Deterministic xorshift generator: a property test without a test-only dependency
+    /// (the failing pair is printed, and the seed makes every run reproducible).
+    struct Generator(u64);
 
-    fn value() -> impl Strategy<Value = Bson> {
-        leaf().prop_recursive(3, 16, 3, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
-                proptest::collection::vec(("[ab]{0,2}", inner), 0..3).prop_map(|fields| {
-                    let mut d = doc! {};
-                    for (k, v) in fields {
-                        d.insert(k, v);
-                    }
-                    Bson::Document(d)
+    impl Generator {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+
+        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+            items[self.below(items.len() as u64) as usize]
+        }
+
+        fn leaf(&mut self) -> Bson {
+            match self.below(16) {
+                0 => [Bson::Null, Bson::MinKey, Bson::MaxKey, Bson::Undefined]
+                    [self.below(4) as usize]
+                    .clone(),
+                1 => Bson::Boolean(self.below(2) == 1),
+                2 => Bson::Int32(self.below(7) as i32 - 3),
+                3 => Bson::Int32(self.next() as i32),
+                4 => Bson::Int64(self.next() as i64),
+                5 => Bson::Int64((1i64 << 53) + self.below(9) as i64 - 4),
+                6 => Bson::Double(((1i64 << 53) + self.below(9) as i64 - 4) as f64),
+                7 => Bson::Double(
+                    [
+                        f64::NAN,
+                        f64::INFINITY,
+                        f64::NEG_INFINITY,
+                        -0.0,
+                        0.1,
+                        9.2e18,
+                        0.5,
+                    ][self.below(7) as usize],
+                ),
+                8 => Bson::Double(f64::from_bits(self.next())),
+                9 => Bson::Double((self.below(81) as f64 - 40.0) / 4.0),
+                10 => dec(self.pick(&[
+                    "0.1",
+                    "1.0",
+                    "-2.50",
+                    "NaN",
+                    "-Infinity",
+                    "Infinity",
+                    "9007199254740993",
+                    "1E+400",
+                    "-1E-400",
+                    "0.5",
+                    "3",
+                    "-0",
+                    "-0.25",
+                    "10",
+                ])),
+                11 => dec(&format!(
+                    "{}E{}",
+                    self.below(199) as i64 - 99,
+                    self.below(7) as i64 - 3
+                )),
+                12 => Bson::String(
+                    (0..self.below(4))
+                        .map(|_| ['a', 'b', 'c', '\0'][self.below(4) as usize])
+                        .collect(),
+                ),
+                13 => Bson::Binary(Binary {
+                    subtype: BinarySubtype::Generic,
+                    bytes: (0..self.below(3)).map(|_| self.below(3) as u8).collect(),
                 }),
-            ]
-        })
+                14 => Bson::DateTime(bson::DateTime::from_millis(self.below(5) as i64 - 2)),
+                _ => Bson::Symbol(self.pick(&["a", "b", ""]).to_string()),
+            }
+        }
+
+        fn value(&mut self, depth: u32) -> Bson {
+            if depth == 0 || self.below(4) != 0 {
+                return self.leaf();
+            }
+            if self.below(2) == 0 {
+                Bson::Array((0..self.below(3)).map(|_| self.value(depth - 1)).collect())
+            } else {
+                let mut d = doc! {};
+                for _ in 0..self.below(3) {
+                    let key = self.pick(&["", "a", "b", "ab"]).to_string();
+                    let v = self.value(depth - 1);
+                    d.insert(key, v);
+                }
+                Bson::Document(d)
+            }
+        }
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-        #[test]
-        fn key_order_matches_compare_values(a in value(), b in value()) {
+    #[test]
+    fn key_order_matches_compare_values() {
+        let mut generator = Generator(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let a = generator.value(3);
+            let b = if generator.below(8) == 0 {
+                a.clone()
+            } else {
+                generator.value(3)
+            };
             let expected = compare_values(&a, &b);
             let actual = encode_key(&a).cmp(&encode_key(&b));
-            prop_assert_eq!(expected, actual, "{:?} vs {:?}", a, b);
+            assert_eq!(expected, actual, "{a:?} vs {b:?}");
         }
     }
 }
