@@ -4,6 +4,7 @@
 mod catalog;
 mod documents;
 mod plans;
+mod timing;
 mod transactions;
 
 use std::time::Duration;
