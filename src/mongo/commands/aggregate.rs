@@ -1,0 +1,91 @@
+//! `aggregate` over a collection: the leading `$match` is planned like a `find` (pushed into
+//! SQL where possible), the pipeline runs in the query core, the result is returned through a
+//! cursor. Collection-less aggregation (`aggregate: 1`, e.g. `$currentOp`) is not supported.
+//!
+//! Not for: the stages themselves (see `query::aggregate`).
+
+use bson::{Bson, Document};
+
+use super::write_support::{cursor_batch_size, first_batch_reply, open_session};
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
+use crate::planner::{self, ReadPlan};
+use crate::query::aggregate::Pipeline;
+use crate::query::filter::Filter;
+use crate::state::ServerCounters;
+
+/// `aggregate`.
+pub async fn aggregate(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(&[
+        "pipeline",
+        "cursor",
+        "explain",
+        "allowDiskUse",
+        "hint",
+        "collation",
+        "let",
+        "bypassDocumentValidation",
+    ])?;
+    ServerCounters::add(&context.server.state.counters.op_query, 1);
+    let Bson::String(name) = request.target() else {
+        return Err(CommandError::NotSupported(
+            "collection-less aggregate (aggregate: 1) is not supported by docgate".into(),
+        ));
+    };
+    if opt_bool(&request.body, "explain")?.unwrap_or(false) {
+        return Err(CommandError::NotSupported(
+            "aggregate explain is not supported by docgate yet".into(),
+        ));
+    }
+    if opt_document(&request.body, "cursor")?.is_none() {
+        return Err(CommandError::FailedToParse(
+            "The 'cursor' option is required, except for aggregate with the explain argument"
+                .into(),
+        ));
+    }
+    let stages: Vec<Document> = opt_array(&request.body, "pipeline")?
+        .ok_or_else(|| {
+            CommandError::FailedToParse(
+                "BSON field 'aggregate.pipeline' is missing but a required field".into(),
+            )
+        })?
+        .iter()
+        .map(|stage| match stage {
+            Bson::Document(stage) => Ok(stage.clone()),
+            _ => Err(CommandError::TypeMismatch(
+                "Each element of the 'pipeline' array must be an object".into(),
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    let pipeline = Pipeline::parse(&stages)?;
+    let batch_size = cursor_batch_size(&request.body)?;
+    let namespace = format!("{}.{name}", request.db);
+
+    let input = match context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    {
+        None => Vec::new(),
+        Some(record) => {
+            let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
+            let mut session = open_session(context).await?;
+            planner::execute(
+                session.as_mut(),
+                &record,
+                &ReadPlan::new(filter, None, 0, None),
+            )
+            .await?
+        }
+    };
+    let results = pipeline.run(input)?;
+    Ok(first_batch_reply(
+        context, request, &namespace, results, batch_size, false,
+    ))
+}

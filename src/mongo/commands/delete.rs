@@ -1,0 +1,139 @@
+//! `delete`: statements of `{q, limit}` (limit 0 = all matches, 1 = the first) run in one
+//! transaction; each statement reads its matches through the planner and deletes them by
+//! `_id` key in one batch. Ordered commands stop at the first failing statement.
+//!
+//! Not for: findAndModify's remove (a later capability).
+
+use bson::{doc, Bson, Document};
+
+use super::write_support::{command_write_error, open_session, with_write_errors};
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_i64, CommandRequest};
+use crate::planner::{self, ReadPlan};
+use crate::query::filter::Filter;
+use crate::query::keys::encode_key;
+use crate::state::ServerCounters;
+use crate::store::{CollectionRecord, StoreSession};
+
+const STATEMENT_FIELDS: &[&str] = &["q", "limit", "collation", "hint"];
+
+/// A parsed delete statement.
+struct DeleteStatement {
+    filter: Filter,
+    just_one: bool,
+}
+
+fn parse_statement(value: &Bson) -> Result<DeleteStatement, CommandError> {
+    let Bson::Document(statement) = value else {
+        return Err(CommandError::TypeMismatch(
+            "delete statements must be objects".into(),
+        ));
+    };
+    for key in statement.keys() {
+        if !STATEMENT_FIELDS.contains(&key.as_str()) {
+            return Err(CommandError::UnknownField(format!("DeleteOpEntry.{key}")));
+        }
+    }
+    if let Some(collation) = opt_document(statement, "collation")? {
+        if collation.get_str("locale").ok() != Some("simple") {
+            return Err(CommandError::NotSupported(
+                "collations other than 'simple' are not supported".into(),
+            ));
+        }
+    }
+    let filter = Filter::parse(opt_document(statement, "q")?.ok_or_else(|| {
+        CommandError::FailedToParse(
+            "BSON field 'delete.deletes.q' is missing but a required field".into(),
+        )
+    })?)?;
+    let just_one = match opt_i64(statement, "limit")? {
+        Some(0) => false,
+        Some(1) => true,
+        Some(other) => {
+            return Err(CommandError::FailedToParse(format!(
+                "The limit field in delete objects must be 0 or 1. Got {other}"
+            )))
+        }
+        None => {
+            return Err(CommandError::FailedToParse(
+                "BSON field 'delete.deletes.limit' is missing but a required field".into(),
+            ))
+        }
+    };
+    Ok(DeleteStatement { filter, just_one })
+}
+
+async fn run_statement(
+    session: &mut dyn StoreSession,
+    record: &CollectionRecord,
+    statement: DeleteStatement,
+) -> Result<u64, CommandError> {
+    let limit = statement.just_one.then_some(1);
+    let plan = ReadPlan::new(statement.filter, None, 0, limit);
+    let documents = planner::execute(session, record, &plan).await?;
+    let keys: Vec<Vec<u8>> = documents
+        .iter()
+        .map(|d| encode_key(d.get("_id").unwrap_or(&Bson::Null)))
+        .collect();
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    Ok(session.delete(record, &keys).await?)
+}
+
+/// `delete`.
+pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&["deletes", "ordered", "let"])?;
+    let name = request.collection()?;
+    let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
+    let statements = opt_array(&request.body, "deletes")?.ok_or_else(|| {
+        CommandError::FailedToParse(
+            "BSON field 'delete.deletes' is missing but a required field".into(),
+        )
+    })?;
+    if statements.is_empty() || statements.len() > super::handshake::MAX_WRITE_BATCH_SIZE as usize {
+        return Err(CommandError::InvalidLength(format!(
+            "Write batch sizes must be between 1 and 100000. Got {} operations.",
+            statements.len()
+        )));
+    }
+    let record = context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?;
+    let mut deleted = 0u64;
+    let mut errors: Vec<Document> = Vec::new();
+    let mut session = open_session(context).await?;
+    session.begin().await?;
+    for (index, value) in statements.iter().enumerate() {
+        let result = match (parse_statement(value), &record) {
+            (Err(error), _) => Err(error),
+            (Ok(_), None) => Ok(0),
+            (Ok(statement), Some(record)) => {
+                run_statement(session.as_mut(), record, statement).await
+            }
+        };
+        match result {
+            Ok(n) => deleted += n,
+            Err(CommandError::Store(error)) => return Err(error.into()),
+            Err(error) => {
+                errors.push(command_write_error(index, &error));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    session.commit().await?;
+    ServerCounters::add(
+        &context.server.state.counters.op_delete,
+        statements.len() as u64,
+    );
+    let n = i32::try_from(deleted)
+        .map(Bson::Int32)
+        .unwrap_or(Bson::Int64(deleted as i64));
+    Ok(with_write_errors(doc! {"n": n}, errors))
+}

@@ -1,0 +1,161 @@
+//! Diagnostic commands that tools and mongosh send on their own: `getParameter`,
+//! `getCmdLineOpts`, `getLog`, `hostInfo`, `connectionStatus`, `serverStatus`,
+//! `listCommands`.
+//!
+//! Not for: anything that changes state.
+
+use bson::{doc, Bson, DateTime, Document};
+
+use crate::mongo::cursors::CURSOR_IDLE_TIMEOUT;
+use crate::mongo::dispatch::{CommandContext, COMMANDS};
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::request::CommandRequest;
+use crate::state::ServerCounters;
+
+use super::handshake::MONGODB_VERSION;
+
+/// The server parameters `getParameter` can report.
+fn parameters() -> Document {
+    doc! {
+        "featureCompatibilityVersion": {"version": "7.0"},
+        "authenticationMechanisms": Vec::<String>::new(),
+        "cursorTimeoutMillis": CURSOR_IDLE_TIMEOUT.as_millis() as i64,
+        "logLevel": 0,
+        "quiet": false,
+        "requireApiVersion": false,
+        "maxBSONDepth": 100,
+    }
+}
+
+/// `getParameter`: `{getParameter: 1, name: 1, ...}` or `{getParameter: "*"}`.
+pub fn get_parameter(_context: &CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    let all = parameters();
+    if matches!(request.target(), Bson::String(s) if s == "*") {
+        return Ok(all);
+    }
+    let mut reply = Document::new();
+    for key in request.body.keys() {
+        if key == &request.name || key.starts_with('$') || key == "lsid" || key == "comment" {
+            continue;
+        }
+        if let Some(value) = all.get(key) {
+            reply.insert(key.clone(), value.clone());
+        }
+    }
+    if reply.is_empty() {
+        return Err(CommandError::InvalidOptions(
+            "no option found to get".into(),
+        ));
+    }
+    Ok(reply)
+}
+
+/// `getCmdLineOpts`: argv and the resolved settings.
+pub fn get_cmd_line_opts(context: &CommandContext<'_>) -> CommandResult {
+    let settings = &context.server.state.settings;
+    let argv: Vec<Bson> = settings
+        .argv
+        .iter()
+        .map(|a| Bson::String(a.clone()))
+        .collect();
+    Ok(doc! {
+        "argv": argv,
+        "parsed": {
+            "net": {
+                "bindIp": settings.listen.ip().to_string(),
+                "port": i32::from(settings.listen.port()),
+                "maxIncomingConnections": settings.max_connections as i64,
+            },
+            "storage": {"engine": context.server.state.store.backend_name(), "location": context.server.state.store.describe()},
+        },
+    })
+}
+
+/// `getLog`: docgate keeps no in-memory log; `startupWarnings` is empty, `*` names the logs.
+pub fn get_log(request: &CommandRequest) -> CommandResult {
+    match request.target() {
+        Bson::String(name) if name == "*" => Ok(doc! {"names": ["global", "startupWarnings"]}),
+        Bson::String(name) if name == "global" || name == "startupWarnings" => {
+            Ok(doc! {"totalLinesWritten": 0, "log": Vec::<String>::new()})
+        }
+        Bson::String(name) => Err(CommandError::BadValue(format!("No log named '{name}'"))),
+        _ => Err(CommandError::TypeMismatch(
+            "Argument to getLog must be of type String".into(),
+        )),
+    }
+}
+
+/// `hostInfo`: the machine.
+pub fn host_info() -> CommandResult {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1) as i32;
+    Ok(doc! {
+        "system": {
+            "currentTime": DateTime::now(),
+            "hostname": hostname(),
+            "cpuAddrSize": 64,
+            "numCores": cores,
+            "cpuArch": std::env::consts::ARCH,
+        },
+        "os": {"type": std::env::consts::OS, "name": std::env::consts::OS},
+        "extra": {},
+    })
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".to_string())
+}
+
+/// `connectionStatus`: nobody is authenticated (authentication arrives with the auth capability).
+pub fn connection_status() -> Document {
+    doc! {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}}
+}
+
+/// `serverStatus`: uptime, connections, operation counters.
+pub fn server_status(context: &CommandContext<'_>) -> Document {
+    let state = &context.server.state;
+    let counters = &state.counters;
+    let uptime = state.started.elapsed();
+    let current = ServerCounters::get(&counters.connections_current) as i64;
+    let max = state.settings.max_connections as i64;
+    doc! {
+        "host": hostname(),
+        "version": MONGODB_VERSION,
+        "process": "docgate",
+        "pid": i64::from(std::process::id()),
+        "uptime": uptime.as_secs_f64(),
+        "uptimeMillis": uptime.as_millis() as i64,
+        "uptimeEstimate": uptime.as_secs() as i64,
+        "localTime": DateTime::now(),
+        "connections": {
+            "current": current,
+            "available": (max - current).max(0),
+            "totalCreated": ServerCounters::get(&counters.connections_total) as i64,
+        },
+        "opcounters": {
+            "insert": ServerCounters::get(&counters.op_insert) as i64,
+            "query": ServerCounters::get(&counters.op_query) as i64,
+            "update": ServerCounters::get(&counters.op_update) as i64,
+            "delete": ServerCounters::get(&counters.op_delete) as i64,
+            "getmore": ServerCounters::get(&counters.op_getmore) as i64,
+            "command": ServerCounters::get(&counters.op_command) as i64,
+        },
+        "metrics": {"cursor": {"open": {"total": context.server.cursors.open_count() as i64}}},
+        "storageEngine": {"name": state.store.backend_name()},
+    }
+}
+
+/// `listCommands`: the supported commands.
+pub fn list_commands() -> Document {
+    let mut commands = Document::new();
+    for (name, help) in COMMANDS {
+        commands.insert(
+            *name,
+            doc! {"help": *help, "adminOnly": false, "requiresAuth": false},
+        );
+    }
+    doc! {"commands": commands}
+}

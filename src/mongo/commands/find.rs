@@ -1,0 +1,324 @@
+//! Reads: `find`, `getMore`, `killCursors`, `count`, `distinct`.
+//!
+//! A read parses the filter, sort and projection with the query core, lets the planner push
+//! what it can into the store, and hands the result out in batches through the cursor
+//! registry.
+//!
+//! Not for: aggregation pipelines (see `aggregate`).
+
+use bson::{doc, Bson, Document};
+
+use super::write_support::{cursor_reply, first_batch_reply, open_session};
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::request::{
+    as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
+};
+use crate::planner::{self, ReadPlan};
+use crate::query::compare::compare_values;
+use crate::query::filter::Filter;
+use crate::query::projection::Projection;
+use crate::query::sort::SortSpec;
+use crate::state::ServerCounters;
+
+const FIND_FIELDS: &[&str] = &[
+    "filter",
+    "sort",
+    "projection",
+    "skip",
+    "limit",
+    "batchSize",
+    "singleBatch",
+    "hint",
+    "min",
+    "max",
+    "returnKey",
+    "showRecordId",
+    "tailable",
+    "oplogReplay",
+    "noCursorTimeout",
+    "awaitData",
+    "allowPartialResults",
+    "collation",
+    "allowDiskUse",
+    "let",
+    "readOnce",
+];
+
+/// A non-negative count argument.
+fn non_negative(body: &Document, field: &str) -> Result<Option<u64>, CommandError> {
+    match opt_i64(body, field)? {
+        Some(n) if n < 0 => Err(CommandError::BadValue(format!(
+            "{field} value must be non-negative, but received: {n}"
+        ))),
+        Some(n) => Ok(Some(n as u64)),
+        None => Ok(None),
+    }
+}
+
+fn check_simple_collation(body: &Document) -> Result<(), CommandError> {
+    if let Some(collation) = opt_document(body, "collation")? {
+        if collation.get_str("locale").ok() != Some("simple") {
+            return Err(CommandError::NotSupported(
+                "collations other than 'simple' are not supported".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `find`.
+pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(FIND_FIELDS)?;
+    ServerCounters::add(&context.server.state.counters.op_query, 1);
+    let name = request.collection()?;
+    let namespace = format!("{}.{name}", request.db);
+    let body = &request.body;
+    for unsupported in [
+        "tailable",
+        "awaitData",
+        "min",
+        "max",
+        "returnKey",
+        "showRecordId",
+    ] {
+        if opt_bool(body, unsupported).unwrap_or(None).unwrap_or(false)
+            || matches!(body.get(unsupported), Some(Bson::Document(_)))
+        {
+            return Err(CommandError::NotSupported(format!(
+                "find option '{unsupported}' is not supported by docgate"
+            )));
+        }
+    }
+    check_simple_collation(body)?;
+    let filter = Filter::parse(opt_document(body, "filter")?.unwrap_or(&Document::new()))?;
+    let sort = opt_document(body, "sort")?
+        .map(SortSpec::parse)
+        .transpose()?;
+    let projection = opt_document(body, "projection")?
+        .filter(|p| !p.is_empty())
+        .map(Projection::parse)
+        .transpose()?;
+    let skip = non_negative(body, "skip")?.unwrap_or(0);
+    let mut single_batch = opt_bool(body, "singleBatch")?.unwrap_or(false);
+    let limit = match opt_i64(body, "limit")? {
+        Some(n) if n < 0 => {
+            // Legacy negative limit: at most |n| documents in a single batch.
+            single_batch = true;
+            Some(n.unsigned_abs())
+        }
+        Some(0) | None => None,
+        Some(n) => Some(n as u64),
+    };
+    let batch_size =
+        non_negative(body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+
+    let Some(record) = context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    else {
+        return Ok(first_batch_reply(
+            context,
+            request,
+            &namespace,
+            Vec::new(),
+            batch_size,
+            true,
+        ));
+    };
+    let plan = ReadPlan::new(filter, sort, skip, limit);
+    let mut session = open_session(context).await?;
+    let mut results = planner::execute(session.as_mut(), &record, &plan).await?;
+    drop(session);
+    if let Some(projection) = &projection {
+        results = results
+            .iter()
+            .map(|d| projection.apply(d))
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(first_batch_reply(
+        context,
+        request,
+        &namespace,
+        results,
+        batch_size,
+        single_batch,
+    ))
+}
+
+/// `getMore`.
+pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&[
+        "collection",
+        "batchSize",
+        "term",
+        "lastKnownCommittedOpTime",
+    ])?;
+    ServerCounters::add(&context.server.state.counters.op_getmore, 1);
+    let id = match request.target() {
+        Bson::Int64(id) => *id,
+        other => {
+            return Err(CommandError::TypeMismatch(format!(
+                "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
+                crate::mongo::request::type_name(other)
+            )))
+        }
+    };
+    let collection = opt_str(&request.body, "collection")?.ok_or_else(|| {
+        CommandError::FailedToParse(
+            "BSON field 'getMore.collection' is missing but a required field".into(),
+        )
+    })?;
+    let batch_size =
+        non_negative(&request.body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let namespace = format!("{}.{collection}", request.db);
+    let session = CommandContext::session_of(request);
+    let batch = context
+        .server
+        .cursors
+        .next_batch(id, &namespace, batch_size, session.as_ref())?;
+    Ok(cursor_reply(&namespace, batch, false))
+}
+
+/// `killCursors`.
+pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&["cursors"])?;
+    let collection = request.collection()?;
+    let namespace = format!("{}.{collection}", request.db);
+    let ids: Vec<i64> = opt_array(&request.body, "cursors")?
+        .ok_or_else(|| {
+            CommandError::FailedToParse(
+                "BSON field 'killCursors.cursors' is missing but a required field".into(),
+            )
+        })?
+        .iter()
+        .map(|v| {
+            as_i64(v).ok_or_else(|| CommandError::TypeMismatch("cursor ids must be longs".into()))
+        })
+        .collect::<Result<_, _>>()?;
+    let (killed, not_found) = context.server.cursors.kill(&namespace, &ids);
+    Ok(doc! {
+        "cursorsKilled": killed,
+        "cursorsNotFound": not_found,
+        "cursorsAlive": Vec::<i64>::new(),
+        "cursorsUnknown": Vec::<i64>::new(),
+    })
+}
+
+/// A count as MongoDB reports it: int32 when it fits.
+fn count_value(n: u64) -> Bson {
+    match i32::try_from(n) {
+        Ok(small) => Bson::Int32(small),
+        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+    }
+}
+
+/// `count`: a SQL `COUNT` when the filter is pushed exactly.
+pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&["query", "limit", "skip", "hint", "collation", "fields"])?;
+    ServerCounters::add(&context.server.state.counters.op_query, 1);
+    let name = request.collection()?;
+    check_simple_collation(&request.body)?;
+    let filter = Filter::parse(opt_document(&request.body, "query")?.unwrap_or(&Document::new()))?;
+    let skip = non_negative(&request.body, "skip")?.unwrap_or(0);
+    let limit = opt_i64(&request.body, "limit")?
+        .map(i64::unsigned_abs)
+        .filter(|l| *l > 0);
+    let Some(record) = context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    else {
+        return Ok(doc! {"n": 0});
+    };
+    let mut session = open_session(context).await?;
+    let total = planner::count(session.as_mut(), &record, filter).await?;
+    let after_skip = total.saturating_sub(skip);
+    let n = limit.map_or(after_skip, |l| after_skip.min(l));
+    Ok(doc! {"n": count_value(n)})
+}
+
+/// `distinct`: the distinct values of a field over the matching documents, arrays unwound.
+pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&["key", "query", "collation", "hint"])?;
+    ServerCounters::add(&context.server.state.counters.op_query, 1);
+    let name = request.collection()?;
+    check_simple_collation(&request.body)?;
+    let key = opt_str(&request.body, "key")?.ok_or_else(|| {
+        CommandError::FailedToParse(
+            "BSON field 'distinct.key' is missing but a required field".into(),
+        )
+    })?;
+    if key.is_empty() {
+        return Err(CommandError::BadValue(
+            "FieldPath cannot be constructed with empty string".into(),
+        ));
+    }
+    let filter = Filter::parse(opt_document(&request.body, "query")?.unwrap_or(&Document::new()))?;
+    let Some(record) = context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    else {
+        return Ok(doc! {"values": Vec::<Bson>::new()});
+    };
+    let mut session = open_session(context).await?;
+    let documents = planner::execute(
+        session.as_mut(),
+        &record,
+        &ReadPlan::new(filter, None, 0, None),
+    )
+    .await?;
+    let mut values: Vec<Bson> = Vec::new();
+    for document in &documents {
+        collect_distinct_values(document, key, &mut values);
+    }
+    values.sort_by(compare_values);
+    values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
+    Ok(doc! {"values": values})
+}
+
+/// MongoDB's `distinct` walk: the values at a dotted path, descending through arrays of
+/// documents, with array values contributing their elements.
+fn collect_distinct_values(document: &Document, path: &str, out: &mut Vec<Bson>) {
+    let (head, rest) = match path.split_once('.') {
+        Some((head, rest)) => (head, Some(rest)),
+        None => (path, None),
+    };
+    let Some(value) = document.get(head) else {
+        return;
+    };
+    collect_from_value(value, rest, out);
+}
+
+fn collect_from_value(value: &Bson, rest: Option<&str>, out: &mut Vec<Bson>) {
+    match (value, rest) {
+        (Bson::Array(items), None) => out.extend(items.iter().cloned()),
+        (_, None) => out.push(value.clone()),
+        (Bson::Document(inner), Some(rest)) => collect_distinct_values(inner, rest, out),
+        (Bson::Array(items), Some(rest)) => {
+            let (head, tail) = match rest.split_once('.') {
+                Some((head, tail)) => (head, Some(tail)),
+                None => (rest, None),
+            };
+            if let Ok(index) = head.parse::<usize>() {
+                if let Some(item) = items.get(index) {
+                    collect_from_value(item, tail, out);
+                }
+            }
+            for item in items {
+                if let Bson::Document(inner) = item {
+                    collect_distinct_values(inner, rest, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}

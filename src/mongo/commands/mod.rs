@@ -1,0 +1,16 @@
+//! One file per command family. Each handler takes the parsed request and the connection
+//! context and returns the reply body (without `ok`, which dispatch adds) or a
+//! `CommandError`.
+//!
+//! Not for: SQL — handlers reach data through the catalog, the planner and `StoreSession`.
+
+pub mod aggregate;
+pub mod delete;
+pub mod diagnostics;
+pub mod find;
+pub mod handshake;
+pub mod insert;
+pub mod namespaces;
+pub mod stats;
+pub mod update;
+mod write_support;

@@ -1,0 +1,308 @@
+//! Databases and collections: `listDatabases`, `listCollections`, `listIndexes`, `create`,
+//! `drop`, `dropDatabase`, `renameCollection`. Every change runs in one store transaction
+//! that also bumps the catalog version, and the catalog cache is invalidated after commit.
+//!
+//! Not for: documents.
+
+use bson::{doc, Binary, Bson, Document};
+
+use super::write_support::{cursor_batch_size, first_batch_reply, open_session};
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::namespace::{check_collection_name, check_db_name, split_namespace};
+use crate::mongo::request::{opt_bool, opt_document, opt_str, CommandRequest};
+use crate::query::filter::Filter;
+use crate::store::{CollectionRecord, StoreError};
+
+/// The `_id` index every collection has.
+pub fn id_index_spec() -> Document {
+    doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+}
+
+/// `listDatabases` with `nameOnly` and `filter`.
+pub async fn list_databases(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(&["filter", "nameOnly", "authorizedDatabases"])?;
+    let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
+    let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
+    let snapshot = context.server.state.catalog.snapshot().await?;
+    let mut session = open_session(context).await?;
+    let mut databases = Vec::new();
+    let mut total_size: i64 = 0;
+    for db in snapshot.database_names() {
+        let entry = if name_only {
+            doc! {"name": &db}
+        } else {
+            let mut size: i64 = 0;
+            for collection in snapshot.collections_in(&db) {
+                let stats = session.collection_stats(collection).await?;
+                size += i64::try_from(stats.storage_size.max(stats.data_size)).unwrap_or(i64::MAX);
+            }
+            doc! {"name": &db, "sizeOnDisk": size, "empty": false}
+        };
+        if filter.matches(&entry) {
+            if let Some(Bson::Int64(size)) = entry.get("sizeOnDisk") {
+                total_size += size;
+            }
+            databases.push(Bson::Document(entry));
+        }
+    }
+    if name_only {
+        return Ok(doc! {"databases": databases});
+    }
+    Ok(
+        doc! {"databases": databases, "totalSize": total_size, "totalSizeMb": total_size / (1024 * 1024)},
+    )
+}
+
+/// The `listCollections` entry of one collection.
+fn collection_entry(record: &CollectionRecord) -> Document {
+    doc! {
+        "name": &record.name,
+        "type": "collection",
+        "options": record.options.clone(),
+        "info": {
+            "readOnly": false,
+            "uuid": Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: record.uuid.clone() },
+        },
+        "idIndex": id_index_spec(),
+    }
+}
+
+/// `listCollections` with `filter`, `nameOnly` and `cursor.batchSize`.
+pub async fn list_collections(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(&[
+        "filter",
+        "nameOnly",
+        "cursor",
+        "authorizedCollections",
+        "includePendingDrops",
+    ])?;
+    check_db_name(&request.db)?;
+    let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
+    let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
+    let batch_size = cursor_batch_size(&request.body)?;
+    let snapshot = context.server.state.catalog.snapshot().await?;
+    let entries: Vec<Document> = snapshot
+        .collections_in(&request.db)
+        .map(collection_entry)
+        .filter(|entry| filter.matches(entry))
+        .map(|entry| if name_only { doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": "collection"} } else { entry })
+        .collect();
+    let namespace = format!("{}.$cmd.listCollections", request.db);
+    Ok(first_batch_reply(
+        context, request, &namespace, entries, batch_size, false,
+    ))
+}
+
+/// `listIndexes`: the `_id` index (secondary indexes arrive with the query capability).
+pub async fn list_indexes(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(&["cursor"])?;
+    let name = request.collection()?;
+    let batch_size = cursor_batch_size(&request.body)?;
+    if context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+        .is_none()
+    {
+        return Err(CommandError::NamespaceNotFound(format!(
+            "ns does not exist: {}.{name}",
+            request.db
+        )));
+    }
+    let namespace = format!("{}.{name}", request.db);
+    Ok(first_batch_reply(
+        context,
+        request,
+        &namespace,
+        vec![id_index_spec()],
+        batch_size,
+        false,
+    ))
+}
+
+/// Options of `create` that docgate does not implement yet; refused rather than ignored.
+const UNSUPPORTED_CREATE_OPTIONS: &[&str] = &[
+    "capped",
+    "size",
+    "max",
+    "viewOn",
+    "pipeline",
+    "timeseries",
+    "validator",
+    "clusteredIndex",
+    "expireAfterSeconds",
+    "changeStreamPreAndPostImages",
+    "encryptedFields",
+];
+
+/// `create`: an empty collection.
+pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    let name = request.collection()?;
+    for option in UNSUPPORTED_CREATE_OPTIONS {
+        if request.body.contains_key(*option) {
+            return Err(CommandError::NotSupported(format!(
+                "create option '{option}' is not supported by docgate"
+            )));
+        }
+    }
+    request.check_fields(&[
+        "idIndex",
+        "storageEngine",
+        "indexOptionDefaults",
+        "validationLevel",
+        "validationAction",
+        "collation",
+        "autoIndexId",
+        "flags",
+    ])?;
+    if let Some(collation) = opt_document(&request.body, "collation")? {
+        if collation.get_str("locale").ok() != Some("simple") {
+            return Err(CommandError::NotSupported(
+                "collations other than 'simple' are not supported".into(),
+            ));
+        }
+    }
+    check_collection_name(&request.db, name)?;
+    let mut options = Document::new();
+    for (key, value) in request.body.iter().skip(1) {
+        if matches!(
+            key.as_str(),
+            "storageEngine"
+                | "indexOptionDefaults"
+                | "validationLevel"
+                | "validationAction"
+                | "collation"
+        ) {
+            options.insert(key.clone(), value.clone());
+        }
+    }
+    let mut session = open_session(context).await?;
+    match session.create_collection(&request.db, name, &options).await {
+        Ok(_) => {}
+        Err(StoreError::AlreadyExists(_)) => {
+            return Err(CommandError::NamespaceExists(format!(
+                "Collection {}.{name} already exists.",
+                request.db
+            )))
+        }
+        Err(other) => return Err(other.into()),
+    }
+    context.server.state.catalog.invalidate().await;
+    Ok(Document::new())
+}
+
+/// `drop`: removes a collection and its data. Dropping a missing collection succeeds, as in
+/// MongoDB 7.0.
+pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&[])?;
+    let name = request.collection()?;
+    let namespace = format!("{}.{name}", request.db);
+    let Some(record) = context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    else {
+        return Ok(doc! {"ns": namespace});
+    };
+    let mut session = open_session(context).await?;
+    session.drop_collection(&record).await?;
+    context.server.state.catalog.invalidate().await;
+    Ok(doc! {"ns": namespace, "nIndexesWas": 1})
+}
+
+/// `dropDatabase`: every collection of the database, in one transaction.
+pub async fn drop_database(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(&[])?;
+    check_db_name(&request.db)?;
+    let snapshot = context.server.state.catalog.snapshot().await?;
+    let records: Vec<CollectionRecord> = snapshot.collections_in(&request.db).cloned().collect();
+    if !records.is_empty() {
+        let mut session = open_session(context).await?;
+        session.begin().await?;
+        for record in &records {
+            session.drop_collection(record).await?;
+        }
+        session.commit().await?;
+        context.server.state.catalog.invalidate().await;
+    }
+    Ok(doc! {"dropped": &request.db})
+}
+
+/// `renameCollection` (run against `admin`): `{renameCollection: "db.a", to: "db.b", dropTarget}`.
+pub async fn rename_collection(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(&["to", "dropTarget", "stayTemp"])?;
+    if request.db != "admin" {
+        return Err(CommandError::Unauthorized(
+            "renameCollection may only be run against the admin database.".into(),
+        ));
+    }
+    let Bson::String(source) = request.target() else {
+        return Err(CommandError::TypeMismatch(
+            "renameCollection must be a namespace string".into(),
+        ));
+    };
+    let target = opt_str(&request.body, "to")?
+        .ok_or_else(|| CommandError::FailedToParse("renameCollection requires 'to'".into()))?;
+    let drop_target = opt_bool(&request.body, "dropTarget")?.unwrap_or(false);
+    let (source_db, source_name) = split_namespace(source)?;
+    let (target_db, target_name) = split_namespace(target)?;
+    check_collection_name(target_db, target_name)?;
+    if source == target {
+        return Err(CommandError::IllegalOperation(
+            "Can't rename a collection to itself".into(),
+        ));
+    }
+    let snapshot = context.server.state.catalog.snapshot().await?;
+    let Some(record) = snapshot.collection(source_db, source_name).cloned() else {
+        return Err(CommandError::NamespaceNotFound(format!(
+            "Source collection {source} does not exist"
+        )));
+    };
+    let existing_target = snapshot.collection(target_db, target_name).cloned();
+    if existing_target.is_some() && !drop_target {
+        return Err(CommandError::NamespaceExists(
+            "target namespace exists".into(),
+        ));
+    }
+    let mut session = open_session(context).await?;
+    session.begin().await?;
+    if let Some(target_record) = &existing_target {
+        session.drop_collection(target_record).await?;
+    }
+    match session
+        .rename_collection(&record, target_db, target_name)
+        .await
+    {
+        Ok(_) => {}
+        Err(StoreError::AlreadyExists(_)) => {
+            session.rollback().await?;
+            return Err(CommandError::NamespaceExists(
+                "target namespace exists".into(),
+            ));
+        }
+        Err(other) => return Err(other.into()),
+    }
+    session.commit().await?;
+    context.server.state.catalog.invalidate().await;
+    Ok(Document::new())
+}

@@ -1,0 +1,188 @@
+//! Sizes and health: `collStats`, `dbStats`, `validate`.
+//!
+//! `validate` really checks: every stored document must decode as BSON, have an `_id`, and be
+//! stored under the key that `_id` encodes to; the count must agree with a SQL `COUNT`.
+//!
+//! Not for: changing anything.
+
+use bson::{doc, Bson};
+
+use super::write_support::open_session;
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::namespace::check_db_name;
+use crate::mongo::request::{opt_i64, CommandRequest};
+use crate::planner::decode_document;
+use crate::store::{Predicate, ScanRequest};
+
+/// `scale` divides the byte figures, as in MongoDB.
+fn scale_of(request: &CommandRequest) -> Result<i64, CommandError> {
+    match opt_i64(&request.body, "scale")? {
+        None => Ok(1),
+        Some(n) if n >= 1 => Ok(n),
+        Some(_) => Err(CommandError::BadValue(
+            "Scale factor must be greater than zero".into(),
+        )),
+    }
+}
+
+fn as_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// `collStats`.
+pub async fn coll_stats(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(&["scale", "verbose"])?;
+    let name = request.collection()?;
+    let scale = scale_of(request)?;
+    let namespace = format!("{}.{name}", request.db);
+    let Some(record) = context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    else {
+        return Err(CommandError::NamespaceNotFound(format!(
+            "Collection [{namespace}] not found."
+        )));
+    };
+    let mut session = open_session(context).await?;
+    let stats = session.collection_stats(&record).await?;
+    let count = as_i64(stats.count);
+    let size = as_i64(stats.data_size);
+    let storage = as_i64(stats.storage_size);
+    Ok(doc! {
+        "ns": namespace,
+        "size": size / scale,
+        "count": count,
+        "avgObjSize": if count > 0 { size / count } else { 0 },
+        "storageSize": storage / scale,
+        "freeStorageSize": 0,
+        "capped": false,
+        "nindexes": as_i64(stats.index_count),
+        "indexBuilds": [],
+        "totalIndexSize": 0,
+        "totalSize": storage / scale,
+        "indexSizes": {"_id_": 0},
+        "scaleFactor": scale,
+    })
+}
+
+/// `dbStats`.
+pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&["scale", "freeStorage"])?;
+    check_db_name(&request.db)?;
+    let scale = scale_of(request)?;
+    let snapshot = context.server.state.catalog.snapshot().await?;
+    let mut session = open_session(context).await?;
+    let (mut collections, mut objects, mut data, mut storage, mut indexes) =
+        (0i64, 0i64, 0i64, 0i64, 0i64);
+    for record in snapshot.collections_in(&request.db) {
+        let stats = session.collection_stats(record).await?;
+        collections += 1;
+        objects += as_i64(stats.count);
+        data += as_i64(stats.data_size);
+        storage += as_i64(stats.storage_size);
+        indexes += as_i64(stats.index_count);
+    }
+    Ok(doc! {
+        "db": &request.db,
+        "collections": collections,
+        "views": 0,
+        "objects": objects,
+        "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
+        "dataSize": (data / scale) as f64,
+        "storageSize": (storage / scale) as f64,
+        "indexes": indexes,
+        "indexSize": 0.0,
+        "totalSize": (storage / scale) as f64,
+        "scaleFactor": scale,
+        "fsUsedSize": 0.0,
+        "fsTotalSize": 0.0,
+    })
+}
+
+/// `validate`: decodes every document and checks it against its `_id` key.
+pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&[
+        "full",
+        "repair",
+        "metadata",
+        "checkBSONConformance",
+        "background",
+    ])?;
+    let name = request.collection()?;
+    let namespace = format!("{}.{name}", request.db);
+    let Some(record) = context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    else {
+        return Err(CommandError::NamespaceNotFound(format!(
+            "Collection '{namespace}' does not exist to validate."
+        )));
+    };
+    let mut session = open_session(context).await?;
+    let rows = session.scan(&record, &ScanRequest::all()).await?;
+    let counted = session.count(&record, &Predicate::True).await?;
+    let mut errors: Vec<Bson> = Vec::new();
+    let mut invalid = 0i64;
+    for row in &rows {
+        let problem = match decode_document(row) {
+            Err(error) => Some(error.to_string()),
+            Ok(document) => match document.get("_id") {
+                None => Some("document without _id".to_string()),
+                Some(id) => {
+                    let lookup = ScanRequest {
+                        filter: Predicate::KeyEquals(crate::query::keys::encode_key(id)),
+                        ..ScanRequest::all()
+                    };
+                    match session.scan(&record, &lookup).await {
+                        Ok(found) if found.len() == 1 => None,
+                        Ok(found) => Some(format!(
+                            "_id {id} is found {} times through the _id index",
+                            found.len()
+                        )),
+                        Err(error) => Some(error.to_string()),
+                    }
+                }
+            },
+        };
+        if let Some(problem) = problem {
+            invalid += 1;
+            if errors.len() < 100 {
+                errors.push(Bson::String(problem));
+            }
+        }
+    }
+    if counted != rows.len() as u64 {
+        errors.push(Bson::String(format!(
+            "count {counted} differs from the {} records scanned",
+            rows.len()
+        )));
+    }
+    let records = rows.len() as i64;
+    Ok(doc! {
+        "ns": namespace,
+        "nInvalidDocuments": invalid,
+        "nNonCompliantDocuments": 0,
+        "nrecords": records,
+        "nIndexes": 1,
+        "keysPerIndex": {"_id_": records},
+        "indexDetails": {"_id_": {"valid": errors.is_empty()}},
+        "valid": errors.is_empty(),
+        "repaired": false,
+        "warnings": [],
+        "errors": errors,
+        "extraIndexEntries": [],
+        "missingIndexEntries": [],
+        "corruptRecords": [],
+        "advice": "",
+    })
+}

@@ -1,0 +1,197 @@
+//! What the commands share: checking out a store session, finding (or implicitly creating)
+//! a collection inside the command's transaction, building cursor replies, and the
+//! `writeErrors` entries of write commands.
+//!
+//! Not for: command-specific logic.
+
+use std::collections::VecDeque;
+
+use bson::{doc, Bson, Document};
+
+use crate::mongo::cursors::Batch;
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::CommandError;
+use crate::mongo::namespace::check_collection_name;
+use crate::mongo::request::{opt_document, opt_i64, CommandRequest};
+use crate::store::{CollectionRecord, StoreSession};
+
+/// A pooled store session for one command.
+pub async fn open_session(
+    context: &CommandContext<'_>,
+) -> Result<Box<dyn StoreSession>, CommandError> {
+    Ok(context.server.state.store.session().await?)
+}
+
+/// The collection `db.name`, created if missing, inside the session's open transaction.
+/// Returns whether it was created (the caller invalidates the catalog after commit).
+pub async fn collection_for_write(
+    context: &CommandContext<'_>,
+    session: &mut dyn StoreSession,
+    db: &str,
+    name: &str,
+) -> Result<(CollectionRecord, bool), CommandError> {
+    if let Some(existing) = context.server.state.catalog.collection(db, name).await? {
+        return Ok((existing, false));
+    }
+    check_collection_name(db, name)?;
+    match session.create_collection(db, name, &Document::new()).await {
+        Ok(created) => Ok((created, true)),
+        Err(crate::store::StoreError::AlreadyExists(_)) => {
+            // Created by someone else since our snapshot: read it inside this transaction.
+            let records = session.list_collections().await?;
+            records
+                .into_iter()
+                .find(|r| r.db == db && r.name == name)
+                .map(|r| (r, false))
+                .ok_or_else(|| CommandError::NamespaceNotFound(format!("{db}.{name}")))
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The `cursor` sub-document of a reply.
+pub fn cursor_reply(namespace: &str, batch: Batch, first: bool) -> Document {
+    let key = if first { "firstBatch" } else { "nextBatch" };
+    let documents: Vec<Bson> = batch.documents.into_iter().map(Bson::Document).collect();
+    doc! {"cursor": {key: documents, "id": batch.cursor_id, "ns": namespace}}
+}
+
+/// A whole result as a cursor reply: first batch now, the rest behind a cursor.
+pub fn first_batch_reply(
+    context: &CommandContext<'_>,
+    request: &CommandRequest,
+    namespace: &str,
+    results: Vec<Document>,
+    batch_size: Option<usize>,
+    single_batch: bool,
+) -> Document {
+    let session = CommandContext::session_of(request);
+    let batch = context.server.cursors.first_batch(
+        namespace,
+        VecDeque::from(results),
+        batch_size,
+        single_batch,
+        session,
+    );
+    cursor_reply(namespace, batch, true)
+}
+
+/// `cursor: {batchSize: n}` of `aggregate`, `listCollections`, `listIndexes`.
+pub fn cursor_batch_size(body: &Document) -> Result<Option<usize>, CommandError> {
+    match opt_document(body, "cursor")? {
+        Some(cursor) => match opt_i64(cursor, "batchSize")? {
+            Some(n) if n < 0 => Err(CommandError::BadValue(
+                "batchSize must be non-negative".into(),
+            )),
+            Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+            None => Ok(None),
+        },
+        None => Ok(None),
+    }
+}
+
+/// One `writeErrors` entry.
+pub fn write_error(index: usize, code: i32, message: impl Into<String>) -> Document {
+    doc! {"index": index as i32, "code": code, "errmsg": message.into()}
+}
+
+/// The E11000 `writeErrors` entry for a duplicate `_id`.
+pub fn duplicate_id_error(index: usize, namespace: &str, id: &Bson) -> Document {
+    let mut entry = write_error(
+        index,
+        11000,
+        format!("E11000 duplicate key error collection: {namespace} index: _id_ dup key: {{ _id: {id} }}"),
+    );
+    entry.insert("keyPattern", doc! {"_id": 1});
+    entry.insert("keyValue", doc! {"_id": id.clone()});
+    entry
+}
+
+/// The `writeErrors` entry for a failed statement.
+pub fn command_write_error(index: usize, error: &CommandError) -> Document {
+    write_error(index, error.code(), error.to_string())
+}
+
+/// Adds `writeErrors` to a write reply when there are any.
+pub fn with_write_errors(mut reply: Document, errors: Vec<Document>) -> Document {
+    if !errors.is_empty() {
+        reply.insert(
+            "writeErrors",
+            errors.into_iter().map(Bson::Document).collect::<Vec<_>>(),
+        );
+    }
+    reply
+}
+
+/// Deepest nesting of documents and arrays MongoDB stores (the top-level document is 1).
+pub const MAX_DOCUMENT_NESTING: usize = 100;
+
+/// Depth of the deepest embedded document or array (iterative: input may be deep).
+pub fn nesting_depth(document: &Document) -> usize {
+    let mut deepest = 1;
+    let mut stack: Vec<(&Bson, usize)> = document.values().map(|v| (v, 2)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Bson::Document(inner) => {
+                deepest = deepest.max(depth);
+                stack.extend(inner.values().map(|v| (v, depth + 1)));
+            }
+            Bson::Array(items) => {
+                deepest = deepest.max(depth);
+                stack.extend(items.iter().map(|v| (v, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Checks an `_id` value as MongoDB does before storing it.
+pub fn check_id(id: &Bson) -> Result<(), CommandError> {
+    match id {
+        Bson::Array(_) => Err(CommandError::BadValue("can't use an array for _id".into())),
+        Bson::RegularExpression(_) => {
+            Err(CommandError::BadValue("can't use a regex for _id".into()))
+        }
+        Bson::Undefined => Err(CommandError::BadValue(
+            "can't use a undefined for _id".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Makes a document ready to store: `_id` first (an ObjectId added when missing), size and
+/// nesting checked, encoded. Returns the stored form and the `_id`.
+pub fn prepare_for_storage(
+    document: Document,
+) -> Result<(crate::store::StoredDocument, Bson), CommandError> {
+    let mut ordered = Document::new();
+    let id = match document.get("_id") {
+        Some(id) => id.clone(),
+        None => Bson::ObjectId(bson::oid::ObjectId::new()),
+    };
+    check_id(&id)?;
+    ordered.insert("_id", id.clone());
+    for (key, value) in document {
+        if key != "_id" {
+            ordered.insert(key, value);
+        }
+    }
+    if nesting_depth(&ordered) > MAX_DOCUMENT_NESTING {
+        return Err(CommandError::BadValue(format!(
+            "BSONObj exceeds maximum nested object depth: {MAX_DOCUMENT_NESTING}"
+        )));
+    }
+    let bytes = ordered
+        .to_vec()
+        .map_err(|e| CommandError::BadValue(format!("cannot encode document: {e}")))?;
+    let max = super::handshake::MAX_BSON_OBJECT_SIZE as usize;
+    if bytes.len() > max {
+        return Err(CommandError::DocumentTooLarge(format!(
+            "object to insert too large. size in bytes: {}, max size: {max}",
+            bytes.len()
+        )));
+    }
+    let key = crate::query::keys::encode_key(&id);
+    Ok((crate::store::StoredDocument { key, bson: bytes }, id))
+}

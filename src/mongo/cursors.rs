@@ -1,0 +1,290 @@
+//! Server-side cursors: the rest of a `find`/`aggregate` result after its first batch,
+//! handed out by `getMore` and ended by `killCursors`, by the end of their logical session,
+//! or after 10 minutes idle (MongoDB's `cursorTimeoutMillis`).
+//!
+//! Ownership follows MongoDB: a cursor belongs to the logical session (`lsid`) that created
+//! it, not to a TCP connection, because drivers pool connections and may send `getMore` on
+//! any of them. A `getMore` from another session is refused.
+//!
+//! Not for: producing results (commands materialize them and register the remainder here).
+
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bson::{Bson, Document};
+
+use super::error::CommandError;
+
+/// Idle cursors are closed after this long (MongoDB's default cursorTimeoutMillis).
+pub const CURSOR_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+/// A batch stops growing once it passes this many bytes (MongoDB's 16 MiB reply budget).
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
+/// Documents in a first batch when the client does not say (MongoDB's default).
+pub const DEFAULT_FIRST_BATCH: usize = 101;
+
+/// The rest of one result.
+struct Cursor {
+    namespace: String,
+    remaining: VecDeque<Document>,
+    session: Option<Bson>,
+    last_used: Instant,
+}
+
+/// Every open cursor of the process.
+pub struct CursorRegistry {
+    cursors: Mutex<HashMap<i64, Cursor>>,
+    id_hasher: RandomState,
+    id_counter: AtomicU64,
+}
+
+impl Default for CursorRegistry {
+    fn default() -> Self {
+        CursorRegistry {
+            cursors: Mutex::new(HashMap::new()),
+            id_hasher: RandomState::new(),
+            id_counter: AtomicU64::new(1),
+        }
+    }
+}
+
+/// One batch handed to the client and the cursor id to continue with (0 when exhausted).
+pub struct Batch {
+    pub documents: Vec<Document>,
+    pub cursor_id: i64,
+}
+
+impl CursorRegistry {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Cursor>> {
+        // A poisoned lock only means another thread panicked while holding it; the map itself
+        // is still consistent (every mutation is a single insert/remove/field update).
+        self.cursors
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A fresh, hard-to-guess positive cursor id.
+    fn new_id(&self) -> i64 {
+        loop {
+            let n = self.id_counter.fetch_add(1, Ordering::Relaxed);
+            let id = (self.id_hasher.hash_one(n) & (i64::MAX as u64)) as i64;
+            if id != 0 {
+                return id;
+            }
+        }
+    }
+
+    /// Splits off the first batch of `results`; registers a cursor for the rest if any.
+    pub fn first_batch(
+        &self,
+        namespace: &str,
+        mut results: VecDeque<Document>,
+        batch_size: Option<usize>,
+        single_batch: bool,
+        session: Option<Bson>,
+    ) -> Batch {
+        let documents = take_batch(&mut results, batch_size.unwrap_or(DEFAULT_FIRST_BATCH));
+        if results.is_empty() || single_batch {
+            return Batch {
+                documents,
+                cursor_id: 0,
+            };
+        }
+        let id = self.new_id();
+        let cursor = Cursor {
+            namespace: namespace.to_string(),
+            remaining: results,
+            session,
+            last_used: Instant::now(),
+        };
+        self.lock().insert(id, cursor);
+        Batch {
+            documents,
+            cursor_id: id,
+        }
+    }
+
+    /// The next batch of cursor `id` (`getMore`).
+    pub fn next_batch(
+        &self,
+        id: i64,
+        namespace: &str,
+        batch_size: Option<usize>,
+        session: Option<&Bson>,
+    ) -> Result<Batch, CommandError> {
+        let mut cursors = self.lock();
+        let cursor = cursors
+            .get_mut(&id)
+            .ok_or(CommandError::CursorNotFound(id))?;
+        if cursor.namespace != namespace {
+            return Err(CommandError::Unauthorized(format!(
+                "Requested getMore on namespace '{namespace}', but cursor belongs to a different namespace {}",
+                cursor.namespace
+            )));
+        }
+        if cursor.session.is_some() && cursor.session.as_ref() != session {
+            return Err(CommandError::Unauthorized(format!(
+                "Cannot run getMore on cursor {id}, which was created in another session"
+            )));
+        }
+        let documents = take_batch(&mut cursor.remaining, batch_size.unwrap_or(usize::MAX));
+        cursor.last_used = Instant::now();
+        if cursor.remaining.is_empty() {
+            cursors.remove(&id);
+            return Ok(Batch {
+                documents,
+                cursor_id: 0,
+            });
+        }
+        Ok(Batch {
+            documents,
+            cursor_id: id,
+        })
+    }
+
+    /// Kills the given cursors of `namespace`; returns (killed, not found).
+    pub fn kill(&self, namespace: &str, ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
+        let mut cursors = self.lock();
+        let mut killed = Vec::new();
+        let mut not_found = Vec::new();
+        for id in ids {
+            match cursors.get(id) {
+                Some(cursor) if cursor.namespace == namespace => {
+                    cursors.remove(id);
+                    killed.push(*id);
+                }
+                _ => not_found.push(*id),
+            }
+        }
+        (killed, not_found)
+    }
+
+    /// Kills every cursor of the given logical sessions (`endSessions`).
+    pub fn kill_sessions(&self, sessions: &[Bson]) {
+        self.lock().retain(|_, cursor| {
+            cursor
+                .session
+                .as_ref()
+                .is_none_or(|s| !sessions.contains(s))
+        });
+    }
+
+    /// Kills every cursor (`killAllSessions`).
+    pub fn kill_all(&self) {
+        self.lock().clear();
+    }
+
+    /// Closes cursors idle for longer than `max_idle`; returns how many.
+    pub fn reap_idle(&self, max_idle: Duration) -> usize {
+        let mut cursors = self.lock();
+        let before = cursors.len();
+        cursors.retain(|_, cursor| cursor.last_used.elapsed() < max_idle);
+        before - cursors.len()
+    }
+
+    /// Number of open cursors.
+    pub fn open_count(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Takes up to `max_docs` documents, stopping early once the batch passes the byte budget.
+fn take_batch(results: &mut VecDeque<Document>, max_docs: usize) -> Vec<Document> {
+    let mut batch = Vec::new();
+    let mut bytes = 0usize;
+    while batch.len() < max_docs {
+        let Some(next) = results.front() else { break };
+        let size = bson_size(next);
+        if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
+            break;
+        }
+        bytes += size;
+        if let Some(doc) = results.pop_front() {
+            batch.push(doc);
+        }
+    }
+    batch
+}
+
+/// Encoded size of a document (0 if it cannot be encoded, which cannot happen for parsed ones).
+pub fn bson_size(doc: &Document) -> usize {
+    doc.to_vec().map(|bytes| bytes.len()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn docs(n: i32) -> VecDeque<Document> {
+        (0..n).map(|i| doc! {"i": i}).collect()
+    }
+
+    #[test]
+    fn batches_until_exhausted() {
+        let registry = CursorRegistry::default();
+        let first = registry.first_batch("d.c", docs(10), Some(4), false, None);
+        assert_eq!(first.documents.len(), 4);
+        assert_ne!(first.cursor_id, 0);
+        let second = registry
+            .next_batch(first.cursor_id, "d.c", Some(4), None)
+            .unwrap();
+        assert_eq!(second.documents[0], doc! {"i": 4});
+        let third = registry
+            .next_batch(first.cursor_id, "d.c", Some(4), None)
+            .unwrap();
+        assert_eq!((third.documents.len(), third.cursor_id), (2, 0));
+        let gone = registry
+            .next_batch(first.cursor_id, "d.c", None, None)
+            .unwrap_err();
+        assert_eq!(gone.code(), 43);
+    }
+
+    #[test]
+    fn single_batch_and_small_results_open_no_cursor() {
+        let registry = CursorRegistry::default();
+        assert_eq!(
+            registry
+                .first_batch("d.c", docs(3), None, false, None)
+                .cursor_id,
+            0
+        );
+        assert_eq!(
+            registry
+                .first_batch("d.c", docs(300), None, true, None)
+                .cursor_id,
+            0
+        );
+        assert_eq!(registry.open_count(), 0);
+    }
+
+    #[test]
+    fn other_sessions_and_namespaces_are_refused() {
+        let registry = CursorRegistry::default();
+        let mine = Bson::Int32(1);
+        let batch = registry.first_batch("d.c", docs(10), Some(1), false, Some(mine.clone()));
+        assert!(registry
+            .next_batch(batch.cursor_id, "d.c", None, Some(&Bson::Int32(2)))
+            .is_err());
+        assert!(registry
+            .next_batch(batch.cursor_id, "d.other", None, Some(&mine))
+            .is_err());
+        registry.kill_sessions(&[mine]);
+        assert_eq!(registry.open_count(), 0);
+    }
+
+    #[test]
+    fn kill_and_reap() {
+        let registry = CursorRegistry::default();
+        let a = registry
+            .first_batch("d.c", docs(10), Some(1), false, None)
+            .cursor_id;
+        let (killed, not_found) = registry.kill("d.c", &[a, 42]);
+        assert_eq!((killed, not_found), (vec![a], vec![42]));
+        registry.first_batch("d.c", docs(10), Some(1), false, None);
+        assert_eq!(registry.reap_idle(Duration::ZERO), 1);
+    }
+}

@@ -1,0 +1,155 @@
+//! Command dispatch: the table of supported commands, the per-connection facts commands may
+//! read or set (`ConnectionInfo`), and the one place where a handler's result becomes a
+//! reply document (`ok: 1` added, errors mapped by `CommandError`).
+//!
+//! Not for: the commands themselves (one file per family under `commands/`).
+
+use std::net::SocketAddr;
+
+use bson::{Bson, Document};
+use docgate_wire::Compressor;
+
+use super::commands::{
+    aggregate, delete, diagnostics, find, handshake, insert, namespaces, stats, update,
+};
+use super::error::{CommandError, CommandResult};
+use super::request::CommandRequest;
+use super::MongoServer;
+use crate::state::ServerCounters;
+
+/// What one connection knows about itself.
+#[derive(Debug)]
+pub struct ConnectionInfo {
+    /// `connectionId` reported by `hello`.
+    pub id: i64,
+    pub peer: SocketAddr,
+    /// Compressors negotiated in the handshake, in the client's order of preference.
+    pub compressors: Vec<Compressor>,
+    /// Client metadata sent with the first `hello` (driver name, app name).
+    pub client_metadata: Option<Document>,
+}
+
+impl ConnectionInfo {
+    pub fn new(id: i64, peer: SocketAddr) -> ConnectionInfo {
+        ConnectionInfo {
+            id,
+            peer,
+            compressors: Vec::new(),
+            client_metadata: None,
+        }
+    }
+}
+
+/// Everything a handler gets.
+pub struct CommandContext<'a> {
+    pub server: &'a MongoServer,
+    pub connection: &'a mut ConnectionInfo,
+}
+
+impl CommandContext<'_> {
+    /// The logical session id (`lsid.id`) the command carries, if any.
+    pub fn session_of(request: &CommandRequest) -> Option<Bson> {
+        match request.body.get("lsid") {
+            Some(Bson::Document(lsid)) => lsid.get("id").cloned(),
+            _ => None,
+        }
+    }
+}
+
+/// The commands docgate answers, with the help text `listCommands` shows.
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("aggregate", "Runs an aggregation pipeline ($match, $group, $sort, $skip, $limit, $count, $project, ...)."),
+    ("buildInfo", "Build details of this server."),
+    ("collStats", "Size and count of a collection."),
+    ("connectionStatus", "Authentication state of this connection."),
+    ("count", "Counts the documents matching a query."),
+    ("create", "Creates a collection."),
+    ("dbStats", "Size and counts of a database."),
+    ("delete", "Deletes documents."),
+    ("distinct", "Distinct values of a field."),
+    ("drop", "Drops a collection."),
+    ("dropDatabase", "Drops a database and all its collections."),
+    ("endSessions", "Ends logical sessions and their cursors."),
+    ("find", "Queries a collection."),
+    ("getCmdLineOpts", "The command line this server was started with."),
+    ("getLog", "Recent log messages (startupWarnings)."),
+    ("getMore", "Next batch of a cursor."),
+    ("getParameter", "Server parameters."),
+    ("hello", "Handshake: server capabilities and limits."),
+    ("hostInfo", "The machine this server runs on."),
+    ("insert", "Inserts documents."),
+    ("isMaster", "Legacy handshake (hello)."),
+    ("killAllSessions", "Kills all sessions and their cursors."),
+    ("killCursors", "Closes cursors."),
+    ("listCollections", "Lists the collections of a database."),
+    ("listCommands", "Lists the supported commands."),
+    ("listDatabases", "Lists databases."),
+    ("listIndexes", "Lists the indexes of a collection."),
+    ("ping", "Checks that the server answers."),
+    ("renameCollection", "Renames a collection, possibly into another database."),
+    ("serverStatus", "Counters and state of this server."),
+    ("update", "Updates documents."),
+    ("validate", "Checks a collection's documents and _id index."),
+    ("whatsmyuri", "The client's address as the server sees it."),
+];
+
+/// Runs one command and returns its reply document.
+pub async fn dispatch(
+    server: &MongoServer,
+    connection: &mut ConnectionInfo,
+    request: CommandRequest,
+) -> Document {
+    ServerCounters::add(&server.state.counters.op_command, 1);
+    let mut context = CommandContext { server, connection };
+    let result = run(&mut context, &request).await;
+    match result {
+        Ok(mut reply) => {
+            if !reply.contains_key("ok") {
+                reply.insert("ok", 1.0);
+            }
+            reply
+        }
+        Err(error) => {
+            tracing::debug!(command = %request.name, db = %request.db, %error, "command failed");
+            error.to_reply()
+        }
+    }
+}
+
+async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    match request.name.as_str() {
+        "hello" | "isMaster" | "ismaster" => handshake::hello(context, request),
+        "ping" => Ok(Document::new()),
+        "buildInfo" | "buildinfo" => Ok(handshake::build_info(context)),
+        "whatsmyuri" => handshake::whats_my_uri(context),
+        "endSessions" => handshake::end_sessions(context, request),
+        "killAllSessions" => handshake::kill_all_sessions(context),
+        "getParameter" => diagnostics::get_parameter(context, request),
+        "getCmdLineOpts" => diagnostics::get_cmd_line_opts(context),
+        "getLog" => diagnostics::get_log(request),
+        "hostInfo" => diagnostics::host_info(),
+        "connectionStatus" => Ok(diagnostics::connection_status()),
+        "serverStatus" => Ok(diagnostics::server_status(context)),
+        "listCommands" => Ok(diagnostics::list_commands()),
+        "listDatabases" => namespaces::list_databases(context, request).await,
+        "listCollections" => namespaces::list_collections(context, request).await,
+        "listIndexes" => namespaces::list_indexes(context, request).await,
+        "create" => namespaces::create(context, request).await,
+        "drop" => namespaces::drop(context, request).await,
+        "dropDatabase" => namespaces::drop_database(context, request).await,
+        "renameCollection" => namespaces::rename_collection(context, request).await,
+        "collStats" => stats::coll_stats(context, request).await,
+        "dbStats" => stats::db_stats(context, request).await,
+        "validate" => stats::validate(context, request).await,
+        "insert" => insert::insert(context, request).await,
+        "find" => find::find(context, request).await,
+        "getMore" => find::get_more(context, request),
+        "killCursors" => find::kill_cursors(context, request),
+        "count" => find::count(context, request).await,
+        "distinct" => find::distinct(context, request).await,
+        "update" => update::update(context, request).await,
+        "delete" => delete::delete(context, request).await,
+        "aggregate" => aggregate::aggregate(context, request).await,
+        other => Err(CommandError::CommandNotFound(other.to_string())),
+    }
+}

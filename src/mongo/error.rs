@@ -1,0 +1,142 @@
+//! Command errors of the mongo front end, and their one mapping to MongoDB's error codes,
+//! code names and error labels. Every failure a client can see passes through here.
+//!
+//! Not for: write errors of individual statements inside a successful command (those are
+//! `writeErrors` entries, built by the write commands from the same codes).
+
+use bson::{doc, Document};
+use thiserror::Error;
+
+use crate::query::QueryError;
+use crate::store::StoreError;
+
+/// A failed command, as the client will see it.
+#[derive(Debug, Error)]
+pub enum CommandError {
+    #[error("no such command: '{0}'")]
+    CommandNotFound(String),
+    #[error("{0}")]
+    BadValue(String),
+    #[error("{0}")]
+    FailedToParse(String),
+    #[error("{0}")]
+    TypeMismatch(String),
+    #[error("{0}")]
+    InvalidNamespace(String),
+    #[error("{0}")]
+    NamespaceNotFound(String),
+    #[error("{0}")]
+    NamespaceExists(String),
+    #[error("cursor id {0} not found")]
+    CursorNotFound(i64),
+    #[error("{0}")]
+    InvalidOptions(String),
+    #[error("{0}")]
+    NotSupported(String),
+    #[error("{0}")]
+    DocumentTooLarge(String),
+    #[error("{0}")]
+    IllegalOperation(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    InvalidLength(String),
+    /// A field the command does not know (MongoDB's IDL error 40415).
+    #[error("BSON field '{0}' is an unknown field.")]
+    UnknownField(String),
+    #[error("{0}")]
+    Query(#[from] QueryError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+impl CommandError {
+    /// MongoDB's numeric code.
+    pub fn code(&self) -> i32 {
+        match self {
+            CommandError::CommandNotFound(_) => 59,
+            CommandError::BadValue(_) => 2,
+            CommandError::FailedToParse(_) => 9,
+            CommandError::TypeMismatch(_) => 14,
+            CommandError::InvalidNamespace(_) => 73,
+            CommandError::NamespaceNotFound(_) => 26,
+            CommandError::NamespaceExists(_) => 48,
+            CommandError::CursorNotFound(_) => 43,
+            CommandError::InvalidOptions(_) => 72,
+            CommandError::NotSupported(_) => 115,
+            CommandError::DocumentTooLarge(_) => 10334,
+            CommandError::IllegalOperation(_) => 20,
+            CommandError::Unauthorized(_) => 13,
+            CommandError::UnknownField(_) => 40415,
+            CommandError::InvalidLength(_) => 16,
+            CommandError::Query(e) => e.code,
+            CommandError::Store(e) => store_error_code(e).0,
+        }
+    }
+
+    /// MongoDB's code name.
+    pub fn code_name(&self) -> &'static str {
+        match self {
+            CommandError::CommandNotFound(_) => "CommandNotFound",
+            CommandError::BadValue(_) => "BadValue",
+            CommandError::FailedToParse(_) => "FailedToParse",
+            CommandError::TypeMismatch(_) => "TypeMismatch",
+            CommandError::InvalidNamespace(_) => "InvalidNamespace",
+            CommandError::NamespaceNotFound(_) => "NamespaceNotFound",
+            CommandError::NamespaceExists(_) => "NamespaceExists",
+            CommandError::CursorNotFound(_) => "CursorNotFound",
+            CommandError::InvalidOptions(_) => "InvalidOptions",
+            CommandError::NotSupported(_) => "CommandNotSupported",
+            CommandError::DocumentTooLarge(_) => "BSONObjectTooLarge",
+            CommandError::IllegalOperation(_) => "IllegalOperation",
+            CommandError::Unauthorized(_) => "Unauthorized",
+            CommandError::UnknownField(_) => "Location40415",
+            CommandError::InvalidLength(_) => "InvalidLength",
+            CommandError::Query(e) => e.code_name,
+            CommandError::Store(e) => store_error_code(e).1,
+        }
+    }
+
+    /// Error labels drivers act on (retryability).
+    pub fn labels(&self) -> &'static [&'static str] {
+        match self {
+            CommandError::Store(StoreError::PoolTimeout(_) | StoreError::Unavailable(_)) => {
+                &["RetryableWriteError"]
+            }
+            _ => &[],
+        }
+    }
+
+    /// The `{ok: 0, errmsg, code, codeName}` reply.
+    pub fn to_reply(&self) -> Document {
+        let mut reply = doc! {
+            "ok": 0.0,
+            "errmsg": self.to_string(),
+            "code": self.code(),
+            "codeName": self.code_name(),
+        };
+        let labels = self.labels();
+        if !labels.is_empty() {
+            reply.insert(
+                "errorLabels",
+                labels.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+            );
+        }
+        reply
+    }
+}
+
+/// Code and code name for a store failure.
+fn store_error_code(error: &StoreError) -> (i32, &'static str) {
+    match error {
+        StoreError::AlreadyExists(_) => (48, "NamespaceExists"),
+        StoreError::DuplicateKey => (11000, "DuplicateKey"),
+        StoreError::PoolTimeout(_) => (89, "NetworkTimeout"),
+        StoreError::Unavailable(_) => (6, "HostUnreachable"),
+        StoreError::Database(_) => (1, "InternalError"),
+        StoreError::Corrupt(_) => (1, "InternalError"),
+    }
+}
+
+/// Result of a command handler.
+pub type CommandResult = Result<Document, CommandError>;

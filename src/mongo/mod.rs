@@ -1,0 +1,42 @@
+//! The MongoDB front end: a TCP listener speaking the wire protocol to drivers and mongosh,
+//! one task per connection, command dispatch, cursors.
+//!
+//! Not for: SQL (commands talk to the core — `query`, `catalog` — and to the `Store` trait
+//! with neutral requests), or framing details (those live in the `docgate-wire` crate).
+
+pub mod commands;
+pub mod connection;
+pub mod cursors;
+pub mod dispatch;
+pub mod error;
+pub mod listener;
+pub mod namespace;
+pub mod request;
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use crate::state::AppState;
+use cursors::CursorRegistry;
+
+/// What every connection of the mongo front end shares.
+pub struct MongoServer {
+    pub state: Arc<AppState>,
+    pub cursors: CursorRegistry,
+    next_connection_id: AtomicI64,
+}
+
+impl MongoServer {
+    pub fn new(state: Arc<AppState>) -> MongoServer {
+        MongoServer {
+            state,
+            cursors: CursorRegistry::default(),
+            next_connection_id: AtomicI64::new(1),
+        }
+    }
+
+    /// The next `connectionId` reported by `hello`.
+    pub fn next_connection_id(&self) -> i64 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+}

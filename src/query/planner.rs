@@ -1,0 +1,306 @@
+//! The planner: splits a read (filter, sort, skip, limit) into a `ScanRequest` the store runs
+//! in SQL and a residual the Rust evaluator checks (DESIGN.md invariant 2: pushdown may
+//! over-select, never under-select), and runs the two together.
+//!
+//! What is pushed today: `_id` equality and `$in` (exact, served by the `_id` index), and
+//! equality on other fields with string, number or boolean values (inexact: the SQL
+//! over-selects through arrays and the filter is re-checked). Sort by `_id`, skip and limit
+//! are pushed only when the whole filter was pushed exactly.
+//!
+//! Not for: SQL text (the store spells it), or MongoDB command shapes.
+
+use bson::{Bson, Document};
+
+use crate::query::filter::{FieldPredicate, Filter};
+use crate::query::keys::encode_key;
+use crate::query::sort::{SortDirection, SortSpec};
+use crate::store::{
+    CollectionRecord, KeyOrder, PathValue, Predicate, ScanRequest, StoreError, StoreSession,
+};
+
+/// How one read will run.
+#[derive(Debug)]
+pub struct ReadPlan {
+    /// What the store evaluates.
+    pub scan: ScanRequest,
+    /// The filter Rust re-checks, when the pushed predicate was not exact.
+    pub residual: Option<Filter>,
+    /// Sort done in Rust, when not pushed.
+    pub sort: Option<SortSpec>,
+    /// Skip and limit done in Rust, when not pushed.
+    pub skip: u64,
+    pub limit: Option<u64>,
+}
+
+impl ReadPlan {
+    /// Plans a read of documents matching `filter`, ordered by `sort`, then skip and limit.
+    pub fn new(filter: Filter, sort: Option<SortSpec>, skip: u64, limit: Option<u64>) -> ReadPlan {
+        let (predicate, exact) = pushdown(&filter);
+        let residual = if exact { None } else { Some(filter) };
+        let pushed_order = match &sort {
+            None => Some(None),
+            Some(spec) => key_order(spec).map(Some),
+        };
+        match pushed_order {
+            Some(order) if exact => ReadPlan {
+                scan: ScanRequest {
+                    filter: predicate,
+                    order,
+                    skip,
+                    limit,
+                },
+                residual: None,
+                sort: None,
+                skip: 0,
+                limit: None,
+            },
+            _ => ReadPlan {
+                scan: ScanRequest {
+                    filter: predicate,
+                    order: None,
+                    skip: 0,
+                    limit: None,
+                },
+                residual,
+                sort: sort.filter(|spec| !spec.keys.is_empty()),
+                skip,
+                limit,
+            },
+        }
+    }
+
+    /// True when the store alone answers the read (no residual, sort, skip or limit in Rust).
+    pub fn is_fully_pushed(&self) -> bool {
+        self.residual.is_none() && self.sort.is_none() && self.skip == 0 && self.limit.is_none()
+    }
+}
+
+/// `{_id: 1}` / `{_id: -1}` sorts map to the key order.
+fn key_order(spec: &SortSpec) -> Option<KeyOrder> {
+    match spec.keys.as_slice() {
+        [] => None,
+        [(path, direction)] if path == "_id" => Some(match direction {
+            SortDirection::Ascending => KeyOrder::Ascending,
+            SortDirection::Descending => KeyOrder::Descending,
+        }),
+        _ => None,
+    }
+}
+
+/// Translates a filter into a store predicate; the flag says whether it is exact.
+pub fn pushdown(filter: &Filter) -> (Predicate, bool) {
+    match filter {
+        Filter::And(parts) => {
+            let mut pushed = Vec::new();
+            let mut exact = true;
+            for part in parts {
+                let (predicate, part_exact) = pushdown(part);
+                exact &= part_exact;
+                if predicate != Predicate::True {
+                    pushed.push(predicate);
+                }
+            }
+            match pushed.len() {
+                0 => (Predicate::True, exact),
+                1 => (pushed.pop().unwrap_or(Predicate::True), exact),
+                _ => (Predicate::And(pushed), exact),
+            }
+        }
+        Filter::Or(branches) => {
+            let mut pushed = Vec::new();
+            let mut exact = true;
+            for branch in branches {
+                let (predicate, branch_exact) = pushdown(branch);
+                if predicate == Predicate::True {
+                    // One branch that selects everything makes the whole $or select everything.
+                    return (
+                        Predicate::True,
+                        branch_exact && exact && branches.len() == 1,
+                    );
+                }
+                exact &= branch_exact;
+                pushed.push(predicate);
+            }
+            if pushed.is_empty() {
+                return (Predicate::True, false);
+            }
+            (Predicate::Or(pushed), exact)
+        }
+        Filter::Field { path, predicates } => {
+            let mut pushed = Vec::new();
+            let mut exact = true;
+            for predicate in predicates {
+                match field_predicate(path, predicate) {
+                    Some((p, p_exact)) => {
+                        exact &= p_exact;
+                        pushed.push(p);
+                    }
+                    None => exact = false,
+                }
+            }
+            match pushed.len() {
+                0 => (Predicate::True, false),
+                1 => (pushed.pop().unwrap_or(Predicate::True), exact),
+                _ => (Predicate::And(pushed), exact),
+            }
+        }
+        _ => (Predicate::True, false),
+    }
+}
+
+/// One field condition, if it can be pushed.
+fn field_predicate(path: &str, predicate: &FieldPredicate) -> Option<(Predicate, bool)> {
+    match predicate {
+        FieldPredicate::Eq(value) if path == "_id" && is_plain_key(value) => {
+            Some((Predicate::KeyEquals(encode_key(value)), true))
+        }
+        FieldPredicate::In(values) if path == "_id" && values.iter().all(is_plain_key) => {
+            let mut keys: Vec<Vec<u8>> = values.iter().map(encode_key).collect();
+            keys.sort();
+            keys.dedup();
+            Some((Predicate::KeyIn(keys), true))
+        }
+        FieldPredicate::Eq(value) => {
+            let value = path_value(value)?;
+            let segments: Vec<String> = path.split('.').map(str::to_string).collect();
+            if segments
+                .iter()
+                .any(|s| s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return None;
+            }
+            Some((
+                Predicate::PathEquals {
+                    path: segments,
+                    value,
+                },
+                false,
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// Values that `_id` equality compares exactly by key (arrays, regexes and null have
+/// MongoDB-specific matching rules, so they stay in Rust).
+fn is_plain_key(value: &Bson) -> bool {
+    !matches!(
+        value,
+        Bson::Array(_) | Bson::RegularExpression(_) | Bson::Null | Bson::Undefined
+    ) && !matches!(value, Bson::Document(d) if d.keys().any(|k| k.starts_with('$')))
+}
+
+fn path_value(value: &Bson) -> Option<PathValue> {
+    match value {
+        Bson::String(s) => Some(PathValue::String(s.clone())),
+        Bson::Int32(n) => Some(PathValue::Number(f64::from(*n))),
+        Bson::Int64(n) if n.unsigned_abs() <= (1u64 << 53) => Some(PathValue::Number(*n as f64)),
+        Bson::Double(n) if n.is_finite() => Some(PathValue::Number(*n)),
+        Bson::Boolean(b) => Some(PathValue::Bool(*b)),
+        _ => None,
+    }
+}
+
+/// Runs a plan: the store's scan, then the residual filter, sort, skip and limit in Rust.
+pub async fn execute(
+    session: &mut dyn StoreSession,
+    collection: &CollectionRecord,
+    plan: &ReadPlan,
+) -> Result<Vec<Document>, StoreError> {
+    let rows = session.scan(collection, &plan.scan).await?;
+    let mut documents = Vec::with_capacity(rows.len());
+    for row in rows {
+        let document = decode_document(&row)?;
+        if plan
+            .residual
+            .as_ref()
+            .is_none_or(|filter| filter.matches(&document))
+        {
+            documents.push(document);
+        }
+    }
+    if let Some(sort) = &plan.sort {
+        sort.sort(&mut documents);
+    }
+    let skip = usize::try_from(plan.skip).unwrap_or(usize::MAX);
+    if skip > 0 {
+        documents.drain(..skip.min(documents.len()));
+    }
+    if let Some(limit) = plan.limit {
+        documents.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    }
+    Ok(documents)
+}
+
+/// Counts what a filter matches: a SQL `COUNT` when the pushdown is exact.
+pub async fn count(
+    session: &mut dyn StoreSession,
+    collection: &CollectionRecord,
+    filter: Filter,
+) -> Result<u64, StoreError> {
+    let plan = ReadPlan::new(filter, None, 0, None);
+    if plan.is_fully_pushed() {
+        return session.count(collection, &plan.scan.filter).await;
+    }
+    Ok(execute(session, collection, &plan).await?.len() as u64)
+}
+
+/// Parses stored BSON bytes.
+pub fn decode_document(bytes: &[u8]) -> Result<Document, StoreError> {
+    Document::from_reader(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn plan(filter: Document) -> (Predicate, bool) {
+        pushdown(&Filter::parse(&filter).unwrap())
+    }
+
+    #[test]
+    fn id_equality_is_exact() {
+        let (predicate, exact) = plan(doc! {"_id": 5});
+        assert_eq!(predicate, Predicate::KeyEquals(encode_key(&Bson::Int32(5))));
+        assert!(exact);
+        let (predicate, exact) = plan(doc! {"_id": {"$in": [1, 2, 1.0]}});
+        assert!(matches!(predicate, Predicate::KeyIn(ref keys) if keys.len() == 2));
+        assert!(exact);
+    }
+
+    #[test]
+    fn field_equality_is_pushed_but_rechecked() {
+        let (predicate, exact) = plan(doc! {"a.b": "x", "_id": 1});
+        assert!(!exact);
+        assert!(matches!(predicate, Predicate::And(ref parts) if parts.len() == 2));
+    }
+
+    #[test]
+    fn unpushable_parts_over_select() {
+        let (predicate, exact) = plan(doc! {"a": {"$gt": 1}});
+        assert_eq!((predicate, exact), (Predicate::True, false));
+        let (predicate, exact) = plan(doc! {"$or": [{"a": 1}, {"b": {"$gt": 1}}]});
+        assert_eq!((predicate, exact), (Predicate::True, false));
+        let (_, exact) = plan(doc! {"_id": null});
+        assert!(!exact);
+    }
+
+    #[test]
+    fn sort_on_id_with_limit_is_pushed_when_exact() {
+        let filter = Filter::parse(&doc! {}).unwrap();
+        let sort = SortSpec::parse(&doc! {"_id": -1}).unwrap();
+        let read = ReadPlan::new(filter, Some(sort), 2, Some(3));
+        assert_eq!(read.scan.order, Some(KeyOrder::Descending));
+        assert_eq!((read.scan.skip, read.scan.limit), (2, Some(3)));
+        assert!(read.is_fully_pushed());
+    }
+
+    #[test]
+    fn other_sorts_stay_in_rust() {
+        let filter = Filter::parse(&doc! {}).unwrap();
+        let sort = SortSpec::parse(&doc! {"a": 1}).unwrap();
+        let read = ReadPlan::new(filter, Some(sort), 1, Some(1));
+        assert!(read.scan.limit.is_none() && read.sort.is_some() && read.limit == Some(1));
+    }
+}

@@ -1,0 +1,66 @@
+//! `AppState`: everything the front ends share, built once at start — the store (which owns
+//! the one connection pool), the catalog (which owns the one metadata cache), the settings
+//! and the server-wide counters.
+//!
+//! Not for: per-connection state (that lives in `mongo::connection`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use crate::catalog::Catalog;
+use crate::config::{BackendUrl, Settings};
+use crate::store::sqlite::{SqliteOptions, SqliteStore};
+use crate::store::{Store, StoreError};
+
+/// Server-wide counters reported by `serverStatus` (and later exported as metrics).
+#[derive(Debug, Default)]
+pub struct ServerCounters {
+    pub connections_current: AtomicU64,
+    pub connections_total: AtomicU64,
+    pub op_insert: AtomicU64,
+    pub op_query: AtomicU64,
+    pub op_update: AtomicU64,
+    pub op_delete: AtomicU64,
+    pub op_getmore: AtomicU64,
+    pub op_command: AtomicU64,
+}
+
+impl ServerCounters {
+    /// Adds `n` to a counter.
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Reads a counter.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// Shared by every connection of every front end.
+pub struct AppState {
+    pub settings: Settings,
+    pub store: Arc<dyn Store>,
+    pub catalog: Catalog,
+    pub counters: ServerCounters,
+    pub started: Instant,
+    pub started_at: SystemTime,
+}
+
+impl AppState {
+    /// Opens the backend named in the settings and builds the shared state.
+    pub async fn open(settings: Settings) -> Result<Arc<AppState>, StoreError> {
+        let store: Arc<dyn Store> = match &settings.backend {
+            BackendUrl::Sqlite(dir) => Arc::new(SqliteStore::open(dir, SqliteOptions::default())?),
+        };
+        Ok(Arc::new(AppState {
+            catalog: Catalog::new(store.clone()),
+            store,
+            settings,
+            counters: ServerCounters::default(),
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+        }))
+    }
+}
