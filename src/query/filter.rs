@@ -121,9 +121,14 @@ impl Filter {
         parse_document(filter, 0)
     }
 
-    /// Whether `doc` matches (see `filter_eval.rs`).
+    /// Whether `doc` matches (see `filter_eval.rs`); an `$expr` error counts as no match.
     pub fn matches(&self, doc: &Document) -> bool {
         super::filter_eval::matches(self, doc)
+    }
+
+    /// Whether `doc` matches, reporting `$expr` evaluation errors as MongoDB does.
+    pub fn try_matches(&self, doc: &Document) -> Result<bool, QueryError> {
+        super::filter_eval::try_matches(self, doc)
     }
 }
 
@@ -366,7 +371,8 @@ fn parse_all(arg: &Bson, depth: usize) -> Result<Vec<FieldPredicate>, QueryError
     Ok(out)
 }
 
-fn parse_elem_match(arg: &Bson, depth: usize) -> Result<ElemMatch, QueryError> {
+/// Parses the argument of `$elemMatch` (query form or value form).
+pub fn parse_elem_match(arg: &Bson, depth: usize) -> Result<ElemMatch, QueryError> {
     let Bson::Document(d) = arg else {
         return Err(QueryError::bad_value("$elemMatch needs an Object"));
     };

@@ -5,6 +5,7 @@
 //! Not for: parsing (`filter.rs`) or telling the planner what SQL may evaluate.
 
 use super::compare::{compare_values, type_rank, values_equal};
+use super::error::QueryError;
 use super::filter::{BitTest, ElemMatch, FieldPredicate, Filter, TypeSelector};
 use super::number::Number;
 use super::path::{candidates, Candidate};
@@ -12,23 +13,52 @@ use super::regex_match::RegexPredicate;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
-/// Whether `doc` matches `filter`.
+/// Whether `doc` matches `filter`; an `$expr` that fails to evaluate does not match
+/// (use [`try_matches`] to surface the error as MongoDB does).
 pub fn matches(filter: &Filter, doc: &Document) -> bool {
-    match filter {
-        Filter::And(children) => children.iter().all(|c| matches(c, doc)),
-        Filter::Or(children) => children.iter().any(|c| matches(c, doc)),
-        Filter::Nor(children) => !children.iter().any(|c| matches(c, doc)),
+    try_matches(filter, doc).unwrap_or(false)
+}
+
+/// Whether `doc` matches `filter`, with the errors of `$expr` evaluation (e.g. `$divide` by
+/// zero) reported.
+pub fn try_matches(filter: &Filter, doc: &Document) -> Result<bool, QueryError> {
+    Ok(match filter {
+        Filter::And(children) => {
+            for child in children {
+                if !try_matches(child, doc)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
+        Filter::Or(children) => {
+            for child in children {
+                if try_matches(child, doc)? {
+                    return Ok(true);
+                }
+            }
+            false
+        }
+        Filter::Nor(children) => {
+            for child in children {
+                if try_matches(child, doc)? {
+                    return Ok(false);
+                }
+            }
+            true
+        }
         Filter::Field { path, predicates } => {
             let found = candidates(doc, path);
             predicates.iter().all(|p| predicate_holds(p, &found))
         }
         Filter::Expr(expression) => expression
-            .evaluate_optional(doc)
-            .map(|v| v.as_ref().map(super::expr::truthy).unwrap_or(false))
+            .evaluate_optional(doc)?
+            .as_ref()
+            .map(super::expr::truthy)
             .unwrap_or(false),
         Filter::AlwaysTrue => true,
         Filter::AlwaysFalse => false,
-    }
+    })
 }
 
 /// Whether one predicate holds over the candidates found at its path.
@@ -70,19 +100,14 @@ pub fn predicate_holds(predicate: &FieldPredicate, found: &[Candidate<'_>]) -> b
     }
 }
 
-/// Whether a single value (not a document path) satisfies a predicate, with an array value
-/// also judged by its elements; used by `$elemMatch` on values and by `$pull` conditions.
+/// Whether a single value (an array element, not a document path) satisfies a predicate:
+/// the value is judged as it is, an array value is not expanded into its elements. Used by
+/// `$elemMatch` on values, the `$elemMatch` projection and `$pull` conditions.
 pub fn value_satisfies(predicate: &FieldPredicate, value: &Bson) -> bool {
-    let mut found = vec![Candidate {
+    let found = [Candidate {
         value: Some(value),
         from_leaf_array: false,
     }];
-    if let Bson::Array(items) = value {
-        found.extend(items.iter().map(|item| Candidate {
-            value: Some(item),
-            from_leaf_array: true,
-        }));
-    }
     predicate_holds(predicate, &found)
 }
 

@@ -159,11 +159,8 @@ impl Builder {
                     ));
                 }
                 self.set_mode(path, ProjectionMode::Inclusion)?;
-                let Some(Bson::Document(inner)) = d.get("$elemMatch") else {
-                    return Err(QueryError::bad_value("$elemMatch needs an Object"));
-                };
-                let filter = super::filter::Filter::parse(inner)?;
-                Action::ElemMatch(ElemMatch::Document(Box::new(filter)))
+                let inner = d.get("$elemMatch").unwrap_or(&Bson::Null);
+                Action::ElemMatch(super::filter::parse_elem_match(inner, 0)?)
             }
             Bson::Document(d) if d.contains_key("$meta") => {
                 return Err(QueryError::not_supported(
@@ -297,7 +294,7 @@ fn slice(items: &[Bson], skip: Option<i64>, limit: i64) -> Vec<Bson> {
     let len = items.len() as i64;
     let (start, count) = match skip {
         None if limit >= 0 => (0, limit),
-        None => ((len + limit).max(0), -limit),
+        None => ((len + limit).max(0), limit.saturating_neg()),
         Some(s) if s >= 0 => (s.min(len), limit),
         Some(s) => ((len + s).max(0), limit),
     };

@@ -437,6 +437,22 @@ mod tests {
     }
 
     #[test]
+    fn huge_array_index_is_refused() {
+        let e = run(
+            doc! {"$set": {"a.99999999999": 1}},
+            doc! {"_id": 1, "a": []},
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 2);
+        let (changed, _) = run(
+            doc! {"$unset": {"a.99999999999": 1}},
+            doc! {"_id": 1, "a": []},
+        )
+        .unwrap();
+        assert!(!changed);
+    }
+
+    #[test]
     fn positional_all_and_array_filters() {
         let (_, d) = run(doc! {"$inc": {"a.$[]": 1}}, doc! {"_id": 1, "a": [1, 2]}).unwrap();
         assert_eq!(d, doc! {"_id": 1, "a": [2, 3]});

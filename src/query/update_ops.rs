@@ -615,7 +615,7 @@ fn push_into(items: &mut Vec<Bson>, args: &PushArguments) {
         if limit >= 0 {
             items.truncate(limit as usize);
         } else {
-            let keep = (-limit) as usize;
+            let keep = usize::try_from(limit.unsigned_abs()).unwrap_or(usize::MAX);
             if items.len() > keep {
                 items.drain(..items.len() - keep);
             }

@@ -252,6 +252,11 @@ fn walk_array(
         return Ok(());
     };
     for i in positions {
+        if create && i > items.len().saturating_add(MAX_ARRAY_PADDING) {
+            return Err(QueryError::bad_value(format!(
+                "can't backfill array to larger than {MAX_ARRAY_PADDING} elements"
+            )));
+        }
         if rest.is_empty() {
             action(Slot::Element(items, i))?;
             continue;
@@ -271,6 +276,9 @@ fn walk_array(
     }
     Ok(())
 }
+
+/// How many nulls an update may add to reach a numeric path component (MongoDB's limit).
+pub const MAX_ARRAY_PADDING: usize = 1_500_000;
 
 /// Whether a path component is positional (`$`, `$[]`, `$[id]`).
 pub fn is_positional(component: &str) -> bool {
