@@ -8,9 +8,21 @@ from __future__ import annotations
 
 import datetime
 
+import bson
 import pytest
 from bson import ObjectId
-from pymongo import ASCENDING, DESCENDING, monitoring
+from pymongo import (
+    ASCENDING,
+    DESCENDING,
+    DeleteMany,
+    DeleteOne,
+    InsertOne,
+    ReplaceOne,
+    ReturnDocument,
+    UpdateMany,
+    UpdateOne,
+    monitoring,
+)
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, WriteError
 
 # --------------------------------------------------------------------------- inserts
@@ -103,12 +115,35 @@ def people(coll):
         ({"items.sku": "x"}, [1, 2]),
         ({"items.qty": {"$gt": 4}}, [1]),
         ({"name": {"$regex": "^[ab]"}}, [1, 2]),
+        ({"name": {"$regex": "^A", "$options": "i"}}, [1]),
+        ({"$nor": [{"addr.city": "Oslo"}, {"age": 25}]}, [4]),
+        ({"age": {"$not": {"$gt": 30}}}, [2, 4, 5]),  # $not also matches non-numbers
+        ({"tags": {"$all": ["a", "b"]}}, [1]),
+        ({"tags": {"$size": 1}}, [2]),
+        ({"items": {"$elemMatch": {"sku": "x", "qty": {"$gt": 3}}}}, [1]),
+        ({"items.sku": "y", "items.qty": 2}, []),  # no $elemMatch: conditions on any elements...
+        ({"items.sku": "x", "items.qty": 1}, [1]),  # ...so these two match different elements of 1
+        ({"age": {"$type": "string"}}, [4]),
+        ({"age": {"$type": "number"}}, [1, 2, 3, 5]),
+        ({"age": {"$mod": [5, 0]}}, [2, 3, 5]),
+        ({"age": {"$exists": True, "$gte": 31}}, [1, 3]),
+        ({"_id": {"$in": [2, 4, 99]}}, [2, 4]),
+        ({"_id": {"$gt": 3}}, [4, 5]),
     ],
     ids=repr,
 )
 def test_find_filters(people, flt, expected):
     got = [d["_id"] for d in people.find(flt).sort("_id", ASCENDING)]
     assert got == expected
+
+
+def test_find_dates_compare_by_time(coll):
+    base = datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc)
+    coll.insert_many([{"_id": i, "at": base + datetime.timedelta(hours=i)} for i in range(6)])
+    since = base + datetime.timedelta(hours=3)
+    assert [d["_id"] for d in coll.find({"at": {"$gte": since}}).sort("_id")] == [3, 4, 5]
+    got = [d["_id"] for d in coll.find().sort("at", DESCENDING).limit(2)]
+    assert got == [5, 4]
 
 
 def test_find_returns_whole_documents(people):
@@ -203,6 +238,19 @@ def test_sort_compound(scores):
 def test_sort_with_filter(scores):
     got = [d["_id"] for d in scores.find({"group": "a"}).sort("score", ASCENDING)]
     assert got == [4, 2, 6]
+
+
+def test_sort_dotted_path_and_missing_values(coll):
+    coll.insert_many(
+        [
+            {"_id": 1, "p": {"n": 3}},
+            {"_id": 2, "p": {"n": 1}},
+            {"_id": 3},  # missing sorts like null: before every number
+            {"_id": 4, "p": {"n": 2}},
+        ]
+    )
+    assert [d["_id"] for d in coll.find().sort("p.n", ASCENDING)] == [3, 2, 4, 1]
+    assert [d["_id"] for d in coll.find().sort("p.n", DESCENDING)] == [1, 4, 2, 3]
 
 
 def test_skip_and_limit(scores):
@@ -422,6 +470,74 @@ def test_upsert_many(coll):
     assert coll.find_one({}, {"_id": 0}) == {"k": 1, "v": 1}
 
 
+# --------------------------------------------------------------------------- findAndModify
+
+
+def test_find_one_and_update(coll):
+    coll.insert_many([{"_id": 1, "n": 1}, {"_id": 2, "n": 2}])
+    before = coll.find_one_and_update({"_id": 1}, {"$inc": {"n": 10}})
+    assert before == {"_id": 1, "n": 1}
+    after = coll.find_one_and_update({"_id": 1}, {"$inc": {"n": 10}}, return_document=ReturnDocument.AFTER)
+    assert after == {"_id": 1, "n": 21}
+    assert coll.find_one_and_update({"_id": 99}, {"$set": {"n": 0}}) is None
+
+
+def test_find_one_and_update_sort_and_upsert(coll):
+    coll.insert_many([{"_id": i, "q": "job", "prio": p} for i, p in enumerate([5, 9, 1])])
+    top = coll.find_one_and_update(
+        {"q": "job"}, {"$set": {"taken": True}}, sort=[("prio", DESCENDING)], return_document=ReturnDocument.AFTER
+    )
+    assert top == {"_id": 1, "q": "job", "prio": 9, "taken": True}
+    new = coll.find_one_and_update(
+        {"_id": "fresh"}, {"$set": {"v": 1}}, upsert=True, return_document=ReturnDocument.AFTER
+    )
+    assert new == {"_id": "fresh", "v": 1}
+
+
+def test_find_one_and_replace(coll):
+    coll.insert_one({"_id": 1, "a": 1})
+    assert coll.find_one_and_replace({"_id": 1}, {"b": 2}) == {"_id": 1, "a": 1}
+    assert coll.find_one({"_id": 1}) == {"_id": 1, "b": 2}
+
+
+def test_find_one_and_delete(coll):
+    coll.insert_many([{"_id": 1, "n": 3}, {"_id": 2, "n": 7}])
+    assert coll.find_one_and_delete({}, sort=[("n", DESCENDING)]) == {"_id": 2, "n": 7}
+    assert [d["_id"] for d in coll.find()] == [1]
+    assert coll.find_one_and_delete({"_id": 99}) is None
+
+
+# --------------------------------------------------------------------------- bulk_write
+
+
+def test_bulk_write_mixed_operations(coll):
+    coll.insert_many([{"_id": i, "n": i} for i in range(5)])
+    result = coll.bulk_write(
+        [
+            InsertOne({"_id": 10, "n": 10}),
+            UpdateOne({"_id": 0}, {"$set": {"n": 100}}),
+            UpdateMany({"n": {"$lt": 3}}, {"$inc": {"n": 1}}),
+            ReplaceOne({"_id": 4}, {"replaced": True}),
+            DeleteOne({"_id": 3}),
+            DeleteMany({"n": {"$gte": 100}}),
+            UpdateOne({"_id": 20}, {"$set": {"n": 20}}, upsert=True),
+        ]
+    )
+    assert result.inserted_count == 1
+    assert result.matched_count == 1 + 2 + 1
+    assert result.modified_count == 1 + 2 + 1
+    assert result.deleted_count == 2
+    assert result.upserted_count == 1
+    assert result.upserted_ids == {6: 20}
+    assert list(coll.find().sort("_id")) == [
+        {"_id": 1, "n": 2},
+        {"_id": 2, "n": 3},
+        {"_id": 4, "replaced": True},
+        {"_id": 10, "n": 10},
+        {"_id": 20, "n": 20},
+    ]
+
+
 # --------------------------------------------------------------------------- deletes
 
 
@@ -558,3 +674,25 @@ def test_insert_many_ordered_stops_at_duplicate(coll):
     assert details["nInserted"] == 2
     assert [e["index"] for e in details["writeErrors"]] == [2]
     assert sorted(d["_id"] for d in coll.find()) == [1, 2]
+
+
+# --------------------------------------------------------------------------- large documents
+
+
+def test_document_near_16_mib(coll):
+    # The largest document MongoDB stores is 16 MiB of BSON, all overhead included.
+    overhead = len(bson.encode({"_id": "big", "s": ""}))
+    doc = {"_id": "big", "s": "x" * (16 * 1024 * 1024 - overhead)}
+    assert len(bson.encode(doc)) == 16 * 1024 * 1024
+    coll.insert_one(doc)
+    got = coll.find_one({"_id": "big"})
+    assert got["_id"] == "big" and got["s"] == doc["s"]
+
+
+def test_insert_many_larger_than_one_document_limit(coll):
+    # 20 MiB in one insert: more than maxBsonObjectSize, less than maxMessageSizeBytes,
+    # so the driver sends it as one OP_MSG document sequence.
+    docs = [{"_id": i, "s": chr(ord("a") + i) * (5 * 1024 * 1024)} for i in range(4)]
+    assert coll.insert_many(docs).inserted_ids == [0, 1, 2, 3]
+    for d in docs:
+        assert coll.find_one({"_id": d["_id"]})["s"] == d["s"]
