@@ -118,14 +118,26 @@ fn whole_arrays<'a, 'b>(found: &'b [Candidate<'a>]) -> impl Iterator<Item = &'a 
     })
 }
 
-fn element_matches(elem: &ElemMatch, item: &Bson) -> bool {
+/// Whether one array element satisfies an `$elemMatch` body.
+pub fn element_matches(elem: &ElemMatch, item: &Bson) -> bool {
     match elem {
         ElemMatch::Document(filter) => match item {
             Bson::Document(d) => matches(filter, d),
+            // MongoDB treats an array element as an object keyed "0", "1", …
+            Bson::Array(inner) => matches(filter, &array_as_document(inner)),
             _ => false,
         },
         ElemMatch::Value(predicates) => predicates.iter().all(|p| value_satisfies(p, item)),
     }
+}
+
+/// An array seen as the object MongoDB stores it as: fields "0", "1", ….
+pub fn array_as_document(items: &[Bson]) -> Document {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i.to_string(), v.clone()))
+        .collect()
 }
 
 fn is_nullish(v: &Bson) -> bool {
@@ -478,6 +490,177 @@ mod tests {
         assert_eq!(
             equality_fields(&f),
             doc! {"_id": 7, "a": {"b": 1}, "d": "x", "e": 2}
+        );
+    }
+}
+
+/// The cases of MongoDB's own null-semantics test (jstests/core/null_query_semantics.js, 8.0
+/// behaviour), run against this evaluator.
+#[cfg(test)]
+mod null_semantics_tests {
+    use super::super::filter::Filter;
+    use bson::{doc, Bson, Document};
+
+    fn collection() -> Vec<Document> {
+        vec![
+            doc! {"_id": "a_empty_subobject", "a": {}},
+            doc! {"_id": "a_null", "a": null},
+            doc! {"_id": "a_number", "a": 4},
+            doc! {"_id": "a_subobject_b_not_null", "a": {"b": "hi"}},
+            doc! {"_id": "a_subobject_b_null", "a": {"b": null}},
+            doc! {"_id": "a_subobject_b_undefined", "a": {"b": Bson::Undefined}},
+            doc! {"_id": "a_undefined", "a": Bson::Undefined},
+            doc! {"_id": "no_a"},
+            doc! {"_id": "a_double_array", "a": [[]]},
+            doc! {"_id": "a_empty_array", "a": []},
+            doc! {"_id": "a_object_array_b_mix_null_undefined_missing",
+            "a": [{"b": null}, {"b": Bson::Undefined}, {"b": null}, {}]},
+            doc! {"_id": "a_object_array_no_b_nulls", "a": [{"b": 1}, {"b": 3}, {"b": "string"}]},
+            doc! {"_id": "a_object_array_some_b_nulls", "a": [{"b": null}, {"b": 3}, {"b": null}]},
+            doc! {"_id": "a_object_array_some_b_undefined", "a": [{"b": Bson::Undefined}, {"b": 3}]},
+            doc! {"_id": "a_object_array_some_b_missing", "a": [{"b": 3}, {}]},
+            doc! {"_id": "a_value_array_all_nulls", "a": [null, null]},
+            doc! {"_id": "a_value_array_no_nulls", "a": [1, "string", 4]},
+            doc! {"_id": "a_value_array_with_null", "a": [1, "string", null, 4]},
+            doc! {"_id": "a_value_array_with_undefined", "a": [1, "string", Bson::Undefined, 4]},
+        ]
+    }
+
+    fn ids(filter: Document) -> Vec<String> {
+        let f = Filter::parse(&filter).unwrap();
+        let mut out: Vec<String> = collection()
+            .into_iter()
+            .filter(|d| f.matches(d))
+            .map(|d| d.get_str("_id").unwrap().to_string())
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn expect(filter: Document, expected: &[&str]) {
+        let mut expected: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+        expected.sort();
+        assert_eq!(ids(filter.clone()), expected, "{filter}");
+    }
+
+    fn all_but(excluded: &[&str]) -> Vec<&'static str> {
+        const ALL: [&str; 19] = [
+            "a_empty_subobject",
+            "a_null",
+            "a_number",
+            "a_subobject_b_not_null",
+            "a_subobject_b_null",
+            "a_subobject_b_undefined",
+            "a_undefined",
+            "no_a",
+            "a_double_array",
+            "a_empty_array",
+            "a_object_array_b_mix_null_undefined_missing",
+            "a_object_array_no_b_nulls",
+            "a_object_array_some_b_nulls",
+            "a_object_array_some_b_undefined",
+            "a_object_array_some_b_missing",
+            "a_value_array_all_nulls",
+            "a_value_array_no_nulls",
+            "a_value_array_with_null",
+            "a_value_array_with_undefined",
+        ];
+        ALL.into_iter()
+            .filter(|id| !excluded.contains(id))
+            .collect()
+    }
+
+    const A_NULL: [&str; 4] = [
+        "a_null",
+        "a_value_array_all_nulls",
+        "a_value_array_with_null",
+        "no_a",
+    ];
+    const A_B_NULL: [&str; 9] = [
+        "a_empty_subobject",
+        "a_null",
+        "a_number",
+        "a_subobject_b_null",
+        "a_undefined",
+        "no_a",
+        "a_object_array_b_mix_null_undefined_missing",
+        "a_object_array_some_b_nulls",
+        "a_object_array_some_b_missing",
+    ];
+
+    #[test]
+    fn equality_with_null() {
+        expect(doc! {"a": {"$eq": null}}, &A_NULL);
+        expect(doc! {"a": {"$ne": null}}, &all_but(&A_NULL));
+        expect(doc! {"a": {"$not": {"$gte": null}}}, &all_but(&A_NULL));
+        expect(doc! {"a": {"$in": [null, 75]}}, &A_NULL);
+        expect(doc! {"$or": [{"a": null}, {"a": 75}]}, &A_NULL);
+        expect(doc! {"a": {"$nin": [null, 75]}}, &all_but(&A_NULL));
+        let mut null_or_empty = A_NULL.to_vec();
+        null_or_empty.extend(["a_double_array", "a_empty_array"]);
+        expect(doc! {"a": {"$nin": [null, []]}}, &all_but(&null_or_empty));
+        expect(doc! {"a": {"$exists": false}}, &["no_a"]);
+    }
+
+    #[test]
+    fn dotted_equality_with_null() {
+        expect(doc! {"a.b": {"$eq": null}}, &A_B_NULL);
+        expect(doc! {"a.b": {"$ne": null}}, &all_but(&A_B_NULL));
+        expect(doc! {"a.b": {"$in": [null, 75]}}, &A_B_NULL);
+        expect(doc! {"$or": [{"a.b": null}, {"a.b": 75}]}, &A_B_NULL);
+        expect(doc! {"a.b": {"$nin": [null, 75]}}, &all_but(&A_B_NULL));
+        let string_regex = Bson::RegularExpression(bson::Regex {
+            pattern: "^str.*".try_into().unwrap(),
+            options: "".try_into().unwrap(),
+        });
+        let mut excluded = A_B_NULL.to_vec();
+        excluded.push("a_object_array_no_b_nulls");
+        expect(
+            doc! {"a.b": {"$nin": [null, string_regex]}},
+            &all_but(&excluded),
+        );
+        expect(doc! {"a.b": {"$elemMatch": {"$eq": null}}}, &[]);
+        expect(doc! {"a.b": {"$elemMatch": {"$ne": null}}}, &[]);
+    }
+
+    #[test]
+    fn elem_match_with_null() {
+        expect(
+            doc! {"a": {"$elemMatch": {"$eq": null}}},
+            &["a_value_array_all_nulls", "a_value_array_with_null"],
+        );
+        expect(
+            doc! {"a": {"$elemMatch": {"$ne": null}}},
+            &[
+                "a_double_array",
+                "a_object_array_b_mix_null_undefined_missing",
+                "a_object_array_no_b_nulls",
+                "a_object_array_some_b_nulls",
+                "a_object_array_some_b_undefined",
+                "a_object_array_some_b_missing",
+                "a_value_array_no_nulls",
+                "a_value_array_with_undefined",
+                "a_value_array_with_null",
+            ],
+        );
+        expect(
+            doc! {"a": {"$elemMatch": {"b": {"$eq": null}}}},
+            &[
+                "a_double_array",
+                "a_object_array_b_mix_null_undefined_missing",
+                "a_object_array_some_b_nulls",
+                "a_object_array_some_b_missing",
+            ],
+        );
+        expect(
+            doc! {"a": {"$elemMatch": {"b": {"$ne": null}}}},
+            &[
+                "a_object_array_no_b_nulls",
+                "a_object_array_some_b_nulls",
+                "a_object_array_some_b_undefined",
+                "a_object_array_some_b_missing",
+                "a_object_array_b_mix_null_undefined_missing",
+            ],
         );
     }
 }

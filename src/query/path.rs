@@ -112,22 +112,21 @@ fn collect<'a>(value: &'a Bson, rest: &[&str], out: &mut Vec<Candidate<'a>>) {
             None => out.push(missing()),
         },
         Bson::Array(items) => {
-            let before = out.len();
-            if let Some(index) = array_index(next) {
-                if let Some(item) = items.get(index) {
-                    collect(item, tail, out);
-                }
+            // Only document elements continue a named path (nested arrays and scalars are
+            // skipped, contributing nothing: `{"a.b": null}` does not match `a: [1, 2]`);
+            // a numeric component also selects the element at that position.
+            let index = array_index(next);
+            if let Some(item) = index.and_then(|i| items.get(i)) {
+                collect(item, tail, out);
             }
             for item in items {
                 if let Bson::Document(d) = item {
                     match d.get(*next) {
                         Some(v) => collect(v, tail, out),
-                        None => out.push(missing()),
+                        None if index.is_none() => out.push(missing()),
+                        None => {}
                     }
                 }
-            }
-            if out.len() == before && array_index(next).is_none() {
-                out.push(missing());
             }
         }
         _ => out.push(missing()),
@@ -174,7 +173,10 @@ mod tests {
     #[test]
     fn numeric_component_indexes_and_names() {
         let d = doc! {"a": [{"0": "field"}, "second"]};
-        assert_eq!(values(&d, "a.1"), vec![Some("second".into()), None]);
+        assert_eq!(values(&d, "a.1"), vec![Some("second".into())]);
+        let d = doc! {"a": [1, 2]};
+        assert_eq!(values(&d, "a.b"), Vec::<Option<Bson>>::new());
+        assert_eq!(values(&d, "a.5"), Vec::<Option<Bson>>::new());
         let d = doc! {"a": {"0": 5}};
         assert_eq!(values(&d, "a.0"), vec![Some(5.into())]);
         let d = doc! {"a": 5};

@@ -10,7 +10,7 @@
 use super::error::QueryError;
 use super::expr::Expression;
 use super::filter::{is_operator_document, truthy, ElemMatch};
-use super::filter_eval::value_satisfies;
+use super::filter_eval::element_matches;
 use super::number::Number;
 use bson::{Bson, Document};
 
@@ -334,7 +334,7 @@ fn include_into(
             }
             Action::ElemMatch(elem) => {
                 if let Bson::Array(items) = value {
-                    if let Some(first) = items.iter().find(|item| elem_matches(elem, item)) {
+                    if let Some(first) = items.iter().find(|item| element_matches(elem, item)) {
                         out.insert(name.clone(), Bson::Array(vec![first.clone()]));
                     }
                 }
@@ -398,16 +398,6 @@ fn include_value(
             Ok(Some(Bson::Document(sub)))
         }
         _ => Ok(None),
-    }
-}
-
-fn elem_matches(elem: &ElemMatch, item: &Bson) -> bool {
-    match elem {
-        ElemMatch::Document(filter) => match item {
-            Bson::Document(d) => filter.matches(d),
-            _ => false,
-        },
-        ElemMatch::Value(predicates) => predicates.iter().all(|p| value_satisfies(p, item)),
     }
 }
 
