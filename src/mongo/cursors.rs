@@ -52,6 +52,7 @@ impl Default for CursorRegistry {
 }
 
 /// One batch handed to the client and the cursor id to continue with (0 when exhausted).
+#[derive(Debug)]
 pub struct Batch {
     pub documents: Vec<Document>,
     pub cursor_id: i64,
