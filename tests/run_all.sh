@@ -38,6 +38,8 @@ NODE_DIR="$REPO_ROOT/tests/clients/node"
 MONGOSH_DIR="$REPO_ROOT/tests/clients/mongosh"
 MONGOSH="$NODE_DIR/node_modules/.bin/mongosh"
 START_TIMEOUT_S=20
+# A server that accepts connections and never answers must not hang the run.
+CLIENT_TIMEOUT_S=600
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/docgate-tests.XXXXXX")"
 SERVER_PIDS=()
@@ -279,7 +281,7 @@ EOF
 }
 
 run_mongosh() {
-    HOME="$MONGOSH_HOME" "$MONGOSH" "$@"
+    HOME="$MONGOSH_HOME" timeout -k 10 "$CLIENT_TIMEOUT_S" "$MONGOSH" "$@"
 }
 
 # ------------------------------------------------------------------ client suites
@@ -290,7 +292,8 @@ suite_pymongo() {
     local arg
     arg="$(backend_arg "$backend" "$dir")" || return 1
     # conftest.py starts (and stops) its own server on this fresh storage.
-    DOCGATE_BACKEND="$arg" "$VENV/bin/python" -m pytest "$PY_DIR" -p no:cacheprovider
+    DOCGATE_BACKEND="$arg" timeout -k 10 "$((3 * CLIENT_TIMEOUT_S))" \
+        "$VENV/bin/python" -m pytest "$PY_DIR" -p no:cacheprovider
 }
 
 # mongosh_script BACKEND FILE: one script against a fresh server; it must exit 0 and print OK last.
@@ -373,7 +376,8 @@ suite_mongosh() {
 suite_node() {
     local backend="$1" rc=0
     start_server "$backend" "node" || return 1
-    DOCGATE_URI="$(server_uri)" node --test "$NODE_DIR/crud_test.mjs" || rc=$?
+    DOCGATE_URI="$(server_uri)" timeout -k 10 "$CLIENT_TIMEOUT_S" \
+        node --test "$NODE_DIR/crud_test.mjs" || rc=$?
     stop_server || rc=1
     if [[ $rc -ne 0 ]]; then
         show_server_log

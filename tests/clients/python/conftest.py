@@ -52,6 +52,7 @@ class DocgateServer:
         self.port = free_port()
         self.log_path = workdir / "docgate.log"
         self.proc: subprocess.Popen | None = None
+        self.death_reported = False
 
     @property
     def uri(self) -> str:
@@ -122,7 +123,7 @@ def server():
         srv.start()
         try:
             yield srv
-            if srv.proc is not None and srv.proc.poll() is not None:
+            if srv.proc is not None and srv.proc.poll() is not None and not srv.death_reported:
                 raise RuntimeError(
                     f"docgate exited with {srv.proc.returncode} during the suite:\n{srv.log_tail()}"
                 )
@@ -130,6 +131,20 @@ def server():
             srv.stop()
             if os.environ.get("DOCGATE_SHOW_LOG"):
                 print(f"\n--- docgate log ---\n{srv.log_tail(200)}")
+
+
+@pytest.fixture(autouse=True)
+def _server_stays_up(request, server):
+    """Stops the session at once if a test took the server down, instead of
+    letting every later test wait for a server that is gone."""
+    yield
+    if server.proc is not None and server.proc.poll() is not None:
+        server.death_reported = True
+        pytest.exit(
+            f"docgate exited with {server.proc.returncode} during {request.node.nodeid}:\n"
+            f"{server.log_tail()}",
+            returncode=1,
+        )
 
 
 @pytest.fixture(scope="session")
