@@ -6,7 +6,7 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{command_write_error, open_session, with_write_errors};
+use super::write_support::{command_write_error, count_bson, open_session, with_write_errors};
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_i64, CommandRequest};
@@ -132,8 +132,5 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
         &context.server.state.counters.op_delete,
         statements.len() as u64,
     );
-    let n = i32::try_from(deleted)
-        .map(Bson::Int32)
-        .unwrap_or(Bson::Int64(deleted as i64));
-    Ok(with_write_errors(doc! {"n": n}, errors))
+    Ok(with_write_errors(doc! {"n": count_bson(deleted)}, errors))
 }

@@ -8,7 +8,7 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{cursor_reply, first_batch_reply, open_session};
+use super::write_support::{count_bson, cursor_reply, first_batch_reply, open_session};
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{
@@ -208,14 +208,6 @@ pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) 
     })
 }
 
-/// A count as MongoDB reports it: int32 when it fits.
-fn count_value(n: u64) -> Bson {
-    match i32::try_from(n) {
-        Ok(small) => Bson::Int32(small),
-        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-    }
-}
-
 /// `count`: a SQL `COUNT` when the filter is pushed exactly.
 pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     request.check_fields(&["query", "limit", "skip", "hint", "collation", "fields"])?;
@@ -240,7 +232,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let total = planner::count(session.as_mut(), &record, filter).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
-    Ok(doc! {"n": count_value(n)})
+    Ok(doc! {"n": count_bson(n)})
 }
 
 /// `distinct`: the distinct values of a field over the matching documents, arrays unwound.

@@ -8,7 +8,7 @@
 use bson::{doc, Bson, Document};
 
 use super::write_support::{
-    collection_for_write, command_write_error, duplicate_id_error, open_session,
+    collection_for_write, command_write_error, count_bson, duplicate_id_error, open_session,
     prepare_for_storage, with_write_errors,
 };
 use crate::mongo::dispatch::CommandContext;
@@ -98,9 +98,8 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
         );
     }
     errors.sort_by_key(|(index, _)| *index);
-    let n = i32::try_from(outcome.inserted).unwrap_or(i32::MAX);
     Ok(with_write_errors(
-        doc! {"n": n},
+        doc! {"n": count_bson(outcome.inserted)},
         errors.into_iter().map(|(_, e)| e).collect(),
     ))
 }

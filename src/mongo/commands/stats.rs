@@ -7,7 +7,7 @@
 
 use bson::{doc, Bson};
 
-use super::write_support::open_session;
+use super::write_support::{count_bson, open_session};
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::namespace::check_db_name;
@@ -58,7 +58,7 @@ pub async fn coll_stats(
     Ok(doc! {
         "ns": namespace,
         "size": size / scale,
-        "count": count,
+        "count": count_bson(stats.count),
         "avgObjSize": if count > 0 { size / count } else { 0 },
         "storageSize": storage / scale,
         "freeStorageSize": 0,
@@ -80,26 +80,26 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
     let snapshot = context.server.state.catalog.snapshot().await?;
     let mut session = open_session(context).await?;
     let (mut collections, mut objects, mut data, mut storage, mut indexes) =
-        (0i64, 0i64, 0i64, 0i64, 0i64);
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     for record in snapshot.collections_in(&request.db) {
         let stats = session.collection_stats(record).await?;
         collections += 1;
-        objects += as_i64(stats.count);
-        data += as_i64(stats.data_size);
-        storage += as_i64(stats.storage_size);
-        indexes += as_i64(stats.index_count);
+        objects += stats.count;
+        data += stats.data_size;
+        storage += stats.storage_size;
+        indexes += stats.index_count;
     }
     Ok(doc! {
         "db": &request.db,
-        "collections": collections,
+        "collections": count_bson(collections),
         "views": 0,
-        "objects": objects,
+        "objects": count_bson(objects),
         "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
-        "dataSize": (data / scale) as f64,
-        "storageSize": (storage / scale) as f64,
-        "indexes": indexes,
+        "dataSize": (as_i64(data) / scale) as f64,
+        "storageSize": (as_i64(storage) / scale) as f64,
+        "indexes": count_bson(indexes),
         "indexSize": 0.0,
-        "totalSize": (storage / scale) as f64,
+        "totalSize": (as_i64(storage) / scale) as f64,
         "scaleFactor": scale,
         "fsUsedSize": 0.0,
         "fsTotalSize": 0.0,

@@ -10,7 +10,7 @@
 use bson::{doc, Bson, Document};
 
 use super::write_support::{
-    collection_for_write, command_write_error, duplicate_id_error, open_session,
+    collection_for_write, command_write_error, count_bson, duplicate_id_error, open_session,
     prepare_for_storage, with_write_errors,
 };
 use crate::mongo::dispatch::CommandContext;
@@ -178,18 +178,11 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
         statements.len() as u64,
     );
 
-    let mut reply = doc! {"n": count_value(matched), "nModified": count_value(modified)};
+    let mut reply = doc! {"n": count_bson(matched), "nModified": count_bson(modified)};
     if !upserted.is_empty() {
         reply.insert("upserted", upserted);
     }
     Ok(with_write_errors(reply, errors))
-}
-
-fn count_value(n: u64) -> Bson {
-    match i32::try_from(n) {
-        Ok(small) => Bson::Int32(small),
-        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-    }
 }
 
 /// Why a statement failed: a write error for the client, or a store failure that aborts the

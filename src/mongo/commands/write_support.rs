@@ -90,6 +90,14 @@ pub fn cursor_batch_size(body: &Document) -> Result<Option<usize>, CommandError>
     }
 }
 
+/// A count as MongoDB reports it: int32 when it fits, else int64.
+pub fn count_bson(n: u64) -> Bson {
+    match i32::try_from(n) {
+        Ok(small) => Bson::Int32(small),
+        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+    }
+}
+
 /// One `writeErrors` entry.
 pub fn write_error(index: usize, code: i32, message: impl Into<String>) -> Document {
     doc! {"index": index as i32, "code": code, "errmsg": message.into()}
