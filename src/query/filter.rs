@@ -531,19 +531,63 @@ fn parse_types(arg: &Bson) -> Result<Vec<TypeSelector>, QueryError> {
     }
 }
 
-/// The `field: value` equalities of a filter (top level and inside `$and`) as the document an
-/// upsert starts from; dotted paths become nested documents; `_id` included.
+/// The `field: value` equalities of a filter (top level, inside `$and`, and inside a `$or`
+/// with a single clause) as the document an upsert starts from; dotted paths become nested
+/// documents; `_id` included. Lenient: conflicting paths are skipped (see [`upsert_seed`]).
 pub fn equality_fields(filter: &Filter) -> Document {
+    let mut pairs = Vec::new();
+    collect_equalities(filter, &mut pairs);
     let mut seed = Document::new();
-    collect_equalities(filter, &mut seed);
+    for (path, value) in pairs {
+        insert_dotted(&mut seed, &path, value);
+    }
     seed
 }
 
-fn collect_equalities(filter: &Filter, seed: &mut Document) {
+/// Like [`equality_fields`], but a path matched twice or by both a field and its sub-field is
+/// MongoDB's NotSingleValueField error (54), as an upsert reports it.
+pub fn upsert_seed(filter: &Filter) -> Result<Document, QueryError> {
+    let mut pairs = Vec::new();
+    collect_equalities(filter, &mut pairs);
+    for (i, (a, _)) in pairs.iter().enumerate() {
+        for (b, _) in pairs.iter().skip(i + 1) {
+            let conflict = if a == b {
+                Some(format!(
+                    "cannot infer query fields to set, path '{a}' is matched twice"
+                ))
+            } else if b.starts_with(&format!("{a}.")) || a.starts_with(&format!("{b}.")) {
+                Some(format!(
+                    "cannot infer query fields to set, both paths '{b}' and '{a}' are matched"
+                ))
+            } else {
+                None
+            };
+            if let Some(message) = conflict {
+                return Err(QueryError {
+                    code: 54,
+                    code_name: "NotSingleValueField",
+                    message,
+                });
+            }
+        }
+    }
+    let mut seed = Document::new();
+    for (path, value) in pairs {
+        insert_dotted(&mut seed, &path, value);
+    }
+    Ok(seed)
+}
+
+fn collect_equalities(filter: &Filter, pairs: &mut Vec<(String, Bson)>) {
     match filter {
         Filter::And(children) => {
             for child in children {
-                collect_equalities(child, seed);
+                collect_equalities(child, pairs);
+            }
+        }
+        Filter::Or(children) if children.len() == 1 => {
+            for child in children {
+                collect_equalities(child, pairs);
             }
         }
         Filter::Field { path, predicates } => {
@@ -556,7 +600,7 @@ fn collect_equalities(filter: &Filter, seed: &mut Document) {
                 if matches!(value, Bson::RegularExpression(_)) {
                     continue;
                 }
-                insert_dotted(seed, path, value.clone());
+                pairs.push((path.clone(), value.clone()));
             }
         }
         _ => {}
@@ -566,7 +610,9 @@ fn collect_equalities(filter: &Filter, seed: &mut Document) {
 fn insert_dotted(doc: &mut Document, path: &str, value: Bson) {
     match path.split_once('.') {
         None => {
-            doc.insert(path, value);
+            if !doc.contains_key(path) {
+                doc.insert(path, value);
+            }
         }
         Some((head, rest)) => {
             if !doc.contains_key(head) {

@@ -279,7 +279,7 @@ fn bits_hold(v: &Bson, test: BitTest, positions: &[u32]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::filter::{equality_fields, FieldPredicate, Filter};
+    use super::super::filter::{equality_fields, upsert_seed, FieldPredicate, Filter};
     use bson::{doc, Bson, Document};
 
     fn m(filter: Document, d: Document) -> bool {
@@ -490,6 +490,33 @@ mod tests {
         assert_eq!(
             equality_fields(&f),
             doc! {"_id": 7, "a": {"b": 1}, "d": "x", "e": 2}
+        );
+        // Cases of MongoDB's upsert tests: single-clause $or counts, multi-clause does not.
+        let seed = |f: Document| upsert_seed(&Filter::parse(&f).unwrap());
+        assert_eq!(
+            seed(doc! {"_id": 1, "$and": [{"c": 1}, {"d": 1}], "a": 12}).unwrap(),
+            doc! {"_id": 1, "c": 1, "d": 1, "a": 12}
+        );
+        assert_eq!(
+            seed(doc! {"$and": [{"c": 1}, {"d": 1}, {"$or": [{"x": 1}]}]}).unwrap(),
+            doc! {"c": 1, "d": 1, "x": 1}
+        );
+        assert_eq!(
+            seed(doc! {"r": {"$gt": 3}, "$and": [{"c": 1}, {"d": 1}], "$or": [{"x": 1}, {"x": 2}]})
+                .unwrap(),
+            doc! {"c": 1, "d": 1}
+        );
+        assert_eq!(
+            seed(doc! {"c": 2, "$and": [{"c": 1}, {"d": 1}]})
+                .unwrap_err()
+                .code,
+            54
+        );
+        assert_eq!(
+            seed(doc! {"a.b": 1, "a": {"a": 1, "b": 1}})
+                .unwrap_err()
+                .code,
+            54
         );
     }
 }

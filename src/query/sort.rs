@@ -229,4 +229,46 @@ mod tests {
         assert!(s.is_empty());
         assert!(SortSpec::parse(&doc! {"a": 1.0, "b": -1i64}).is_ok());
     }
+
+    /// Cases from MongoDB's jstests/core array sort test.
+    #[test]
+    fn mongodb_array_sort_cases() {
+        let mut docs = vec![
+            doc! {"_id": 0, "a": [3, 0, 1]},
+            doc! {"_id": 1, "a": [8, 4, -1]},
+        ];
+        SortSpec::parse(&doc! {"a": 1}).unwrap().sort(&mut docs);
+        assert_eq!(ids(&docs), vec![1, 0]);
+        let mut docs = vec![
+            doc! {"_id": 0, "a": [3, 0, 1]},
+            doc! {"_id": 1, "a": [0, 4, -1]},
+        ];
+        SortSpec::parse(&doc! {"a": -1}).unwrap().sort(&mut docs);
+        assert_eq!(ids(&docs), vec![1, 0]);
+        let mut docs = vec![
+            doc! {"_id": 1, "x": [{"y": 1, "z": 7}, {"y": 0, "z": [8, 6]}]},
+            doc! {"_id": 0, "x": [{"y": [4, 0, 1], "z": 7}, {"y": 0, "z": 9}]},
+        ];
+        SortSpec::parse(&doc! {"x.y": 1, "x.z": -1})
+            .unwrap()
+            .sort(&mut docs);
+        assert_eq!(ids(&docs), vec![0, 1]);
+        SortSpec::parse(&doc! {"x.y": -1, "x.z": 1})
+            .unwrap()
+            .sort(&mut docs);
+        assert_eq!(ids(&docs), vec![0, 1]);
+        let mut docs = vec![
+            doc! {"_id": 0, "d": [{"e": {"f": 1, "g": [6, 5, 4]}}, {"e": {"g": [3, 2, 1]}}]},
+            doc! {"_id": 1, "d": [{"e": {"f": 2, "g": [5, 4, 3]}}, {"e": {"g": [2, 1, 0]}}]},
+        ];
+        SortSpec::parse(&doc! {"d.e.g": 1}).unwrap().sort(&mut docs);
+        assert_eq!(ids(&docs), vec![1, 0]);
+        let mut docs = vec![
+            doc! {"_id": 0, "a": [{"x": 2}, {"x": 3}]},
+            doc! {"_id": 1, "a": [{"x": 1}, {"x": 4}]},
+            doc! {"_id": 2, "a": [{"x": 3}, {"x": 4}]},
+        ];
+        SortSpec::parse(&doc! {"a.x": 1}).unwrap().sort(&mut docs);
+        assert_eq!(ids(&docs), vec![1, 0, 2]);
+    }
 }
