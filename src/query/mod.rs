@@ -19,6 +19,7 @@ pub mod filter_eval;
 pub mod keys;
 pub mod number;
 pub mod path;
+pub mod positional;
 pub mod projection;
 pub mod regex_match;
 pub mod sort;

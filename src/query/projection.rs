@@ -4,12 +4,14 @@
 //! (`{x: "$a.b"}`, `{x: {$literal: 1}}`), with MongoDB's errors for mixed projections and
 //! path collisions.
 //!
-//! Not for: the positional `a.$` projection or `$meta` (rejected with a clear error), or the
+//! The positional `a.$` form takes the query (`apply_with_query`).
+//!
+//! Not for: `$meta` (rejected with a clear error), or the
 //! aggregation `$project` stage's own rules beyond these (`aggregate.rs` reuses this).
 
 use super::error::QueryError;
 use super::expr::Expression;
-use super::filter::{is_operator_document, truthy, ElemMatch};
+use super::filter::{is_operator_document, truthy, ElemMatch, Filter};
 use super::filter_eval::element_matches;
 use super::number::Number;
 use bson::{Bson, Document};
@@ -20,8 +22,13 @@ enum Action {
     Include,
     Exclude,
     Computed(Expression),
-    Slice { skip: Option<i64>, limit: i64 },
+    Slice {
+        skip: Option<i64>,
+        limit: i64,
+    },
     ElemMatch(ElemMatch),
+    /// `a.$`: the element at the position the query matched.
+    Positional,
     Nested(Vec<(String, Action)>),
 }
 
@@ -81,6 +88,33 @@ impl Projection {
 
     /// Applies the projection to one document.
     pub fn apply(&self, doc: &Document) -> Result<Document, QueryError> {
+        self.apply_at(doc, None)
+    }
+
+    /// Whether the projection uses the positional `a.$` form (and so needs the query).
+    pub fn is_positional(&self) -> bool {
+        fn any_positional(fields: &[(String, Action)]) -> bool {
+            fields.iter().any(|(_, a)| match a {
+                Action::Positional => true,
+                Action::Nested(children) => any_positional(children),
+                _ => false,
+            })
+        }
+        any_positional(&self.fields)
+    }
+
+    /// Applies the projection, resolving a positional `a.$` with the array position at which
+    /// `query` matched `doc` (see `positional.rs`).
+    pub fn apply_with_query(&self, doc: &Document, query: &Filter) -> Result<Document, QueryError> {
+        let position = if self.is_positional() {
+            super::positional::matched_array_position(query, doc)
+        } else {
+            None
+        };
+        self.apply_at(doc, position)
+    }
+
+    fn apply_at(&self, doc: &Document, position: Option<usize>) -> Result<Document, QueryError> {
         if self.empty {
             return Ok(doc.clone());
         }
@@ -92,7 +126,11 @@ impl Projection {
                         out.insert("_id", id.clone());
                     }
                 }
-                include_into(doc, &self.fields, doc, &mut out)?;
+                let context = ApplyContext {
+                    document: doc,
+                    position,
+                };
+                include_into(doc, &self.fields, &context, &mut out)?;
                 Ok(out)
             }
             ProjectionMode::Exclusion => {
@@ -104,6 +142,12 @@ impl Projection {
             }
         }
     }
+}
+
+/// What evaluation inside a projection needs besides the sub-document at hand.
+struct ApplyContext<'a> {
+    document: &'a Document,
+    position: Option<usize>,
 }
 
 struct Builder {
@@ -208,10 +252,21 @@ impl Builder {
                 Action::Computed(Expression::parse(other)?)
             }
         };
-        if path.ends_with(".$") || path.contains(".$.") {
-            return Err(QueryError::not_supported(
-                "positional projection (a.$) is not supported by docgate",
+        if path.contains(".$.") || path.starts_with("$.") {
+            return Err(QueryError::location(
+                31394,
+                "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.",
             ));
+        }
+        if let Some(array_path) = path.strip_suffix(".$") {
+            if !matches!(action, Action::Include) {
+                return Err(QueryError::location(
+                    31395,
+                    "positional projection cannot be used with exclusion",
+                ));
+            }
+            let parts: Vec<&str> = array_path.split('.').collect();
+            return insert(&mut self.fields, &parts, Action::Positional, path);
         }
         if path == "_id" {
             self.include_id = !matches!(action, Action::Computed(_));
@@ -309,7 +364,7 @@ fn slice(items: &[Bson], skip: Option<i64>, limit: i64) -> Vec<Bson> {
 fn include_into(
     source: &Document,
     fields: &[(String, Action)],
-    root: &Document,
+    root: &ApplyContext<'_>,
     out: &mut Document,
 ) -> Result<(), QueryError> {
     for (name, value) in source {
@@ -339,13 +394,29 @@ fn include_into(
                     }
                 }
             }
+            Action::Positional => {
+                let Bson::Array(items) = value else {
+                    continue;
+                };
+                match root.position.and_then(|p| items.get(p)) {
+                    Some(item) => {
+                        out.insert(name.clone(), Bson::Array(vec![item.clone()]));
+                    }
+                    None => {
+                        return Err(QueryError::location(
+                            51246,
+                            "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array",
+                        ))
+                    }
+                }
+            }
             Action::Exclude | Action::Computed(_) => {}
         }
     }
     for (name, action) in fields {
         match action {
             Action::Computed(expr) => {
-                if let Some(v) = expr.evaluate_optional(root)? {
+                if let Some(v) = expr.evaluate_optional(root.document)? {
                     out.insert(name.clone(), v);
                 }
             }
@@ -375,7 +446,7 @@ fn has_computed(fields: &[(String, Action)]) -> bool {
 fn include_value(
     value: &Bson,
     children: &[(String, Action)],
-    root: &Document,
+    root: &ApplyContext<'_>,
 ) -> Result<Option<Bson>, QueryError> {
     match value {
         Bson::Document(d) => {
@@ -522,6 +593,23 @@ mod tests {
         assert_eq!(
             project(doc! {"g": {"$elemMatch": {"s": {"$gt": 5}}}}, d),
             doc! {"_id": 1, "g": [{"s": 9}]}
+        );
+    }
+
+    #[test]
+    fn positional_projection_uses_the_query() {
+        let spec = Projection::parse(&doc! {"grades.$": 1}).unwrap();
+        assert!(spec.is_positional());
+        let query = Filter::parse(&doc! {"grades": {"$gte": 85}}).unwrap();
+        let d = doc! {"_id": 1, "grades": [80, 87, 90], "x": 1};
+        assert_eq!(
+            spec.apply_with_query(&d, &query).unwrap(),
+            doc! {"_id": 1, "grades": [87]}
+        );
+        assert_eq!(spec.apply(&d).unwrap_err().code, 51246);
+        assert_eq!(
+            Projection::parse(&doc! {"a.$.b": 1}).unwrap_err().code,
+            31394
         );
     }
 }

@@ -55,6 +55,13 @@ impl UpdateContext {
         })
     }
 
+    /// Sets the position the positional `$` stands for: where `query` matched `doc` (see
+    /// `positional.rs`).
+    pub fn with_query_match(mut self, query: &Filter, doc: &Document) -> Self {
+        self.matched_index = super::positional::matched_array_position(query, doc);
+        self
+    }
+
     fn element_passes(&self, identifier: &str, element: &Bson) -> Result<bool, QueryError> {
         let filter = self
             .array_filters
