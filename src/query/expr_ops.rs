@@ -106,6 +106,10 @@ pub enum Operator {
     ToDecimal,
     /// `$toBool`
     ToBool,
+    /// Date operators (`expr_dates.rs`).
+    Date(super::expr_dates::DateOperator),
+    /// Further math, string, array and object operators (`expr_more.rs`).
+    More(super::expr_more::MoreOperator),
 }
 
 /// The MongoDB type name of a value; "missing" for `None`.
@@ -328,6 +332,8 @@ pub fn apply(op: Operator, args: Vec<Option<Bson>>) -> Result<Option<Bson>, Quer
         ToString | ToInt | ToLong | ToDouble | ToDecimal | ToBool => {
             super::expr_convert::convert(op, arg(&args, 0))
         }
+        Date(date_op) => super::expr_dates::apply(date_op, &args),
+        More(more_op) => super::expr_more::apply(more_op, &args),
     }
 }
 

@@ -59,7 +59,20 @@ fn lookup(name: &str) -> Option<(Operator, usize, Option<usize>)> {
         "$toDouble" => (ToDouble, 1, Some(1)),
         "$toDecimal" => (ToDecimal, 1, Some(1)),
         "$toBool" => (ToBool, 1, Some(1)),
-        _ => return None,
+        _ => {
+            if let Some((op, min, max)) = super::expr_dates::lookup(name) {
+                return Some((Date(op), min, max.map(|m| m.max(2))));
+            }
+            if name == "$dateToString" {
+                return Some((
+                    Date(super::expr_dates::DateOperator::DateToString),
+                    2,
+                    Some(4),
+                ));
+            }
+            let (op, min, max) = super::expr_more::lookup(name)?;
+            return Some((More(op), min, max));
+        }
     };
     Some(entry)
 }
@@ -80,12 +93,19 @@ pub fn parse_operator(name: &str, arg: &Bson, depth: usize) -> Result<Expression
                     "Unrecognized expression '{name}'"
                 )));
             };
-            let args: Vec<Expression> = match arg {
-                Bson::Array(items) => items
-                    .iter()
-                    .map(|i| parse_nested(i, depth))
-                    .collect::<Result<_, _>>()?,
-                other => vec![parse_nested(other, depth)?],
+            let args: Vec<Expression> = match named_layout(name, arg) {
+                Some(names) => parse_named(name, arg, names, depth)?,
+                None => match arg {
+                    Bson::Array(items) => items
+                        .iter()
+                        .map(|i| parse_nested(i, depth))
+                        .collect::<Result<_, _>>()?,
+                    other if name == "$getField" => vec![
+                        parse_nested(other, depth)?,
+                        parse_nested(&Bson::String("$$CURRENT".into()), depth)?,
+                    ],
+                    other => vec![parse_nested(other, depth)?],
+                },
             };
             if args.len() < min || max.is_some_and(|m| args.len() > m) {
                 let expected = match (min, max) {
@@ -105,6 +125,64 @@ pub fn parse_operator(name: &str, arg: &Bson, depth: usize) -> Result<Expression
         }
     };
     Ok(Expression { node })
+}
+
+/// The argument names of operators written with named arguments, when `arg` uses that form.
+fn named_layout(name: &str, arg: &Bson) -> Option<&'static [&'static str]> {
+    let Bson::Document(d) = arg else {
+        return None;
+    };
+    if name == "$dateToString" {
+        return Some(&super::expr_dates::DATE_TO_STRING_ARGS);
+    }
+    if super::expr_dates::lookup(name).is_some() && d.contains_key("date") {
+        return Some(&["date", "timezone"]);
+    }
+    let names = super::expr_more::named_arguments(name)?;
+    // `{$getField: {$concat: …}}` is an expression argument, not the named form.
+    match d.keys().next() {
+        Some(first) if first.starts_with('$') => None,
+        _ => Some(names),
+    }
+}
+
+fn parse_named(
+    name: &str,
+    arg: &Bson,
+    names: &[&str],
+    depth: usize,
+) -> Result<Vec<Expression>, QueryError> {
+    let d = named_args(arg, name)?;
+    for key in d.keys() {
+        if !names.contains(&key.as_str()) {
+            return Err(QueryError::location(
+                40517,
+                format!("{name} found an unknown argument: {key}"),
+            ));
+        }
+    }
+    let required = names.first().copied().unwrap_or("");
+    let required = if name == "$dateToString" {
+        "date"
+    } else {
+        required
+    };
+    if !d.contains_key(required) {
+        return Err(QueryError::location(
+            40539,
+            format!("{name} requires '{required}' to be specified"),
+        ));
+    }
+    names
+        .iter()
+        .map(|n| match d.get(*n) {
+            Some(v) => parse_nested(v, depth),
+            None if name == "$getField" && *n == "input" => {
+                parse_nested(&Bson::String("$$CURRENT".into()), depth)
+            }
+            None => parse_nested(&Bson::String("$$REMOVE".into()), depth),
+        })
+        .collect()
 }
 
 fn named_args<'a>(arg: &'a Bson, op: &str) -> Result<&'a Document, QueryError> {

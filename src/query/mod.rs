@@ -12,6 +12,8 @@ pub mod compare;
 pub mod error;
 pub mod expr;
 pub mod expr_convert;
+pub mod expr_dates;
+pub mod expr_more;
 pub mod expr_ops;
 pub mod expr_parse;
 pub mod filter;

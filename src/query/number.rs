@@ -444,7 +444,47 @@ fn int_result(value: i64, prefer_int32: bool) -> Bson {
     }
 }
 
-fn decimal_from_exact(x: &ExactDecimal) -> Decimal128 {
+/// Rounds to `place` decimal places (negative: left of the point), half to even.
+pub fn round_half_even(x: &ExactDecimal, place: i64) -> ExactDecimal {
+    if x.is_zero() {
+        return x.clone();
+    }
+    let keep = i64::from(x.exponent) + place;
+    if keep >= x.digits.len() as i64 {
+        return x.clone();
+    }
+    if keep < 0 {
+        return ExactDecimal::zero();
+    }
+    let keep = keep as usize;
+    let mut digits: Vec<u8> = x.digits[..keep].to_vec();
+    let next = x.digits[keep];
+    let rest_nonzero = x.digits[keep + 1..].iter().any(|d| *d != 0);
+    let last_odd = digits.last().is_some_and(|d| d % 2 == 1);
+    let round_up = next > 5 || (next == 5 && (rest_nonzero || last_odd));
+    let mut exponent = x.exponent;
+    if round_up {
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, 1);
+                exponent += 1;
+                break;
+            }
+            i -= 1;
+            if digits[i] == 9 {
+                digits[i] = 0;
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    ExactDecimal::normalized(x.negative, digits, exponent)
+}
+
+/// An exact decimal as Decimal128 (rounded to 34 significant digits).
+pub fn decimal_from_exact(x: &ExactDecimal) -> Decimal128 {
     let text = round_to_34_digits(x).to_scientific_string();
     text.parse::<Decimal128>().unwrap_or_else(|_| {
         "NaN"
