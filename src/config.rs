@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
@@ -34,10 +35,13 @@ pub enum LogFormat {
     about = "A MongoDB-compatible document server over SQL databases"
 )]
 pub struct Cli {
-    /// TOML settings file (keys: backend, listen, rest_listen, log_format, max_connections).
+    /// TOML settings file (keys: backend, listen, rest_listen, log_format, max_connections,
+    /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
+    /// cache.metadata.timeout).
     #[arg(long, env = "DOCGATE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`).
+    /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`) or
+    /// `postgres://user:pass@host:port/dbname`.
     #[arg(long, env = "DOCGATE_BACKEND")]
     pub backend: Option<String>,
     /// Address of the MongoDB protocol listener (default 127.0.0.1:27017).
@@ -52,9 +56,82 @@ pub struct Cli {
     /// Maximum simultaneous client connections; more wait in the accept queue.
     #[arg(long, env = "DOCGATE_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Connections the pool keeps open (ORDS `pool.min`; PostgreSQL).
+    #[arg(long, env = "DOCGATE_POOL_MIN")]
+    pub pool_min: Option<usize>,
+    /// Most connections the pool opens (ORDS `pool.max`).
+    #[arg(long, env = "DOCGATE_POOL_MAX")]
+    pub pool_max: Option<usize>,
+    /// How long a command waits for a free connection before a retryable error
+    /// (ORDS `pool.wait_timeout`; e.g. `10s`, `500ms`, `PT10S`).
+    #[arg(long, env = "DOCGATE_POOL_WAIT_TIMEOUT", value_parser = parse_duration)]
+    pub pool_wait_timeout: Option<Duration>,
+    /// Cache prepared statements per connection (ORDS `pool.statement_cache`).
+    #[arg(long, env = "DOCGATE_POOL_STATEMENT_CACHE")]
+    pub pool_statement_cache: Option<bool>,
+    /// Cache catalog metadata (ORDS `cache.metadata.enabled`).
+    #[arg(long, env = "DOCGATE_CACHE_METADATA_ENABLED")]
+    pub cache_metadata_enabled: Option<bool>,
+    /// How long cached metadata may serve before it is re-read (ORDS
+    /// `cache.metadata.timeout`; e.g. `5s`, `PT1M`). Changes made through any docgate
+    /// instance invalidate it at once.
+    #[arg(long, env = "DOCGATE_CACHE_METADATA_TIMEOUT", value_parser = parse_duration)]
+    pub cache_metadata_timeout: Option<Duration>,
 }
 
-/// Keys accepted in the `--config` TOML file.
+/// Parses a duration: humane (`500ms`, `30s`, `5m`, `1h`, `1d`, a bare number of seconds)
+/// or ISO-8601 (`PT30S`, `PT1M30S`, `P1D`, `PT0.5S`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let invalid = || format!("invalid duration {text:?}: use e.g. 500ms, 30s, 5m, 1h or PT30S");
+    if let Some(iso) = text.strip_prefix('P').or_else(|| text.strip_prefix('p')) {
+        let mut seconds = 0f64;
+        let mut number = String::new();
+        let mut in_time = false;
+        let mut units = 0;
+        for c in iso.chars() {
+            match c.to_ascii_uppercase() {
+                'T' => in_time = true,
+                d if d.is_ascii_digit() || d == '.' => number.push(d),
+                unit => {
+                    let value: f64 = number.parse().map_err(|_| invalid())?;
+                    number.clear();
+                    units += 1;
+                    seconds += value
+                        * match (unit, in_time) {
+                            ('W', false) => 604_800.0,
+                            ('D', false) => 86_400.0,
+                            ('H', true) => 3_600.0,
+                            ('M', true) => 60.0,
+                            ('S', true) => 1.0,
+                            _ => return Err(invalid()),
+                        };
+                }
+            }
+        }
+        if !number.is_empty() || units == 0 {
+            return Err(invalid());
+        }
+        return Duration::try_from_secs_f64(seconds).map_err(|_| invalid());
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| invalid())?;
+    let scale = match unit.trim() {
+        "ms" => 0.001,
+        "" | "s" | "sec" | "secs" | "seconds" => 1.0,
+        "m" | "min" | "mins" | "minutes" => 60.0,
+        "h" | "hours" => 3_600.0,
+        "d" | "days" => 86_400.0,
+        _ => return Err(invalid()),
+    };
+    Duration::try_from_secs_f64(value * scale).map_err(|_| invalid())
+}
+
+/// Keys accepted in the `--config` TOML file. Pool and cache keys use ORDS's names:
+/// `pool.max = 20` or a `[pool]` table, `cache.metadata.timeout = "30s"`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileSettings {
@@ -63,13 +140,102 @@ struct FileSettings {
     rest_listen: Option<SocketAddr>,
     log_format: Option<LogFormat>,
     max_connections: Option<usize>,
+    #[serde(default)]
+    pool: FilePool,
+    #[serde(default)]
+    cache: FileCache,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePool {
+    min: Option<usize>,
+    max: Option<usize>,
+    wait_timeout: Option<String>,
+    statement_cache: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCache {
+    #[serde(default)]
+    metadata: FileMetadataCache,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMetadataCache {
+    enabled: Option<bool>,
+    timeout: Option<String>,
+}
+
+/// Connection pool settings (ORDS `pool.*`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolSettings {
+    pub min: usize,
+    pub max: usize,
+    pub wait_timeout: Duration,
+    pub statement_cache: bool,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        PoolSettings {
+            min: 1,
+            max: 16,
+            wait_timeout: Duration::from_secs(10),
+            statement_cache: true,
+        }
+    }
+}
+
+/// Metadata cache settings (ORDS `cache.metadata.*`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetadataCacheSettings {
+    pub enabled: bool,
+    pub timeout: Duration,
+}
+
+impl Default for MetadataCacheSettings {
+    fn default() -> Self {
+        MetadataCacheSettings {
+            enabled: true,
+            timeout: Duration::from_secs(60),
+        }
+    }
 }
 
 /// Where the data lives.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum BackendUrl {
     /// `sqlite:DIR`: a data directory holding the SQLite database file.
     Sqlite(PathBuf),
+    /// `postgres://user:pass@host:port/dbname`: a PostgreSQL database.
+    Postgres(String),
+}
+
+impl std::fmt::Debug for BackendUrl {
+    /// Never shows a password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendUrl::Sqlite(dir) => write!(f, "sqlite:{}", dir.display()),
+            BackendUrl::Postgres(url) => write!(f, "{}", redact_password(url)),
+        }
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.split_once('@') else {
+        return url.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
 }
 
 impl BackendUrl {
@@ -83,9 +249,12 @@ impl BackendUrl {
             return Ok(BackendUrl::Sqlite(PathBuf::from(path)));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Err("the PostgreSQL backend is not available in this build yet".into());
+            return Ok(BackendUrl::Postgres(url.to_string()));
         }
-        Err(format!("unknown backend {url:?}: expected sqlite:DIR"))
+        Err(format!(
+            "unknown backend {:?}: expected sqlite:DIR or postgres://user@host:port/dbname",
+            redact_password(url)
+        ))
     }
 }
 
@@ -97,6 +266,8 @@ pub struct Settings {
     pub rest_listen: Option<SocketAddr>,
     pub log_format: LogFormat,
     pub max_connections: usize,
+    pub pool: PoolSettings,
+    pub metadata_cache: MetadataCacheSettings,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -127,6 +298,40 @@ impl Settings {
         if max_connections == 0 {
             return Err("max_connections must be at least 1".into());
         }
+        let defaults = PoolSettings::default();
+        let file_duration =
+            |value: Option<String>| value.as_deref().map(parse_duration).transpose();
+        let pool = PoolSettings {
+            min: cli.pool_min.or(file.pool.min).unwrap_or(defaults.min),
+            max: cli.pool_max.or(file.pool.max).unwrap_or(defaults.max),
+            wait_timeout: match cli.pool_wait_timeout {
+                Some(timeout) => timeout,
+                None => file_duration(file.pool.wait_timeout)?.unwrap_or(defaults.wait_timeout),
+            },
+            statement_cache: cli
+                .pool_statement_cache
+                .or(file.pool.statement_cache)
+                .unwrap_or(defaults.statement_cache),
+        };
+        if pool.max == 0 || pool.min > pool.max {
+            return Err(format!(
+                "pool.min ({}) must not exceed pool.max ({}), which must be at least 1",
+                pool.min, pool.max
+            ));
+        }
+        let cache_defaults = MetadataCacheSettings::default();
+        let metadata_cache = MetadataCacheSettings {
+            enabled: cli
+                .cache_metadata_enabled
+                .or(file.cache.metadata.enabled)
+                .unwrap_or(cache_defaults.enabled),
+            timeout: match cli.cache_metadata_timeout {
+                Some(timeout) => timeout,
+                None => {
+                    file_duration(file.cache.metadata.timeout)?.unwrap_or(cache_defaults.timeout)
+                }
+            },
+        };
         Ok(Settings {
             backend: BackendUrl::parse(&backend)?,
             listen: cli.listen.or(file.listen).unwrap_or(default_listen),
@@ -136,6 +341,8 @@ impl Settings {
                 .or(file.log_format)
                 .unwrap_or(LogFormat::Text),
             max_connections,
+            pool,
+            metadata_cache,
             argv,
         })
     }
@@ -157,6 +364,10 @@ mod tests {
         );
         assert!(BackendUrl::parse("sqlite:").is_err());
         assert!(BackendUrl::parse("mysql://x").is_err());
+        assert!(matches!(
+            BackendUrl::parse("postgres://u@h/db"),
+            Ok(BackendUrl::Postgres(_))
+        ));
     }
 
     #[test]
@@ -178,6 +389,49 @@ mod tests {
             settings.backend,
             BackendUrl::Sqlite(PathBuf::from("./docgate-data"))
         );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("PT1M30S").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("P1D").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(
+            parse_duration("PT0.5S").unwrap(),
+            Duration::from_millis(500)
+        );
+        for bad in ["", "x", "5y", "PT", "P5", "PT5X", "-1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ords_style_keys_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("docgate.toml");
+        std::fs::write(
+            &file,
+            "pool.max = 4\npool.wait_timeout = \"PT2S\"\ncache.metadata.enabled = false\ncache.metadata.timeout = \"30s\"\n",
+        )
+        .unwrap();
+        let cli = Cli::parse_from(["docgate", "--config", file.to_str().unwrap()]);
+        let settings = Settings::resolve(cli, vec![]).unwrap();
+        assert_eq!(settings.pool.max, 4);
+        assert_eq!(settings.pool.wait_timeout, Duration::from_secs(2));
+        assert!(!settings.metadata_cache.enabled);
+        assert_eq!(settings.metadata_cache.timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn postgres_urls_never_show_passwords() {
+        let url = BackendUrl::parse("postgres://app:s3cret@db:5432/prod").unwrap();
+        assert_eq!(format!("{url:?}"), "postgres://app:***@db:5432/prod");
+        assert!(!BackendUrl::parse("mysql://app:s3cret@db")
+            .unwrap_err()
+            .contains("s3cret"));
     }
 
     #[test]

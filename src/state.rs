@@ -52,10 +52,21 @@ impl AppState {
     /// Opens the backend named in the settings and builds the shared state.
     pub async fn open(settings: Settings) -> Result<Arc<AppState>, StoreError> {
         let store: Arc<dyn Store> = match &settings.backend {
-            BackendUrl::Sqlite(dir) => Arc::new(SqliteStore::open(dir, SqliteOptions::default())?),
+            BackendUrl::Sqlite(dir) => {
+                let options = SqliteOptions {
+                    pool_max: settings.pool.max,
+                    pool_wait_timeout: settings.pool.wait_timeout,
+                };
+                Arc::new(SqliteStore::open(dir, options)?)
+            }
+            BackendUrl::Postgres(_) => {
+                return Err(StoreError::Unavailable(
+                    "the PostgreSQL backend is not part of this build yet".into(),
+                ))
+            }
         };
         Ok(Arc::new(AppState {
-            catalog: Catalog::new(store.clone()),
+            catalog: Catalog::new(store.clone(), &settings.metadata_cache),
             store,
             settings,
             counters: ServerCounters::default(),

@@ -1,10 +1,16 @@
 //! The catalog: which databases and collections exist, read from the backend's metadata
 //! tables and kept in one moka cache shared by both front ends (DESIGN.md invariant 5).
 //!
-//! A snapshot of the whole catalog is cached under one key. Every change made through
-//! docgate bumps the catalog version in the same transaction, and the process that made it
-//! invalidates the cache right after commit, so a definition created here is never served
-//! stale. Changes made by other processes are picked up when the cached snapshot expires.
+//! A snapshot of the whole catalog is cached under one key, with ORDS's settings
+//! `cache.metadata.enabled` and `cache.metadata.timeout`. Beyond ORDS, it never serves a
+//! definition created through docgate stale:
+//! - every change bumps the catalog version in the same transaction, and the process that
+//!   made it invalidates its cache right after commit;
+//! - backends that can announce changes (PostgreSQL's LISTEN/NOTIFY) wake every other
+//!   instance, which drops its cache on each announcement;
+//! - a lookup that misses re-reads the catalog before answering "does not exist", and the
+//!   listing commands always read it fresh, so a collection created through another instance
+//!   is seen on the very next command even before the announcement arrives.
 //!
 //! Not for: creating tables or spelling SQL (that is `store`), or MongoDB command shapes.
 
@@ -14,10 +20,8 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
+use crate::config::MetadataCacheSettings;
 use crate::store::{CollectionRecord, Store, StoreError, StoreSession};
-
-/// How long a cached catalog snapshot may serve before it is re-read from the database.
-pub const DEFAULT_METADATA_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// All collections of all databases at one catalog version.
 #[derive(Debug, Default)]
@@ -62,30 +66,38 @@ impl CatalogSnapshot {
 /// The one metadata cache.
 pub struct Catalog {
     store: Arc<dyn Store>,
-    cache: Cache<(), Arc<CatalogSnapshot>>,
+    /// None when `cache.metadata.enabled` is false: every lookup reads the database.
+    cache: Option<Cache<(), Arc<CatalogSnapshot>>>,
 }
 
 impl Catalog {
-    /// A catalog over `store` with the default metadata timeout.
-    pub fn new(store: Arc<dyn Store>) -> Catalog {
-        Catalog::with_timeout(store, DEFAULT_METADATA_TIMEOUT)
-    }
-
-    /// A catalog whose snapshot expires after `timeout`.
-    pub fn with_timeout(store: Arc<dyn Store>, timeout: Duration) -> Catalog {
-        Catalog {
-            store,
-            cache: Cache::builder()
+    /// A catalog over `store` with the given cache settings. When the store announces
+    /// catalog changes, a background task drops the cache on each announcement.
+    pub fn new(store: Arc<dyn Store>, settings: &MetadataCacheSettings) -> Catalog {
+        let cache: Option<Cache<(), Arc<CatalogSnapshot>>> = settings.enabled.then(|| {
+            Cache::builder()
                 .max_capacity(1)
-                .time_to_live(timeout)
-                .build(),
+                .time_to_live(settings.timeout.max(Duration::from_millis(1)))
+                .build()
+        });
+        if let (Some(cache), Some(mut changes)) = (cache.clone(), store.catalog_changes()) {
+            tokio::spawn(async move {
+                use tokio::sync::broadcast::error::RecvError;
+                while let Ok(_) | Err(RecvError::Lagged(_)) = changes.recv().await {
+                    cache.invalidate(&()).await;
+                }
+            });
         }
+        Catalog { store, cache }
     }
 
     /// The current snapshot, from the cache or freshly read.
     pub async fn snapshot(&self) -> Result<Arc<CatalogSnapshot>, StoreError> {
+        let Some(cache) = &self.cache else {
+            return self.fresh_snapshot().await;
+        };
         let store = self.store.clone();
-        self.cache
+        cache
             .try_get_with((), async move {
                 let mut session = store.session().await?;
                 read_snapshot(session.as_mut()).await.map(Arc::new)
@@ -97,18 +109,37 @@ impl Catalog {
             })
     }
 
-    /// The collection `db.name`, if it exists.
+    /// Reads the catalog from the database now, and caches what it read.
+    pub async fn fresh_snapshot(&self) -> Result<Arc<CatalogSnapshot>, StoreError> {
+        let mut session = self.store.session().await?;
+        let snapshot = Arc::new(read_snapshot(session.as_mut()).await?);
+        if let Some(cache) = &self.cache {
+            cache.insert((), snapshot.clone()).await;
+        }
+        Ok(snapshot)
+    }
+
+    /// The collection `db.name`, if it exists. A miss in the cache is confirmed against the
+    /// database, so a collection created through another instance is found at once.
     pub async fn collection(
         &self,
         db: &str,
         name: &str,
     ) -> Result<Option<CollectionRecord>, StoreError> {
-        Ok(self.snapshot().await?.collection(db, name).cloned())
+        if let Some(found) = self.snapshot().await?.collection(db, name) {
+            return Ok(Some(found.clone()));
+        }
+        if self.cache.is_none() {
+            return Ok(None);
+        }
+        Ok(self.fresh_snapshot().await?.collection(db, name).cloned())
     }
 
     /// Drops the cached snapshot; call right after committing a catalog change.
     pub async fn invalidate(&self) {
-        self.cache.invalidate(&()).await;
+        if let Some(cache) = &self.cache {
+            cache.invalidate(&()).await;
+        }
     }
 }
 

@@ -79,6 +79,13 @@ pub trait Store: Send + Sync + 'static {
     /// Checks a connection out of the pool. Waits at most the pool's wait timeout, then
     /// answers `StoreError::PoolTimeout`.
     async fn session(&self) -> Result<Box<dyn StoreSession>, StoreError>;
+
+    /// Announcements of catalog changes made by any process on the same database (the new
+    /// catalog version), for backends that can push them (PostgreSQL LISTEN/NOTIFY). None
+    /// when the backend cannot; the catalog then relies on its own invalidation and expiry.
+    fn catalog_changes(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
+        None
+    }
 }
 
 /// One pooled connection. Outside `begin`/`commit` every call is its own transaction; inside,

@@ -27,7 +27,7 @@ pub async fn list_databases(
     request.check_fields(&["filter", "nameOnly", "authorizedDatabases"])?;
     let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
     let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
-    let snapshot = context.server.state.catalog.snapshot().await?;
+    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
     let mut session = open_session(context).await?;
     let mut databases = Vec::new();
     let mut total_size: i64 = 0;
@@ -87,7 +87,7 @@ pub async fn list_collections(
     let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
     let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
     let batch_size = cursor_batch_size(&request.body)?;
-    let snapshot = context.server.state.catalog.snapshot().await?;
+    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
     let entries: Vec<Document> = snapshot
         .collections_in(&request.db)
         .map(collection_entry)
@@ -231,7 +231,7 @@ pub async fn drop_database(
 ) -> CommandResult {
     request.check_fields(&[])?;
     check_db_name(&request.db)?;
-    let snapshot = context.server.state.catalog.snapshot().await?;
+    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
     let records: Vec<CollectionRecord> = snapshot.collections_in(&request.db).cloned().collect();
     if !records.is_empty() {
         let mut session = open_session(context).await?;
@@ -272,7 +272,7 @@ pub async fn rename_collection(
             "Can't rename a collection to itself".into(),
         ));
     }
-    let snapshot = context.server.state.catalog.snapshot().await?;
+    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
     let Some(record) = snapshot.collection(source_db, source_name).cloned() else {
         return Err(CommandError::NamespaceNotFound(format!(
             "Source collection {source} does not exist"

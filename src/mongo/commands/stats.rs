@@ -77,7 +77,7 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
     request.check_fields(&["scale", "freeStorage"])?;
     check_db_name(&request.db)?;
     let scale = scale_of(request)?;
-    let snapshot = context.server.state.catalog.snapshot().await?;
+    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
     let mut session = open_session(context).await?;
     let (mut collections, mut objects, mut data, mut storage, mut indexes) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
