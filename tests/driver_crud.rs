@@ -1111,3 +1111,118 @@ async fn numerically_equal_ids_of_different_types_collide() {
         .expect("insert 1.5");
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 2);
 }
+
+// ---------------------------------------------------------------------------
+// errors for unknown operators, lossless storage
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn unknown_query_and_update_operators_are_errors() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "inventory").await;
+    seed_inventory(&coll).await;
+
+    // MongoDB: "unknown operator: $foo" and "unknown top level operator: $foo",
+    // both BadValue (2).
+    for filter in [
+        doc! { "qty": { "$foo": 1 } },
+        doc! { "$foo": [ { "qty": 1 } ] },
+    ] {
+        let err = match coll.find(filter.clone()).await {
+            Ok(cursor) => match collect_result(cursor).await {
+                Ok(docs) => panic!("filter {filter} was accepted and returned {docs:?}"),
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        assert_eq!(server_code(&err), Some(2), "filter {filter}: {err:?}");
+    }
+
+    // MongoDB: "Unknown modifier: $foo", FailedToParse (9); nothing is changed.
+    let err = coll
+        .update_one(doc! { "_id": 1 }, doc! { "$foo": { "qty": 1 } })
+        .await
+        .expect_err("unknown update modifier must fail");
+    assert_eq!(server_code(&err), Some(9), "{err:?}");
+    let d = coll.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+    assert_eq!(d.get_i32("qty").ok(), Some(25));
+    assert!(!d.contains_key("$foo"));
+}
+
+async fn collect_result(mut cursor: Cursor<Document>) -> mongodb::error::Result<Vec<Document>> {
+    let mut out = Vec::new();
+    while cursor.advance().await? {
+        out.push(cursor.deserialize_current()?);
+    }
+    Ok(out)
+}
+
+#[tokio::test]
+async fn every_bson_type_round_trips_byte_for_byte() {
+    use mongodb::bson::{RawDocumentBuf, Regex, Timestamp};
+
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "crud", "lossless").await;
+    let decimal = |s: &str| -> Bson {
+        Bson::Decimal128(s.parse::<mongodb::bson::Decimal128>().expect("decimal"))
+    };
+    let original = doc! {
+        "_id": 1,
+        "double": 1.5,
+        "neg_zero": -0.0_f64,
+        "nan": f64::NAN,
+        "inf": f64::INFINITY,
+        "neg_inf": f64::NEG_INFINITY,
+        "tiny": 5e-324_f64,
+        "string": "h\u{e9}llo \u{2713} \u{1F600}",
+        "empty_string": "",
+        "embedded": { "z": 1, "a": 2, "m": { "deep": [1, 2] } },
+        "empty_doc": {},
+        "array": [1, "two", [3, [4, []]], { "x": Bson::Null }],
+        "empty_array": [],
+        "bin_generic": Binary { subtype: BinarySubtype::Generic, bytes: vec![0, 1, 2, 255] },
+        "bin_uuid": Binary { subtype: BinarySubtype::Uuid, bytes: (0u8..16).collect() },
+        "bin_user": Binary { subtype: BinarySubtype::UserDefined(0x80), bytes: vec![9; 5] },
+        "oid": ObjectId::parse_str("64b7f0c2a1b2c3d4e5f60718").expect("oid"),
+        "true": true,
+        "false": false,
+        "date": DateTime::from_millis(1_700_000_000_123),
+        "date_before_1970": DateTime::from_millis(-86_400_000_123),
+        "null": Bson::Null,
+        "regex": Regex { pattern: "^a.*b$".try_into().expect("cstring"), options: "im".try_into().expect("cstring") },
+        "js": Bson::JavaScriptCode("function () { return 1; }".to_string()),
+        "int32_min": i32::MIN,
+        "int64_max": i64::MAX,
+        "int64_small": 5_i64,
+        "timestamp": Timestamp { time: 1_700_000_000, increment: 7 },
+        "dec": decimal("1234.5678"),
+        "dec_neg_zero": decimal("-0"),
+        "dec_exp": decimal("1.000E+10"),
+        "min": Bson::MinKey,
+        "max": Bson::MaxKey,
+        "$price": 50.0,
+        "location": { "$db": "novels", "$ref": "2007042768", "$inc": true, "a.b": 1 },
+    };
+    coll.insert_one(original.clone()).await.expect("insert");
+
+    let raw_coll = db.collection::<RawDocumentBuf>("lossless");
+    let stored = raw_coll
+        .find_one(doc! { "_id": 1 })
+        .await
+        .expect("find_one")
+        .expect("document found");
+    let expected = original.to_vec().expect("encode");
+    if stored.as_bytes() != expected.as_slice() {
+        let back = Document::try_from(&*stored).expect("stored decodes");
+        for (k, v) in &original {
+            assert_eq!(
+                format!("{:?}", back.get(k)),
+                format!("{:?}", Some(v)),
+                "field {k:?} changed"
+            );
+        }
+        panic!(
+            "stored bytes differ from the inserted document (key order or extra fields): {back}"
+        );
+    }
+}
