@@ -9,7 +9,7 @@ use super::error::QueryError;
 use super::filter::{BitTest, ElemMatch, FieldPredicate, Filter, TypeSelector};
 use super::number::Number;
 use super::path::{candidates, Candidate};
-use super::regex_match::RegexPredicate;
+use super::regex_match::bson_regex_matches;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -184,15 +184,10 @@ fn comparison_holds(
 
 fn in_holds(values: &[Bson], found: &[Candidate<'_>]) -> bool {
     values.iter().any(|value| match value {
-        Bson::RegularExpression(re) => {
-            match RegexPredicate::new(re.pattern.as_str(), re.options.as_str()) {
-                Ok(compiled) => found
-                    .iter()
-                    .filter_map(|c| c.value)
-                    .any(|v| compiled.matches_value(v)),
-                Err(_) => false,
-            }
-        }
+        Bson::RegularExpression(re) => found
+            .iter()
+            .filter_map(|c| c.value)
+            .any(|v| bson_regex_matches(re, v)),
         other => equality_holds(other, found),
     })
 }

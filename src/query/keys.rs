@@ -179,8 +179,9 @@ fn encode_remainder(x: &ExactDecimal, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::super::compare::compare_values;
+    use super::super::test_values::Generator;
     use super::*;
-    use bson::{doc, spec::BinarySubtype, Binary, Decimal128};
+    use bson::Decimal128;
 
     fn dec(s: &str) -> Bson {
         Bson::Decimal128(s.parse::<Decimal128>().unwrap())
@@ -233,106 +234,9 @@ mod tests {
         );
     }
 
-    /// Deterministic xorshift generator: a property test without a test-only dependency
-    /// (the failing pair is printed, and the seed makes every run reproducible).
-    struct Generator(u64);
-
-    impl Generator {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-
-        fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-            items[self.below(items.len() as u64) as usize]
-        }
-
-        fn leaf(&mut self) -> Bson {
-            match self.below(16) {
-                0 => [Bson::Null, Bson::MinKey, Bson::MaxKey, Bson::Undefined]
-                    [self.below(4) as usize]
-                    .clone(),
-                1 => Bson::Boolean(self.below(2) == 1),
-                2 => Bson::Int32(self.below(7) as i32 - 3),
-                3 => Bson::Int32(self.next() as i32),
-                4 => Bson::Int64(self.next() as i64),
-                5 => Bson::Int64((1i64 << 53) + self.below(9) as i64 - 4),
-                6 => Bson::Double(((1i64 << 53) + self.below(9) as i64 - 4) as f64),
-                7 => Bson::Double(
-                    [
-                        f64::NAN,
-                        f64::INFINITY,
-                        f64::NEG_INFINITY,
-                        -0.0,
-                        0.1,
-                        9.2e18,
-                        0.5,
-                    ][self.below(7) as usize],
-                ),
-                8 => Bson::Double(f64::from_bits(self.next())),
-                9 => Bson::Double((self.below(81) as f64 - 40.0) / 4.0),
-                10 => dec(self.pick(&[
-                    "0.1",
-                    "1.0",
-                    "-2.50",
-                    "NaN",
-                    "-Infinity",
-                    "Infinity",
-                    "9007199254740993",
-                    "1E+400",
-                    "-1E-400",
-                    "0.5",
-                    "3",
-                    "-0",
-                    "-0.25",
-                    "10",
-                ])),
-                11 => dec(&format!(
-                    "{}E{}",
-                    self.below(199) as i64 - 99,
-                    self.below(7) as i64 - 3
-                )),
-                12 => Bson::String(
-                    (0..self.below(4))
-                        .map(|_| ['a', 'b', 'c', '\0'][self.below(4) as usize])
-                        .collect(),
-                ),
-                13 => Bson::Binary(Binary {
-                    subtype: BinarySubtype::Generic,
-                    bytes: (0..self.below(3)).map(|_| self.below(3) as u8).collect(),
-                }),
-                14 => Bson::DateTime(bson::DateTime::from_millis(self.below(5) as i64 - 2)),
-                _ => Bson::Symbol(self.pick(&["a", "b", ""]).to_string()),
-            }
-        }
-
-        fn value(&mut self, depth: u32) -> Bson {
-            if depth == 0 || self.below(4) != 0 {
-                return self.leaf();
-            }
-            if self.below(2) == 0 {
-                Bson::Array((0..self.below(3)).map(|_| self.value(depth - 1)).collect())
-            } else {
-                let mut d = doc! {};
-                for _ in 0..self.below(3) {
-                    let key = self.pick(&["", "a", "b", "ab"]).to_string();
-                    let v = self.value(depth - 1);
-                    d.insert(key, v);
-                }
-                Bson::Document(d)
-            }
-        }
-    }
-
     #[test]
     fn key_order_matches_compare_values() {
-        let mut generator = Generator(0x9e37_79b9_7f4a_7c15);
+        let mut generator = Generator::new(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let a = generator.value(3);
             let b = if generator.below(8) == 0 {

@@ -24,7 +24,11 @@ pub mod path;
 pub mod positional;
 pub mod projection;
 pub mod regex_match;
+#[cfg(test)]
+mod robustness_tests;
 pub mod sort;
+#[cfg(test)]
+mod test_values;
 pub mod update;
 pub mod update_ops;
 pub mod update_path;

@@ -84,6 +84,36 @@ impl RegexPredicate {
     }
 }
 
+thread_local! {
+    /// Regexes compiled for `$in` lists and other places that hold only the BSON value.
+    static COMPILED: std::cell::RefCell<std::collections::HashMap<(String, String), RegexPredicate>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// Whether `value` matches the BSON regex `re`, compiling it once per thread (bounded cache).
+/// An invalid pattern matches nothing (parsing already rejected it where it came from a query).
+pub fn bson_regex_matches(re: &bson::Regex, value: &Bson) -> bool {
+    let key = (
+        re.pattern.as_str().to_string(),
+        re.options.as_str().to_string(),
+    );
+    COMPILED.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if !cache.contains_key(&key) {
+            let Ok(compiled) = RegexPredicate::new(&key.0, &key.1) else {
+                return false;
+            };
+            if cache.len() >= 256 {
+                cache.clear();
+            }
+            cache.insert(key.clone(), compiled);
+        }
+        cache
+            .get(&key)
+            .is_some_and(|compiled| compiled.matches_value(value))
+    })
+}
+
 fn first_line(s: &str) -> String {
     s.lines()
         .rfind(|l| !l.trim().is_empty())

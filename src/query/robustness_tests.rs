@@ -1,0 +1,72 @@
+//! Robustness: thousands of random (often invalid) filters, updates, projections and sorts
+//! over random documents must produce results or `QueryError`s, never a panic.
+//!
+//! Not for: checking results (the module tests do that).
+
+use super::filter::Filter;
+use super::keys::encode_key;
+use super::projection::Projection;
+use super::sort::SortSpec;
+use super::test_values::Generator;
+use super::update::UpdateSpec;
+use bson::{doc, Bson, Document};
+
+const ROUNDS: usize = 4000;
+
+fn random_document(generator: &mut Generator) -> Document {
+    let mut d = doc! {"_id": generator.leaf()};
+    for _ in 0..generator.below(4) {
+        let key = generator.pick(&["a", "b", "c", "0"]).to_string();
+        let value = generator.value(3);
+        d.insert(key, value);
+    }
+    d
+}
+
+#[test]
+fn random_queries_never_panic() {
+    let mut generator = Generator::new(0x5eed_0001);
+    let (mut parsed, mut matched) = (0, 0);
+    for _ in 0..ROUNDS {
+        let d = random_document(&mut generator);
+        let filter = generator.filter(2);
+        if let Ok(f) = Filter::parse(&filter) {
+            parsed += 1;
+            matched += usize::from(f.matches(&d));
+            let _ = f.try_matches(&d);
+            let _ = super::filter::upsert_seed(&f);
+            let _ = super::positional::matched_array_position(&f, &d);
+        }
+        let projection = generator.projection();
+        if let Ok(p) = Projection::parse(&projection) {
+            let _ = p.apply(&d);
+        }
+        let mut sort = doc! {};
+        sort.insert(generator.path(), generator.leaf());
+        if let Ok(s) = SortSpec::parse(&sort) {
+            let mut docs = vec![d.clone(), random_document(&mut generator)];
+            s.sort(&mut docs);
+        }
+        let _ = encode_key(&Bson::Document(d));
+    }
+    // The generator must exercise the evaluator, not only the parser's error paths.
+    assert!(
+        parsed > ROUNDS / 4 && matched > ROUNDS / 20,
+        "{parsed} parsed, {matched} matched"
+    );
+}
+
+#[test]
+fn random_updates_never_panic() {
+    let mut generator = Generator::new(0x5eed_0002);
+    let mut applied = 0;
+    for _ in 0..ROUNDS {
+        let mut d = random_document(&mut generator);
+        let update = generator.update();
+        if let Ok(spec) = UpdateSpec::parse(&update) {
+            applied += usize::from(spec.apply(&mut d).is_ok());
+            let _ = spec.apply_for_upsert(random_document(&mut generator));
+        }
+    }
+    assert!(applied > ROUNDS / 10, "{applied} applied");
+}
