@@ -1,7 +1,8 @@
-//! Durability of acknowledged writes: a client inserts documents one at a time with
-//! the default (acknowledged) write concern while the server is killed with SIGKILL;
-//! after a restart on the same data directory every acknowledged document is there,
-//! intact, and nothing appears that was never sent.
+//! Durability of acknowledged writes: a client writes with the default (acknowledged)
+//! write concern while the server is killed with SIGKILL; after a restart on the same
+//! data directory every acknowledged write is there, intact, nothing appears that was
+//! never sent, and a multi-document command killed mid-flight is all or nothing
+//! (docgate's "one command, one transaction" invariant).
 //!
 //! Not for graceful shutdown or for what happens to unacknowledged writes beyond
 //! "at most the one in flight".
@@ -9,66 +10,79 @@
 mod common;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::TestServer;
 use mongodb::bson::{doc, Document};
+use mongodb::Client;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_inserts_survive_sigkill() {
-    let mut server = TestServer::start();
-    // No retries and a short selection timeout: once the server is gone, the insert
-    // loop fails fast instead of waiting for a server that will not come back.
-    let uri = server.uri_with_options("retryWrites=false&serverSelectionTimeoutMS=2000");
-    let client = server.client_with_uri(&uri).await;
-    let coll = client.database("durable").collection::<Document>("acks");
+/// A client that fails fast once the server is gone: no retries, short selection timeout.
+async fn fast_failing_client(server: &TestServer) -> Client {
+    server
+        .client_with_uri(
+            &server.uri_with_options("retryWrites=false&serverSelectionTimeoutMS=2000"),
+        )
+        .await
+}
 
-    let acked: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
-    let writer = {
-        let acked = Arc::clone(&acked);
-        tokio::spawn(async move {
-            let payload = "p".repeat(200);
-            let mut last_error = None;
-            for i in 0..1_000_000_i64 {
-                match coll
-                    .insert_one(doc! { "_id": i, "n": i, "payload": payload.as_str() })
-                    .await
-                {
-                    Ok(_) => acked.lock().expect("lock").push(i),
-                    Err(e) => {
-                        last_error = Some(e.to_string());
-                        break;
-                    }
-                }
-            }
-            last_error
-        })
-    };
-
-    // Let the writer run for ~300 ms, and in any case until something was acknowledged,
-    // so the test always has acknowledged writes to check.
+/// Waits ~300 ms and until `progress` shows at least one acknowledged write, then kills
+/// the server with SIGKILL.
+async fn kill_after_progress(server: &mut TestServer, progress: &AtomicUsize) {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let deadline = Instant::now() + Duration::from_secs(20);
-    while acked.lock().expect("lock").is_empty() {
+    while progress.load(Ordering::SeqCst) == 0 {
         assert!(
             Instant::now() < deadline,
-            "no insert was acknowledged within 20 s\n{}",
+            "no write was acknowledged within 20 s\n{}",
             server.stderr_log()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     server.kill();
+}
 
-    let writer_error = tokio::time::timeout(Duration::from_secs(60), writer)
+/// Waits for the writer task, which must stop with an error once the server is dead.
+async fn join_writer<T>(writer: tokio::task::JoinHandle<(T, Option<String>)>) -> T {
+    let (result, error) = tokio::time::timeout(Duration::from_secs(60), writer)
         .await
-        .expect("insert loop did not stop after the server was killed")
-        .expect("insert loop panicked");
-    assert!(
-        writer_error.is_some(),
-        "the insert loop never saw the server die"
-    );
-    let acked = acked.lock().expect("lock").clone();
+        .expect("writer did not stop after the server was killed")
+        .expect("writer panicked");
+    assert!(error.is_some(), "the writer never saw the server die");
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_inserts_survive_sigkill() {
+    let mut server = TestServer::start();
+    let client = fast_failing_client(&server).await;
+    let coll = client.database("durable").collection::<Document>("acks");
+
+    let progress = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let progress = Arc::clone(&progress);
+        tokio::spawn(async move {
+            let payload = "p".repeat(200);
+            let mut acked = Vec::new();
+            for i in 0..1_000_000_i64 {
+                match coll
+                    .insert_one(doc! { "_id": i, "n": i, "payload": payload.as_str() })
+                    .await
+                {
+                    Ok(_) => {
+                        acked.push(i);
+                        progress.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(e) => return (acked, Some(e.to_string())),
+                }
+            }
+            (acked, None)
+        })
+    };
+    kill_after_progress(&mut server, &progress).await;
+    let acked = join_writer(writer).await;
+    eprintln!("{} inserts acknowledged before SIGKILL", acked.len());
     assert!(!acked.is_empty());
 
     server.restart_same_data();
@@ -122,4 +136,175 @@ async fn acknowledged_inserts_survive_sigkill() {
     coll.insert_one(doc! { "_id": -1_i64, "n": -1_i64, "payload": "after" })
         .await
         .expect("insert after restart");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_updates_and_deletes_survive_sigkill() {
+    const SEEDED: i32 = 5_000;
+    let mut server = TestServer::start();
+    let client = fast_failing_client(&server).await;
+    let coll = client.database("durable").collection::<Document>("mixed");
+    coll.insert_one(doc! { "_id": "counter", "n": 0 })
+        .await
+        .expect("seed counter");
+    let docs: Vec<Document> = (0..SEEDED).map(|i| doc! { "_id": i, "v": i }).collect();
+    coll.insert_many(docs).await.expect("seed documents");
+
+    // Each round: $inc the counter, then delete document i. Progress counts rounds
+    // whose both writes were acknowledged.
+    let progress = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let progress = Arc::clone(&progress);
+        tokio::spawn(async move {
+            let mut incs = 0_i32;
+            let mut deleted = Vec::new();
+            for i in 0..SEEDED {
+                if let Err(e) = coll
+                    .update_one(doc! { "_id": "counter" }, doc! { "$inc": { "n": 1 } })
+                    .await
+                {
+                    return ((incs, deleted), Some(e.to_string()));
+                }
+                incs += 1;
+                match coll.delete_one(doc! { "_id": i }).await {
+                    Ok(r) => {
+                        assert_eq!(r.deleted_count, 1, "delete of {i}");
+                        deleted.push(i);
+                    }
+                    Err(e) => return ((incs, deleted), Some(e.to_string())),
+                }
+                progress.fetch_add(1, Ordering::SeqCst);
+            }
+            ((incs, deleted), None)
+        })
+    };
+    kill_after_progress(&mut server, &progress).await;
+    let (incs, deleted) = join_writer(writer).await;
+    eprintln!(
+        "{incs} increments and {} deletes acknowledged before SIGKILL",
+        deleted.len()
+    );
+
+    server.restart_same_data();
+    let client = server.client().await;
+    let coll = client.database("durable").collection::<Document>("mixed");
+    let counter = coll
+        .find_one(doc! { "_id": "counter" })
+        .await
+        .expect("find counter")
+        .expect("counter survives");
+    let n = counter.get_i32("n").expect("n is an int32");
+    // Every acknowledged $inc is durable; at most the one in flight may also be.
+    assert!(
+        n >= incs && n <= incs + 1,
+        "counter is {n} after restart, {incs} increments were acknowledged"
+    );
+    for i in &deleted {
+        assert_eq!(
+            coll.find_one(doc! { "_id": *i }).await.expect("find"),
+            None,
+            "document {i} is back although its delete was acknowledged"
+        );
+    }
+    // Documents past the one that may have been in flight were never touched.
+    let first_untouched = deleted.len() as i32 + 1;
+    let remaining = coll
+        .count_documents(doc! { "_id": { "$gte": first_untouched } })
+        .await
+        .expect("count");
+    assert_eq!(remaining, (SEEDED - first_untouched).max(0) as u64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_many_and_update_many_are_all_or_nothing_across_sigkill() {
+    const BATCH: i64 = 200;
+    let mut server = TestServer::start();
+    let client = fast_failing_client(&server).await;
+    let db = client.database("durable");
+    let inserts = db.collection::<Document>("batches");
+    let updates = db.collection::<Document>("generations");
+    let docs: Vec<Document> = (0..500).map(|i| doc! { "_id": i, "gen": 0_i64 }).collect();
+    updates.insert_many(docs).await.expect("seed generations");
+
+    // Each round: one insert_many of BATCH documents tagged with the round, then one
+    // update_many setting `gen` of all 500 documents to the round.
+    let progress = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let progress = Arc::clone(&progress);
+        tokio::spawn(async move {
+            let mut acked_batches = 0_i64;
+            let mut acked_gen = 0_i64;
+            for round in 1..1_000_000_i64 {
+                let docs: Vec<Document> = (0..BATCH)
+                    .map(|j| doc! { "_id": round * 1_000 + j, "round": round })
+                    .collect();
+                if let Err(e) = inserts.insert_many(docs).await {
+                    return ((acked_batches, acked_gen), Some(e.to_string()));
+                }
+                acked_batches = round;
+                match updates
+                    .update_many(doc! {}, doc! { "$set": { "gen": round } })
+                    .await
+                {
+                    Ok(r) => assert_eq!(r.matched_count, 500),
+                    Err(e) => return ((acked_batches, acked_gen), Some(e.to_string())),
+                }
+                acked_gen = round;
+                progress.fetch_add(1, Ordering::SeqCst);
+            }
+            ((acked_batches, acked_gen), None)
+        })
+    };
+    kill_after_progress(&mut server, &progress).await;
+    let (acked_batches, acked_gen) = join_writer(writer).await;
+    eprintln!("{acked_batches} insert_many batches and {acked_gen} update_many acknowledged");
+
+    server.restart_same_data();
+    let client = server.client().await;
+    let db = client.database("durable");
+    let inserts = db.collection::<Document>("batches");
+    let updates = db.collection::<Document>("generations");
+
+    // insert_many: every acknowledged batch complete; the batch in flight (if any)
+    // entirely there or entirely absent; nothing beyond it.
+    for round in 1..=acked_batches + 1 {
+        let n = inserts
+            .count_documents(doc! { "round": round })
+            .await
+            .expect("count batch");
+        if round <= acked_batches {
+            assert_eq!(
+                n, BATCH as u64,
+                "acknowledged batch {round} has {n} documents"
+            );
+        } else {
+            assert!(
+                n == 0 || n == BATCH as u64,
+                "batch {round} was cut by the crash: {n} of {BATCH} documents"
+            );
+        }
+    }
+    let beyond = inserts
+        .count_documents(doc! { "round": { "$gt": acked_batches + 1 } })
+        .await
+        .expect("count");
+    assert_eq!(beyond, 0);
+
+    // update_many: all 500 documents carry the same generation, and it is at least the
+    // last acknowledged one (at most the one in flight).
+    let gens = updates
+        .distinct("gen", doc! {})
+        .await
+        .expect("distinct gen");
+    assert_eq!(
+        gens.len(),
+        1,
+        "update_many was half applied across the crash: generations {gens:?}"
+    );
+    let gen = gens[0].as_i64().expect("gen is an int64");
+    assert!(
+        gen == acked_gen || gen == acked_gen + 1,
+        "generation {gen} after restart, last acknowledged {acked_gen}"
+    );
+    assert_eq!(updates.count_documents(doc! {}).await.unwrap(), 500);
 }
