@@ -7,6 +7,7 @@
 //! (the planner reads [`Pipeline::leading_match`]).
 
 use super::accumulate::{feed, AccumulatorSpec, AccumulatorState};
+pub use super::aggregate_stages::ForeignDocuments;
 use super::error::QueryError;
 use super::expr::Expression;
 use super::filter::Filter;
@@ -48,6 +49,21 @@ pub enum Stage {
     AddFields(Vec<(String, Expression)>),
     /// `$replaceRoot` / `$replaceWith`.
     ReplaceRoot(Expression),
+    /// `$facet`: named sub-pipelines over the same input.
+    Facet(Vec<(String, Pipeline)>),
+    /// `$bucket`.
+    Bucket(Box<super::aggregate_stages::Bucket>),
+    /// `$sample` of this many documents.
+    Sample(u64),
+    /// `$lookup`.
+    Lookup(Box<super::aggregate_stages::Lookup>),
+    /// `$unionWith` a collection, through an optional pipeline.
+    UnionWith {
+        /// The other collection.
+        collection: String,
+        /// Stages applied to its documents first.
+        pipeline: Option<Pipeline>,
+    },
     /// `$unwind`.
     Unwind {
         /// Path without the leading `$`.
@@ -84,13 +100,82 @@ impl Pipeline {
         }
     }
 
-    /// Runs the pipeline over `input`.
+    /// Runs the pipeline over `input`; `$lookup`/`$unionWith` see empty collections.
     pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        self.run_with(input, &ForeignDocuments::new())
+    }
+
+    /// Runs the pipeline with the documents of the collections it reads besides its input
+    /// (those named by [`foreign_collections`](Self::foreign_collections)).
+    pub fn run_with(
+        &self,
+        input: Vec<Document>,
+        foreign: &ForeignDocuments,
+    ) -> Result<Vec<Document>, QueryError> {
         let mut docs = input;
         for stage in &self.stages {
-            docs = run_stage(stage, docs)?;
+            docs = match stage {
+                Stage::Facet(facets) => super::aggregate_stages::run_facet(facets, docs, foreign)?,
+                Stage::Lookup(lookup) => {
+                    super::aggregate_stages::run_lookup(lookup, docs, foreign)?
+                }
+                Stage::UnionWith {
+                    collection,
+                    pipeline,
+                } => {
+                    let others = foreign.get(collection).cloned().unwrap_or_default();
+                    let others = match pipeline {
+                        Some(p) => p.run_with(others, foreign)?,
+                        None => others,
+                    };
+                    docs.extend(others);
+                    docs
+                }
+                other => run_stage(other, docs)?,
+            };
         }
         Ok(docs)
+    }
+
+    /// The other collections `$lookup`, `$unionWith` (also inside `$facet` and
+    /// sub-pipelines) read, each once, in order of appearance.
+    pub fn foreign_collections(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.collect_foreign(&mut names);
+        names
+    }
+
+    fn collect_foreign(&self, names: &mut Vec<String>) {
+        let add = |name: &String, names: &mut Vec<String>| {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        };
+        for stage in &self.stages {
+            match stage {
+                Stage::Lookup(lookup) => {
+                    add(&lookup.from, names);
+                    if let Some(p) = &lookup.pipeline {
+                        p.collect_foreign(names);
+                    }
+                }
+                Stage::UnionWith {
+                    collection,
+                    pipeline,
+                } => {
+                    add(collection, names);
+                    if let Some(p) = pipeline {
+                        p.collect_foreign(names);
+                    }
+                }
+                Stage::Facet(facets) => {
+                    for (_, p) in facets {
+                        p.collect_foreign(names);
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 }
 
@@ -188,10 +273,37 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
             });
             Stage::Sort(SortSpec::parse(&bson::doc! {"count": -1})?)
         }
-        "$lookup" | "$graphLookup" | "$out" | "$merge" | "$facet" | "$geoNear" | "$search"
-        | "$unionWith" | "$bucket" | "$bucketAuto" | "$sample" | "$collStats" | "$indexStats"
-        | "$currentOp" | "$listSessions" | "$redact" | "$setWindowFields" | "$densify"
-        | "$fill" | "$documents" | "$changeStream" => {
+        "$facet" => Stage::Facet(super::aggregate_stages::parse_facet(spec)?),
+        "$bucket" => Stage::Bucket(Box::new(super::aggregate_stages::parse_bucket(spec)?)),
+        "$lookup" => Stage::Lookup(Box::new(super::aggregate_stages::parse_lookup(spec)?)),
+        "$unionWith" => {
+            let (collection, pipeline) = super::aggregate_stages::parse_union_with(spec)?;
+            Stage::UnionWith {
+                collection,
+                pipeline,
+            }
+        }
+        "$sample" => {
+            let size = match spec {
+                Bson::Document(d) => d.get("size"),
+                _ => None,
+            };
+            match size
+                .and_then(Number::from_bson)
+                .and_then(Number::to_exact_i64)
+            {
+                Some(n) if n >= 0 => Stage::Sample(n as u64),
+                _ => {
+                    return Err(QueryError::location(
+                        28747,
+                        "size argument to $sample must be a non-negative number",
+                    ))
+                }
+            }
+        }
+        "$graphLookup" | "$out" | "$merge" | "$geoNear" | "$search" | "$bucketAuto"
+        | "$collStats" | "$indexStats" | "$currentOp" | "$listSessions" | "$redact"
+        | "$setWindowFields" | "$densify" | "$fill" | "$documents" | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"
             )))
@@ -386,6 +498,11 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
                 )),
             })
             .collect::<Result<_, _>>()?,
+        Stage::Bucket(bucket) => super::aggregate_stages::run_bucket(bucket, docs)?,
+        Stage::Sample(size) => super::aggregate_stages::run_sample(*size, docs),
+        Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } => {
+            Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
+        }
         Stage::Unwind { path, index_field, preserve_empty } => {
             let mut out = Vec::new();
             for d in docs {

@@ -8,6 +8,7 @@
 
 pub mod accumulate;
 pub mod aggregate;
+pub mod aggregate_stages;
 pub mod compare;
 pub mod error;
 pub mod expr;
