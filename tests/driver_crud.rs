@@ -1226,3 +1226,425 @@ async fn every_bson_type_round_trips_byte_for_byte() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// indexes, findAndModify, more update operators
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn indexes_create_list_drop_and_unique_violations() {
+    use mongodb::options::IndexOptions;
+    use mongodb::IndexModel;
+
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "crud", "skus").await;
+    coll.insert_many(vec![
+        doc! { "_id": 1, "sku": "a", "qty": 1 },
+        doc! { "_id": 2, "sku": "b", "qty": 1 },
+    ])
+    .await
+    .expect("seed");
+
+    let created = coll
+        .create_index(
+            IndexModel::builder()
+                .keys(doc! { "sku": 1 })
+                .options(IndexOptions::builder().unique(true).build())
+                .build(),
+        )
+        .await
+        .expect("create unique index");
+    assert_eq!(created.index_name, "sku_1");
+    coll.create_index(IndexModel::builder().keys(doc! { "qty": -1 }).build())
+        .await
+        .expect("create index on qty");
+    let mut names = coll.list_index_names().await.expect("list indexes");
+    names.sort();
+    assert_eq!(names, vec!["_id_", "qty_-1", "sku_1"]);
+
+    // A duplicate under the unique index: 11000 naming that index's key.
+    let err = coll
+        .insert_one(doc! { "_id": 3, "sku": "a" })
+        .await
+        .expect_err("duplicate sku must fail");
+    assert_eq!(server_code(&err), Some(11000), "{err:?}");
+    let reply = db
+        .run_command(doc! { "insert": "skus", "documents": [ { "_id": 4, "sku": "b" } ] })
+        .await
+        .expect("insert command");
+    let we = reply
+        .get_array("writeErrors")
+        .ok()
+        .and_then(|e| e.first())
+        .and_then(Bson::as_document)
+        .unwrap_or_else(|| panic!("no write error in {reply}"));
+    assert_eq!(num(we, "code"), 11000.0, "{we}");
+    assert_eq!(we.get_document("keyPattern").ok(), Some(&doc! { "sku": 1 }));
+    assert_eq!(we.get_document("keyValue").ok(), Some(&doc! { "sku": "b" }));
+    // An update that would create a duplicate fails too, and changes nothing.
+    let err = coll
+        .update_one(doc! { "_id": 2 }, doc! { "$set": { "sku": "a" } })
+        .await
+        .expect_err("update to a duplicate sku must fail");
+    assert_eq!(server_code(&err), Some(11000), "{err:?}");
+    assert_eq!(ids(&coll, doc! { "sku": "b" }).await, vec![2]);
+
+    // A unique index cannot be built over existing duplicates.
+    let err = coll
+        .create_index(
+            IndexModel::builder()
+                .keys(doc! { "qty": 1 })
+                .options(IndexOptions::builder().unique(true).build())
+                .build(),
+        )
+        .await
+        .expect_err("unique index over duplicate qty values must fail");
+    assert_eq!(server_code(&err), Some(11000), "{err:?}");
+
+    coll.drop_index("sku_1").await.expect("drop index");
+    let mut names = coll.list_index_names().await.expect("list indexes");
+    names.sort();
+    assert_eq!(names, vec!["_id_", "qty_-1"]);
+    coll.insert_one(doc! { "_id": 5, "sku": "a" })
+        .await
+        .expect("duplicate sku allowed once the unique index is gone");
+
+    // The _id index cannot be dropped (InvalidOptions, 72).
+    let err = coll
+        .drop_index("_id_")
+        .await
+        .expect_err("dropping _id_ must fail");
+    assert_eq!(server_code(&err), Some(72), "{err:?}");
+    // Dropping an index that does not exist is IndexNotFound (27).
+    let err = coll
+        .drop_index("nope_1")
+        .await
+        .expect_err("dropping a missing index must fail");
+    assert_eq!(server_code(&err), Some(27), "{err:?}");
+}
+
+#[tokio::test]
+async fn find_one_and_update_replace_delete() {
+    use mongodb::options::ReturnDocument;
+
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "inventory").await;
+    seed_inventory(&coll).await;
+
+    let before = coll
+        .find_one_and_update(doc! { "_id": 2 }, doc! { "$inc": { "qty": 1 } })
+        .await
+        .expect("find_one_and_update")
+        .expect("matched");
+    assert_eq!(
+        before.get_i32("qty").ok(),
+        Some(50),
+        "default returns the old document"
+    );
+    let after = coll
+        .find_one_and_update(doc! { "_id": 2 }, doc! { "$inc": { "qty": 1 } })
+        .return_document(ReturnDocument::After)
+        .projection(doc! { "qty": 1 })
+        .await
+        .expect("find_one_and_update after")
+        .expect("matched");
+    assert_eq!(after, doc! { "_id": 2, "qty": 52 });
+
+    // With a sort, the first document in that order is the one modified.
+    let lowest = coll
+        .find_one_and_update(doc! {}, doc! { "$set": { "picked": true } })
+        .sort(doc! { "qty": 1 })
+        .return_document(ReturnDocument::After)
+        .await
+        .expect("sorted find_one_and_update")
+        .expect("matched");
+    assert_eq!(lowest.get_i32("_id").ok(), Some(1));
+
+    let none = coll
+        .find_one_and_update(doc! { "_id": 99 }, doc! { "$set": { "x": 1 } })
+        .await
+        .expect("no match");
+    assert_eq!(none, None);
+    let upserted = coll
+        .find_one_and_update(doc! { "_id": 99 }, doc! { "$set": { "x": 1 } })
+        .upsert(true)
+        .return_document(ReturnDocument::After)
+        .await
+        .expect("upsert")
+        .expect("upsert returns the new document");
+    assert_eq!(upserted, doc! { "_id": 99, "x": 1 });
+
+    let replaced = coll
+        .find_one_and_replace(doc! { "_id": 99 }, doc! { "y": 2 })
+        .return_document(ReturnDocument::After)
+        .await
+        .expect("find_one_and_replace")
+        .expect("matched");
+    assert_eq!(replaced, doc! { "_id": 99, "y": 2 });
+
+    let deleted = coll
+        .find_one_and_delete(doc! { "status": "D" })
+        .sort(doc! { "qty": -1 })
+        .await
+        .expect("find_one_and_delete")
+        .expect("matched");
+    assert_eq!(deleted.get_i32("_id").ok(), Some(3));
+    assert_eq!(coll.find_one(doc! { "_id": 3 }).await.unwrap(), None);
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 5);
+}
+
+#[tokio::test]
+async fn array_and_arithmetic_update_operators() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "ops").await;
+    coll.insert_one(
+        doc! { "_id": 1, "tags": ["a", "b"], "n": 10, "price": 2.5, "old": "x", "lo": 5, "hi": 5 },
+    )
+    .await
+    .expect("seed");
+
+    let r = coll
+        .update_one(
+            doc! { "_id": 1 },
+            doc! {
+                "$push": { "tags": { "$each": ["c", "d"] } },
+                "$mul": { "price": 4 },
+                "$rename": { "old": "new" },
+                "$min": { "lo": 3 },
+                "$max": { "hi": 9 },
+            },
+        )
+        .await
+        .expect("update");
+    assert_eq!(r.modified_count, 1);
+    let d = coll.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+    assert_eq!(
+        d,
+        doc! { "_id": 1, "tags": ["a", "b", "c", "d"], "n": 10, "price": 10.0, "lo": 3, "hi": 9, "new": "x" }
+    );
+
+    let err = coll
+        .update_one(
+            doc! { "_id": 1 },
+            doc! { "$addToSet": { "tags": "a" }, "$pull": { "tags": "b" }, "$pop": { "tags": 1 } },
+        )
+        .await
+        .expect_err("conflicting updates to the same path must fail");
+    assert_eq!(
+        server_code(&err),
+        Some(40),
+        "ConflictingUpdateOperators: {err:?}"
+    );
+    coll.update_one(
+        doc! { "_id": 1 },
+        doc! { "$addToSet": { "tags": { "$each": ["a", "e"] } } },
+    )
+    .await
+    .expect("$addToSet");
+    coll.update_one(doc! { "_id": 1 }, doc! { "$pull": { "tags": "b" } })
+        .await
+        .expect("$pull");
+    coll.update_one(doc! { "_id": 1 }, doc! { "$pop": { "tags": -1 } })
+        .await
+        .expect("$pop");
+    // Positional $: the first array element matched by the filter.
+    coll.update_one(
+        doc! { "_id": 1, "tags": "d" },
+        doc! { "$set": { "tags.$": "D" } },
+    )
+    .await
+    .expect("positional $set");
+    let d = coll.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+    assert_eq!(
+        d.get_array("tags").unwrap(),
+        &vec![Bson::from("c"), Bson::from("D"), Bson::from("e")]
+    );
+
+    // $setOnInsert applies only when the upsert inserts.
+    coll.update_one(
+        doc! { "_id": 2 },
+        doc! { "$set": { "a": 1 }, "$setOnInsert": { "created": true } },
+    )
+    .upsert(true)
+    .await
+    .expect("upsert insert");
+    coll.update_one(
+        doc! { "_id": 1 },
+        doc! { "$set": { "a": 1 }, "$setOnInsert": { "created": true } },
+    )
+    .upsert(true)
+    .await
+    .expect("upsert update");
+    assert_eq!(ids(&coll, doc! { "created": true }).await, vec![2]);
+
+    // $inc on a string is an error (TypeMismatch, 14) and changes nothing.
+    let err = coll
+        .update_one(doc! { "_id": 1 }, doc! { "$inc": { "new": 1 } })
+        .await
+        .expect_err("$inc on a string must fail");
+    assert_eq!(server_code(&err), Some(14), "{err:?}");
+    let d = coll.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+    assert_eq!(d.get_str("new").ok(), Some("x"));
+
+    // The _id of a document cannot be changed (ImmutableField, 66).
+    let err = coll
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "_id": 5 } })
+        .await
+        .expect_err("changing _id must fail");
+    assert_eq!(server_code(&err), Some(66), "{err:?}");
+}
+
+// ---------------------------------------------------------------------------
+// cross-type comparison and sort order
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn comparison_and_sort_follow_bson_type_order() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "mixed").await;
+    coll.insert_many(vec![
+        doc! { "_id": 1, "a": 10 },
+        doc! { "_id": 2, "a": "20" },
+        doc! { "_id": 3, "a": Bson::Null },
+        doc! { "_id": 4 },
+        doc! { "_id": 5, "a": [1, 7] },
+        doc! { "_id": 6, "a": { "x": 1 } },
+        doc! { "_id": 7, "a": true },
+        doc! { "_id": 8, "a": 5.5 },
+    ])
+    .await
+    .expect("seed");
+
+    // Range operators stay within one type bracket; an array matches by element.
+    assert_eq!(ids(&coll, doc! { "a": { "$gt": 5 } }).await, vec![1, 5, 8]);
+    assert_eq!(ids(&coll, doc! { "a": { "$lt": "3" } }).await, vec![2]);
+    // null matches null and missing.
+    assert_eq!(ids(&coll, doc! { "a": Bson::Null }).await, vec![3, 4]);
+    assert_eq!(
+        ids(&coll, doc! { "a": { "$ne": Bson::Null } }).await,
+        vec![1, 2, 5, 6, 7, 8]
+    );
+    assert_eq!(
+        ids(&coll, doc! { "a": { "$in": [7, "20"] } }).await,
+        vec![2, 5]
+    );
+
+    let order = |sort: Document| {
+        let coll = coll.clone();
+        async move {
+            collect(coll.find(doc! {}).sort(sort).await.expect("find"))
+                .await
+                .iter()
+                .map(|d| d.get_i32("_id").expect("_id"))
+                .collect::<Vec<i32>>()
+        }
+    };
+    // Ascending: null/missing, numbers (an array by its smallest element), strings,
+    // objects, booleans.
+    assert_eq!(
+        order(doc! { "a": 1, "_id": 1 }).await,
+        vec![3, 4, 5, 8, 1, 2, 6, 7]
+    );
+    // Descending: an array by its largest element.
+    assert_eq!(
+        order(doc! { "a": -1, "_id": 1 }).await,
+        vec![7, 6, 2, 1, 5, 8, 3, 4]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// batching limits, names and _id validation
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn large_results_are_split_into_batches_under_16_mib() {
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "crud", "large").await;
+    let blob = "z".repeat(1024 * 1024);
+    for i in 0..20 {
+        coll.insert_one(doc! { "_id": i, "blob": blob.as_str() })
+            .await
+            .expect("insert 1 MiB document");
+    }
+    let all = collect(
+        coll.find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .await
+            .expect("find"),
+    )
+    .await;
+    assert_eq!(all.len(), 20);
+    for (i, d) in all.iter().enumerate() {
+        assert_eq!(d.get_i32("_id").ok(), Some(i as i32));
+        assert_eq!(d.get_str("blob").map(str::len).ok(), Some(blob.len()));
+    }
+
+    // 20 MiB cannot come back in one reply: the first batch stops below 16 MiB.
+    let first = db
+        .run_command(doc! { "find": "large", "filter": {}, "projection": { "_id": 1, "blob": 1 } })
+        .await
+        .expect("find command");
+    let cur = first.get_document("cursor").expect("cursor");
+    let n = cur.get_array("firstBatch").expect("firstBatch").len();
+    assert!(
+        n > 0 && n < 20,
+        "first batch holds {n} of 20 one-MiB documents"
+    );
+    assert_ne!(cur.get_i64("id").ok(), Some(0), "cursor must stay open");
+    assert!(first.to_vec().expect("encode").len() <= 16 * 1024 * 1024 + 16 * 1024);
+
+    // limit and batchSize together: exactly `limit` documents, in batches.
+    let limited = collect(
+        coll.find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .projection(doc! { "_id": 1 })
+            .limit(10)
+            .batch_size(3)
+            .await
+            .expect("find"),
+    )
+    .await;
+    assert_eq!(
+        limited,
+        (0..10).map(|i| doc! { "_id": i }).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn invalid_namespaces_and_ids_are_rejected() {
+    let server = TestServer::start();
+    let client = server.client().await;
+
+    // InvalidNamespace (73): an empty collection name, a database name with a dot,
+    // a collection name with '$'.
+    for (db, coll) in [("crud", ""), ("bad.db", "c"), ("crud", "a$b")] {
+        let err = client
+            .database(db)
+            .collection::<Document>(coll)
+            .insert_one(doc! { "x": 1 })
+            .await
+            .expect_err("insert into an invalid namespace must fail");
+        assert_eq!(server_code(&err), Some(73), "{db}.{coll}: {err:?}");
+    }
+    let dbs = client.list_database_names().await.expect("list databases");
+    assert!(!dbs.contains(&"bad.db".to_string()), "{dbs:?}");
+
+    // _id may be any type but an array, a regex or undefined.
+    let coll = client.database("crud").collection::<Document>("badids");
+    let regex = mongodb::bson::Regex {
+        pattern: "a".try_into().expect("cstring"),
+        options: "".try_into().expect("cstring"),
+    };
+    for bad in [
+        Bson::Array(vec![Bson::Int32(1)]),
+        Bson::RegularExpression(regex),
+        Bson::Undefined,
+    ] {
+        let err = coll
+            .insert_one(doc! { "_id": bad.clone() })
+            .await
+            .expect_err("invalid _id must be rejected");
+        assert!(server_code(&err).is_some(), "_id {bad:?}: {err:?}");
+    }
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
+}
