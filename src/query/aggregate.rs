@@ -219,7 +219,7 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
                     "$project specification must have at least one field",
                 ));
             }
-            Stage::Project(Projection::parse(d)?)
+            Stage::Project(Projection::parse_aggregation(d)?)
         }
         "$unset" => {
             let fields: Vec<String> = match spec {

@@ -52,27 +52,57 @@ pub struct Projection {
 }
 
 impl Projection {
-    /// Parses a projection document.
+    /// Parses a `find` projection (with `$slice`, `$elemMatch` and positional `a.$`).
     pub fn parse(spec: &Document) -> Result<Projection, QueryError> {
+        Self::parse_with(spec, true)
+    }
+
+    /// Parses an aggregation `$project` specification: no find-only features (`$slice` is
+    /// the expression), and an empty specification is an error.
+    pub fn parse_aggregation(spec: &Document) -> Result<Projection, QueryError> {
+        if spec.is_empty() {
+            return Err(QueryError::location(
+                51272,
+                "projection specification must have at least one field",
+            ));
+        }
+        Self::parse_with(spec, false)
+    }
+
+    fn parse_with(spec: &Document, find_features: bool) -> Result<Projection, QueryError> {
         let mut builder = Builder {
             mode: None,
             fields: Vec::new(),
             include_id: true,
             id_explicitly_included: false,
+            find_features,
+            has_find_slice: false,
+            has_elem_match: false,
+            has_positional: false,
         };
         for (path, value) in spec {
             builder.add(path, value)?;
         }
-        let empty = spec.is_empty();
-        Ok(Projection {
-            mode: builder.mode.unwrap_or(if builder.id_explicitly_included {
+        // MongoDB's rules for projections that name no plain field (computeProjectionType).
+        let mode = match builder.mode {
+            Some(mode) => mode,
+            None if builder.has_find_slice => {
+                if builder.id_explicitly_included {
+                    ProjectionMode::Inclusion
+                } else {
+                    ProjectionMode::Exclusion
+                }
+            }
+            None if builder.has_elem_match || builder.id_explicitly_included => {
                 ProjectionMode::Inclusion
-            } else {
-                ProjectionMode::Exclusion
-            }),
+            }
+            None => ProjectionMode::Exclusion,
+        };
+        Ok(Projection {
+            mode,
             fields: builder.fields,
             include_id: builder.include_id,
-            empty,
+            empty: spec.is_empty(),
         })
     }
 
@@ -155,6 +185,10 @@ struct Builder {
     fields: Vec<(String, Action)>,
     include_id: bool,
     id_explicitly_included: bool,
+    find_features: bool,
+    has_find_slice: bool,
+    has_elem_match: bool,
+    has_positional: bool,
 }
 
 impl Builder {
@@ -191,41 +225,40 @@ impl Builder {
                 format!("FieldPath field names may not start with '$'. ({path})"),
             ));
         }
+        let positional = path.ends_with(".$");
+        if positional && !self.find_features {
+            return Err(QueryError::location(
+                31324,
+                "Cannot use positional projection in aggregation projection",
+            ));
+        }
+        if path.contains(".$.") {
+            return Err(QueryError::location(
+                31394,
+                "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.",
+            ));
+        }
         let action = match value {
-            Bson::Document(d) if d.contains_key("$slice") && d.len() == 1 => {
-                parse_slice(d.get("$slice").unwrap_or(&Bson::Null))?
-            }
-            Bson::Document(d) if d.contains_key("$elemMatch") && d.len() == 1 => {
-                if path.contains('.') {
-                    return Err(QueryError::location(
-                        31275,
-                        "Cannot use $elemMatch projection on a nested field.",
-                    ));
-                }
-                self.set_mode(path, ProjectionMode::Inclusion)?;
-                let inner = d.get("$elemMatch").unwrap_or(&Bson::Null);
-                Action::ElemMatch(super::filter::parse_elem_match(inner, 0)?)
-            }
-            Bson::Document(d) if d.contains_key("$meta") => {
-                return Err(QueryError::not_supported(
-                    "$meta projection is not supported by docgate",
+            Bson::Document(_) if positional => {
+                return Err(QueryError::location(
+                    31271,
+                    "positional projection cannot be used with an expression or sub object",
                 ))
             }
-            Bson::Document(d) if is_operator_document(d) => {
-                self.set_mode(path, ProjectionMode::Inclusion)?;
-                Action::Computed(Expression::parse(value)?)
+            Bson::Document(d) if d.is_empty() => {
+                return Err(QueryError::location(
+                    51270,
+                    format!("Invalid empty sub-projection: {path}"),
+                ))
             }
-            Bson::Document(d) if !d.is_empty() => {
+            Bson::Document(d) if d.len() == 1 && is_operator_document(d) => {
+                self.parse_operator_value(path, d, value)?
+            }
+            Bson::Document(d) => {
                 for (sub, v) in d {
                     self.add(&format!("{path}.{sub}"), v)?;
                 }
                 return Ok(());
-            }
-            Bson::Document(_) => {
-                return Err(QueryError::location(
-                    51270,
-                    "An empty sub-projection is not a valid value. Found empty object at path",
-                ))
             }
             Bson::Boolean(_)
             | Bson::Int32(_)
@@ -234,7 +267,7 @@ impl Builder {
             | Bson::Decimal128(_) => {
                 let include = truthy(value);
                 if path == "_id" {
-                    // `_id` never decides the mode while other fields do.
+                    // A top-level `_id` flag never decides the mode while other fields do.
                     self.include_id = include;
                     self.id_explicitly_included = include;
                     return Ok(());
@@ -242,29 +275,49 @@ impl Builder {
                 if include {
                     self.set_mode(path, ProjectionMode::Inclusion)?;
                     Action::Include
+                } else if positional {
+                    return Err(QueryError::location(
+                        31395,
+                        "positional projection cannot be used with exclusion",
+                    ));
                 } else {
                     self.set_mode(path, ProjectionMode::Exclusion)?;
                     Action::Exclude
                 }
             }
+            other if positional => {
+                return Err(QueryError::location(
+                    31308,
+                    format!("positional projection cannot be used with a literal: {other}"),
+                ))
+            }
             other => {
-                self.set_mode(path, ProjectionMode::Inclusion)?;
+                if self.mode == Some(ProjectionMode::Exclusion) {
+                    return Err(QueryError::location(
+                        31310,
+                        format!(
+                            "Cannot use an expression {path}: {other} in an exclusion projection"
+                        ),
+                    ));
+                }
+                self.mode = Some(ProjectionMode::Inclusion);
                 Action::Computed(Expression::parse(other)?)
             }
         };
-        if path.contains(".$.") || path.starts_with("$.") {
-            return Err(QueryError::location(
-                31394,
-                "As of 4.4, it's illegal to specify positional operator in the middle of a path.Positional projection may only be used at the end, for example: a.b.$. If the query previously used a form like a.b.$.d, remove the parts following the '$' and the results will be equivalent.",
-            ));
-        }
         if let Some(array_path) = path.strip_suffix(".$") {
-            if !matches!(action, Action::Include) {
+            if self.has_positional {
                 return Err(QueryError::location(
-                    31395,
-                    "positional projection cannot be used with exclusion",
+                    31276,
+                    "Cannot specify more than one positional projection per query.",
                 ));
             }
+            if self.has_elem_match {
+                return Err(QueryError::location(
+                    31256,
+                    "Cannot specify positional operator and $elemMatch.",
+                ));
+            }
+            self.has_positional = true;
             let parts: Vec<&str> = array_path.split('.').collect();
             return insert(&mut self.fields, &parts, Action::Positional, path);
         }
@@ -273,6 +326,75 @@ impl Builder {
         }
         let parts: Vec<&str> = path.split('.').collect();
         insert(&mut self.fields, &parts, action, path)
+    }
+
+    /// `{field: {$op: …}}`: find's `$slice` and `$elemMatch`, or an aggregation expression.
+    fn parse_operator_value(
+        &mut self,
+        path: &str,
+        d: &Document,
+        value: &Bson,
+    ) -> Result<Action, QueryError> {
+        let name = d.keys().next().map(String::as_str).unwrap_or("");
+        let argument = d.get(name).unwrap_or(&Bson::Null);
+        if self.find_features && name == "$slice" {
+            if let Ok(slice) = parse_slice(argument) {
+                self.has_find_slice = true;
+                return Ok(slice);
+            }
+        }
+        if name == "$elemMatch" {
+            if !self.find_features {
+                return Err(QueryError::invalid_pipeline_operator(
+                    "Cannot use $elemMatch in this context",
+                ));
+            }
+            if !matches!(argument, Bson::Document(_)) {
+                return Err(QueryError::location(
+                    31274,
+                    format!(
+                        "elemMatch: Invalid argument, object required, but got {}",
+                        super::expr_ops::type_name(Some(argument))
+                    ),
+                ));
+            }
+            if self.has_positional {
+                return Err(QueryError::location(
+                    31255,
+                    "Cannot specify positional operator and $elemMatch.",
+                ));
+            }
+            if path.contains('.') {
+                return Err(QueryError::location(
+                    31275,
+                    "Cannot use $elemMatch projection on a nested field.",
+                ));
+            }
+            self.has_elem_match = true;
+            return Ok(Action::ElemMatch(super::filter::parse_elem_match(
+                argument, 0,
+            )?));
+        }
+        if name == "$meta" {
+            return Err(QueryError::not_supported(
+                "$meta projection is not supported by docgate",
+            ));
+        }
+        if self.mode == Some(ProjectionMode::Exclusion) {
+            return Err(QueryError::location(
+                31252,
+                "Cannot use expression other than $meta in exclusion projection",
+            ));
+        }
+        let expression = Expression::parse(value).map_err(|e| {
+            if e.code == 168 && self.find_features {
+                QueryError::location(31325, format!("Unknown expression {name}"))
+            } else {
+                e
+            }
+        })?;
+        self.mode = Some(ProjectionMode::Inclusion);
+        Ok(Action::Computed(expression))
     }
 }
 
@@ -487,6 +609,13 @@ fn exclude(source: &Document, fields: &[(String, Action)]) -> Document {
                 };
                 out.insert(name.clone(), v);
             }
+            Some(Action::ElemMatch(elem)) => {
+                if let Bson::Array(items) = value {
+                    if let Some(first) = items.iter().find(|item| element_matches(elem, item)) {
+                        out.insert(name.clone(), Bson::Array(vec![first.clone()]));
+                    }
+                }
+            }
             _ => {
                 out.insert(name.clone(), value.clone());
             }
@@ -610,6 +739,73 @@ mod tests {
         assert_eq!(
             Projection::parse(&doc! {"a.$.b": 1}).unwrap_err().code,
             31394
+        );
+    }
+
+    /// MongoDB's classification rules (projection_parser.cpp).
+    #[test]
+    fn classification_rules() {
+        let d = doc! {"_id": 1, "a": [1, 2, 3], "b": [{"x": 1}, {"x": 2}], "c": 3};
+        // $slice alone: exclusion; with _id: 1, inclusion.
+        assert_eq!(
+            project(doc! {"a": {"$slice": 1}}, d.clone()),
+            doc! {"_id": 1, "a": [1], "b": [{"x": 1}, {"x": 2}], "c": 3}
+        );
+        assert_eq!(
+            project(doc! {"_id": 1, "a": {"$slice": 1}}, d.clone()),
+            doc! {"_id": 1, "a": [1]}
+        );
+        // $elemMatch alone: inclusion; with an exclusion it stays an exclusion.
+        assert_eq!(
+            project(doc! {"b": {"$elemMatch": {"x": 2}}}, d.clone()),
+            doc! {"_id": 1, "b": [{"x": 2}]}
+        );
+        assert_eq!(
+            project(doc! {"c": 0, "b": {"$elemMatch": {"x": 2}}}, d.clone()),
+            doc! {"_id": 1, "a": [1, 2, 3], "b": [{"x": 2}]}
+        );
+        // Literals are computed fields; expressions in exclusions are refused.
+        assert_eq!(
+            project(doc! {"n": null, "s": "lit", "_id": 0}, d.clone()),
+            doc! {"n": null, "s": "lit"}
+        );
+        assert_eq!(
+            Projection::parse(&doc! {"c": 0, "n": {"$literal": 1}})
+                .unwrap_err()
+                .code,
+            31252
+        );
+        assert_eq!(
+            Projection::parse(&doc! {"c": 0, "n": "x"})
+                .unwrap_err()
+                .code,
+            31310
+        );
+        assert_eq!(
+            Projection::parse(&doc! {"n": {"$nosuch": 1}})
+                .unwrap_err()
+                .code,
+            31325
+        );
+        assert_eq!(Projection::parse(&doc! {"n": {}}).unwrap_err().code, 51270);
+        // Aggregation: $slice is the expression, $elemMatch and positional are refused.
+        let p = Projection::parse_aggregation(&doc! {"a": {"$slice": ["$a", 2]}}).unwrap();
+        assert_eq!(p.apply(&d).unwrap(), doc! {"_id": 1, "a": [1, 2]});
+        assert_eq!(
+            Projection::parse_aggregation(&doc! {"b": {"$elemMatch": {"x": 1}}})
+                .unwrap_err()
+                .code,
+            168
+        );
+        assert_eq!(
+            Projection::parse_aggregation(&doc! {"b.$": 1})
+                .unwrap_err()
+                .code,
+            31324
+        );
+        assert_eq!(
+            Projection::parse_aggregation(&doc! {}).unwrap_err().code,
+            51272
         );
     }
 }
