@@ -24,6 +24,7 @@ pub mod number;
 pub mod path;
 pub mod positional;
 pub mod projection;
+mod projection_apply;
 pub mod regex_match;
 #[cfg(test)]
 mod robustness_tests;
