@@ -566,6 +566,9 @@ fn add_fields(fields: &[(String, Expression)], doc: Document) -> Result<Document
     Ok(out)
 }
 
+/// Sets (or, for a missing value, removes) a dotted path the way `$addFields` does: through
+/// arrays the rest of the path is applied to every element, and a scalar in the way is
+/// replaced by a new document.
 fn set_dotted(doc: &mut Document, path: &str, value: Option<Bson>) {
     match path.split_once('.') {
         None => match value {
@@ -581,14 +584,32 @@ fn set_dotted(doc: &mut Document, path: &str, value: Option<Bson>) {
             }
         },
         Some((head, rest)) => {
-            if !matches!(doc.get(head), Some(Bson::Document(_))) {
+            if !doc.contains_key(head) {
                 if value.is_none() {
                     return;
                 }
                 doc.insert(head, Document::new());
             }
-            if let Some(Bson::Document(sub)) = doc.get_mut(head) {
-                set_dotted(sub, rest, value);
+            if let Some(existing) = doc.get_mut(head) {
+                set_dotted_in_value(existing, rest, value);
+            }
+        }
+    }
+}
+
+fn set_dotted_in_value(target: &mut Bson, path: &str, value: Option<Bson>) {
+    match target {
+        Bson::Document(sub) => set_dotted(sub, path, value),
+        Bson::Array(items) => {
+            for item in items.iter_mut() {
+                set_dotted_in_value(item, path, value.clone());
+            }
+        }
+        other => {
+            if value.is_some() {
+                let mut fresh = Document::new();
+                set_dotted(&mut fresh, path, value);
+                *other = Bson::Document(fresh);
             }
         }
     }
@@ -718,6 +739,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, vec![doc! {"b": 2}]);
+        let out = run(
+            vec![doc! {"$set": {"arr.n": 1}}],
+            vec![doc! {"_id": 1, "arr": [{"m": 0}, 5, [{"m": 1}]]}],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![doc! {"_id": 1, "arr": [{"m": 0, "n": 1}, {"n": 1}, [{"m": 1, "n": 1}]]}]
+        );
         let out = run(vec![doc! {"$unset": ["a", "xs"]}], input.clone()).unwrap();
         assert_eq!(out, vec![doc! {"_id": 1}]);
         let out = run(
