@@ -1447,17 +1447,10 @@ async fn array_and_arithmetic_update_operators() {
     coll.update_one(doc! { "_id": 1 }, doc! { "$pop": { "tags": -1 } })
         .await
         .expect("$pop");
-    // Positional $: the first array element matched by the filter.
-    coll.update_one(
-        doc! { "_id": 1, "tags": "d" },
-        doc! { "$set": { "tags.$": "D" } },
-    )
-    .await
-    .expect("positional $set");
     let d = coll.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
     assert_eq!(
         d.get_array("tags").unwrap(),
-        &vec![Bson::from("c"), Bson::from("D"), Bson::from("e")]
+        &vec![Bson::from("c"), Bson::from("d"), Bson::from("e")]
     );
 
     // $setOnInsert applies only when the upsert inserts.
@@ -1647,4 +1640,46 @@ async fn invalid_namespaces_and_ids_are_rejected() {
         assert!(server_code(&err).is_some(), "_id {bad:?}: {err:?}");
     }
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn positional_update_sets_the_matched_array_element() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "positional").await;
+    coll.insert_many(vec![
+        doc! { "_id": 1, "tags": ["c", "d", "e"] },
+        doc! { "_id": 2, "grades": [ { "g": 80, "ok": false }, { "g": 95, "ok": false } ] },
+    ])
+    .await
+    .expect("seed");
+
+    // `tags.$` is the first element of `tags` that the filter matched.
+    coll.update_one(
+        doc! { "_id": 1, "tags": "d" },
+        doc! { "$set": { "tags.$": "D" } },
+    )
+    .await
+    .expect("positional $set");
+    let d = coll.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+    assert_eq!(d, doc! { "_id": 1, "tags": ["c", "D", "e"] });
+
+    // With a range condition and a nested field of the matched element.
+    coll.update_one(
+        doc! { "grades.g": { "$gt": 90 } },
+        doc! { "$set": { "grades.$.ok": true } },
+    )
+    .await
+    .expect("positional $set of a nested field");
+    let d = coll.find_one(doc! { "_id": 2 }).await.unwrap().unwrap();
+    assert_eq!(
+        d,
+        doc! { "_id": 2, "grades": [ { "g": 80, "ok": false }, { "g": 95, "ok": true } ] }
+    );
+
+    // Without a condition on the array, `$` has nothing to refer to (BadValue, 2).
+    let err = coll
+        .update_one(doc! { "_id": 1 }, doc! { "$set": { "tags.$": "Z" } })
+        .await
+        .expect_err("positional $ without an array condition must fail");
+    assert_eq!(server_code(&err), Some(2), "{err:?}");
 }
