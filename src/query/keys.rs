@@ -71,6 +71,31 @@ fn encode_body(v: &Bson, out: &mut Vec<u8>) {
     }
 }
 
+/// The keys a (multikey) index on `path` holds for `doc`, sorted and without duplicates:
+/// one per value at the path with arrays expanded (through arrays of documents too), null
+/// when the path is missing, undefined for an empty array — the values a query on the path
+/// can match, so an index lookup by [`encode_key`] of an equality operand finds the document.
+pub fn index_keys(doc: &Document, path: &str) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for candidate in super::path::candidates(doc, path) {
+        match candidate.value {
+            None => keys.push(encode_key(&Bson::Null)),
+            Some(Bson::Array(items)) if !candidate.from_leaf_array => {
+                if items.is_empty() {
+                    keys.push(encode_key(&Bson::Undefined));
+                }
+            }
+            Some(v) => keys.push(encode_key(v)),
+        }
+    }
+    if keys.is_empty() {
+        keys.push(encode_key(&Bson::Null));
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 fn encode_document(d: &Document, out: &mut Vec<u8>) {
     for (name, value) in d {
         out.push(type_rank(value));
@@ -219,6 +244,22 @@ mod tests {
         assert!(encode_key(&dec("0.1")) < encode_key(&Bson::Double(0.1)));
         assert!(encode_key(&dec("1E+400")) < encode_key(&Bson::Double(f64::INFINITY)));
         assert!(encode_key(&dec("-1E+400")) > encode_key(&Bson::Double(f64::NEG_INFINITY)));
+    }
+
+    #[test]
+    fn multikey_index_keys() {
+        let d = bson::doc! {"a": [{"b": 1}, {"b": [2, 1.0]}, {"c": 3}], "e": []};
+        let keys = index_keys(&d, "a.b");
+        assert_eq!(
+            keys,
+            vec![
+                encode_key(&Bson::Null),
+                encode_key(&Bson::Int32(1)),
+                encode_key(&Bson::Int32(2))
+            ]
+        );
+        assert_eq!(index_keys(&d, "e"), vec![encode_key(&Bson::Undefined)]);
+        assert_eq!(index_keys(&d, "zz"), vec![encode_key(&Bson::Null)]);
     }
 
     #[test]
