@@ -35,6 +35,12 @@ pub enum AccumulatorKind {
     AddToSet,
     /// `$count` (sums 1 per document)
     Count,
+    /// `$stdDevPop`
+    StdDevPop,
+    /// `$stdDevSamp`
+    StdDevSamp,
+    /// `$mergeObjects`
+    MergeObjects,
 }
 
 /// One `name: {$acc: <expr>}` entry of a `$group`.
@@ -78,6 +84,9 @@ impl AccumulatorSpec {
             "$last" => AccumulatorKind::Last,
             "$push" => AccumulatorKind::Push,
             "$addToSet" => AccumulatorKind::AddToSet,
+            "$stdDevPop" => AccumulatorKind::StdDevPop,
+            "$stdDevSamp" => AccumulatorKind::StdDevSamp,
+            "$mergeObjects" => AccumulatorKind::MergeObjects,
             "$count" => {
                 if !matches!(arg, Bson::Document(a) if a.is_empty()) {
                     return Err(QueryError::location(
@@ -121,6 +130,9 @@ pub struct AccumulatorState {
     value: Option<Bson>,
     seen_any: bool,
     items: Vec<Bson>,
+    /// Welford's running mean and sum of squared deviations, for the standard deviations.
+    mean: f64,
+    squares: f64,
 }
 
 impl AccumulatorState {
@@ -133,6 +145,8 @@ impl AccumulatorState {
             value: None,
             seen_any: false,
             items: Vec::new(),
+            mean: 0.0,
+            squares: 0.0,
         }
     }
 
@@ -184,6 +198,30 @@ impl AccumulatorState {
                     }
                 }
             }
+            AccumulatorKind::StdDevPop | AccumulatorKind::StdDevSamp => {
+                if let Some(x) = value
+                    .as_ref()
+                    .and_then(Number::from_bson)
+                    .map(Number::to_f64)
+                {
+                    self.count += 1;
+                    let delta = x - self.mean;
+                    self.mean += delta / self.count as f64;
+                    self.squares += delta * (x - self.mean);
+                }
+            }
+            AccumulatorKind::MergeObjects => {
+                if let Some(Bson::Document(d)) = value {
+                    let mut merged = match self.value.take() {
+                        Some(Bson::Document(current)) => current,
+                        _ => Document::new(),
+                    };
+                    for (k, v) in d {
+                        merged.insert(k, v);
+                    }
+                    self.value = Some(Bson::Document(merged));
+                }
+            }
         }
         self.seen_any = true;
     }
@@ -196,6 +234,16 @@ impl AccumulatorState {
             AccumulatorKind::Min | AccumulatorKind::Max => self.value.unwrap_or(Bson::Null),
             AccumulatorKind::First | AccumulatorKind::Last => self.value.unwrap_or(Bson::Null),
             AccumulatorKind::Push | AccumulatorKind::AddToSet => Bson::Array(self.items),
+            AccumulatorKind::StdDevPop if self.count > 0 => {
+                Bson::Double((self.squares / self.count as f64).sqrt())
+            }
+            AccumulatorKind::StdDevSamp if self.count > 1 => {
+                Bson::Double((self.squares / (self.count - 1) as f64).sqrt())
+            }
+            AccumulatorKind::StdDevPop | AccumulatorKind::StdDevSamp => Bson::Null,
+            AccumulatorKind::MergeObjects => self
+                .value
+                .unwrap_or_else(|| Bson::Document(Document::new())),
         }
     }
 }
@@ -275,5 +323,15 @@ mod tests {
         s.add(Some(Bson::Double(1.0)));
         s.add(None);
         assert_eq!(s.finish(), Bson::Array(vec![Bson::Int32(1)]));
+        let mut s = AccumulatorState::new(AccumulatorKind::StdDevPop);
+        for v in [2, 4, 4, 4, 5, 5, 7, 9] {
+            s.add(Some(Bson::Int32(v)));
+        }
+        assert_eq!(s.finish(), Bson::Double(2.0));
+        let mut s = AccumulatorState::new(AccumulatorKind::MergeObjects);
+        s.add(Some(Bson::Document(bson::doc! {"a": 1, "b": 1})));
+        s.add(None);
+        s.add(Some(Bson::Document(bson::doc! {"b": 2})));
+        assert_eq!(s.finish(), Bson::Document(bson::doc! {"a": 1, "b": 2}));
     }
 }
