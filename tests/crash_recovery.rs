@@ -308,3 +308,62 @@ async fn insert_many_and_update_many_are_all_or_nothing_across_sigkill() {
     );
     assert_eq!(updates.count_documents(doc! {}).await.unwrap(), 500);
 }
+
+#[tokio::test]
+async fn catalog_changes_survive_sigkill() {
+    let mut server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("durable_catalog");
+    db.create_collection("empty").await.expect("create empty");
+    db.create_collection("doomed").await.expect("create doomed");
+    db.collection::<Document>("before")
+        .insert_many(vec![doc! { "_id": 1 }, doc! { "_id": 2 }])
+        .await
+        .expect("insert");
+    client
+        .database("admin")
+        .run_command(doc! {
+            "renameCollection": "durable_catalog.before",
+            "to": "durable_catalog.after",
+        })
+        .await
+        .expect("rename");
+    db.collection::<Document>("doomed")
+        .drop()
+        .await
+        .expect("drop doomed");
+    client
+        .database("durable_gone")
+        .collection::<Document>("c")
+        .insert_one(doc! { "x": 1 })
+        .await
+        .expect("insert into durable_gone");
+    client
+        .database("durable_gone")
+        .drop()
+        .await
+        .expect("drop database");
+
+    server.restart_same_data();
+    let client = server.client().await;
+    let db = client.database("durable_catalog");
+    let mut names = db.list_collection_names().await.expect("list collections");
+    names.sort();
+    assert_eq!(names, vec!["after", "empty"]);
+    let after = db.collection::<Document>("after");
+    assert_eq!(after.count_documents(doc! {}).await.unwrap(), 2);
+    let dbs = client.list_database_names().await.expect("list databases");
+    assert!(dbs.contains(&"durable_catalog".to_string()), "{dbs:?}");
+    assert!(!dbs.contains(&"durable_gone".to_string()), "{dbs:?}");
+    // The _id index of the renamed collection still enforces uniqueness.
+    let err = after
+        .insert_one(doc! { "_id": 1 })
+        .await
+        .expect_err("duplicate _id after restart");
+    match &*err.kind {
+        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => {
+            assert_eq!(w.code, 11000)
+        }
+        _ => panic!("expected a duplicate key write error, got {err:?}"),
+    }
+}

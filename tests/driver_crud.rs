@@ -1683,3 +1683,56 @@ async fn positional_update_sets_the_matched_array_element() {
         .expect_err("positional $ without an array condition must fail");
     assert_eq!(server_code(&err), Some(2), "{err:?}");
 }
+
+// ---------------------------------------------------------------------------
+// concurrency
+// ---------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_and_readers_all_succeed() {
+    const WRITERS: i32 = 8;
+    const PER_WRITER: i32 = 50;
+    let server = TestServer::start();
+    let client = server.client().await;
+    let coll = client.database("crud").collection::<Document>("concurrent");
+    coll.insert_one(doc! { "_id": "counter", "n": 0 })
+        .await
+        .expect("seed counter");
+
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let coll = coll.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..PER_WRITER {
+                coll.insert_one(doc! { "_id": w * 1_000 + i, "writer": w })
+                    .await
+                    .unwrap_or_else(|e| panic!("writer {w} insert {i}: {e}"));
+                coll.update_one(doc! { "_id": "counter" }, doc! { "$inc": { "n": 1 } })
+                    .await
+                    .unwrap_or_else(|e| panic!("writer {w} increment {i}: {e}"));
+                let seen = coll
+                    .count_documents(doc! { "writer": w })
+                    .await
+                    .unwrap_or_else(|e| panic!("writer {w} count {i}: {e}"));
+                // A writer always sees its own acknowledged writes.
+                assert_eq!(seen, (i + 1) as u64, "writer {w} after insert {i}");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("writer task");
+    }
+    assert_eq!(
+        coll.count_documents(doc! { "writer": { "$exists": true } })
+            .await
+            .unwrap(),
+        (WRITERS * PER_WRITER) as u64
+    );
+    let counter = coll
+        .find_one(doc! { "_id": "counter" })
+        .await
+        .unwrap()
+        .expect("counter");
+    // No lost updates: every $inc counted once.
+    assert_eq!(counter.get_i32("n").ok(), Some(WRITERS * PER_WRITER));
+}
