@@ -62,6 +62,13 @@ pub(crate) enum Node {
         branches: Vec<(Expression, Expression)>,
         default: Option<Box<Expression>>,
     },
+    /// `{$convert: {input, to, onError, onNull}}`.
+    Convert {
+        input: Box<Expression>,
+        to: Box<Expression>,
+        on_error: Option<Box<Expression>>,
+        on_null: Option<Box<Expression>>,
+    },
 }
 
 /// Variables in scope during evaluation: `$$ROOT`, `$$CURRENT` and user variables.
@@ -270,6 +277,29 @@ impl Expression {
                     value = next?;
                 }
                 Ok(value)
+            }
+            Node::Convert {
+                input,
+                to,
+                on_error,
+                on_null,
+            } => {
+                let value = input.eval(scope)?;
+                if matches!(value, None | Some(Bson::Null) | Some(Bson::Undefined)) {
+                    return match on_null {
+                        Some(e) => e.eval(scope),
+                        None => Ok(Some(Bson::Null)),
+                    };
+                }
+                let target = to.eval(scope)?;
+                match super::expr_convert::convert_to(value.as_ref(), target.as_ref()) {
+                    Ok(v) => Ok(v),
+                    Err(e) if e.code == 241 => match on_error {
+                        Some(handler) => handler.eval(scope),
+                        None => Err(e),
+                    },
+                    Err(e) => Err(e),
+                }
             }
             Node::Switch { branches, default } => {
                 for (case, then) in branches {

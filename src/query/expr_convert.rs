@@ -16,6 +16,62 @@ fn failure(message: String) -> QueryError {
     }
 }
 
+/// `$convert` to a target given as a type name ("int", "string", …) or BSON type code.
+pub fn convert_to(value: Option<&Bson>, target: Option<&Bson>) -> Result<Option<Bson>, QueryError> {
+    let name = match target {
+        Some(Bson::String(s)) => s.clone(),
+        Some(other) => match super::number::Number::from_bson(other).and_then(|n| n.to_exact_i64())
+        {
+            Some(1) => "double".into(),
+            Some(2) => "string".into(),
+            Some(7) => "objectId".into(),
+            Some(8) => "bool".into(),
+            Some(9) => "date".into(),
+            Some(16) => "int".into(),
+            Some(18) => "long".into(),
+            Some(19) => "decimal".into(),
+            _ => {
+                return Err(QueryError::failed_to_parse(format!(
+                    "Unknown type name: {other}"
+                )))
+            }
+        },
+        None => return Ok(Some(Bson::Null)),
+    };
+    let op = match name.as_str() {
+        "double" => Operator::ToDouble,
+        "string" => Operator::ToString,
+        "bool" => Operator::ToBool,
+        "int" => Operator::ToInt,
+        "long" => Operator::ToLong,
+        "decimal" => Operator::ToDecimal,
+        "date" => {
+            return super::expr_dates::apply(
+                super::expr_dates::DateOperator::ToDate,
+                &[value.cloned()],
+            )
+        }
+        "objectId" => {
+            return match value {
+                Some(Bson::ObjectId(oid)) => Ok(Some(Bson::ObjectId(*oid))),
+                Some(Bson::String(s)) => bson::oid::ObjectId::parse_str(s)
+                    .map(|oid| Some(Bson::ObjectId(oid)))
+                    .map_err(|_| {
+                        failure(format!(
+                            "Failed to parse objectId '{s}' in $convert with no onError value"
+                        ))
+                    }),
+                other => Err(failure(format!(
+                    "Unsupported conversion from {} to objectId in $convert with no onError value",
+                    type_name(other)
+                ))),
+            }
+        }
+        other => return Err(QueryError::bad_value(format!("Unknown type name: {other}"))),
+    };
+    convert(op, value)
+}
+
 /// Converts `value` as the given `$to…` operator does; null and missing give null.
 pub fn convert(op: Operator, value: Option<&Bson>) -> Result<Option<Bson>, QueryError> {
     let Some(value) = value else {

@@ -752,6 +752,24 @@ mod tests {
             Bson::Int32(1970)
         );
         assert_eq!(
+            e(doc! {"$convert": {"input": "12", "to": "int"}}, d.clone()),
+            Bson::Int32(12)
+        );
+        assert_eq!(
+            e(
+                doc! {"$convert": {"input": "x", "to": "int", "onError": -1}},
+                d.clone()
+            ),
+            Bson::Int32(-1)
+        );
+        assert_eq!(
+            e(
+                doc! {"$convert": {"input": "$nope", "to": "int", "onNull": 0}},
+                d.clone()
+            ),
+            Bson::Int32(0)
+        );
+        assert_eq!(
             e(
                 doc! {"$dateToString": {"format": "%Y/%m", "date": {"$toDate": 0}}},
                 d

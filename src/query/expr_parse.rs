@@ -87,6 +87,7 @@ pub fn parse_operator(name: &str, arg: &Bson, depth: usize) -> Result<Expression
         "$filter" => parse_filter(arg, depth)?,
         "$reduce" => parse_reduce(arg, depth)?,
         "$switch" => parse_switch(arg, depth)?,
+        "$convert" => parse_convert(arg, depth)?,
         _ => {
             let Some((op, min, max)) = lookup(name) else {
                 return Err(QueryError::invalid_pipeline_operator(format!(
@@ -308,6 +309,35 @@ fn parse_reduce(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
             depth,
         )?),
         body: Box::new(parse_nested(required(d, "in", "$reduce", 40081)?, depth)?),
+    })
+}
+
+fn parse_convert(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
+    let d = named_args(arg, "$convert")?;
+    for key in d.keys() {
+        if !matches!(key.as_str(), "input" | "to" | "onError" | "onNull") {
+            return Err(QueryError::failed_to_parse(format!(
+                "$convert found an unknown argument: {key}"
+            )));
+        }
+    }
+    let input = d
+        .get("input")
+        .ok_or_else(|| QueryError::failed_to_parse("Missing 'input' parameter to $convert"))?;
+    let to = d
+        .get("to")
+        .ok_or_else(|| QueryError::failed_to_parse("Missing 'to' parameter to $convert"))?;
+    let optional = |name: &str| -> Result<Option<Box<Expression>>, QueryError> {
+        match d.get(name) {
+            Some(v) => Ok(Some(Box::new(parse_nested(v, depth)?))),
+            None => Ok(None),
+        }
+    };
+    Ok(Node::Convert {
+        input: Box::new(parse_nested(input, depth)?),
+        to: Box::new(parse_nested(to, depth)?),
+        on_error: optional("onError")?,
+        on_null: optional("onNull")?,
     })
 }
 
