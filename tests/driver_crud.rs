@@ -853,15 +853,13 @@ async fn create_list_and_drop_collections_and_databases() {
     let db = client.database("catalog_test");
 
     db.create_collection("alpha").await.expect("create alpha");
-    let err = db
-        .create_collection("alpha")
-        .await
-        .expect_err("creating alpha twice must fail");
-    assert_eq!(server_code(&err), Some(48), "{err:?}");
-    if let ErrorKind::Command(c) = &*err.kind {
-        assert_eq!(c.code_name, "NamespaceExists");
-    }
-
+    // Creating it again with different options is NamespaceExists (48).
+    expect_command_error(
+        db.run_command(doc! { "create": "alpha", "validationAction": "warn" })
+            .await,
+        48,
+        "NamespaceExists",
+    );
     // Inserting creates a collection implicitly.
     db.collection::<Document>("beta")
         .insert_one(doc! { "x": 1 })
@@ -1735,4 +1733,42 @@ async fn concurrent_writers_and_readers_all_succeed() {
         .expect("counter");
     // No lost updates: every $inc counted once.
     assert_eq!(counter.get_i32("n").ok(), Some(WRITERS * PER_WRITER));
+}
+
+#[tokio::test]
+async fn create_collection_twice_with_identical_options() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("catalog_test");
+    db.create_collection("alpha").await.expect("create alpha");
+    db.collection::<Document>("alpha")
+        .insert_one(doc! { "_id": 1 })
+        .await
+        .expect("insert");
+
+    // Since MongoDB 7.0 (wire version 21) creating it again with identical options
+    // succeeds and changes nothing (SERVER-60064; the `create` manual page: "If you try
+    // to create a collection or view that already exists and you provide identical
+    // options ... no action is taken and success is returned"). Before 7.0 it was 48.
+    let hello = client
+        .database("admin")
+        .run_command(doc! { "hello": 1 })
+        .await
+        .expect("hello");
+    let again = db.create_collection("alpha").await;
+    if num(&hello, "maxWireVersion") >= 21.0 {
+        again.expect("identical create on MongoDB >= 7.0 succeeds");
+    } else {
+        let err = again.expect_err("identical create before MongoDB 7.0 fails");
+        assert_eq!(server_code(&err), Some(48), "{err:?}");
+    }
+    // Either way the existing collection and its documents are untouched.
+    assert_eq!(db.list_collection_names().await.unwrap(), vec!["alpha"]);
+    assert_eq!(
+        db.collection::<Document>("alpha")
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        1
+    );
 }
