@@ -50,8 +50,9 @@ pub struct TestServer {
 }
 
 impl TestServer {
-    /// Starts a server on a fresh, empty data directory and waits until it accepts
-    /// TCP connections. Panics (with the server's stderr) if it does not within 20 s.
+    /// Starts a server on a fresh, empty data directory and waits until it has logged a
+    /// line containing "listening" and accepts TCP connections. Panics (with the
+    /// server's stderr) if it does not within 20 s.
     pub fn start() -> TestServer {
         let dir = tempfile::Builder::new()
             .prefix("docgate-test-")
@@ -179,7 +180,12 @@ impl TestServer {
                     return Err(format!("exited early with {status}"));
                 }
             }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            // Our own server said it listens (so a foreign process that grabbed the port
+            // in the meantime is not mistaken for it) and the port accepts.
+            let announced = std::fs::read_to_string(self.log_path(self.runs))
+                .map(|log| log.contains("listening"))
+                .unwrap_or(false);
+            if announced && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                 return Ok(());
             }
             if Instant::now() > deadline {
