@@ -457,13 +457,20 @@ pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
                     "$range requires a non-zero step value",
                 ));
             }
+            let in_32_bits = |v: i64| i32::try_from(v).is_ok();
+            if !in_32_bits(start) || !in_32_bits(end) || !in_32_bits(step) {
+                return Err(QueryError::location(
+                    34443,
+                    "$range requires values that can be represented as 32-bit integers",
+                ));
+            }
             let count = ((end - start) as f64 / step as f64).ceil().max(0.0) as usize;
             if count > 10_000_000 {
                 return Err(QueryError::location(20, "$range would use too much memory"));
             }
             Bson::Array(
-                (0..count)
-                    .map(|i| start + step * i as i64)
+                (0..count as i64)
+                    .map(|i| start + step * i)
                     .map(|v| i32::try_from(v).map(Bson::Int32).unwrap_or(Bson::Int64(v)))
                     .collect(),
             )

@@ -70,3 +70,118 @@ fn random_updates_never_panic() {
     }
     assert!(applied > ROUNDS / 10, "{applied} applied");
 }
+
+const EXPRESSION_OPERATORS: [&str; 75] = [
+    "$add",
+    "$subtract",
+    "$multiply",
+    "$divide",
+    "$mod",
+    "$abs",
+    "$ceil",
+    "$floor",
+    "$trunc",
+    "$eq",
+    "$ne",
+    "$gt",
+    "$gte",
+    "$lt",
+    "$lte",
+    "$cmp",
+    "$and",
+    "$or",
+    "$not",
+    "$ifNull",
+    "$concat",
+    "$toUpper",
+    "$toLower",
+    "$strLenBytes",
+    "$strLenCP",
+    "$substrCP",
+    "$split",
+    "$size",
+    "$arrayElemAt",
+    "$first",
+    "$last",
+    "$in",
+    "$isArray",
+    "$concatArrays",
+    "$type",
+    "$isNumber",
+    "$max",
+    "$min",
+    "$sum",
+    "$avg",
+    "$toString",
+    "$toInt",
+    "$toLong",
+    "$toDouble",
+    "$toDecimal",
+    "$toBool",
+    "$year",
+    "$month",
+    "$dayOfWeek",
+    "$week",
+    "$toDate",
+    "$round",
+    "$sqrt",
+    "$pow",
+    "$exp",
+    "$ln",
+    "$log10",
+    "$log",
+    "$trim",
+    "$substrBytes",
+    "$indexOfCP",
+    "$strcasecmp",
+    "$regexMatch",
+    "$reverseArray",
+    "$range",
+    "$slice",
+    "$indexOfArray",
+    "$setUnion",
+    "$setDifference",
+    "$setIsSubset",
+    "$anyElementTrue",
+    "$mergeObjects",
+    "$objectToArray",
+    "$arrayToObject",
+    "$cond",
+];
+
+fn random_expression(generator: &mut Generator, depth: u32) -> Bson {
+    match generator.below(4) {
+        0 => Bson::String(format!("${}", generator.path())),
+        1 if depth > 0 => {
+            let op = generator.pick(&EXPRESSION_OPERATORS);
+            let args: Vec<Bson> = (0..generator.below(4))
+                .map(|_| random_expression(generator, depth - 1))
+                .collect();
+            let mut d = Document::new();
+            d.insert(op, Bson::Array(args));
+            Bson::Document(d)
+        }
+        _ => generator.value(1),
+    }
+}
+
+#[test]
+fn random_expressions_never_panic() {
+    let mut generator = Generator::new(0x5eed_0003);
+    let mut evaluated = 0;
+    for _ in 0..ROUNDS {
+        let d = random_document(&mut generator);
+        let expression = random_expression(&mut generator, 3);
+        if let Ok(e) = super::expr::Expression::parse(&expression) {
+            evaluated += usize::from(e.evaluate(&d).is_ok());
+        }
+        let stages = vec![
+            doc! {"$addFields": {generator.path(): random_expression(&mut generator, 2)}},
+            doc! {"$group": {"_id": random_expression(&mut generator, 1), "n": {"$sum": random_expression(&mut generator, 1)}}},
+        ];
+        if let Ok(p) = super::aggregate::Pipeline::parse(&stages) {
+            let _ = p.run(vec![d.clone(), random_document(&mut generator)]);
+        }
+    }
+    assert!(evaluated > ROUNDS / 4, "{evaluated} evaluated");
+}
