@@ -74,72 +74,21 @@ impl QueryError {
     }
 }
 
-/// MongoDB names numbered assertion codes "Location<code>"; the name must be `'static`, so the
-/// codes this module raises are listed here.
+/// MongoDB names numbered assertion codes "Location<code>". The name must be `'static`, so
+/// each distinct code's name is built once and kept for the life of the process (the set of
+/// codes is fixed by the source, so this is bounded).
 fn location_code_name(code: i32) -> &'static str {
-    match code {
-        15974 => "Location15974",
-        15975 => "Location15975",
-        15976 => "Location15976",
-        15981 => "Location15981",
-        15983 => "Location15983",
-        16020 => "Location16020",
-        16554 => "Location16554",
-        16555 => "Location16555",
-        16608 => "Location16608",
-        16609 => "Location16609",
-        16610 => "Location16610",
-        16702 => "Location16702",
-        16006 => "Location16006",
-        17040 => "Location17040",
-        17041 => "Location17041",
-        17048 => "Location17048",
-        17124 => "Location17124",
-        28667 => "Location28667",
-        28689 => "Location28689",
-        28724 => "Location28724",
-        28765 => "Location28765",
-        28811 => "Location28811",
-        31249 => "Location31249",
-        31250 => "Location31250",
-        31253 => "Location31253",
-        31254 => "Location31254",
-        31308 => "Location31308",
-        40156 => "Location40156",
-        40157 => "Location40157",
-        40158 => "Location40158",
-        40160 => "Location40160",
-        40228 => "Location40228",
-        40234 => "Location40234",
-        40272 => "Location40272",
-        40323 => "Location40323",
-        40324 => "Location40324",
-        40352 => "Location40352",
-        40353 => "Location40353",
-        40400 => "Location40400",
-        40401 => "Location40401",
-        51091 => "Location51091",
-        51108 => "Location51108",
-        15998 => "Location15998",
-        16412 => "Location16412",
-        16611 => "Location16611",
-        16612 => "Location16612",
-        17080 => "Location17080",
-        17081 => "Location17081",
-        28690 => "Location28690",
-        28691 => "Location28691",
-        40081 => "Location40081",
-        40390 => "Location40390",
-        40069 => "Location40069",
-        16410 => "Location16410",
-        16411 => "Location16411",
-        31325 => "Location31325",
-        40066 => "Location40066",
-        34435 => "Location34435",
-        50700 => "Location50700",
-        31109 => "Location31109",
-        _ => "Location",
-    }
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashMap<i32, &'static str>>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut names = match names.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    names
+        .entry(code)
+        .or_insert_with(|| Box::leak(format!("Location{code}").into_boxed_str()))
 }
 
 #[cfg(test)]
@@ -156,5 +105,7 @@ mod tests {
         let e = QueryError::location(40324, "Unrecognized pipeline stage name: '$foo'");
         assert_eq!((e.code, e.code_name), (40324, "Location40324"));
         assert_eq!(e.to_string(), "Unrecognized pipeline stage name: '$foo'");
+        assert_eq!(QueryError::location(16869, "x").code_name, "Location16869");
+        assert_eq!(QueryError::location(16869, "y").code_name, "Location16869");
     }
 }
