@@ -68,13 +68,13 @@ impl QueryError {
     }
 
     /// Code 51091-style numbered assertions: MongoDB's `uassert(code, …)` errors, whose code
-    /// name is "Location<code>".
+    /// name is `Location<code>`.
     pub fn location(code: i32, message: impl Into<String>) -> Self {
         Self::with(code, location_code_name(code), message)
     }
 }
 
-/// MongoDB names numbered assertion codes "Location<code>". The name must be `'static`, so
+/// MongoDB names numbered assertion codes `Location<code>`. The name must be `'static`, so
 /// each distinct code's name is built once and kept for the life of the process (the set of
 /// codes is fixed by the source, so this is bounded).
 fn location_code_name(code: i32) -> &'static str {

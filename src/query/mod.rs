@@ -3,6 +3,15 @@
 //! aggregation expressions and a small aggregation pipeline. This is the reference semantics
 //! that SQL pushdown must agree with.
 //!
+//! Entry points: [`filter::Filter::parse`] / `matches` / `try_matches`,
+//! [`filter::upsert_seed`], [`projection::Projection::parse`] / `apply` / `apply_with_query`
+//! (positional `a.$`), [`sort::SortSpec`], [`update::UpdateSpec`] (with
+//! [`update::UpdateContext`] for `$`, `$[]` and array filters),
+//! [`aggregate::Pipeline`] (`run`, or `run_with` the foreign collections that `$lookup` and
+//! `$unionWith` read), [`expr::Expression`], [`keys::encode_key`] / [`keys::index_keys`],
+//! [`compare::compare_values`] and [`positional::matched_array_position`]. Every error is a
+//! [`QueryError`] carrying MongoDB's code and code name.
+//!
 //! Not for: SQL, storage, wire protocol or command shapes. Paths inside this module use
 //! `super::`/`self::` only so it compiles on its own.
 
