@@ -38,6 +38,37 @@ pub enum DateOperator {
     DateToString,
     /// `$toDate`
     ToDate,
+    /// `$dateAdd` (startDate, unit, amount, timezone)
+    DateAdd,
+    /// `$dateSubtract` (startDate, unit, amount, timezone)
+    DateSubtract,
+    /// `$dateDiff` (startDate, endDate, unit, timezone, startOfWeek)
+    DateDiff,
+    /// `$dateTrunc` (date, unit, binSize, timezone, startOfWeek)
+    DateTrunc,
+}
+
+/// Operators that only take named arguments, with the argument names in order.
+pub fn named_operator(name: &str) -> Option<(DateOperator, &'static [&'static str])> {
+    Some(match name {
+        "$dateAdd" => (
+            DateOperator::DateAdd,
+            &["startDate", "unit", "amount", "timezone"],
+        ),
+        "$dateSubtract" => (
+            DateOperator::DateSubtract,
+            &["startDate", "unit", "amount", "timezone"],
+        ),
+        "$dateDiff" => (
+            DateOperator::DateDiff,
+            &["startDate", "endDate", "unit", "timezone", "startOfWeek"],
+        ),
+        "$dateTrunc" => (
+            DateOperator::DateTrunc,
+            &["date", "unit", "binSize", "timezone", "startOfWeek"],
+        ),
+        _ => return None,
+    })
 }
 
 /// The named arguments of `$dateToString`, in argument order.
@@ -159,7 +190,9 @@ impl CivilTime {
     }
 }
 
-fn date_millis(value: Option<&Bson>, op: &str) -> Result<Option<i64>, QueryError> {
+/// Milliseconds since the epoch of a date-like value (Date, Timestamp, ObjectId); `None`
+/// for null or missing.
+pub fn date_millis(value: Option<&Bson>, op: &str) -> Result<Option<i64>, QueryError> {
     match value {
         None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
         Some(Bson::DateTime(dt)) => Ok(Some(dt.timestamp_millis())),
@@ -176,7 +209,7 @@ fn date_millis(value: Option<&Bson>, op: &str) -> Result<Option<i64>, QueryError
 }
 
 /// The `{date: …, timezone: …}` argument form is unpacked by the parser; only UTC is known.
-fn check_timezone(tz: Option<&Bson>) -> Result<(), QueryError> {
+pub fn check_timezone(tz: Option<&Bson>) -> Result<(), QueryError> {
     match tz {
         None | Some(Bson::Null) => Ok(()),
         Some(Bson::String(s))
@@ -198,6 +231,15 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
     let arg = |i: usize| args.get(i).and_then(Option::as_ref);
     if op == DateOperator::ToDate {
         return to_date(arg(0));
+    }
+    if matches!(
+        op,
+        DateOperator::DateAdd
+            | DateOperator::DateSubtract
+            | DateOperator::DateDiff
+            | DateOperator::DateTrunc
+    ) {
+        return super::expr_date_math::apply(op, args);
     }
     if op == DateOperator::DateToString {
         check_timezone(arg(2))?;
@@ -236,7 +278,7 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
         DateOperator::DayOfYear => t.day_of_year(),
         DateOperator::IsoDayOfWeek => t.iso_day_of_week(),
         DateOperator::Week => t.week(),
-        DateOperator::DateToString | DateOperator::ToDate => 0,
+        _ => 0,
     };
     Ok(Some(Bson::Int32(value as i32)))
 }

@@ -60,6 +60,9 @@ fn lookup(name: &str) -> Option<(Operator, usize, Option<usize>)> {
         "$toDecimal" => (ToDecimal, 1, Some(1)),
         "$toBool" => (ToBool, 1, Some(1)),
         _ => {
+            if let Some((op, names)) = super::expr_dates::named_operator(name) {
+                return Some((Date(op), names.len(), Some(names.len())));
+            }
             if let Some((op, min, max)) = super::expr_dates::lookup(name) {
                 return Some((Date(op), min, max.map(|m| m.max(2))));
             }
@@ -135,6 +138,9 @@ fn named_layout(name: &str, arg: &Bson) -> Option<&'static [&'static str]> {
     };
     if name == "$dateToString" {
         return Some(&super::expr_dates::DATE_TO_STRING_ARGS);
+    }
+    if let Some((_, names)) = super::expr_dates::named_operator(name) {
+        return Some(names);
     }
     if super::expr_dates::lookup(name).is_some() && d.contains_key("date") {
         return Some(&["date", "timezone"]);

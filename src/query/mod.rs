@@ -22,6 +22,7 @@ pub mod compare;
 pub mod error;
 pub mod expr;
 pub mod expr_convert;
+pub mod expr_date_math;
 pub mod expr_dates;
 pub mod expr_more;
 pub mod expr_ops;

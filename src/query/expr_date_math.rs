@@ -1,0 +1,344 @@
+//! Date arithmetic expressions in UTC: `$dateAdd`, `$dateSubtract`, `$dateDiff` and
+//! `$dateTrunc` with the units year, quarter, month, week, day, hour, minute, second and
+//! millisecond (months clamp to the end of the month, differences count unit boundaries
+//! crossed, like MongoDB).
+//!
+//! Not for: time zones other than UTC (rejected), or calendar field extraction
+//! (`expr_dates.rs`).
+
+use super::error::QueryError;
+use super::expr_dates::{check_timezone, civil_time, date_millis, days_from_civil, DateOperator};
+use super::expr_ops::type_name;
+use super::number::Number;
+use bson::Bson;
+
+const MS_PER_DAY: i64 = 86_400_000;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Year,
+    Quarter,
+    Month,
+    Week,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    Millisecond,
+}
+
+fn unit(v: Option<&Bson>, op: &str) -> Result<Unit, QueryError> {
+    let Some(Bson::String(s)) = v else {
+        return Err(QueryError::location(
+            5439013,
+            format!(
+                "{op} requires 'unit' to be a string, but got {}",
+                type_name(v)
+            ),
+        ));
+    };
+    Ok(match s.as_str() {
+        "year" => Unit::Year,
+        "quarter" => Unit::Quarter,
+        "month" => Unit::Month,
+        "week" => Unit::Week,
+        "day" => Unit::Day,
+        "hour" => Unit::Hour,
+        "minute" => Unit::Minute,
+        "second" => Unit::Second,
+        "millisecond" => Unit::Millisecond,
+        other => {
+            return Err(QueryError::failed_to_parse(format!(
+                "unknown time unit value: {other}"
+            )))
+        }
+    })
+}
+
+fn fixed_length(u: Unit) -> Option<i64> {
+    match u {
+        Unit::Week => Some(7 * MS_PER_DAY),
+        Unit::Day => Some(MS_PER_DAY),
+        Unit::Hour => Some(3_600_000),
+        Unit::Minute => Some(60_000),
+        Unit::Second => Some(1000),
+        Unit::Millisecond => Some(1),
+        _ => None,
+    }
+}
+
+fn months_per(u: Unit) -> i64 {
+    match u {
+        Unit::Year => 12,
+        Unit::Quarter => 3,
+        _ => 1,
+    }
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    let (next_year, next_month) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
+    (days_from_civil(next_year, next_month, 1) - days_from_civil(year, month, 1)) as u32
+}
+
+/// `millis` moved by whole months, the day clamped to the target month's length; `None`
+/// beyond the representable dates.
+fn add_months(millis: i64, months: i64) -> Option<i64> {
+    let t = civil_time(millis);
+    let total = i128::from(t.year) * 12 + i128::from(t.month) - 1 + i128::from(months);
+    let year = i64::try_from(total.div_euclid(12)).ok()?;
+    if year.abs() > 300_000_000 {
+        return None;
+    }
+    let month = (total.rem_euclid(12) + 1) as u32;
+    let day = t.day.min(days_in_month(year, month));
+    days_from_civil(year, month, day)
+        .checked_mul(MS_PER_DAY)?
+        .checked_add(millis.rem_euclid(MS_PER_DAY))
+}
+
+fn week_start(v: Option<&Bson>) -> Result<i64, QueryError> {
+    // Days after Sunday that weeks start on.
+    Ok(match v {
+        None | Some(Bson::Null) => 0,
+        Some(Bson::String(s)) => match s.to_lowercase().as_str() {
+            "sunday" | "sun" => 0,
+            "monday" | "mon" => 1,
+            "tuesday" | "tue" => 2,
+            "wednesday" | "wed" => 3,
+            "thursday" | "thu" => 4,
+            "friday" | "fri" => 5,
+            "saturday" | "sat" => 6,
+            other => {
+                return Err(QueryError::failed_to_parse(format!(
+                    "unknown startOfWeek value: {other}"
+                )))
+            }
+        },
+        Some(other) => {
+            return Err(QueryError::failed_to_parse(format!(
+                "startOfWeek must be a string, found {}",
+                type_name(Some(other))
+            )))
+        }
+    })
+}
+
+/// Start (in ms) of the `bin`-unit period containing `millis`; like MongoDB, bins are
+/// counted from 2000-01-01 (for weeks, from the first `first_weekday` on or after it).
+fn period_start(millis: i64, u: Unit, bin: i64, first_weekday: i64) -> i64 {
+    const REFERENCE_DAY: i64 = 10_957; // 2000-01-01
+    match u {
+        Unit::Year | Unit::Quarter | Unit::Month => {
+            let t = civil_time(millis);
+            let index = (t.year - 2000) * 12 + i64::from(t.month) - 1;
+            let step = months_per(u).saturating_mul(bin);
+            let start = index - index.rem_euclid(step) + 2000 * 12;
+            days_from_civil(start.div_euclid(12), (start.rem_euclid(12) + 1) as u32, 1)
+                .saturating_mul(MS_PER_DAY)
+        }
+        Unit::Week => {
+            // Day 3 since the epoch (1970-01-04) was a Sunday.
+            let weekday = |day: i64| (day - 3).rem_euclid(7);
+            let reference = REFERENCE_DAY + (first_weekday - weekday(REFERENCE_DAY)).rem_euclid(7);
+            let days = millis.div_euclid(MS_PER_DAY);
+            let week_len = 7i64.saturating_mul(bin);
+            (days - (days - reference).rem_euclid(week_len)).saturating_mul(MS_PER_DAY)
+        }
+        other => {
+            let length = fixed_length(other).unwrap_or(1).saturating_mul(bin);
+            let reference = i128::from(REFERENCE_DAY * MS_PER_DAY);
+            let offset = (i128::from(millis) - reference).rem_euclid(i128::from(length));
+            (i128::from(millis) - offset) as i64
+        }
+    }
+}
+
+fn integer(v: Option<&Bson>, what: &str, op: &str) -> Result<i64, QueryError> {
+    v.and_then(Number::from_bson)
+        .and_then(Number::to_exact_i64)
+        .ok_or_else(|| {
+            QueryError::location(
+                5166405,
+                format!("{op} expects integer {what}, found {}", type_name(v)),
+            )
+        })
+}
+
+/// Applies a date arithmetic operator to its evaluated named arguments.
+pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
+    let arg = |i: usize| args.get(i).and_then(Option::as_ref);
+    let null = Ok(Some(Bson::Null));
+    let date = |millis: i64| Ok(Some(Bson::DateTime(bson::DateTime::from_millis(millis))));
+    match op {
+        DateOperator::DateAdd | DateOperator::DateSubtract => {
+            let name = if op == DateOperator::DateAdd {
+                "$dateAdd"
+            } else {
+                "$dateSubtract"
+            };
+            check_timezone(arg(3))?;
+            if arg(1).is_none() || matches!(arg(2), None | Some(Bson::Null)) {
+                return null;
+            }
+            let Some(start) = date_millis(arg(0), name)? else {
+                return null;
+            };
+            let u = unit(arg(1), name)?;
+            let mut amount = integer(arg(2), "amount", name)?;
+            if op == DateOperator::DateSubtract {
+                amount = amount.saturating_neg();
+            }
+            match fixed_length(u) {
+                Some(length) => date(start.saturating_add(amount.saturating_mul(length))),
+                None => match add_months(start, amount.saturating_mul(months_per(u))) {
+                    Some(moved) => date(moved),
+                    None => Err(QueryError::location(5166406, format!("{name} overflowed"))),
+                },
+            }
+        }
+        DateOperator::DateDiff => {
+            check_timezone(arg(3))?;
+            let (Some(start), Some(end)) = (
+                date_millis(arg(0), "$dateDiff")?,
+                date_millis(arg(1), "$dateDiff")?,
+            ) else {
+                return null;
+            };
+            if matches!(arg(2), None | Some(Bson::Null)) {
+                return null;
+            }
+            let u = unit(arg(2), "$dateDiff")?;
+            let first_weekday = week_start(arg(4))?;
+            let count = match u {
+                Unit::Year | Unit::Quarter | Unit::Month => {
+                    let (a, b) = (civil_time(start), civil_time(end));
+                    let months =
+                        (b.year * 12 + i64::from(b.month)) - (a.year * 12 + i64::from(a.month));
+                    match u {
+                        Unit::Year => b.year - a.year,
+                        Unit::Quarter => {
+                            let quarter = |t: &super::expr_dates::CivilTime| {
+                                t.year * 4 + i64::from((t.month - 1) / 3)
+                            };
+                            quarter(&b) - quarter(&a)
+                        }
+                        _ => months,
+                    }
+                }
+                other => {
+                    let length = fixed_length(other).unwrap_or(1);
+                    let span = i128::from(period_start(end, other, 1, first_weekday))
+                        - i128::from(period_start(start, other, 1, first_weekday));
+                    (span / i128::from(length)) as i64
+                }
+            };
+            Ok(Some(Bson::Int64(count)))
+        }
+        _ => {
+            check_timezone(arg(3))?;
+            let Some(millis) = date_millis(arg(0), "$dateTrunc")? else {
+                return null;
+            };
+            if matches!(arg(1), None | Some(Bson::Null)) {
+                return null;
+            }
+            let u = unit(arg(1), "$dateTrunc")?;
+            let bin = match arg(2) {
+                None | Some(Bson::Null) => 1,
+                other => integer(other, "binSize", "$dateTrunc")?,
+            };
+            if bin <= 0 {
+                return Err(QueryError::location(
+                    5439017,
+                    "$dateTrunc requires 'binSize' to be greater than 0",
+                ));
+            }
+            date(period_start(millis, u, bin, week_start(arg(4))?))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::expr::Expression;
+    use bson::{doc, Bson, Document};
+
+    fn e(expr: Document) -> Bson {
+        Expression::parse(&Bson::Document(expr))
+            .unwrap()
+            .evaluate(&doc! {})
+            .unwrap()
+    }
+
+    fn date(s: &str) -> Bson {
+        Bson::DateTime(bson::DateTime::parse_rfc3339_str(s).unwrap())
+    }
+
+    #[test]
+    fn extreme_dates_do_not_overflow() {
+        let far = Bson::DateTime(bson::DateTime::from_millis(i64::MIN));
+        let big = Bson::Int64(i64::MAX);
+        let _ = Expression::parse(&Bson::Document(
+            doc! {"$dateAdd": {"startDate": far.clone(), "unit": "month", "amount": big.clone()}},
+        ))
+        .unwrap()
+        .evaluate(&doc! {});
+        let _ = e(doc! {"$dateAdd": {"startDate": far.clone(), "unit": "day", "amount": big}});
+        let _ = e(doc! {"$dateTrunc": {"date": far.clone(), "unit": "month", "binSize": 7}});
+        let _ = e(doc! {"$dateTrunc": {"date": far.clone(), "unit": "week", "binSize": 3}});
+        let _ = e(doc! {"$dateTrunc": {"date": far.clone(), "unit": "hour", "binSize": i64::MAX}});
+        let _ = e(
+            doc! {"$dateDiff": {"startDate": far, "endDate": Bson::DateTime(bson::DateTime::from_millis(i64::MAX)), "unit": "second"}},
+        );
+    }
+
+    #[test]
+    fn add_diff_trunc() {
+        let jan31 = date("2020-01-31T10:00:00Z");
+        assert_eq!(
+            e(doc! {"$dateAdd": {"startDate": jan31.clone(), "unit": "month", "amount": 1}}),
+            date("2020-02-29T10:00:00Z")
+        );
+        assert_eq!(
+            e(doc! {"$dateAdd": {"startDate": jan31.clone(), "unit": "day", "amount": 2}}),
+            date("2020-02-02T10:00:00Z")
+        );
+        assert_eq!(
+            e(doc! {"$dateSubtract": {"startDate": jan31.clone(), "unit": "year", "amount": 1}}),
+            date("2019-01-31T10:00:00Z")
+        );
+        assert_eq!(
+            e(
+                doc! {"$dateDiff": {"startDate": date("2020-12-31T23:00:00Z"), "endDate": date("2021-01-01T01:00:00Z"), "unit": "year"}}
+            ),
+            Bson::Int64(1)
+        );
+        assert_eq!(
+            e(
+                doc! {"$dateDiff": {"startDate": date("2020-01-01T23:00:00Z"), "endDate": date("2020-01-03T01:00:00Z"), "unit": "day"}}
+            ),
+            Bson::Int64(2)
+        );
+        assert_eq!(
+            e(doc! {"$dateTrunc": {"date": jan31.clone(), "unit": "month"}}),
+            date("2020-01-01T00:00:00Z")
+        );
+        assert_eq!(
+            e(doc! {"$dateTrunc": {"date": jan31.clone(), "unit": "quarter"}}),
+            date("2020-01-01T00:00:00Z")
+        );
+        // 2020-01-31 is a Friday; its week (starting Sunday) began 2020-01-26.
+        assert_eq!(
+            e(doc! {"$dateTrunc": {"date": jan31.clone(), "unit": "week"}}),
+            date("2020-01-26T00:00:00Z")
+        );
+        assert_eq!(
+            e(doc! {"$dateTrunc": {"date": jan31, "unit": "hour", "binSize": 6}}),
+            date("2020-01-31T06:00:00Z")
+        );
+    }
+}
