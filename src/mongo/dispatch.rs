@@ -10,7 +10,8 @@ use bson::{Bson, Document};
 use docgate_wire::Compressor;
 
 use super::commands::{
-    aggregate, delete, diagnostics, find, handshake, insert, namespaces, stats, update,
+    aggregate, delete, diagnostics, find, find_and_modify, handshake, insert, namespaces, stats,
+    update,
 };
 use super::error::{CommandError, CommandResult};
 use super::request::CommandRequest;
@@ -71,6 +72,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("dropDatabase", "Drops a database and all its collections."),
     ("endSessions", "Ends logical sessions and their cursors."),
     ("find", "Queries a collection."),
+    ("findAndModify", "Updates or removes one document and returns it."),
     ("getCmdLineOpts", "The command line this server was started with."),
     ("getLog", "Recent log messages (startupWarnings)."),
     ("getMore", "Next batch of a cursor."),
@@ -148,6 +150,9 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         "count" => find::count(context, request).await,
         "distinct" => find::distinct(context, request).await,
         "update" => update::update(context, request).await,
+        "findAndModify" | "findandmodify" => {
+            find_and_modify::find_and_modify(context, request).await
+        }
         "delete" => delete::delete(context, request).await,
         "aggregate" => aggregate::aggregate(context, request).await,
         other => Err(CommandError::CommandNotFound(other.to_string())),

@@ -41,6 +41,14 @@ pub enum CommandError {
     Unauthorized(String),
     #[error("{0}")]
     InvalidLength(String),
+    /// A unique `_id` conflict raised as a command error (findAndModify upserts).
+    #[error(
+        "E11000 duplicate key error collection: {namespace} index: _id_ dup key: {{ _id: {id} }}"
+    )]
+    DuplicateKey {
+        namespace: String,
+        id: Box<bson::Bson>,
+    },
     /// A field the command does not know (MongoDB's IDL error 40415).
     #[error("BSON field '{0}' is an unknown field.")]
     UnknownField(String),
@@ -69,6 +77,7 @@ impl CommandError {
             CommandError::Unauthorized(_) => 13,
             CommandError::UnknownField(_) => 40415,
             CommandError::InvalidLength(_) => 16,
+            CommandError::DuplicateKey { .. } => 11000,
             CommandError::Query(e) => e.code,
             CommandError::Store(e) => store_error_code(e).0,
         }
@@ -92,6 +101,7 @@ impl CommandError {
             CommandError::Unauthorized(_) => "Unauthorized",
             CommandError::UnknownField(_) => "Location40415",
             CommandError::InvalidLength(_) => "InvalidLength",
+            CommandError::DuplicateKey { .. } => "DuplicateKey",
             CommandError::Query(e) => e.code_name,
             CommandError::Store(e) => store_error_code(e).1,
         }
@@ -115,6 +125,10 @@ impl CommandError {
             "code": self.code(),
             "codeName": self.code_name(),
         };
+        if let CommandError::DuplicateKey { id, .. } = self {
+            reply.insert("keyPattern", doc! {"_id": 1});
+            reply.insert("keyValue", doc! {"_id": (**id).clone()});
+        }
         let labels = self.labels();
         if !labels.is_empty() {
             reply.insert(

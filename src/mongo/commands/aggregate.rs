@@ -1,6 +1,7 @@
 //! `aggregate` over a collection: the leading `$match` is planned like a `find` (pushed into
-//! SQL where possible), the pipeline runs in the query core, the result is returned through a
-//! cursor. Collection-less aggregation (`aggregate: 1`, e.g. `$currentOp`) is not supported.
+//! SQL where possible), the collections `$lookup`/`$unionWith` name are read from the same
+//! database, the pipeline runs in the query core, the result is returned through a cursor.
+//! Collection-less aggregation (`aggregate: 1`, e.g. `$currentOp`) is not supported.
 //!
 //! Not for: the stages themselves (see `query::aggregate`).
 
@@ -11,7 +12,7 @@ use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
 use crate::planner::{self, ReadPlan};
-use crate::query::aggregate::Pipeline;
+use crate::query::aggregate::{ForeignDocuments, Pipeline};
 use crate::query::filter::Filter;
 use crate::state::ServerCounters;
 
@@ -65,26 +66,30 @@ pub async fn aggregate(
     let batch_size = cursor_batch_size(&request.body)?;
     let namespace = format!("{}.{name}", request.db);
 
-    let input = match context
-        .server
-        .state
-        .catalog
-        .collection(&request.db, name)
-        .await?
-    {
+    let mut session = open_session(context).await?;
+    let catalog = &context.server.state.catalog;
+    let input = match catalog.collection(&request.db, name).await? {
         None => Vec::new(),
         Some(record) => {
             let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
-            let mut session = open_session(context).await?;
-            planner::execute(
-                session.as_mut(),
-                &record,
-                &ReadPlan::new(filter, None, 0, None),
-            )
-            .await?
+            let plan = ReadPlan::new(filter, None, 0, None);
+            planner::execute(session.as_mut(), &record, &plan).await?
         }
     };
-    let results = pipeline.run(input)?;
+    // $lookup and $unionWith read other collections of the same database.
+    let mut foreign = ForeignDocuments::new();
+    for other in pipeline.foreign_collections() {
+        let documents = match catalog.collection(&request.db, &other).await? {
+            None => Vec::new(),
+            Some(record) => {
+                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None);
+                planner::execute(session.as_mut(), &record, &plan).await?
+            }
+        };
+        foreign.insert(other, documents);
+    }
+    drop(session);
+    let results = pipeline.run_with(input, &foreign)?;
     Ok(first_batch_reply(
         context, request, &namespace, results, batch_size, false,
     ))

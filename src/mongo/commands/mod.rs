@@ -8,6 +8,7 @@ pub mod aggregate;
 pub mod delete;
 pub mod diagnostics;
 pub mod find;
+pub mod find_and_modify;
 pub mod handshake;
 pub mod insert;
 pub mod namespaces;

@@ -17,26 +17,22 @@ use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
 use crate::planner::{self, ReadPlan};
-use crate::query::filter::{equality_fields, Filter};
+use crate::query::filter::{upsert_seed, Filter};
 use crate::query::keys::encode_key;
+use crate::query::sort::SortSpec;
+use crate::query::update::UpdateContext;
 use crate::query::update::UpdateSpec;
 use crate::state::ServerCounters;
 use crate::store::{CollectionRecord, StoreSession, StoredDocument};
 
-/// What one statement did.
-#[derive(Default)]
-struct StatementOutcome {
-    matched: u64,
-    modified: u64,
-    upserted: Option<Bson>,
-}
-
-/// A parsed update statement.
-struct UpdateStatement {
-    filter: Filter,
-    update: UpdateSpec,
-    upsert: bool,
-    multi: bool,
+/// A parsed update statement (also the core of `findAndModify`).
+pub(super) struct UpdateStatement {
+    pub filter: Filter,
+    pub update: UpdateSpec,
+    pub context: UpdateContext,
+    pub upsert: bool,
+    pub multi: bool,
+    pub sort: Option<SortSpec>,
 }
 
 const STATEMENT_FIELDS: &[&str] = &[
@@ -51,6 +47,60 @@ const STATEMENT_FIELDS: &[&str] = &[
     "sort",
 ];
 
+/// Parses an update given as a document (replacement or operators) or a pipeline.
+pub(super) fn parse_update(value: Option<&Bson>, field: &str) -> Result<UpdateSpec, CommandError> {
+    match value {
+        Some(Bson::Document(update)) => Ok(UpdateSpec::parse(update)?),
+        Some(Bson::Array(stages)) => {
+            let stages: Vec<Document> = stages
+                .iter()
+                .map(|stage| match stage {
+                    Bson::Document(stage) => Ok(stage.clone()),
+                    _ => Err(CommandError::FailedToParse(
+                        "Each element of an update pipeline must be an object".into(),
+                    )),
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(UpdateSpec::parse_pipeline(&stages)?)
+        }
+        Some(_) => Err(CommandError::FailedToParse(format!(
+            "BSON field '{field}' must be an object or an array"
+        ))),
+        None => Err(CommandError::FailedToParse(format!(
+            "BSON field '{field}' is missing but a required field"
+        ))),
+    }
+}
+
+/// Parses `arrayFilters` into the update context.
+pub(super) fn parse_array_filters(statement: &Document) -> Result<UpdateContext, CommandError> {
+    let Some(filters) = opt_array(statement, "arrayFilters")? else {
+        return Ok(UpdateContext::default());
+    };
+    let filters: Vec<Document> = filters
+        .iter()
+        .map(|f| match f {
+            Bson::Document(f) => Ok(f.clone()),
+            _ => Err(CommandError::TypeMismatch(
+                "arrayFilters entries must be objects".into(),
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(UpdateContext::with_array_filters(&filters)?)
+}
+
+/// Refuses collations other than `simple` (docgate compares by code points).
+pub(super) fn check_simple_collation(statement: &Document) -> Result<(), CommandError> {
+    if let Some(collation) = opt_document(statement, "collation")? {
+        if collation.get_str("locale").ok() != Some("simple") {
+            return Err(CommandError::NotSupported(
+                "collations other than 'simple' are not supported".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn parse_statement(value: &Bson) -> Result<UpdateStatement, CommandError> {
     let Bson::Document(statement) = value else {
         return Err(CommandError::TypeMismatch(
@@ -62,43 +112,30 @@ fn parse_statement(value: &Bson) -> Result<UpdateStatement, CommandError> {
             return Err(CommandError::UnknownField(format!("UpdateOpEntry.{key}")));
         }
     }
-    if opt_array(statement, "arrayFilters")?.is_some_and(|filters| !filters.is_empty()) {
-        return Err(CommandError::NotSupported(
-            "arrayFilters are not supported by docgate yet".into(),
-        ));
-    }
-    if let Some(collation) = opt_document(statement, "collation")? {
-        if collation.get_str("locale").ok() != Some("simple") {
-            return Err(CommandError::NotSupported(
-                "collations other than 'simple' are not supported".into(),
-            ));
-        }
-    }
+    check_simple_collation(statement)?;
     let filter = Filter::parse(opt_document(statement, "q")?.unwrap_or(&Document::new()))?;
-    let update = match statement.get("u") {
-        Some(Bson::Document(update)) => UpdateSpec::parse(update)?,
-        Some(Bson::Array(_)) => {
-            return Err(CommandError::NotSupported(
-                "pipeline-style updates are not supported by docgate yet".into(),
-            ))
-        }
-        _ => {
-            return Err(CommandError::FailedToParse(
-                "BSON field 'update.updates.u' is missing but a required field".into(),
-            ))
-        }
-    };
+    let update = parse_update(statement.get("u"), "update.updates.u")?;
     let multi = opt_bool(statement, "multi")?.unwrap_or(false);
     if multi && matches!(update, UpdateSpec::Replacement(_)) {
         return Err(CommandError::FailedToParse(
             "multi update is not supported for replacement-style update".into(),
         ));
     }
+    let sort = opt_document(statement, "sort")?
+        .map(SortSpec::parse)
+        .transpose()?;
+    if sort.is_some() && multi {
+        return Err(CommandError::FailedToParse(
+            "Cannot specify sort with multi=true".into(),
+        ));
+    }
     Ok(UpdateStatement {
         filter,
         update,
+        context: parse_array_filters(statement)?,
         upsert: opt_bool(statement, "upsert")?.unwrap_or(false),
         multi,
+        sort,
     })
 }
 
@@ -144,18 +181,18 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
                 }
                 match &record {
                     Some(record) => {
-                        run_statement(session.as_mut(), record, &statement, &namespace).await
+                        apply_statement(session.as_mut(), record, &statement, &namespace).await
                     }
-                    None => Ok(StatementOutcome::default()),
+                    None => Ok(AppliedStatement::default()),
                 }
             }
             Err(error) => Err(StatementFailure::Error(error)),
         };
         match result {
             Ok(outcome) => {
-                matched += outcome.matched;
+                matched += outcome.matched.len() as u64;
                 modified += outcome.modified;
-                if let Some(id) = outcome.upserted {
+                if let Some((id, _)) = outcome.upserted {
                     matched += 1;
                     upserted.push(Bson::Document(doc! {"index": index as i32, "_id": id}));
                 }
@@ -187,14 +224,14 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
 /// Why a statement failed: a write error for the client, or a store failure that aborts the
 /// whole command.
-enum StatementFailure {
+pub(super) enum StatementFailure {
     Error(CommandError),
     Duplicate { namespace: String, id: Bson },
     Store(crate::store::StoreError),
 }
 
 impl StatementFailure {
-    fn into_write_error(self, index: usize) -> Document {
+    pub(super) fn into_write_error(self, index: usize) -> Document {
         match self {
             StatementFailure::Error(error) => command_write_error(index, &error),
             StatementFailure::Duplicate { namespace, id } => {
@@ -228,39 +265,58 @@ impl From<crate::store::StoreError> for StatementFailure {
     }
 }
 
+/// The documents a statement changed, before and after, and what it upserted.
+#[derive(Default)]
+pub(super) struct AppliedStatement {
+    pub matched: Vec<Document>,
+    /// The documents after the update, in the order of `matched`.
+    pub updated: Vec<Document>,
+    pub modified: u64,
+    pub upserted: Option<(Bson, Document)>,
+}
+
 /// Runs one statement: everything is computed in Rust first and written in one batch, so a
 /// statement that fails half-way writes nothing.
-async fn run_statement(
+pub(super) async fn apply_statement(
     session: &mut dyn StoreSession,
     record: &CollectionRecord,
     statement: &UpdateStatement,
     namespace: &str,
-) -> Result<StatementOutcome, StatementFailure> {
+) -> Result<AppliedStatement, StatementFailure> {
     let limit = if statement.multi { None } else { Some(1) };
-    let plan = ReadPlan::new(statement.filter.clone(), None, 0, limit);
-    let documents = planner::execute(session, record, &plan).await?;
-    let mut outcome = StatementOutcome {
-        matched: documents.len() as u64,
-        ..Default::default()
-    };
+    let plan = ReadPlan::new(statement.filter.clone(), statement.sort.clone(), 0, limit);
+    let matched = planner::execute(session, record, &plan).await?;
+    let mut applied = AppliedStatement::default();
     let mut changed: Vec<StoredDocument> = Vec::new();
-    for mut document in documents {
-        let original_id = document.get("_id").cloned().unwrap_or(Bson::Null);
-        if statement.update.apply(&mut document)? {
-            let (stored, _) = prepare_for_storage(document)?;
+    for original in &matched {
+        let mut document = original.clone();
+        let context = statement
+            .context
+            .clone()
+            .with_query_match(&statement.filter, original);
+        if statement
+            .update
+            .apply_with_context(&mut document, &context)?
+        {
+            let (stored, _) = prepare_for_storage(document.clone())?;
+            let original_id = original.get("_id").cloned().unwrap_or(Bson::Null);
             if stored.key != encode_key(&original_id) {
-                return Err(StatementFailure::Error(CommandError::Query(crate::query::QueryError::immutable_field(
-                    "Performing an update on the path '_id' would modify the immutable field '_id'",
-                ))));
+                return Err(StatementFailure::Error(CommandError::Query(
+                    crate::query::QueryError::immutable_field(
+                        "Performing an update on the path '_id' would modify the immutable field '_id'",
+                    ),
+                )));
             }
             changed.push(stored);
         }
+        applied.updated.push(document);
     }
+    applied.matched = matched;
     if !changed.is_empty() {
-        outcome.modified = session.replace(record, &changed).await?;
+        applied.modified = session.replace(record, &changed).await?;
     }
-    if outcome.matched == 0 && statement.upsert {
-        let seed = equality_fields(&statement.filter);
+    if applied.matched.is_empty() && statement.upsert {
+        let seed = upsert_seed(&statement.filter)?;
         let document = statement.update.apply_for_upsert(seed)?;
         let (stored, id) = prepare_for_storage(document)?;
         let inserted = session
@@ -272,7 +328,8 @@ async fn run_statement(
                 id,
             });
         }
-        outcome.upserted = Some(id);
+        let stored_document = planner::decode_document(&stored.bson)?;
+        applied.upserted = Some((id, stored_document));
     }
-    Ok(outcome)
+    Ok(applied)
 }

@@ -1,0 +1,163 @@
+//! `findAndModify`: finds one document (`query`, `sort`), updates or removes it in one
+//! transaction, and returns it as it was before or, with `new`, after; `upsert` inserts when
+//! nothing matches; `fields` projects the returned document; `lastErrorObject` reports
+//! `n`, `updatedExisting` and `upserted` as MongoDB does.
+//!
+//! Not for: multi-document updates (see `update`).
+
+use bson::{doc, Bson, Document};
+
+use super::update::{
+    apply_statement, check_simple_collation, parse_array_filters, parse_update, StatementFailure,
+    UpdateStatement,
+};
+use super::write_support::{collection_for_write, open_session};
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::request::{opt_bool, opt_document, CommandRequest};
+use crate::planner::{self, ReadPlan};
+use crate::query::filter::Filter;
+use crate::query::keys::encode_key;
+use crate::query::projection::Projection;
+use crate::query::sort::SortSpec;
+use crate::state::ServerCounters;
+
+const FIELDS: &[&str] = &[
+    "query",
+    "sort",
+    "remove",
+    "update",
+    "new",
+    "fields",
+    "upsert",
+    "bypassDocumentValidation",
+    "collation",
+    "arrayFilters",
+    "hint",
+    "let",
+];
+
+/// `findAndModify` (also spelled `findandmodify`).
+pub async fn find_and_modify(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    request.check_fields(FIELDS)?;
+    let name = request.collection()?;
+    let namespace = format!("{}.{name}", request.db);
+    let body = &request.body;
+    check_simple_collation(body)?;
+    let remove = opt_bool(body, "remove")?.unwrap_or(false);
+    let return_new = opt_bool(body, "new")?.unwrap_or(false);
+    let upsert = opt_bool(body, "upsert")?.unwrap_or(false);
+    let has_update = body.get("update").is_some_and(|u| !matches!(u, Bson::Null));
+    match (remove, has_update) {
+        (true, true) => {
+            return Err(CommandError::FailedToParse("Cannot specify both an update and remove=true".into()))
+        }
+        (false, false) => {
+            return Err(CommandError::FailedToParse("Either an update or remove=true must be specified".into()))
+        }
+        (true, false) if return_new => {
+            return Err(CommandError::FailedToParse(
+                "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document".into(),
+            ))
+        }
+        (true, false) if upsert => {
+            return Err(CommandError::FailedToParse("Cannot specify both upsert=true and remove=true".into()))
+        }
+        _ => {}
+    }
+    let filter = Filter::parse(opt_document(body, "query")?.unwrap_or(&Document::new()))?;
+    let sort = opt_document(body, "sort")?
+        .map(SortSpec::parse)
+        .transpose()?;
+    let projection = opt_document(body, "fields")?
+        .filter(|f| !f.is_empty())
+        .map(Projection::parse)
+        .transpose()?;
+
+    let mut session = open_session(context).await?;
+    session.begin().await?;
+    let mut created = false;
+    let record = match context
+        .server
+        .state
+        .catalog
+        .collection(&request.db, name)
+        .await?
+    {
+        Some(record) => Some(record),
+        None if upsert => {
+            let (record, was_created) =
+                collection_for_write(context, session.as_mut(), &request.db, name).await?;
+            created = was_created;
+            Some(record)
+        }
+        None => None,
+    };
+    let (value, last_error) = match &record {
+        None => (None, doc! {"n": 0}),
+        Some(record) if remove => {
+            ServerCounters::add(&context.server.state.counters.op_delete, 1);
+            let plan = ReadPlan::new(filter, sort, 0, Some(1));
+            let found = planner::execute(session.as_mut(), record, &plan)
+                .await?
+                .into_iter()
+                .next();
+            match found {
+                Some(document) => {
+                    let key = encode_key(document.get("_id").unwrap_or(&Bson::Null));
+                    session.delete(record, &[key]).await?;
+                    (Some(document), doc! {"n": 1})
+                }
+                None => (None, doc! {"n": 0}),
+            }
+        }
+        Some(record) => {
+            ServerCounters::add(&context.server.state.counters.op_update, 1);
+            let statement = UpdateStatement {
+                filter,
+                update: parse_update(body.get("update"), "findAndModify.update")?,
+                context: parse_array_filters(body)?,
+                upsert,
+                multi: false,
+                sort,
+            };
+            let applied =
+                match apply_statement(session.as_mut(), record, &statement, &namespace).await {
+                    Ok(applied) => applied,
+                    Err(StatementFailure::Error(error)) => return Err(error),
+                    Err(StatementFailure::Store(error)) => return Err(error.into()),
+                    Err(StatementFailure::Duplicate { namespace, id }) => {
+                        return Err(CommandError::DuplicateKey {
+                            namespace,
+                            id: Box::new(id),
+                        })
+                    }
+                };
+            if let Some((id, inserted)) = applied.upserted {
+                (
+                    return_new.then_some(inserted),
+                    doc! {"n": 1, "updatedExisting": false, "upserted": id},
+                )
+            } else {
+                let before = applied.matched.into_iter().next();
+                let after = applied.updated.into_iter().next();
+                let n = i32::from(before.is_some());
+                let value = if return_new { after } else { before };
+                (value, doc! {"n": n, "updatedExisting": n == 1})
+            }
+        }
+    };
+    session.commit().await?;
+    if created {
+        context.server.state.catalog.invalidate().await;
+    }
+    let value = match (value, &projection) {
+        (Some(document), Some(projection)) => Bson::Document(projection.apply(&document)?),
+        (Some(document), None) => Bson::Document(document),
+        (None, _) => Bson::Null,
+    };
+    Ok(doc! {"lastErrorObject": last_error, "value": value})
+}
