@@ -1,5 +1,6 @@
-//! The queryable image of a document: JSON text built from its raw BSON, stored by SQLite as
-//! JSONB (`jsonb(?)`) in the `j` column next to the lossless `doc` column.
+//! The queryable image of a document: JSON text built from its raw BSON, stored next to the
+//! lossless `doc` column in the `j` column of every backend (SQLite: `jsonb(?)`, PostgreSQL:
+//! `jsonb`). Shared by the backends so that pushdown means the same everywhere.
 //!
 //! The image is lossy on purpose and only ever used to narrow scans (pushdown may
 //! over-select, never under-select). Mapping:
@@ -12,6 +13,9 @@
 //!   undefined, code, DBPointer) → an object `{"$t": <BSON type byte>}`, plus `"v"` with the
 //!   hex ObjectId or the Date's milliseconds, for later range pushdown. An object is never
 //!   equal to a scalar in SQL.
+//! - PostgreSQL's `jsonb` (and `jsonpath`) cannot hold U+0000: `json_image_without_nul` maps
+//!   it to U+FFFD in strings, and the PostgreSQL backend maps query strings the same way
+//!   (`nul_free`). Equal strings stay equal, so this can only over-select.
 //!
 //! Not for: anything that must be exact; the `doc` column is the document.
 
@@ -19,16 +23,36 @@ use std::fmt::Write as _;
 
 use bson::raw::{RawArray, RawBsonRef, RawDocument};
 
-use super::super::StoreError;
+use super::StoreError;
 
 /// Deeper documents are refused (MongoDB allows 100 levels, SQLite's JSON parser 1000).
 const MAX_DEPTH: usize = 200;
 
 /// JSON text of the image of the BSON document `bson`.
 pub(super) fn json_image(bson: &[u8]) -> Result<String, StoreError> {
+    build(bson, false)
+}
+
+/// Like `json_image`, with U+0000 in strings replaced by U+FFFD (for PostgreSQL's `jsonb`).
+#[allow(dead_code)] // used by the PostgreSQL backend
+pub(super) fn json_image_without_nul(bson: &[u8]) -> Result<String, StoreError> {
+    build(bson, true)
+}
+
+/// `s` with U+0000 replaced by U+FFFD, the mapping `json_image_without_nul` applies.
+#[allow(dead_code)] // used by the PostgreSQL backend
+pub(super) fn nul_free(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\0') {
+        std::borrow::Cow::Owned(s.replace('\0', "\u{fffd}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+fn build(bson: &[u8], no_nul: bool) -> Result<String, StoreError> {
     let doc = RawDocument::from_bytes(bson).map_err(invalid)?;
     let mut out = String::with_capacity(bson.len() + 16);
-    write_document(doc, &mut out, 0)?;
+    write_document(doc, &mut out, 0, no_nul)?;
     Ok(out)
 }
 
@@ -36,7 +60,12 @@ fn invalid(e: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(format!("document is not valid BSON: {e}"))
 }
 
-fn write_document(doc: &RawDocument, out: &mut String, depth: usize) -> Result<(), StoreError> {
+fn write_document(
+    doc: &RawDocument,
+    out: &mut String,
+    depth: usize,
+    no_nul: bool,
+) -> Result<(), StoreError> {
     check_depth(depth)?;
     out.push('{');
     for (i, element) in doc.iter().enumerate() {
@@ -44,15 +73,20 @@ fn write_document(doc: &RawDocument, out: &mut String, depth: usize) -> Result<(
         if i > 0 {
             out.push(',');
         }
-        write_string(key.as_str(), out);
+        write_string(key.as_str(), out, no_nul);
         out.push(':');
-        write_value(value, out, depth + 1)?;
+        write_value(value, out, depth + 1, no_nul)?;
     }
     out.push('}');
     Ok(())
 }
 
-fn write_array(array: &RawArray, out: &mut String, depth: usize) -> Result<(), StoreError> {
+fn write_array(
+    array: &RawArray,
+    out: &mut String,
+    depth: usize,
+    no_nul: bool,
+) -> Result<(), StoreError> {
     check_depth(depth)?;
     out.push('[');
     for (i, value) in array.into_iter().enumerate() {
@@ -60,7 +94,7 @@ fn write_array(array: &RawArray, out: &mut String, depth: usize) -> Result<(), S
         if i > 0 {
             out.push(',');
         }
-        write_value(value, out, depth + 1)?;
+        write_value(value, out, depth + 1, no_nul)?;
     }
     out.push(']');
     Ok(())
@@ -78,12 +112,17 @@ fn check_depth(depth: usize) -> Result<(), StoreError> {
 /// Integers up to this magnitude are exact in a double.
 const EXACT_INT: i64 = 1 << 53;
 
-fn write_value(value: RawBsonRef<'_>, out: &mut String, depth: usize) -> Result<(), StoreError> {
+fn write_value(
+    value: RawBsonRef<'_>,
+    out: &mut String,
+    depth: usize,
+    no_nul: bool,
+) -> Result<(), StoreError> {
     let type_byte = value.element_type() as u8;
     match value {
-        RawBsonRef::String(s) | RawBsonRef::Symbol(s) => write_string(s, out),
-        RawBsonRef::Document(d) => write_document(d, out, depth)?,
-        RawBsonRef::Array(a) => write_array(a, out, depth)?,
+        RawBsonRef::String(s) | RawBsonRef::Symbol(s) => write_string(s, out, no_nul),
+        RawBsonRef::Document(d) => write_document(d, out, depth, no_nul)?,
+        RawBsonRef::Array(a) => write_array(a, out, depth, no_nul)?,
         RawBsonRef::Boolean(b) => out.push_str(if b { "true" } else { "false" }),
         RawBsonRef::Null => out.push_str("null"),
         RawBsonRef::Int32(n) => {
@@ -127,11 +166,13 @@ fn write_double(d: f64, type_byte: u8, out: &mut String) {
     }
 }
 
-/// A JSON string literal: `"` and `\` escaped, control characters as `\u00XX`.
-fn write_string(s: &str, out: &mut String) {
+/// A JSON string literal: `"` and `\` escaped, control characters as `\u00XX`; with
+/// `no_nul`, U+0000 becomes U+FFFD.
+fn write_string(s: &str, out: &mut String, no_nul: bool) {
     out.push('"');
     for c in s.chars() {
         match c {
+            '\0' if no_nul => out.push('\u{fffd}'),
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             c if (c as u32) < 0x20 => {
@@ -185,6 +226,17 @@ mod tests {
                 oid.to_hex()
             )
         );
+    }
+
+    #[test]
+    fn nul_is_replaced_only_when_asked() {
+        let bytes = match doc! {"s": "a\u{0}b"}.to_vec() {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(matches!(json_image(&bytes), Ok(s) if s == r#"{"s":"a\u0000b"}"#));
+        assert!(matches!(json_image_without_nul(&bytes), Ok(s) if s == "{\"s\":\"a\u{fffd}b\"}"));
+        assert_eq!(nul_free("a\u{0}b"), "a\u{fffd}b");
     }
 
     #[test]

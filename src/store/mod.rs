@@ -11,6 +11,7 @@
 //! Nothing outside `src/store/` spells SQL.
 
 pub mod error;
+mod image;
 pub mod scan;
 pub mod sqlite;
 

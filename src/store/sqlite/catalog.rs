@@ -10,7 +10,7 @@
 //! A collection table is a rowid table (rowid order = insertion order, MongoDB's natural
 //! order; without AUTOINCREMENT a new rowid is still above every live one):
 //! `k BLOB NOT NULL` (the `_id` key, unique index `<table>_id`), `doc BLOB NOT NULL` (raw BSON,
-//! returned byte for byte) and `j BLOB NOT NULL` (the JSONB image, see `image.rs`).
+//! returned byte for byte) and `j BLOB NOT NULL` (the JSONB image, see `store/image.rs`).
 //! Physical names never derive from user names; rename only rewrites the record.
 //!
 //! Drop and rename match the record by `(db, name, table_name)`: a stale record (the

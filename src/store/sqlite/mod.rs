@@ -5,7 +5,7 @@
 //! Files: `conn.rs` (connections, pool manager, transactions helper, error mapping),
 //! `session.rs` (`StoreSession` and how blocking calls meet tokio), `catalog.rs` (catalog
 //! tables, collection DDL, stats), `write.rs` (insert/replace/delete), `sql.rs` (predicates
-//! and scans to SQL), `image.rs` (BSON → JSON image).
+//! and scans to SQL); the BSON → JSON image comes from `../image.rs`, shared with PostgreSQL.
 //!
 //! Concurrency: SQLite has one writer at a time; WAL lets readers run beside it. Writers
 //! wait for the lock up to `pool_wait_timeout` (SQLite's `busy_timeout`), then get a
@@ -17,7 +17,6 @@
 
 mod catalog;
 mod conn;
-mod image;
 mod session;
 mod sql;
 mod write;

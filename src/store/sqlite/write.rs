@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use rusqlite::types::ToSql;
 use rusqlite::Connection;
 
+use super::super::image::json_image;
 use super::super::{InsertOutcome, StoreError, StoredDocument};
 use super::conn::{db_err, write_tx};
-use super::image::json_image;
 use super::sql::quote_ident;
 
 /// Rows per INSERT statement (3 bound values each).
