@@ -1772,3 +1772,127 @@ async fn create_collection_twice_with_identical_options() {
         1
     );
 }
+
+// ---------------------------------------------------------------------------
+// listings as drivers and tools read them, aggregation
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn list_collections_databases_and_indexes_have_mongodb_shape() {
+    use mongodb::results::CollectionType;
+
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "shapes", "inventory").await;
+    seed_inventory(&coll).await;
+    db.create_collection("empty").await.expect("create empty");
+
+    // The driver deserializes each entry into a CollectionSpecification.
+    let mut cursor = db.list_collections().await.expect("listCollections");
+    let mut specs = Vec::new();
+    while cursor.advance().await.expect("advance") {
+        specs.push(
+            cursor
+                .deserialize_current()
+                .expect("collection specification"),
+        );
+    }
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["empty", "inventory"]);
+    for spec in &specs {
+        assert!(matches!(spec.collection_type, CollectionType::Collection));
+        assert!(!spec.info.read_only);
+        let id_index = spec.id_index.as_ref().expect("idIndex");
+        assert_eq!(id_index.get_document("key").ok(), Some(&doc! { "_id": 1 }));
+        assert_eq!(id_index.get_str("name").ok(), Some("_id_"));
+    }
+
+    // A filter on the name.
+    let mut filtered = db
+        .list_collection_names()
+        .filter(doc! { "name": "inventory" })
+        .await
+        .expect("filtered listCollections");
+    filtered.sort();
+    assert_eq!(filtered, vec!["inventory"]);
+
+    // listDatabases: the database with its size, not empty.
+    let client = server.client().await;
+    let dbs = client.list_databases().await.expect("listDatabases");
+    let shapes = dbs
+        .iter()
+        .find(|d| d.name == "shapes")
+        .unwrap_or_else(|| panic!("shapes missing from {dbs:?}"));
+    assert!(!shapes.empty);
+
+    // listIndexes: the _id index as { v: 2, key: { _id: 1 }, name: "_id_" }.
+    let mut cursor = coll.list_indexes().await.expect("listIndexes");
+    let mut indexes = Vec::new();
+    while cursor.advance().await.expect("advance") {
+        indexes.push(cursor.deserialize_current().expect("index model"));
+    }
+    assert_eq!(indexes.len(), 1, "{indexes:?}");
+    assert_eq!(indexes[0].keys, doc! { "_id": 1 });
+    assert_eq!(
+        indexes[0].options.as_ref().and_then(|o| o.name.as_deref()),
+        Some("_id_")
+    );
+    // listIndexes on a missing collection is NamespaceNotFound (26).
+    let err = db
+        .collection::<Document>("missing")
+        .list_index_names()
+        .await
+        .expect_err("listIndexes on a missing collection");
+    assert_eq!(server_code(&err), Some(26), "{err:?}");
+}
+
+#[tokio::test]
+async fn aggregate_match_group_sort_project() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "inventory").await;
+    seed_inventory(&coll).await;
+
+    let cursor = coll
+        .aggregate(vec![
+            doc! { "$match": { "qty": { "$gte": 25 } } },
+            doc! { "$group": { "_id": "$status", "total": { "$sum": "$qty" }, "n": { "$sum": 1 } } },
+            doc! { "$sort": { "total": -1 } },
+            doc! { "$project": { "_id": 0, "status": "$_id", "total": 1, "n": 1 } },
+        ])
+        .await
+        .expect("aggregate");
+    let out = collect(cursor).await;
+    let summary: Vec<(String, i64, i64)> = out
+        .iter()
+        .map(|d| {
+            let as_i64 = |k: &str| num(d, k) as i64;
+            (
+                d.get_str("status").expect("status").to_string(),
+                as_i64("total"),
+                as_i64("n"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![("D".to_string(), 175, 2), ("A".to_string(), 120, 3)]
+    );
+
+    // $sort + $skip + $limit over a dotted path, as a pipeline.
+    let ids: Vec<i32> = collect(
+        coll.aggregate(vec![
+            doc! { "$sort": { "size.h": 1, "_id": 1 } },
+            doc! { "$skip": 1 },
+            doc! { "$limit": 3 },
+            doc! { "$project": { "_id": 1 } },
+        ])
+        .await
+        .expect("aggregate"),
+    )
+    .await
+    .iter()
+    .map(|d| d.get_i32("_id").expect("_id"))
+    .collect();
+    // size.h: 2 → 8.5, 3 → 8.5, 5 → 10, 1 → 14, 4 → 22.85
+    assert_eq!(ids, vec![3, 5, 1]);
+}
