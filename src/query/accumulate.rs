@@ -11,6 +11,7 @@ use super::error::QueryError;
 use super::expr::Expression;
 use super::expr_ops::Operator;
 use super::number::{arithmetic, to_decimal, Arithmetic, Number};
+use super::sort::{sort_key, SortSpec};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -41,6 +42,22 @@ pub enum AccumulatorKind {
     StdDevSamp,
     /// `$mergeObjects`
     MergeObjects,
+    /// `$firstN` (input, n)
+    FirstN,
+    /// `$lastN` (input, n)
+    LastN,
+    /// `$maxN` (input, n)
+    MaxN,
+    /// `$minN` (input, n)
+    MinN,
+    /// `$top` (sortBy, output)
+    Top,
+    /// `$bottom` (sortBy, output)
+    Bottom,
+    /// `$topN` (sortBy, output, n)
+    TopN,
+    /// `$bottomN` (sortBy, output, n)
+    BottomN,
 }
 
 /// One `name: {$acc: <expr>}` entry of a `$group`.
@@ -52,6 +69,10 @@ pub struct AccumulatorSpec {
     pub kind: AccumulatorKind,
     /// The expression evaluated per document.
     pub argument: Expression,
+    /// `n` of the `…N` accumulators (evaluated once per group).
+    pub n: Option<Expression>,
+    /// `sortBy` of `$top`, `$bottom`, `$topN`, `$bottomN`.
+    pub sort_by: Option<SortSpec>,
 }
 
 impl AccumulatorSpec {
@@ -98,8 +119,12 @@ impl AccumulatorSpec {
                     field: field.to_string(),
                     kind: AccumulatorKind::Count,
                     argument: Expression::literal(Bson::Int32(1)),
+                    n: None,
+                    sort_by: None,
                 });
             }
+            "$firstN" | "$lastN" | "$maxN" | "$minN" | "$top" | "$bottom" | "$topN"
+            | "$bottomN" => return parse_selection(field, name, arg),
             other => {
                 return Err(QueryError::location(
                     15952,
@@ -117,8 +142,85 @@ impl AccumulatorSpec {
             field: field.to_string(),
             kind,
             argument: Expression::parse(arg)?,
+            n: None,
+            sort_by: None,
         })
     }
+}
+
+/// Parses the selection accumulators, whose argument is a document of named parts.
+fn parse_selection(field: &str, name: &str, arg: &Bson) -> Result<AccumulatorSpec, QueryError> {
+    let kind = match name {
+        "$firstN" => AccumulatorKind::FirstN,
+        "$lastN" => AccumulatorKind::LastN,
+        "$maxN" => AccumulatorKind::MaxN,
+        "$minN" => AccumulatorKind::MinN,
+        "$top" => AccumulatorKind::Top,
+        "$bottom" => AccumulatorKind::Bottom,
+        "$topN" => AccumulatorKind::TopN,
+        _ => AccumulatorKind::BottomN,
+    };
+    let Bson::Document(d) = arg else {
+        return Err(QueryError::location(
+            5787801,
+            format!("specification must be an object; found {name}: {arg}"),
+        ));
+    };
+    let sorted = matches!(
+        kind,
+        AccumulatorKind::Top
+            | AccumulatorKind::Bottom
+            | AccumulatorKind::TopN
+            | AccumulatorKind::BottomN
+    );
+    let takes_n = !matches!(kind, AccumulatorKind::Top | AccumulatorKind::Bottom);
+    let (value_name, allowed): (&str, &[&str]) = match (sorted, takes_n) {
+        (true, true) => ("output", &["sortBy", "output", "n"]),
+        (true, false) => ("output", &["sortBy", "output"]),
+        _ => ("input", &["input", "n"]),
+    };
+    for key in d.keys() {
+        if !allowed.contains(&key.as_str()) {
+            return Err(QueryError::location(
+                5787901,
+                format!("Unknown argument for {name}: {key}"),
+            ));
+        }
+    }
+    let value = d.get(value_name).ok_or_else(|| {
+        QueryError::location(
+            5788001,
+            format!("Missing value for '{value_name}' in {name}"),
+        )
+    })?;
+    let n = if takes_n {
+        let n = d.get("n").ok_or_else(|| {
+            QueryError::location(5787906, format!("Missing value for 'n' in {name}"))
+        })?;
+        Some(Expression::parse(n)?)
+    } else {
+        None
+    };
+    let sort_by = if sorted {
+        match d.get("sortBy") {
+            Some(Bson::Document(spec)) => Some(SortSpec::parse(spec)?),
+            _ => {
+                return Err(QueryError::location(
+                    5788003,
+                    format!("Missing value for 'sortBy' in {name}"),
+                ))
+            }
+        }
+    } else {
+        None
+    };
+    Ok(AccumulatorSpec {
+        field: field.to_string(),
+        kind,
+        argument: Expression::parse(value)?,
+        n,
+        sort_by,
+    })
 }
 
 /// Running state of one accumulator for one group.
@@ -133,6 +235,11 @@ pub struct AccumulatorState {
     /// Welford's running mean and sum of squared deviations, for the standard deviations.
     mean: f64,
     squares: f64,
+    /// `n` of the `…N` accumulators, once known.
+    limit: Option<usize>,
+    /// Sort keys and outputs of `$top`/`$bottom`(`N`).
+    keyed: Vec<(Vec<Bson>, Bson)>,
+    sort_by: Option<SortSpec>,
 }
 
 impl AccumulatorState {
@@ -147,6 +254,9 @@ impl AccumulatorState {
             items: Vec::new(),
             mean: 0.0,
             squares: 0.0,
+            limit: None,
+            keyed: Vec::new(),
+            sort_by: None,
         }
     }
 
@@ -210,6 +320,24 @@ impl AccumulatorState {
                     self.squares += delta * (x - self.mean);
                 }
             }
+            AccumulatorKind::FirstN | AccumulatorKind::LastN => {
+                self.items.push(value.unwrap_or(Bson::Null));
+                let limit = self.limit.unwrap_or(usize::MAX);
+                if self.kind == AccumulatorKind::FirstN {
+                    self.items.truncate(limit);
+                } else if self.items.len() > limit {
+                    self.items.remove(0);
+                }
+            }
+            AccumulatorKind::MaxN | AccumulatorKind::MinN => {
+                if let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) {
+                    self.items.push(v);
+                }
+            }
+            AccumulatorKind::Top
+            | AccumulatorKind::Bottom
+            | AccumulatorKind::TopN
+            | AccumulatorKind::BottomN => {}
             AccumulatorKind::MergeObjects => {
                 if let Some(Bson::Document(d)) = value {
                     let mut merged = match self.value.take() {
@@ -244,6 +372,36 @@ impl AccumulatorState {
             AccumulatorKind::MergeObjects => self
                 .value
                 .unwrap_or_else(|| Bson::Document(Document::new())),
+            AccumulatorKind::FirstN | AccumulatorKind::LastN => Bson::Array(self.items),
+            AccumulatorKind::MaxN | AccumulatorKind::MinN => {
+                let mut items = self.items;
+                items.sort_by(|a, b| compare_values(a, b));
+                if self.kind == AccumulatorKind::MaxN {
+                    items.reverse();
+                }
+                items.truncate(self.limit.unwrap_or(usize::MAX));
+                Bson::Array(items)
+            }
+            AccumulatorKind::Top
+            | AccumulatorKind::Bottom
+            | AccumulatorKind::TopN
+            | AccumulatorKind::BottomN => {
+                let mut keyed = self.keyed;
+                if let Some(spec) = &self.sort_by {
+                    keyed.sort_by(|(a, _), (b, _)| spec.compare_keys(a, b));
+                }
+                let outputs: Vec<Bson> = keyed.into_iter().map(|(_, v)| v).collect();
+                let limit = self.limit.unwrap_or(1);
+                match self.kind {
+                    AccumulatorKind::Top => outputs.into_iter().next().unwrap_or(Bson::Null),
+                    AccumulatorKind::Bottom => outputs.into_iter().last().unwrap_or(Bson::Null),
+                    AccumulatorKind::TopN => Bson::Array(outputs.into_iter().take(limit).collect()),
+                    _ => {
+                        let skip = outputs.len().saturating_sub(limit);
+                        Bson::Array(outputs.into_iter().skip(skip).collect())
+                    }
+                }
+            }
         }
     }
 }
@@ -289,7 +447,32 @@ pub fn feed(
     doc: &Document,
 ) -> Result<(), QueryError> {
     for (spec, state) in specs.iter().zip(states.iter_mut()) {
-        state.add(spec.argument.evaluate_optional(doc)?);
+        if let (Some(n), None) = (&spec.n, state.limit) {
+            let value = n.evaluate(doc)?;
+            let limit = Number::from_bson(&value)
+                .and_then(Number::to_exact_i64)
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    QueryError::location(
+                        5787908,
+                        format!("'n' must be a positive integer, found {value}"),
+                    )
+                })?;
+            state.limit = Some(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+        let value = spec.argument.evaluate_optional(doc)?;
+        match &spec.sort_by {
+            Some(sort) => {
+                let key = sort
+                    .keys
+                    .iter()
+                    .map(|(path, direction)| sort_key(doc, path, *direction))
+                    .collect();
+                state.sort_by.get_or_insert_with(|| sort.clone());
+                state.keyed.push((key, value.unwrap_or(Bson::Null)));
+            }
+            None => state.add(value),
+        }
     }
     Ok(())
 }
@@ -333,5 +516,35 @@ mod tests {
         s.add(None);
         s.add(Some(Bson::Document(bson::doc! {"b": 2})));
         assert_eq!(s.finish(), Bson::Document(bson::doc! {"a": 1, "b": 2}));
+    }
+
+    #[test]
+    fn selection_accumulators() {
+        use super::super::aggregate::Pipeline;
+        use bson::doc;
+        let docs = vec![
+            doc! {"g": 1, "v": 5, "s": "b"},
+            doc! {"g": 1, "v": 3, "s": "a"},
+            doc! {"g": 1, "v": 9, "s": "c"},
+            doc! {"g": 1, "s": "d"},
+        ];
+        let p = Pipeline::parse(&[doc! {"$group": {
+            "_id": "$g",
+            "first2": {"$firstN": {"input": "$v", "n": 2}},
+            "last2": {"$lastN": {"input": "$v", "n": 2}},
+            "max2": {"$maxN": {"input": "$v", "n": 2}},
+            "min2": {"$minN": {"input": "$v", "n": 2}},
+            "top": {"$top": {"sortBy": {"v": -1}, "output": "$s"}},
+            "bottom": {"$bottom": {"sortBy": {"v": -1}, "output": "$s"}},
+            "top2": {"$topN": {"sortBy": {"s": 1}, "output": "$v", "n": 2}},
+        }}])
+        .unwrap();
+        assert_eq!(
+            p.run(docs).unwrap(),
+            vec![
+                doc! {"_id": 1, "first2": [5, 3], "last2": [9, null], "max2": [9, 5], "min2": [3, 5],
+                "top": "c", "bottom": "d", "top2": [3, 5]}
+            ]
+        );
     }
 }
