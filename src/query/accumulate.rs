@@ -375,7 +375,7 @@ impl AccumulatorState {
             AccumulatorKind::FirstN | AccumulatorKind::LastN => Bson::Array(self.items),
             AccumulatorKind::MaxN | AccumulatorKind::MinN => {
                 let mut items = self.items;
-                items.sort_by(|a, b| compare_values(a, b));
+                items.sort_by(compare_values);
                 if self.kind == AccumulatorKind::MaxN {
                     items.reverse();
                 }
