@@ -470,4 +470,81 @@ mod tests {
         spec.apply_with_context(&mut d, &context).unwrap();
         assert_eq!(d, doc! {"_id": 1, "a": [9, 2]});
     }
+
+    /// Examples of the MongoDB manual's `$pull` page.
+    #[test]
+    fn manual_pull_examples() {
+        let (_, d) = run(
+            doc! {"$pull": {"fruits": {"$in": ["apples", "oranges"]}, "vegetables": "carrots"}},
+            doc! {"_id": 1, "fruits": ["apples", "pears", "oranges", "grapes", "bananas"], "vegetables": ["carrots", "celery", "squash", "carrots"]},
+        )
+        .unwrap();
+        assert_eq!(
+            d,
+            doc! {"_id": 1, "fruits": ["pears", "grapes", "bananas"], "vegetables": ["celery", "squash"]}
+        );
+        let (_, d) = run(
+            doc! {"$pull": {"votes": {"$gte": 6}}},
+            doc! {"_id": 1, "votes": [3, 5, 6, 7, 7, 8]},
+        )
+        .unwrap();
+        assert_eq!(d, doc! {"_id": 1, "votes": [3, 5]});
+        let (_, d) = run(
+            doc! {"$pull": {"results": {"answers": {"$elemMatch": {"q": 2, "a": {"$gte": 8}}}}}},
+            doc! {"_id": 1, "results": [
+                {"item": "A", "score": 5, "answers": [{"q": 1, "a": 4}, {"q": 2, "a": 6}]},
+                {"item": "B", "score": 8, "answers": [{"q": 1, "a": 8}, {"q": 2, "a": 9}]},
+            ]},
+        )
+        .unwrap();
+        assert_eq!(
+            d,
+            doc! {"_id": 1, "results": [{"item": "A", "score": 5, "answers": [{"q": 1, "a": 4}, {"q": 2, "a": 6}]}]}
+        );
+    }
+
+    /// Examples of the MongoDB manual's `$push`, `$addToSet` and `$set` pages.
+    #[test]
+    fn manual_push_and_set_examples() {
+        let (_, d) = run(
+            doc! {"$push": {"quizzes": {"$each": [{"wk": 5, "score": 8}, {"wk": 6, "score": 7}, {"wk": 7, "score": 6}], "$sort": {"score": -1}, "$slice": 3}}},
+            doc! {"_id": 5, "quizzes": [{"wk": 1, "score": 10}, {"wk": 2, "score": 8}, {"wk": 3, "score": 5}, {"wk": 4, "score": 6}]},
+        )
+        .unwrap();
+        assert_eq!(
+            d,
+            doc! {"_id": 5, "quizzes": [{"wk": 1, "score": 10}, {"wk": 2, "score": 8}, {"wk": 5, "score": 8}]}
+        );
+        let (_, d) = run(
+            doc! {"$addToSet": {"tags": {"$each": ["camera", "electronics", "accessories"]}}},
+            doc! {"_id": 2, "item": "cable", "tags": ["electronics", "supplies"]},
+        )
+        .unwrap();
+        assert_eq!(
+            d,
+            doc! {"_id": 2, "item": "cable", "tags": ["electronics", "supplies", "camera", "accessories"]}
+        );
+        let (_, d) = run(
+            doc! {"$set": {"quantity": 500, "details": {"model": "2600", "make": "Fashionaires"}, "tags": ["coats", "outerwear", "clothing"]}},
+            doc! {"_id": 100, "quantity": 250, "instock": true, "reorder": false, "details": {"model": "14QQ", "make": "Clothes Corp"}, "tags": ["apparel", "clothing"], "ratings": [{"by": "Customer007", "rating": 4}]},
+        )
+        .unwrap();
+        assert_eq!(
+            d,
+            doc! {"_id": 100, "quantity": 500, "instock": true, "reorder": false, "details": {"model": "2600", "make": "Fashionaires"}, "tags": ["coats", "outerwear", "clothing"], "ratings": [{"by": "Customer007", "rating": 4}]}
+        );
+        let (_, d) = run(
+            doc! {"$set": {"ratings.0.rating": 2, "details.make": "Kustom Kidz"}},
+            d,
+        )
+        .unwrap();
+        assert_eq!(
+            d.get_array("ratings").unwrap()[0],
+            Bson::Document(doc! {"by": "Customer007", "rating": 2})
+        );
+        assert_eq!(
+            d.get_document("details").unwrap(),
+            &doc! {"model": "2600", "make": "Kustom Kidz"}
+        );
+    }
 }
