@@ -192,10 +192,15 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     match session.create_collection(&request.db, name, &options).await {
         Ok(_) => {}
         Err(StoreError::AlreadyExists(_)) => {
+            // MongoDB 7.0: creating an existing collection with the same options succeeds.
+            let existing = context.server.state.catalog.collection(&request.db, name).await?;
+            if existing.is_some_and(|record| record.options == options) {
+                return Ok(Document::new());
+            }
             return Err(CommandError::NamespaceExists(format!(
-                "Collection {}.{name} already exists.",
+                "Collection {}.{name} already exists with different options.",
                 request.db
-            )))
+            )));
         }
         Err(other) => return Err(other.into()),
     }
