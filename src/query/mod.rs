@@ -29,6 +29,8 @@ pub mod expr_ops;
 pub mod expr_parse;
 pub mod filter;
 pub mod filter_eval;
+#[cfg(test)]
+mod filter_tests;
 pub mod keys;
 pub mod number;
 pub mod path;
