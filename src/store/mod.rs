@@ -12,6 +12,7 @@
 
 pub mod error;
 mod image;
+pub mod postgres;
 pub mod scan;
 pub mod sqlite;
 

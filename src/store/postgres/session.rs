@@ -1,0 +1,230 @@
+//! `PostgresSession`: one pooled connection implementing `StoreSession`.
+//!
+//! Transactions: `begin` sends `BEGIN` and the connection stays with the session, so a
+//! transaction spans any number of calls. Writes inside it run in savepoints, so a failed
+//! call leaves the transaction usable; a failed read aborts it (PostgreSQL's rule), which the
+//! session remembers: `commit` then rolls back and reports an error instead of letting
+//! PostgreSQL turn the `COMMIT` silently into a `ROLLBACK`.
+//!
+//! Dropping a session inside a transaction: `Drop` takes the connection and spawns a task
+//! that sends `ROLLBACK` and only then returns the connection to the pool, so locks are
+//! released at once and nobody else ever sees the transaction. Without a tokio runtime (or if
+//! that rollback fails) the connection goes back marked dirty and the pool's `recycle` rolls
+//! it back (or discards it) before handing it out again; see `conn.rs`.
+//!
+//! Not for: SQL text (`sql.rs`, `write.rs`, `catalog.rs`).
+
+use async_trait::async_trait;
+use bson::Document;
+use deadpool::managed::Object;
+use tokio::runtime::Handle;
+
+use super::super::{
+    CollectionRecord, CollectionStats, InsertOutcome, Predicate, ScanRequest, StoreError,
+    StoreSession, StoredDocument,
+};
+use super::conn::{Manager, PgConn};
+use super::{catalog, sql, write};
+
+/// A session of the PostgreSQL backend. Get one from `PostgresStore::postgres_session`
+/// (concrete) or `Store::session` (boxed).
+pub struct PostgresSession {
+    conn: Option<Object<Manager>>,
+}
+
+impl PostgresSession {
+    pub(super) fn new(conn: Object<Manager>) -> Self {
+        PostgresSession { conn: Some(conn) }
+    }
+
+    fn conn(&mut self) -> Result<&mut PgConn, StoreError> {
+        self.conn
+            .as_deref_mut()
+            .ok_or_else(|| StoreError::Unavailable("the session has no connection".into()))
+    }
+
+    /// PostgreSQL's plan for a scan: the lines of `EXPLAIN` (with the values bound).
+    pub async fn explain_scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<String>, StoreError> {
+        let sql = sql::select(&coll.table, "doc", request)?;
+        let conn = self.conn()?;
+        let rows = conn
+            .query(&format!("EXPLAIN {}", sql.text), &sql.params)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                row.try_get(0)
+                    .map_err(|e| StoreError::Database(e.to_string()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for PostgresSession {
+    fn drop(&mut self) {
+        let Some(mut conn) = self.conn.take() else {
+            return;
+        };
+        if !(conn.dirty || conn.in_tx) || conn.broken {
+            return;
+        }
+        if let Ok(handle) = Handle::try_current() {
+            handle.spawn(async move {
+                match conn.client().batch_execute("ROLLBACK").await {
+                    Ok(()) => {
+                        conn.dirty = false;
+                        conn.in_tx = false;
+                        conn.aborted = false;
+                    }
+                    Err(_) => conn.broken = true,
+                }
+                drop(conn);
+            });
+        }
+    }
+}
+
+#[async_trait]
+impl StoreSession for PostgresSession {
+    async fn begin(&mut self) -> Result<(), StoreError> {
+        let conn = self.conn()?;
+        if conn.in_tx {
+            return Err(StoreError::Database(
+                "a transaction is already open on this session".into(),
+            ));
+        }
+        conn.dirty = true;
+        conn.batch("BEGIN").await?;
+        conn.in_tx = true;
+        conn.aborted = false;
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> Result<(), StoreError> {
+        let conn = self.conn()?;
+        if conn.aborted {
+            let undone = conn.batch("ROLLBACK").await;
+            conn.in_tx = false;
+            conn.aborted = false;
+            conn.dirty = undone.is_err();
+            undone?;
+            return Err(StoreError::Database(
+                "the transaction was aborted by an earlier error and has been rolled back".into(),
+            ));
+        }
+        let result = conn.batch("COMMIT").await;
+        conn.in_tx = false;
+        conn.dirty = result.is_err();
+        result
+    }
+
+    async fn rollback(&mut self) -> Result<(), StoreError> {
+        let conn = self.conn()?;
+        let result = conn.batch("ROLLBACK").await;
+        conn.in_tx = false;
+        conn.aborted = false;
+        conn.dirty = result.is_err();
+        result
+    }
+
+    async fn catalog_version(&mut self) -> Result<i64, StoreError> {
+        catalog::catalog_version(self.conn()?).await
+    }
+
+    async fn list_collections(&mut self) -> Result<Vec<CollectionRecord>, StoreError> {
+        catalog::list_collections(self.conn()?).await
+    }
+
+    async fn create_collection(
+        &mut self,
+        db: &str,
+        name: &str,
+        options: &Document,
+    ) -> Result<CollectionRecord, StoreError> {
+        catalog::create_collection(self.conn()?, db, name, options).await
+    }
+
+    async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError> {
+        catalog::drop_collection(self.conn()?, coll).await
+    }
+
+    async fn rename_collection(
+        &mut self,
+        coll: &CollectionRecord,
+        to_db: &str,
+        to_name: &str,
+    ) -> Result<CollectionRecord, StoreError> {
+        catalog::rename_collection(self.conn()?, coll, to_db, to_name).await
+    }
+
+    async fn insert(
+        &mut self,
+        coll: &CollectionRecord,
+        docs: &[StoredDocument],
+        ordered: bool,
+    ) -> Result<InsertOutcome, StoreError> {
+        write::insert(self.conn()?, &coll.table, docs, ordered).await
+    }
+
+    async fn scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let sql = sql::select(&coll.table, "doc", request)?;
+        let rows = self.conn()?.query(&sql.text, &sql.params).await?;
+        rows.iter()
+            .map(|row| {
+                row.try_get(0)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))
+            })
+            .collect()
+    }
+
+    async fn count(
+        &mut self,
+        coll: &CollectionRecord,
+        filter: &Predicate,
+    ) -> Result<u64, StoreError> {
+        let sql = sql::count(&coll.table, filter)?;
+        let row = self.conn()?.query_one(&sql.text, &sql.params).await?;
+        let n: i64 = row
+            .try_get(0)
+            .map_err(|e| StoreError::Database(e.to_string()))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn replace(
+        &mut self,
+        coll: &CollectionRecord,
+        docs: &[StoredDocument],
+    ) -> Result<u64, StoreError> {
+        write::replace(self.conn()?, &coll.table, docs).await
+    }
+
+    async fn delete(
+        &mut self,
+        coll: &CollectionRecord,
+        keys: &[Vec<u8>],
+    ) -> Result<u64, StoreError> {
+        write::delete(self.conn()?, &coll.table, keys).await
+    }
+
+    async fn collection_stats(
+        &mut self,
+        coll: &CollectionRecord,
+    ) -> Result<CollectionStats, StoreError> {
+        catalog::collection_stats(self.conn()?, coll).await
+    }
+
+    async fn explain(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<String>, StoreError> {
+        self.explain_scan(coll, request).await
+    }
+}

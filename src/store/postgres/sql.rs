@@ -1,0 +1,332 @@
+//! SQL text for reads: a pushdown `Predicate` becomes a `WHERE` clause with bound values, a
+//! `ScanRequest` becomes a `SELECT` with `ORDER BY` / `LIMIT` / `OFFSET`.
+//!
+//! Rules:
+//! - values are always bound (`$n`), never spliced; the table name comes from the catalog
+//!   and is already a quoted, schema-qualified identifier;
+//! - `KeyEquals` is `k = $n` and `KeyIn` is `k = ANY($n::bytea[])`: one bound array however
+//!   many keys, served by the unique index on `k` (bytea compares like `memcmp`, which is the
+//!   key encoding's order, so `ORDER BY k` walks the same index);
+//! - `PathEquals` is `j @? $n::text::jsonpath` with a bound path such as
+//!   `$."a"."b" ? (@ == "x")`. jsonpath's lax mode unwraps arrays at every step and in the
+//!   filter, and compares numbers numerically (5 = 5.0), so this selects every document
+//!   MongoDB's equality would (arrays along the path included), and may select a few more
+//!   (nested arrays), which the core re-checks. `true` never equals `1` here. Keys and
+//!   string literals are escaped as jsonpath strings; U+0000, which jsonpath and jsonb cannot
+//!   hold, is mapped to U+FFFD like in the image. A non-finite number or an empty path
+//!   selects everything (correct, since pushdown may over-select). `@?` is also the operator
+//!   a future GIN `jsonb_path_ops` index serves.
+//! - `Or` merges its key operands into one `ANY` and its `PathEquals` operands on one path
+//!   into one jsonpath with a balanced `||` tree; junctions are balanced trees of
+//!   parentheses, so thousands of operands stay far below PostgreSQL's stack depth limit.
+//!   PostgreSQL takes at most 65,535 bound values; a predicate needing more is an error
+//!   rather than a silently different query (the planner never produces one).
+//!
+//! Not for: writes (`write.rs`) or the catalog (`catalog.rs`).
+
+use std::fmt::Write as _;
+
+use super::super::image::nul_free;
+use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::StoreError;
+use super::conn::Params;
+
+/// PostgreSQL's limit on bound values in one statement.
+const MAX_PARAMS: usize = 65_535;
+
+/// A statement text with its bound values, in `$n` order.
+pub(super) struct Sql {
+    pub(super) text: String,
+    pub(super) params: Params,
+}
+
+impl Sql {
+    fn new(text: String) -> Self {
+        Sql {
+            text,
+            params: Vec::new(),
+        }
+    }
+
+    /// Binds a value and appends its placeholder (with `cast`, e.g. `::bytea[]`).
+    fn bind<T: tokio_postgres::types::ToSql + Sync + Send + 'static>(
+        &mut self,
+        value: T,
+        cast: &str,
+    ) {
+        self.params.push(Box::new(value));
+        let _ = write!(self.text, "${}{cast}", self.params.len());
+    }
+
+    fn checked(self) -> Result<Sql, StoreError> {
+        if self.params.len() > MAX_PARAMS {
+            return Err(StoreError::Database(format!(
+                "predicate needs {} bound values; PostgreSQL allows {MAX_PARAMS}",
+                self.params.len()
+            )));
+        }
+        Ok(self)
+    }
+}
+
+/// `SELECT <columns> FROM <table> WHERE … ORDER BY … LIMIT … OFFSET …`.
+pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Result<Sql, StoreError> {
+    let mut sql = Sql::new(format!("SELECT {columns} FROM {table} WHERE "));
+    push_predicate(&request.filter, &mut sql);
+    sql.text.push_str(match request.order {
+        Some(KeyOrder::Ascending) => " ORDER BY k",
+        Some(KeyOrder::Descending) => " ORDER BY k DESC",
+        None => " ORDER BY n",
+    });
+    if let Some(limit) = request.limit {
+        sql.text.push_str(" LIMIT ");
+        sql.bind(clamp(limit), "");
+    }
+    if request.skip > 0 {
+        sql.text.push_str(" OFFSET ");
+        sql.bind(clamp(request.skip), "");
+    }
+    sql.checked()
+}
+
+/// `SELECT count(*) FROM <table> WHERE …`.
+pub(super) fn count(table: &str, filter: &Predicate) -> Result<Sql, StoreError> {
+    let mut sql = Sql::new(format!("SELECT count(*) FROM {table} WHERE "));
+    push_predicate(filter, &mut sql);
+    sql.checked()
+}
+
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
+    match predicate {
+        Predicate::True => sql.text.push_str("TRUE"),
+        Predicate::KeyEquals(key) => push_keys(vec![key], sql),
+        Predicate::KeyIn(keys) => push_keys(keys.iter().collect(), sql),
+        Predicate::PathEquals { path, value } => push_path_in(path, &[value], sql),
+        Predicate::And(parts) => {
+            let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
+            push_balanced(&terms, " AND ", "TRUE", sql);
+        }
+        Predicate::Or(parts) => push_balanced(&or_terms(parts), " OR ", "FALSE", sql),
+    }
+}
+
+/// One operand of a junction: a predicate, or several `Or` operands merged into one.
+enum Term<'a> {
+    Predicate(&'a Predicate),
+    Keys(Vec<&'a Vec<u8>>),
+    PathIn(&'a [String], Vec<&'a PathValue>),
+}
+
+/// The operands of an `Or`, with every key operand merged into one key set and the
+/// `PathEquals` operands on the same path merged into one jsonpath.
+fn or_terms(parts: &[Predicate]) -> Vec<Term<'_>> {
+    let mut keys: Vec<&Vec<u8>> = Vec::new();
+    let mut paths: Vec<(&[String], Vec<&PathValue>)> = Vec::new();
+    let mut terms = Vec::new();
+    for part in parts {
+        match part {
+            Predicate::KeyEquals(key) => keys.push(key),
+            Predicate::KeyIn(more) => keys.extend(more),
+            Predicate::PathEquals { path, value } => {
+                match paths.iter_mut().find(|(p, _)| *p == path.as_slice()) {
+                    Some((_, values)) => values.push(value),
+                    None => paths.push((path, vec![value])),
+                }
+            }
+            other => terms.push(Term::Predicate(other)),
+        }
+    }
+    if !keys.is_empty() {
+        terms.push(Term::Keys(keys));
+    }
+    terms.extend(
+        paths
+            .into_iter()
+            .map(|(path, values)| Term::PathIn(path, values)),
+    );
+    terms
+}
+
+fn push_term(term: &Term<'_>, sql: &mut Sql) {
+    match term {
+        Term::Predicate(p) => push_predicate(p, sql),
+        Term::Keys(keys) => push_keys(keys.clone(), sql),
+        Term::PathIn(path, values) => push_path_in(path, values, sql),
+    }
+}
+
+/// Operands joined by `op` as a balanced tree of parentheses.
+fn push_balanced(terms: &[Term<'_>], op: &str, empty: &str, sql: &mut Sql) {
+    match terms {
+        [] => sql.text.push_str(empty),
+        [one] => push_term(one, sql),
+        _ => {
+            let (left, right) = terms.split_at(terms.len() / 2);
+            sql.text.push('(');
+            push_balanced(left, op, empty, sql);
+            sql.text.push_str(op);
+            push_balanced(right, op, empty, sql);
+            sql.text.push(')');
+        }
+    }
+}
+
+fn push_keys(keys: Vec<&Vec<u8>>, sql: &mut Sql) {
+    match keys.as_slice() {
+        [] => sql.text.push_str("FALSE"),
+        [one] => {
+            sql.text.push_str("k = ");
+            sql.bind((*one).clone(), "");
+        }
+        _ => {
+            let keys: Vec<Vec<u8>> = keys.into_iter().cloned().collect();
+            sql.text.push_str("k = ANY(");
+            sql.bind(keys, "::bytea[]");
+            sql.text.push(')');
+        }
+    }
+}
+
+/// `j @? $n::text::jsonpath`, or `TRUE` when the jsonpath cannot be built (see module doc).
+fn push_path_in(path: &[String], values: &[&PathValue], sql: &mut Sql) {
+    match json_path(path, values) {
+        Some(text) => {
+            sql.text.push_str("j @? ");
+            sql.bind(text, "::text::jsonpath");
+        }
+        None => sql.text.push_str("TRUE"),
+    }
+}
+
+/// `$."a"."b" ? (@ == v1 || @ == v2 …)`; `None` for an empty path, no values, or a
+/// non-finite number.
+pub(super) fn json_path(path: &[String], values: &[&PathValue]) -> Option<String> {
+    if path.is_empty() || values.is_empty() {
+        return None;
+    }
+    let mut text = String::from("$");
+    for component in path {
+        text.push('.');
+        push_jsonpath_string(component, &mut text);
+    }
+    let literals = values
+        .iter()
+        .map(|v| literal(v))
+        .collect::<Option<Vec<String>>>()?;
+    text.push_str(" ? (");
+    push_any_equal(&literals, &mut text);
+    text.push(')');
+    Some(text)
+}
+
+/// `@ == a || @ == b …` as a balanced tree.
+fn push_any_equal(literals: &[String], out: &mut String) {
+    match literals {
+        [] => out.push_str("false"),
+        [one] => {
+            out.push_str("@ == ");
+            out.push_str(one);
+        }
+        _ => {
+            let (left, right) = literals.split_at(literals.len() / 2);
+            out.push('(');
+            push_any_equal(left, out);
+            out.push_str(" || ");
+            push_any_equal(right, out);
+            out.push(')');
+        }
+    }
+}
+
+/// A jsonpath literal for `value`; `None` for NaN and ±Inf (tagged objects in the image).
+fn literal(value: &PathValue) -> Option<String> {
+    match value {
+        PathValue::String(s) => {
+            let mut out = String::new();
+            push_jsonpath_string(s, &mut out);
+            Some(out)
+        }
+        // `{:?}` prints the shortest round-trip form, like the image, e.g. `5.0`, `-1e-7`.
+        PathValue::Number(n) if n.is_finite() => Some(format!("{n:?}")),
+        PathValue::Number(_) => None,
+        PathValue::Bool(b) => Some(b.to_string()),
+    }
+}
+
+/// A jsonpath string literal: `"` and `\` escaped, control characters as `\u00XX`, U+0000
+/// as U+FFFD (see module doc).
+fn push_jsonpath_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in nul_free(s).chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(parts: &[&str]) -> Vec<String> {
+        parts.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn json_paths_are_escaped() {
+        let v = PathValue::String("q\"\\\u{1}\u{0}".into());
+        assert_eq!(
+            json_path(&path(&["a", "it's \"x\""]), &[&v]).as_deref(),
+            Some("$.\"a\".\"it's \\\"x\\\"\" ? (@ == \"q\\\"\\\\\\u0001\u{fffd}\")")
+        );
+        let (five, t) = (PathValue::Number(5.0), PathValue::Bool(true));
+        let neg = PathValue::Number(-1e-7);
+        assert_eq!(
+            json_path(&path(&["n"]), &[&five, &t, &neg]).as_deref(),
+            Some("$.\"n\" ? ((@ == 5.0 || (@ == true || @ == -1e-7)))")
+        );
+        assert_eq!(json_path(&[], &[&five]), None);
+        assert_eq!(
+            json_path(&path(&["n"]), &[&PathValue::Number(f64::NAN)]),
+            None
+        );
+    }
+
+    #[test]
+    fn predicates_bind_every_value() {
+        let p = Predicate::Or(vec![
+            Predicate::KeyEquals(vec![1]),
+            Predicate::PathEquals {
+                path: path(&["a"]),
+                value: PathValue::Number(1.0),
+            },
+            Predicate::KeyIn(vec![vec![2], vec![3]]),
+        ]);
+        let request = ScanRequest {
+            filter: p,
+            order: Some(KeyOrder::Descending),
+            skip: 2,
+            limit: Some(3),
+        };
+        let sql = match select("\"s\".\"t\"", "doc", &request) {
+            Ok(sql) => sql,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            sql.text,
+            "SELECT doc FROM \"s\".\"t\" WHERE (k = ANY($1::bytea[]) OR j @? $2::text::jsonpath) \
+             ORDER BY k DESC LIMIT $3 OFFSET $4"
+        );
+        assert_eq!(sql.params.len(), 4);
+    }
+}
