@@ -437,6 +437,25 @@ mod tests {
     }
 
     #[test]
+    fn integer_overflow_in_updates_is_an_error() {
+        let e = run(doc! {"$inc": {"a": 1}}, doc! {"_id": 1, "a": i64::MAX}).unwrap_err();
+        assert_eq!(e.code, 2);
+        assert_eq!(
+            e.message,
+            "Failed to apply $inc operations to current value ((NumberLong)9223372036854775807) for document {_id: 1}"
+        );
+        let e = run(doc! {"$inc": {"a": i64::MAX}}, doc! {"_id": "x", "a": 42}).unwrap_err();
+        assert_eq!(
+            e.message,
+            "Failed to apply $inc operations to current value ((NumberInt)42) for document {_id: \"x\"}"
+        );
+        let e = run(doc! {"$mul": {"a": 4}}, doc! {"_id": 1, "a": 1i64 << 62}).unwrap_err();
+        assert!(e.message.starts_with("Failed to apply $mul operations"));
+        let (_, d) = run(doc! {"$inc": {"a": 1.5}}, doc! {"_id": 1, "a": i64::MAX}).unwrap();
+        assert!(matches!(d.get("a"), Some(Bson::Double(_))));
+    }
+
+    #[test]
     fn huge_array_index_is_refused() {
         let e = run(
             doc! {"$set": {"a.99999999999": 1}},

@@ -382,6 +382,24 @@ pub fn apply_operation(
                     },
                     Some(current) => arithmetic(op, current, argument),
                 };
+                let integers =
+                    |v: Option<&Bson>| matches!(v, Some(Bson::Int32(_) | Bson::Int64(_)));
+                if integers(slot.get())
+                    && integers(Some(argument))
+                    && matches!(next, Some(Bson::Double(_)))
+                {
+                    // Update arithmetic on integers fails on 64-bit overflow (aggregation
+                    // widens to double instead).
+                    let current = match slot.get() {
+                        Some(Bson::Int32(i)) => format!("(NumberInt){i}"),
+                        Some(Bson::Int64(i)) => format!("(NumberLong){i}"),
+                        _ => String::new(),
+                    };
+                    return Err(QueryError::bad_value(format!(
+                        "Failed to apply {name} operations to current value ({current}) for document {}",
+                        id_text(&doc_id)
+                    )));
+                }
                 match next {
                     Some(v) => {
                         slot.set(v);
