@@ -46,7 +46,7 @@ pub(super) const CHANNEL: &str = "docgate_catalog";
 /// Creates the catalog if missing. Idempotent; a transaction-level advisory lock makes two
 /// processes starting at once take turns.
 pub(super) async fn bootstrap(conn: &mut PgConn) -> Result<(), StoreError> {
-    let scope = conn.open_scope(true).await?;
+    let scope = conn.open_scope();
     let result = bootstrap_body(conn).await;
     conn.close_scope(scope, result).await
 }
@@ -266,7 +266,7 @@ pub(super) async fn create_collection(
     let options_bson = options
         .to_vec()
         .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
-    let scope = conn.open_scope(true).await?;
+    let scope = conn.open_scope();
     let result = create_body(conn, db, name, options, options_bson).await;
     conn.close_scope(scope, result).await.map_err(|e| match e {
         StoreError::DuplicateKey => StoreError::AlreadyExists(format!("{db}.{name}")),
@@ -318,7 +318,7 @@ pub(super) async fn drop_collection(
     conn: &mut PgConn,
     coll: &CollectionRecord,
 ) -> Result<(), StoreError> {
-    let scope = conn.open_scope(true).await?;
+    let scope = conn.open_scope();
     let result = drop_body(conn, coll).await;
     conn.close_scope(scope, result).await
 }
@@ -384,7 +384,7 @@ pub(super) async fn rename_collection(
     to_db: &str,
     to_name: &str,
 ) -> Result<CollectionRecord, StoreError> {
-    let scope = conn.open_scope(true).await?;
+    let scope = conn.open_scope();
     let result = rename_body(conn, coll, to_db, to_name).await;
     conn.close_scope(scope, result).await
 }

@@ -1,9 +1,19 @@
 //! Connections: the deadpool manager that pools PostgreSQL clients, the per-connection state
-//! the backend keeps (open transaction, broken), the statement helpers every module uses,
-//! the "own transaction or savepoint" scope of writes, and the mapping of PostgreSQL errors
-//! to `StoreError`.
+//! the backend keeps (transaction, pending statements, statement cache, broken), the
+//! statement helpers every module uses, the "own transaction or savepoint" scope of writes,
+//! and the mapping of PostgreSQL errors to `StoreError`.
 //!
 //! Not for: SQL about collections or documents (`catalog.rs`, `write.rs`, `sql.rs`).
+//!
+//! Round trips: `BEGIN` and `SAVEPOINT` are not sent on their own. They are remembered as
+//! pending and sent in the same network write as the next statement (tokio-postgres
+//! pipelines requests that are polled together), and the `RELEASE` of a single-statement
+//! write goes along too. A one-statement write inside the caller's transaction therefore
+//! costs one round trip (`SAVEPOINT; INSERT …; RELEASE`), and `begin` + first read one. A
+//! statement is prepared once per connection when `statement_cache` is on (a map here
+//! rather than deadpool's cache, because pipelining needs to know whether a `Parse` round
+//! trip comes first; a statement that is not cached yet is prepared after the pending
+//! prologue, so a failing `Parse` still happens inside the savepoint).
 //!
 //! Recycling: the manager wraps `deadpool_postgres::Manager` with `RecyclingMethod::Fast`
 //! (`Client::is_closed`, no round trip), and adds two checks of its own:
@@ -18,20 +28,27 @@
 //! would pay two); the checks above catch the same dead connections that matter here, and a
 //! connection that dies between checkout and use answers `Unavailable`, which is retryable.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Row, Statement};
+use tokio_postgres::{Client, Row, Statement};
 
 use super::super::StoreError;
+
+/// Prepared statements kept per connection; past it the cache starts over.
+const STATEMENT_CACHE: usize = 256;
 
 /// One pooled PostgreSQL connection with the state the backend tracks about it.
 pub(super) struct PgConn {
     client: ClientWrapper,
-    /// A transaction (the caller's or one of our own) may be open.
+    /// Prepared statements by SQL text (empty when the cache is off).
+    statements: HashMap<String, Statement>,
+    statement_cache: bool,
+    /// A transaction (the caller's or one of our own) may be open or pending.
     pub(super) dirty: bool,
     /// The caller opened a transaction with `begin`.
     pub(super) in_tx: bool,
@@ -40,7 +57,10 @@ pub(super) struct PgConn {
     pub(super) aborted: bool,
     /// A call failed with a connection error; never hand this connection out again.
     pub(super) broken: bool,
-    statement_cache: bool,
+    /// `BEGIN` to send before the next statement.
+    pending_begin: bool,
+    /// `SAVEPOINT dg_op` to send before the next statement.
+    pending_savepoint: bool,
 }
 
 /// deadpool manager: `deadpool_postgres::Manager` plus rollback of dirty connections.
@@ -66,11 +86,14 @@ impl managed::Manager for Manager {
         let client = managed::Manager::create(&self.inner).await?;
         Ok(PgConn {
             client,
+            statements: HashMap::new(),
+            statement_cache: self.statement_cache,
             dirty: false,
             in_tx: false,
             aborted: false,
             broken: false,
-            statement_cache: self.statement_cache,
+            pending_begin: false,
+            pending_savepoint: false,
         })
     }
 
@@ -82,12 +105,13 @@ impl managed::Manager for Manager {
         if conn.broken {
             return Err(RecycleError::message("connection broke"));
         }
-        if conn.dirty || conn.in_tx {
+        let sent_something = !conn.pending_begin;
+        conn.pending_begin = false;
+        conn.pending_savepoint = false;
+        if (conn.dirty || conn.in_tx) && sent_something {
             conn.client.batch_execute("ROLLBACK").await?;
-            conn.dirty = false;
-            conn.in_tx = false;
-            conn.aborted = false;
         }
+        conn.reset_transaction();
         managed::Manager::recycle(&self.inner, &mut conn.client, metrics).await
     }
 }
@@ -102,8 +126,72 @@ fn refs(params: &Params) -> Vec<&(dyn ToSql + Sync)> {
         .collect()
 }
 
+/// What a statement answers.
+enum Answer {
+    Rows(Vec<Row>),
+    Count(u64),
+}
+
+/// Sends `text` (simple protocol) unless it is empty.
+async fn send(client: &Client, text: &str) -> Result<(), tokio_postgres::Error> {
+    if text.is_empty() {
+        Ok(())
+    } else {
+        client.batch_execute(text).await
+    }
+}
+
 impl PgConn {
-    /// Remembers a connection error so that the pool discards this connection.
+    /// Forgets every transaction flag (after a rollback or commit went through).
+    pub(super) fn reset_transaction(&mut self) {
+        self.dirty = false;
+        self.in_tx = false;
+        self.aborted = false;
+        self.pending_begin = false;
+        self.pending_savepoint = false;
+    }
+
+    /// Starts the caller's transaction; `BEGIN` goes out with the next statement.
+    pub(super) fn begin(&mut self) {
+        self.in_tx = true;
+        self.dirty = true;
+        self.aborted = false;
+        self.pending_begin = true;
+    }
+
+    /// Ends the caller's transaction with `COMMIT` or `ROLLBACK` (nothing to send when
+    /// no statement ran since `begin`).
+    pub(super) async fn end(&mut self, commit: bool) -> Result<(), StoreError> {
+        if self.pending_begin {
+            self.reset_transaction();
+            return Ok(());
+        }
+        self.pending_savepoint = false;
+        let result = self.batch(if commit { "COMMIT" } else { "ROLLBACK" }).await;
+        if result.is_ok() {
+            self.reset_transaction();
+        } else {
+            // A failed COMMIT ends the transaction too; the pool rolls back if needed.
+            self.in_tx = false;
+            self.aborted = false;
+        }
+        result
+    }
+
+    /// The pending prologue (`BEGIN; SAVEPOINT dg_op;`), now considered sent.
+    fn take_prologue(&mut self) -> String {
+        let mut text = String::new();
+        if std::mem::take(&mut self.pending_begin) {
+            text.push_str("BEGIN;");
+        }
+        if std::mem::take(&mut self.pending_savepoint) {
+            text.push_str("SAVEPOINT dg_op;");
+        }
+        text
+    }
+
+    /// Remembers a connection error so that the pool discards this connection, and an
+    /// error inside the caller's transaction, which PostgreSQL has now aborted.
     fn check<T>(&mut self, r: Result<T, tokio_postgres::Error>) -> Result<T, StoreError> {
         r.map_err(|e| {
             let mapped = pg_err(e);
@@ -117,11 +205,71 @@ impl PgConn {
         })
     }
 
-    async fn statement(&self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
-        if self.statement_cache {
-            self.client.prepare_cached(sql).await
-        } else {
-            self.client.prepare(sql).await
+    /// Sends the prologue and `sql` with `params`, then `epilogue`, in one pipeline (plus a
+    /// `Parse` round trip first when the statement is not prepared yet).
+    async fn run(
+        &mut self,
+        sql: &str,
+        params: &Params,
+        epilogue: &str,
+        rows: bool,
+    ) -> Result<Answer, tokio_postgres::Error> {
+        let mut prologue = self.take_prologue();
+        let stmt = match self.statements.get(sql) {
+            Some(stmt) => stmt.clone(),
+            None => {
+                let (sent, prepared) =
+                    tokio::join!(send(&self.client, &prologue), self.client.prepare(sql));
+                prologue.clear();
+                sent?;
+                let stmt = prepared?;
+                if self.statement_cache {
+                    if self.statements.len() >= STATEMENT_CACHE {
+                        self.statements.clear();
+                    }
+                    self.statements.insert(sql.to_owned(), stmt.clone());
+                }
+                stmt
+            }
+        };
+        let client: &Client = &self.client;
+        let values = refs(params);
+        let statement = async {
+            if rows {
+                client.query(&stmt, &values).await.map(Answer::Rows)
+            } else {
+                client.execute(&stmt, &values).await.map(Answer::Count)
+            }
+        };
+        let (sent, answer, after) =
+            tokio::join!(send(client, &prologue), statement, send(client, epilogue));
+        sent?;
+        let answer = answer?;
+        after?;
+        Ok(answer)
+    }
+
+    /// `run` of a single statement that must be atomic and, inside the caller's
+    /// transaction, must leave it usable when it fails: there it is wrapped in a savepoint
+    /// sent in the same pipeline. Outside, a single statement is atomic by itself.
+    async fn run_atomic(
+        &mut self,
+        sql: &str,
+        params: &Params,
+        rows: bool,
+    ) -> Result<Answer, StoreError> {
+        if !self.in_tx {
+            let r = self.run(sql, params, "", rows).await;
+            return self.check(r);
+        }
+        self.pending_savepoint = true;
+        let r = self.run(sql, params, "RELEASE dg_op", rows).await;
+        match self.check(r) {
+            Ok(answer) => Ok(answer),
+            Err(e) => {
+                let _ = self.undo_savepoint("dg_op").await;
+                Err(e)
+            }
         }
     }
 
@@ -131,11 +279,11 @@ impl PgConn {
         sql: &str,
         params: &Params,
     ) -> Result<Vec<Row>, StoreError> {
-        let r = match self.statement(sql).await {
-            Ok(stmt) => self.client.query(&stmt, &refs(params)).await,
-            Err(e) => Err(e),
-        };
-        self.check(r)
+        let r = self.run(sql, params, "", true).await;
+        match self.check(r)? {
+            Answer::Rows(rows) => Ok(rows),
+            Answer::Count(_) => Ok(Vec::new()),
+        }
     }
 
     /// Runs a statement that returns exactly one row.
@@ -155,33 +303,58 @@ impl PgConn {
 
     /// Runs a statement; returns the number of rows it touched.
     pub(super) async fn execute(&mut self, sql: &str, params: &Params) -> Result<u64, StoreError> {
-        let r = match self.statement(sql).await {
-            Ok(stmt) => self.client.execute(&stmt, &refs(params)).await,
-            Err(e) => Err(e),
-        };
-        self.check(r)
+        let r = self.run(sql, params, "", false).await;
+        match self.check(r)? {
+            Answer::Count(n) => Ok(n),
+            Answer::Rows(rows) => Ok(rows.len() as u64),
+        }
     }
 
-    /// Runs statements without parameters (simple protocol; DDL and transaction control).
+    /// `query` as one atomic write (see `run_atomic`).
+    pub(super) async fn query_atomic(
+        &mut self,
+        sql: &str,
+        params: &Params,
+    ) -> Result<Vec<Row>, StoreError> {
+        match self.run_atomic(sql, params, true).await? {
+            Answer::Rows(rows) => Ok(rows),
+            Answer::Count(_) => Ok(Vec::new()),
+        }
+    }
+
+    /// `execute` as one atomic write (see `run_atomic`).
+    pub(super) async fn execute_atomic(
+        &mut self,
+        sql: &str,
+        params: &Params,
+    ) -> Result<u64, StoreError> {
+        match self.run_atomic(sql, params, false).await? {
+            Answer::Count(n) => Ok(n),
+            Answer::Rows(rows) => Ok(rows.len() as u64),
+        }
+    }
+
+    /// Runs statements without parameters (simple protocol; DDL and transaction control),
+    /// after the pending prologue, in one message.
     pub(super) async fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
-        let r = self.client.batch_execute(sql).await;
+        let mut text = self.take_prologue();
+        text.push_str(sql);
+        let r = self.client.batch_execute(&text).await;
         self.check(r)
     }
 
-    /// Opens the scope of an atomic operation: its own transaction outside `begin`, a
-    /// savepoint inside the caller's (so that a failed call leaves the caller's transaction
-    /// usable). `needs_tx = false` marks a single statement, atomic by itself, that needs no
-    /// scope outside a transaction.
-    pub(super) async fn open_scope(&mut self, needs_tx: bool) -> Result<Scope, StoreError> {
+    /// Opens the scope of an operation of several statements: its own transaction outside
+    /// `begin`, a savepoint inside the caller's (so that a failed call leaves the caller's
+    /// transaction usable). Nothing is sent yet: `BEGIN` / `SAVEPOINT` go out with the
+    /// first statement.
+    pub(super) fn open_scope(&mut self) -> Scope {
         if self.in_tx {
-            self.batch("SAVEPOINT dg_op").await?;
-            Ok(Scope::Savepoint)
-        } else if needs_tx {
-            self.dirty = true;
-            self.batch("BEGIN").await?;
-            Ok(Scope::Own)
+            self.pending_savepoint = true;
+            Scope::Savepoint
         } else {
-            Ok(Scope::None)
+            self.pending_begin = true;
+            self.dirty = true;
+            Scope::Own
         }
     }
 
@@ -206,9 +379,13 @@ impl PgConn {
 
     /// Commits (`ok`) or rolls back a scope.
     pub(super) async fn finish(&mut self, scope: Scope, ok: bool) -> Result<(), StoreError> {
-        match (scope, ok) {
-            (Scope::None, _) => Ok(()),
-            (Scope::Own, ok) => {
+        match scope {
+            Scope::Own => {
+                if std::mem::take(&mut self.pending_begin) {
+                    // Nothing was sent.
+                    self.dirty = false;
+                    return Ok(());
+                }
                 let r = self.batch(if ok { "COMMIT" } else { "ROLLBACK" }).await;
                 if r.is_ok() {
                     self.dirty = false;
@@ -219,8 +396,16 @@ impl PgConn {
                 }
                 r
             }
-            (Scope::Savepoint, true) => self.batch("RELEASE dg_op").await,
-            (Scope::Savepoint, false) => self.undo_savepoint("dg_op").await,
+            Scope::Savepoint => {
+                if std::mem::take(&mut self.pending_savepoint) {
+                    return Ok(());
+                }
+                if ok {
+                    self.batch("RELEASE dg_op").await
+                } else {
+                    self.undo_savepoint("dg_op").await
+                }
+            }
         }
     }
 
@@ -238,12 +423,17 @@ impl PgConn {
     pub(super) fn client(&self) -> &ClientWrapper {
         &self.client
     }
+
+    /// Whether anything of a transaction reached the server (else there is nothing to roll
+    /// back).
+    pub(super) fn transaction_sent(&self) -> bool {
+        (self.dirty || self.in_tx) && !self.pending_begin
+    }
 }
 
-/// How an atomic operation is wrapped (see `PgConn::open_scope`).
+/// How an operation of several statements is wrapped (see `PgConn::open_scope`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Scope {
-    None,
     Own,
     Savepoint,
 }

@@ -1,7 +1,8 @@
 //! `PostgresSession`: one pooled connection implementing `StoreSession`.
 //!
-//! Transactions: `begin` sends `BEGIN` and the connection stays with the session, so a
-//! transaction spans any number of calls. Writes inside it run in savepoints, so a failed
+//! Transactions: after `begin` the connection stays with the session, so a transaction
+//! spans any number of calls; `BEGIN` itself goes out with the first statement (see
+//! `conn.rs`). Writes inside it run in savepoints, so a failed
 //! call leaves the transaction usable; a failed read aborts it (PostgreSQL's rule), which the
 //! session remembers: `commit` then rolls back and reports an error instead of letting
 //! PostgreSQL turn the `COMMIT` silently into a `ROLLBACK`.
@@ -68,17 +69,14 @@ impl Drop for PostgresSession {
         let Some(mut conn) = self.conn.take() else {
             return;
         };
-        if !(conn.dirty || conn.in_tx) || conn.broken {
+        if !conn.transaction_sent() || conn.broken {
+            conn.reset_transaction();
             return;
         }
         if let Ok(handle) = Handle::try_current() {
             handle.spawn(async move {
                 match conn.client().batch_execute("ROLLBACK").await {
-                    Ok(()) => {
-                        conn.dirty = false;
-                        conn.in_tx = false;
-                        conn.aborted = false;
-                    }
+                    Ok(()) => conn.reset_transaction(),
                     Err(_) => conn.broken = true,
                 }
                 drop(conn);
@@ -96,38 +94,23 @@ impl StoreSession for PostgresSession {
                 "a transaction is already open on this session".into(),
             ));
         }
-        conn.dirty = true;
-        conn.batch("BEGIN").await?;
-        conn.in_tx = true;
-        conn.aborted = false;
+        conn.begin();
         Ok(())
     }
 
     async fn commit(&mut self) -> Result<(), StoreError> {
         let conn = self.conn()?;
         if conn.aborted {
-            let undone = conn.batch("ROLLBACK").await;
-            conn.in_tx = false;
-            conn.aborted = false;
-            conn.dirty = undone.is_err();
-            undone?;
+            conn.end(false).await?;
             return Err(StoreError::Database(
                 "the transaction was aborted by an earlier error and has been rolled back".into(),
             ));
         }
-        let result = conn.batch("COMMIT").await;
-        conn.in_tx = false;
-        conn.dirty = result.is_err();
-        result
+        conn.end(true).await
     }
 
     async fn rollback(&mut self) -> Result<(), StoreError> {
-        let conn = self.conn()?;
-        let result = conn.batch("ROLLBACK").await;
-        conn.in_tx = false;
-        conn.aborted = false;
-        conn.dirty = result.is_err();
-        result
+        self.conn()?.end(false).await
     }
 
     async fn catalog_version(&mut self) -> Result<i64, StoreError> {

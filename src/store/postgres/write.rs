@@ -7,7 +7,7 @@
 //! repeats inside the batch the first occurrence wins); a batch index is a conflict when its
 //! key is not among the returned keys (or was already claimed by an earlier index).
 //! - unordered: that one statement; atomic by itself outside a transaction, inside a
-//!   savepoint of the caller's transaction.
+//!   savepoint of the caller's transaction (sent in the same round trip, see `conn.rs`).
 //! - ordered: the statement runs in its own transaction (or a savepoint of the caller's);
 //!   on the first conflict f everything is rolled back and `docs[..f]` inserted again the
 //!   same way, until a try has no conflict (a concurrent writer can only move f earlier);
@@ -22,7 +22,7 @@ use std::collections::HashMap;
 
 use super::super::image::json_image_without_nul;
 use super::super::{InsertOutcome, StoreError, StoredDocument};
-use super::conn::PgConn;
+use super::conn::{Params, PgConn};
 
 pub(super) async fn insert(
     conn: &mut PgConn,
@@ -35,19 +35,16 @@ pub(super) async fn insert(
     }
     let images = images(docs)?;
     if !ordered {
-        let scope = conn.open_scope(false).await?;
-        let result = insert_rows(conn, table, docs, &images)
-            .await
-            .map(|conflicts| InsertOutcome {
-                inserted: (docs.len() - conflicts.len()) as u64,
-                conflicts,
-            });
-        return conn.close_scope(scope, result).await;
+        let conflicts = insert_rows(conn, table, docs, &images, true).await?;
+        return Ok(InsertOutcome {
+            inserted: (docs.len() - conflicts.len()) as u64,
+            conflicts,
+        });
     }
     let mut end = docs.len();
     while end > 0 {
-        let scope = conn.open_scope(true).await?;
-        let conflicts = match insert_rows(conn, table, &docs[..end], &images[..end]).await {
+        let scope = conn.open_scope();
+        let conflicts = match insert_rows(conn, table, &docs[..end], &images[..end], false).await {
             Ok(conflicts) => conflicts,
             Err(e) => return conn.close_scope(scope, Err(e)).await,
         };
@@ -78,12 +75,14 @@ fn images(docs: &[StoredDocument]) -> Result<Vec<String>, StoreError> {
         .collect()
 }
 
-/// Inserts `docs` with one statement; returns the indexes (into `docs`) not inserted.
+/// Inserts `docs` with one statement (`atomic`: on its own, see `PgConn::query_atomic`);
+/// returns the indexes (into `docs`) not inserted.
 async fn insert_rows(
     conn: &mut PgConn,
     table: &str,
     docs: &[StoredDocument],
     images: &[String],
+    atomic: bool,
 ) -> Result<Vec<usize>, StoreError> {
     let text = format!(
         "INSERT INTO {table} (k, doc, j)
@@ -94,12 +93,12 @@ async fn insert_rows(
     );
     let keys: Vec<Vec<u8>> = docs.iter().map(|d| d.key.clone()).collect();
     let bodies: Vec<Vec<u8>> = docs.iter().map(|d| d.bson.clone()).collect();
-    let rows = conn
-        .query(
-            &text,
-            &vec![Box::new(keys), Box::new(bodies), Box::new(images.to_vec())],
-        )
-        .await?;
+    let params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images.to_vec())];
+    let rows = if atomic {
+        conn.query_atomic(&text, &params).await?
+    } else {
+        conn.query(&text, &params).await?
+    };
     let mut inserted: HashMap<Vec<u8>, usize> = HashMap::with_capacity(rows.len());
     for row in rows {
         let key: Vec<u8> = row
@@ -145,14 +144,11 @@ pub(super) async fn replace(
          FROM unnest($1::bytea[], $2::bytea[], $3::text[]) AS u(k, d, j)
          WHERE t.k = u.k"
     );
-    let scope = conn.open_scope(false).await?;
-    let result = conn
-        .execute(
-            &text,
-            &vec![Box::new(keys), Box::new(bodies), Box::new(images)],
-        )
-        .await;
-    conn.close_scope(scope, result).await
+    conn.execute_atomic(
+        &text,
+        &vec![Box::new(keys), Box::new(bodies), Box::new(images)],
+    )
+    .await
 }
 
 pub(super) async fn delete(
@@ -164,7 +160,6 @@ pub(super) async fn delete(
         return Ok(0);
     }
     let text = format!("DELETE FROM {table} WHERE k = ANY($1::bytea[])");
-    let scope = conn.open_scope(false).await?;
-    let result = conn.execute(&text, &vec![Box::new(keys.to_vec())]).await;
-    conn.close_scope(scope, result).await
+    conn.execute_atomic(&text, &vec![Box::new(keys.to_vec())])
+        .await
 }

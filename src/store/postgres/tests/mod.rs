@@ -22,6 +22,7 @@ mod changes;
 mod documents;
 mod plans;
 mod restart;
+mod timing;
 mod transactions;
 
 use std::sync::atomic::{AtomicU64, Ordering};

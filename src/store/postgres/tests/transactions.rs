@@ -76,6 +76,43 @@ async fn commit_spans_several_calls_and_failed_call_keeps_transaction() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_statement_cache_and_with_empty_transactions() {
+    let db = fresh_db!();
+    let options = super::super::PostgresOptions {
+        statement_cache: false,
+        ..super::super::PostgresOptions::default()
+    };
+    let store = ok(super::super::PostgresStore::connect(&db.url, options).await);
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    for round in 0..3 {
+        let key = format!("k{round}");
+        ok(s.begin().await);
+        ok(s.insert(&coll, &[stored(&key, doc! {})], false).await);
+        assert_eq!(
+            ok(s.replace(&coll, &[stored(&key, doc! {"v": 1})]).await),
+            1
+        );
+        ok(s.commit().await);
+    }
+    assert_eq!(ok(s.count(&coll, &Predicate::True).await), 3);
+    // begin/commit and begin/rollback with nothing in between.
+    ok(s.begin().await);
+    ok(s.commit().await);
+    ok(s.begin().await);
+    ok(s.rollback().await);
+    assert!(s.begin().await.is_ok());
+    assert!(s.begin().await.is_err(), "no nested begin");
+    ok(s.rollback().await);
+    assert_eq!(
+        ok(s.delete(&coll, &[b"k0".to_vec(), b"k1".to_vec()]).await),
+        2
+    );
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_read_aborts_the_transaction_and_commit_says_so() {
     let db = fresh_db!();
     let store = open(&db).await;
