@@ -142,6 +142,55 @@ async fn odd_names_get_generated_names_and_work() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_objects_are_left_alone() {
+    let db = fresh_db!();
+    let client = admin(&db.url).await;
+    ok(client
+        .batch_execute(
+            "CREATE SCHEMA theirs; CREATE TABLE theirs.t (x int); CREATE TABLE public.c (x int)",
+        )
+        .await);
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    // A schema docgate did not create is not taken over.
+    let coll = create(&mut s, "theirs", "t").await;
+    assert!(coll.table.starts_with("\"db_"), "{}", coll.table);
+    ok(s.insert(&coll, &[stored("1", doc! {})], true).await);
+    ok(s.drop_collection(&coll).await);
+    let rows = ok(client.query("SELECT count(*) FROM theirs.t", &[]).await);
+    assert_eq!(rows.len(), 1);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_statements_follow_drop_and_recreate() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut a = session(&store).await;
+    let mut b = session(&store).await;
+    let coll = create(&mut a, "app", "c").await;
+    ok(a.insert(&coll, &[stored("old", doc! {})], true).await);
+    // Session a prepares (and caches) its statements on the first table.
+    assert_eq!(
+        keys_of(&ok(a.scan(&coll, &ScanRequest::all()).await)),
+        ["old"]
+    );
+    ok(b.drop_collection(&coll).await);
+    let again = create(&mut b, "app", "c").await;
+    assert_eq!(again.table, coll.table);
+    ok(b.insert(&again, &[stored("new", doc! {})], true).await);
+    assert_eq!(
+        keys_of(&ok(a.scan(&again, &ScanRequest::all()).await)),
+        ["new"]
+    );
+    ok(a.insert(&again, &[stored("newer", doc! {})], true).await);
+    assert_eq!(ok(b.count(&again, &Predicate::True).await), 2);
+    drop((a, b, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rename_keeps_data_and_checks_target() {
     let db = fresh_db!();
     let store = open(&db).await;
