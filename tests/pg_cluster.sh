@@ -30,8 +30,11 @@ as_owner() {
     fi
 }
 
+# A port the kernel just handed out as free; without python3 a random high port (a taken
+# port only makes `pg_ctl start` fail, and the loop below tries another).
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' 2>/dev/null ||
+        echo $((20000 + RANDOM % 40000))
 }
 
 case "$cmd" in

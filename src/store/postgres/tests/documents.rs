@@ -382,6 +382,7 @@ async fn path_equals_edge_cases() {
             doc! {"é t": {"a.b": "v", "x[0]": "w", "$d": "z"}},
         ),
         stored("nan", doc! {"n": f64::NAN}),
+        stored("nul", doc! {"z": "a\u{0}b"}),
     ];
     ok(s.insert(&coll, &docs, true).await);
     let n = |v: f64| scan_req(path_eq(&["n"], PathValue::Number(v)));
@@ -402,10 +403,13 @@ async fn path_equals_edge_cases() {
     }
     let p = path_eq(&["é t", "a.b"], PathValue::String("w".into()));
     assert!(ok(s.scan(&coll, &scan_req(p)).await).is_empty());
+    // U+0000 cannot be in jsonb; strings holding it are still found.
+    let p = path_eq(&["z"], PathValue::String("a\u{0}b".into()));
+    assert_eq!(keys_of(&ok(s.scan(&coll, &scan_req(p)).await)), ["nul"]);
     // Empty path: nothing to compare, everything is returned.
     assert_eq!(
         ok(s.count(&coll, &path_eq(&[], PathValue::Bool(true))).await),
-        5
+        6
     );
     drop(store);
     db.drop_db().await;
