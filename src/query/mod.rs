@@ -29,6 +29,7 @@ pub mod expr_ops;
 pub mod expr_parse;
 pub mod filter;
 pub mod filter_eval;
+pub mod index_spec;
 #[cfg(test)]
 mod filter_tests;
 pub mod keys;
