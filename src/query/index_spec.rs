@@ -3,10 +3,12 @@
 //! one document contributes to an index (compound, descending, multikey, sparse, partial);
 //! duplicate and conflict detection between specs; and key-space helpers for range scans.
 //!
-//! Key layout: the concatenation of each field's [`encode_key`] (self-delimiting, so bytewise
+//! Key layout: the concatenation of each field's `keys::encode_key` (self-delimiting, so bytewise
 //! order is lexicographic order over the components), every byte of a descending component
 //! inverted. Multikey keys are the cartesian product of each field's keys, so a bounded scan
 //! on any prefix of the fields never misses a matching document.
+//!
+//! Key extraction lives in `index_spec_keys.rs`, the tests in `index_spec_tests.rs`.
 //!
 //! Not for: storing or scanning indexes (the store), choosing an index (the planner), or
 //! text, geo, hashed and wildcard indexes, which are refused as not supported.
@@ -14,12 +16,10 @@
 use super::compare::{compare_documents, type_rank};
 use super::error::QueryError;
 use super::filter::{FieldPredicate, Filter};
-use super::keys::encode_key;
 use super::number::Number;
-use super::path::array_index;
 use bson::{Bson, Document};
+use keys::document_keys;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 /// The order of one indexed field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +97,11 @@ fn cannot_create(message: impl Into<String>) -> QueryError {
     error(67, "CannotCreateIndex", message)
 }
 
+/// Returns MongoDB's CannotCreateIndex (67) with a formatted message.
+macro_rules! refuse {
+    ($($message:tt)*) => { return Err(cannot_create(format!($($message)*))) };
+}
+
 fn in_spec(spec: &Document, e: QueryError) -> QueryError {
     let message = format!(
         "Error in specification {} :: caused by :: {}",
@@ -109,25 +114,20 @@ fn in_spec(spec: &Document, e: QueryError) -> QueryError {
 impl IndexSpec {
     /// Parses one element of createIndexes' `indexes` array the way MongoDB validates it.
     pub fn parse(spec: &Document) -> Result<IndexSpec, QueryError> {
-        for field in spec.keys() {
-            if !listed(OPTIONS, field) && !listed(UNSUPPORTED_OPTIONS, field) {
-                return Err(error(
-                    197,
-                    "InvalidIndexSpecificationOption",
-                    format!(
-                        "The field '{field}' is not valid for an index specification. \
-                         Specification: {}",
-                        shell_doc(spec)
-                    ),
-                ));
-            }
-        }
-        let parsed = parse_fields(spec).map_err(|e| in_spec(spec, e))?;
+        let parsed = spec
+            .keys()
+            .find(|f| !listed(OPTIONS, f) && !listed(UNSUPPORTED_OPTIONS, f))
+            .map_or_else(
+                || parse_fields(spec),
+                |f| Err(invalid_option(f, "an", spec)),
+            )
+            .map_err(|e| in_spec(spec, e))?;
         let mut with_v = spec.clone();
         if !with_v.contains_key("v") {
             with_v.insert("v", 2);
         }
-        parsed.check(spec).map_err(|e| in_spec(&with_v, e))?;
+        parsed.check_names(spec, &with_v)?;
+        parsed.check_options().map_err(|e| in_spec(&with_v, e))?;
         Ok(parsed)
     }
 
@@ -166,47 +166,7 @@ impl IndexSpec {
                 return Ok(None);
             }
         }
-        let mut names = HashMap::new();
-        let traced: Vec<Vec<Traced>> = self
-            .fields
-            .iter()
-            .map(|(path, _)| trace(doc, path, &mut names))
-            .collect();
-        check_parallel(&traced, &names)?;
-        let multikey = traced.iter().flatten().any(|t| !t.trail.is_empty());
-        // (key so far, every component so far came from a missing path)
-        let mut keys: Vec<(Vec<u8>, bool)> = vec![(Vec::new(), true)];
-        for ((_, direction), field) in self.fields.iter().zip(&traced) {
-            let components = components(field);
-            if keys.len().saturating_mul(components.len()) > MAX_KEYS_PER_DOCUMENT {
-                return Err(cannot_create(format!(
-                    "a document would add more than {MAX_KEYS_PER_DOCUMENT} keys to index '{}'",
-                    self.name
-                )));
-            }
-            let mut next = Vec::with_capacity(keys.len() * components.len());
-            for (prefix, prefix_missing) in &keys {
-                for (bytes, missing) in &components {
-                    let mut key = prefix.clone();
-                    match direction {
-                        IndexDirection::Ascending => key.extend_from_slice(bytes),
-                        IndexDirection::Descending => key.extend(bytes.iter().map(|b| !b)),
-                    }
-                    next.push((key, *prefix_missing && *missing));
-                }
-            }
-            keys = next;
-        }
-        if self.sparse {
-            keys.retain(|(_, missing)| !missing);
-        }
-        let mut keys: Vec<Vec<u8>> = keys.into_iter().map(|(k, _)| k).collect();
-        if keys.is_empty() {
-            return Ok(None);
-        }
-        keys.sort();
-        keys.dedup();
-        Ok(Some(IndexEntries { keys, multikey }))
+        document_keys(&self.fields, doc, self.sparse)
     }
 
     /// Same key pattern: the same paths in the same order with equal values.
@@ -280,22 +240,15 @@ impl IndexSpec {
         }))
     }
 
-    /// Checks that span several options (`_id` index rules, names, TTL, partial filters).
-    fn check(&self, spec: &Document) -> Result<(), QueryError> {
+    /// The `_id` index's own rules, reserved names and TTL rules (MongoDB reports these
+    /// without the "Error in specification" context).
+    fn check_names(&self, spec: &Document, with_v: &Document) -> Result<(), QueryError> {
         let key = self.key_pattern();
         if is_id_pattern(key) {
-            for field in spec.keys() {
-                if !matches!(field.as_str(), "key" | "name" | "v" | "ns" | "collation") {
-                    return Err(error(
-                        197,
-                        "InvalidIndexSpecificationOption",
-                        format!(
-                            "The field '{field}' is not valid for an _id index specification. \
-                             Specification: {}",
-                            shell_doc(spec)
-                        ),
-                    ));
-                }
+            let allowed =
+                |f: &&String| matches!(f.as_str(), "key" | "name" | "v" | "ns" | "collation");
+            if let Some(field) = spec.keys().find(|f| !allowed(f)) {
+                return Err(invalid_option(field, "an _id", spec));
             }
         } else if self.name == "_id_" {
             return Err(QueryError::bad_value(format!(
@@ -307,29 +260,46 @@ impl IndexSpec {
             return Err(QueryError::bad_value("The index name '*' is not valid."));
         }
         if let Some(ttl) = spec.get("expireAfterSeconds") {
-            check_ttl(ttl, key.len()).map_err(|m| {
+            check_ttl(ttl).map_err(|m| {
                 cannot_create(format!(
                     ". Index spec: {} :: caused by :: {m}",
-                    shell_doc(spec)
+                    shell_doc(with_v)
                 ))
             })?;
+            if key.len() != 1 {
+                refuse!("TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: {}", shell_doc(with_v));
+            }
         }
+        Ok(())
+    }
+
+    /// Name and partial filter rules (MongoDB's `IndexCatalog::_isSpecOk`).
+    fn check_options(&self) -> Result<(), QueryError> {
         if self.name.is_empty() {
-            return Err(cannot_create("index name cannot be empty"));
+            refuse!("index name cannot be empty");
         }
         if self.name.contains('\0') {
-            return Err(cannot_create("index name cannot contain NUL bytes"));
+            refuse!("index name cannot contain NUL bytes");
         }
         if let Some(filter) = &self.partial_filter {
             if self.sparse {
-                return Err(cannot_create(
-                    "cannot mix \"partialFilterExpression\" and \"sparse\" options",
-                ));
+                refuse!("cannot mix \"partialFilterExpression\" and \"sparse\" options");
             }
             check_partial(filter, 0)?;
         }
         Ok(())
     }
+}
+
+fn invalid_option(field: &str, kind: &str, spec: &Document) -> QueryError {
+    error(
+        197,
+        "InvalidIndexSpecificationOption",
+        format!(
+            "The field '{field}' is not valid for {kind} index specification. Specification: {}",
+            shell_doc(spec)
+        ),
+    )
 }
 
 fn options_conflict(message: String) -> QueryError {
@@ -411,9 +381,7 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
                 return Err(must_be("storageEngine", "an object", value))
             }
             f if listed(UNSUPPORTED_OPTIONS, f) => {
-                return Err(cannot_create(format!(
-                    "The index option '{f}' is not supported by docgate"
-                )))
+                refuse!("The index option '{f}' is not supported by docgate")
             }
             _ => {}
         }
@@ -463,10 +431,10 @@ fn check_version(value: &Bson, spec: &Document) -> Result<(), QueryError> {
         )));
     }
     if f != 1.0 && f != 2.0 {
-        return Err(cannot_create(format!(
+        refuse!(
             "Invalid index specification {}; cannot create an index with v={f}",
             shell_doc(spec)
-        )));
+        );
     }
     Ok(())
 }
@@ -488,7 +456,7 @@ fn check_collation(value: &Bson) -> Result<(), QueryError> {
 /// MongoDB's `validateKeyPattern` for v:2 indexes; plugin index types are refused.
 fn parse_key_pattern(key: &Document) -> Result<Vec<(String, IndexDirection)>, QueryError> {
     if key.is_empty() {
-        return Err(cannot_create("Index keys cannot be empty."));
+        refuse!("Index keys cannot be empty.");
     }
     let plugin = key.iter().find_map(|(field, value)| match value {
         Bson::String(s) => Some(s.as_str()),
@@ -498,45 +466,27 @@ fn parse_key_pattern(key: &Document) -> Result<Vec<(String, IndexDirection)>, Qu
     match plugin {
         None | Some("") => {}
         Some("geoHaystack") => {
-            return Err(cannot_create(
-                "GeoHaystack indexes cannot be created in version 5.0 and above",
-            ))
+            refuse!("GeoHaystack indexes cannot be created in version 5.0 and above")
         }
         Some(p) if PLUGINS.contains(&p) || p == "wildcard" => {
-            return Err(cannot_create(format!(
-                "'{p}' indexes are not supported by docgate"
-            )))
+            refuse!("'{p}' indexes are not supported by docgate")
         }
-        Some(p) => return Err(cannot_create(format!("Unknown index plugin '{p}'"))),
+        Some(p) => refuse!("Unknown index plugin '{p}'"),
     }
     let mut fields = Vec::with_capacity(key.len());
     for (field, value) in key {
         let direction = match value {
-            Bson::String(_) => {
-                return Err(cannot_create(
-                    "Values in the index key pattern cannot be empty strings",
-                ))
-            }
+            Bson::String(_) => refuse!("Values in the index key pattern cannot be empty strings"),
             other => match Number::from_bson(other).map(Number::to_f64) {
-                Some(f) if f.is_nan() => {
-                    return Err(cannot_create(
-                        "Values in the index key pattern cannot be NaN.",
-                    ))
-                }
-                Some(0.0) => {
-                    return Err(cannot_create(
-                        "Values in the index key pattern cannot be 0.",
-                    ))
-                }
+                Some(f) if f.is_nan() => refuse!("Values in the index key pattern cannot be NaN."),
+                Some(0.0) => refuse!("Values in the index key pattern cannot be 0."),
                 Some(f) if f > 0.0 => IndexDirection::Ascending,
                 Some(_) => IndexDirection::Descending,
-                None => {
-                    return Err(cannot_create(format!(
-                        "Values in v:2 index key pattern cannot be of type {}. Only numbers \
-                         > 0, numbers < 0, and strings are allowed.",
-                        type_name(other)
-                    )))
-                }
+                None => refuse!(
+                    "Values in v:2 index key pattern cannot be of type {}. Only numbers > 0, \
+                     numbers < 0, and strings are allowed.",
+                    type_name(other)
+                ),
             },
         };
         check_key_field(field)?;
@@ -547,53 +497,39 @@ fn parse_key_pattern(key: &Document) -> Result<Vec<(String, IndexDirection)>, Qu
 
 fn check_key_field(field: &str) -> Result<(), QueryError> {
     if field.is_empty() {
-        return Err(cannot_create("Index keys cannot be an empty field."));
+        refuse!("Index keys cannot be an empty field.");
     }
     if field == "_fts" {
-        return Err(cannot_create(
-            "Index key contains an illegal field name: '_fts'",
-        ));
+        refuse!("Index key contains an illegal field name: '_fts'");
     }
     for (i, part) in field.split('.').enumerate() {
         if part.is_empty() {
-            return Err(cannot_create("Index keys cannot contain an empty field."));
+            refuse!("Index keys cannot contain an empty field.");
         }
         if part.starts_with('$') && !(i > 0 && matches!(part, "$db" | "$id" | "$ref")) {
-            return Err(cannot_create(
-                "Index key contains an illegal field name: field name starts with '$'.",
-            ));
+            refuse!("Index key contains an illegal field name: field name starts with '$'.");
         }
     }
     Ok(())
 }
 
-fn check_ttl(value: &Bson, fields: usize) -> Result<(), String> {
+fn check_ttl(value: &Bson) -> Result<(), String> {
     const OPTION: &str = "TTL index 'expireAfterSeconds' option";
-    let Some(n) = Number::from_bson(value) else {
+    let Some(f) = Number::from_bson(value).map(Number::to_f64) else {
         return Err(format!(
             "{OPTION} must be numeric, but received a type of '{}'",
             type_name(value)
         ));
     };
-    let f = n.to_f64();
     if f.is_nan() {
-        return Err(format!("{OPTION} must not be NaN"));
+        Err(format!("{OPTION} must not be NaN"))
+    } else if f.trunc() < f64::from(i32::MIN) || f.trunc() > f64::from(i32::MAX) {
+        Err("TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer".into())
+    } else if f.trunc() < 0.0 {
+        Err(format!("{OPTION} cannot be less than 0"))
+    } else {
+        Ok(())
     }
-    if f.trunc() < f64::from(i32::MIN) || f.trunc() > f64::from(i32::MAX) {
-        return Err(
-            "TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer"
-                .to_string(),
-        );
-    }
-    if f.trunc() < 0.0 {
-        return Err(format!("{OPTION} cannot be less than 0"));
-    }
-    if fields != 1 {
-        return Err(
-            "TTL indexes are single-field indexes, compound indexes do not support TTL".into(),
-        );
-    }
-    Ok(())
 }
 
 /// Parses a partial filter, refusing the special features MongoDB bans there.
@@ -635,9 +571,7 @@ fn parse_partial(filter: &Document) -> Result<Filter, QueryError> {
 /// nested at most four levels deep; anything else (negations, regexes, $size, ...) refused.
 fn check_partial(filter: &Filter, level: usize) -> Result<(), QueryError> {
     if level + 1 > MAX_PARTIAL_DEPTH {
-        return Err(cannot_create(format!(
-            "partialFilterExpression depth may not exceed {MAX_PARTIAL_DEPTH}"
-        )));
+        refuse!("partialFilterExpression depth may not exceed {MAX_PARTIAL_DEPTH}");
     }
     let refuse = |tree: String| {
         Err(cannot_create(format!(
@@ -700,166 +634,6 @@ fn unsupported_predicate(path: &str, predicate: &FieldPredicate) -> Option<Strin
             .replacen("$AnySet", "$bitsAnySet", 1)
             .replacen("$AnyClear", "$bitsAnyClear", 1),
     })
-}
-
-/// One value an indexed path yields, with the arrays traversed to reach it.
-struct Traced {
-    key: Vec<u8>,
-    /// Null standing for a missing path (sparse indexes skip keys made only of these).
-    missing: bool,
-    /// (array identity, element index) for every array expanded on the way, outermost first.
-    trail: Vec<(usize, usize)>,
-}
-
-/// The values at `path` as `keys::index_keys` sees them (see `path::candidates`), traced.
-fn trace(doc: &Document, path: &str, names: &mut HashMap<usize, String>) -> Vec<Traced> {
-    let mut out = Vec::new();
-    let parts: Vec<&str> = path.split('.').collect();
-    match parts.split_first() {
-        Some((first, rest)) => match doc.get(*first) {
-            Some(v) => walk(v, first, rest, &mut Vec::new(), &mut out, names),
-            None => out.push(missing(&[])),
-        },
-        None => out.push(missing(&[])),
-    }
-    if out.is_empty() {
-        out.push(missing(&[]));
-    }
-    out
-}
-
-fn missing(trail: &[(usize, usize)]) -> Traced {
-    Traced {
-        key: encode_key(&Bson::Null),
-        missing: true,
-        trail: trail.to_vec(),
-    }
-}
-
-fn walk(
-    value: &Bson,
-    name: &str,
-    rest: &[&str],
-    trail: &mut Vec<(usize, usize)>,
-    out: &mut Vec<Traced>,
-    names: &mut HashMap<usize, String>,
-) {
-    let Some((next, tail)) = rest.split_first() else {
-        let Bson::Array(items) = value else {
-            out.push(Traced {
-                key: encode_key(value),
-                missing: false,
-                trail: trail.clone(),
-            });
-            return;
-        };
-        let id = std::ptr::from_ref(items) as usize;
-        names.insert(id, name.to_string());
-        if items.is_empty() {
-            let mut t = trail.clone();
-            t.push((id, usize::MAX));
-            out.push(Traced {
-                key: encode_key(&Bson::Undefined),
-                missing: false,
-                trail: t,
-            });
-        }
-        for (i, item) in items.iter().enumerate() {
-            let mut t = trail.clone();
-            t.push((id, i));
-            out.push(Traced {
-                key: encode_key(item),
-                missing: false,
-                trail: t,
-            });
-        }
-        return;
-    };
-    match value {
-        Bson::Document(d) => match d.get(*next) {
-            Some(v) => walk(v, next, tail, trail, out, names),
-            None => out.push(missing(trail)),
-        },
-        Bson::Array(items) => {
-            let index = array_index(next);
-            if let Some(item) = index.and_then(|i| items.get(i)) {
-                walk(item, next, tail, trail, out, names);
-            }
-            let id = std::ptr::from_ref(items) as usize;
-            names.insert(id, name.to_string());
-            for (i, item) in items.iter().enumerate() {
-                if let Bson::Document(d) = item {
-                    trail.push((id, i));
-                    match d.get(*next) {
-                        Some(v) => walk(v, next, tail, trail, out, names),
-                        None if index.is_none() => out.push(missing(trail)),
-                        None => {}
-                    }
-                    trail.pop();
-                }
-            }
-        }
-        _ => out.push(missing(trail)),
-    }
-}
-
-/// MongoDB refuses a document where two indexed paths expand different arrays from the same
-/// place (the same array reached by both, as in {"a.b": 1, "a.c": 1}, is fine).
-fn check_parallel(
-    traced: &[Vec<Traced>],
-    names: &HashMap<usize, String>,
-) -> Result<(), QueryError> {
-    let first_arrays: Vec<HashMap<&[(usize, usize)], usize>> = traced
-        .iter()
-        .map(|field| {
-            let mut map = HashMap::new();
-            for t in field {
-                for k in 0..t.trail.len() {
-                    map.insert(&t.trail[..k], t.trail[k].0);
-                }
-            }
-            map
-        })
-        .collect();
-    for (j, later) in first_arrays.iter().enumerate() {
-        for earlier in &first_arrays[..j] {
-            for (context, array) in later {
-                match earlier.get(context) {
-                    Some(other) if other != array => {
-                        let name = |id| names.get(id).map_or("", String::as_str);
-                        return Err(error(
-                            171,
-                            "CannotIndexParallelArrays",
-                            format!(
-                                "cannot index parallel arrays [{}] [{}]",
-                                name(array),
-                                name(other)
-                            ),
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// One field's distinct key components; a component is "missing" only when every value
-/// that produced it was a missing path.
-fn components(field: &[Traced]) -> Vec<(Vec<u8>, bool)> {
-    let mut all: Vec<(&[u8], bool)> = field.iter().map(|t| (&t.key[..], t.missing)).collect();
-    all.sort();
-    let mut out: Vec<(Vec<u8>, bool)> = Vec::with_capacity(all.len());
-    for (key, missing) in all {
-        match out.last_mut() {
-            Some((last, last_missing)) if last.as_slice() == key => {
-                *last_missing = *last_missing && missing
-            }
-            _ => out.push((key.to_vec(), missing)),
-        }
-    }
-    out
 }
 
 /// Bytes for index range scans: the smallest key strictly greater than every key that
@@ -963,6 +737,9 @@ fn shell(v: &Bson) -> String {
         other => other.to_string(),
     }
 }
+
+#[path = "index_spec_keys.rs"]
+mod keys;
 
 #[cfg(test)]
 #[path = "index_spec_tests.rs"]

@@ -1,7 +1,7 @@
 //! Tests of `index_spec.rs`: parsing and MongoDB's errors, keys, conflicts, key order.
 
 use super::super::compare::compare_values;
-use super::super::keys::index_keys;
+use super::super::keys::{encode_key, index_keys};
 use super::super::test_values::Generator;
 use super::*;
 use bson::doc;
