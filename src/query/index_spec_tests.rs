@@ -527,3 +527,28 @@ fn entries_build_keys_with_directions() {
         ])]
     );
 }
+
+#[test]
+fn messages_carry_mongodb_context() {
+    let e = fails(doc! {"key": {"a": 1}, "foo": 1});
+    assert_eq!(
+        e.message,
+        "Error in specification { key: { a: 1 }, foo: 1 } :: caused by :: The field 'foo' is not \
+         valid for an index specification. Specification: { key: { a: 1 }, foo: 1 }"
+    );
+    assert_eq!(
+        fails(doc! {"key": {"a": 1, "b": 1}, "expireAfterSeconds": 10}).message,
+        "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: \
+         { key: { a: 1, b: 1 }, expireAfterSeconds: 10, v: 2 }"
+    );
+    assert_eq!(
+        fails(doc! {"key": {"a": 1}, "expireAfterSeconds": -1}).message,
+        ". Index spec: { key: { a: 1 }, expireAfterSeconds: -1, v: 2 } :: caused by :: TTL index \
+         'expireAfterSeconds' option cannot be less than 0"
+    );
+    assert_eq!(
+        fails(doc! {"key": {"k": 1}, "partialFilterExpression": {"a": {"$ne": 1}}}).message,
+        "Error in specification { key: { k: 1 }, partialFilterExpression: { a: { $ne: 1 } }, \
+         v: 2 } :: caused by :: Expression not supported in partial index: $not\n    a $eq 1\n"
+    );
+}
