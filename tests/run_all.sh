@@ -2,13 +2,15 @@
 # Runs every docgate test suite, in this order, and stops at the first one that fails:
 #
 #   1. cargo build                     (debug binary target/debug/docgate)
-#   2. cargo test --workspace          (Rust unit and integration tests)
-#   3. python client env               (venv in target/test-env/venv, pinned pymongo + pytest)
-#   4. node client env                 (npm ci in tests/clients/node: mongodb driver + mongosh)
+#   2. PostgreSQL for the Rust tests   (a throwaway cluster via tests/pg_cluster.sh, unless
+#                                       DOCGATE_TEST_PG_URL is set or DOCGATE_SKIP_POSTGRES=1)
+#   3. cargo test --workspace          (Rust unit and integration tests)
+#   4. python client env               (venv in target/test-env/venv, pinned pymongo + pytest)
+#   5. node client env                 (npm ci in tests/clients/node: mongodb driver + mongosh)
 #   then for each backend in DOCGATE_TEST_BACKENDS (default "sqlite"):
-#   5. pymongo suite                   (pytest tests/clients/python; it starts its own server)
-#   6. mongosh scripts                 (each script, and the `show` helpers, on a fresh server)
-#   7. node driver suite               (node --test tests/clients/node/crud_test.mjs)
+#   6. pymongo suite                   (pytest tests/clients/python; it starts its own server)
+#   7. mongosh scripts                 (each script, and the `show` helpers, on a fresh server)
+#   8. node driver suite               (node --test tests/clients/node/crud_test.mjs)
 #
 # Every server runs on 127.0.0.1 on a free port over fresh storage, and is killed at exit.
 # The last line is "N passed, N failed" (N counts suites); the exit code is 0 only if all passed.
@@ -19,6 +21,8 @@
 #   DOCGATE_KEEP_WORK=1    keep the temporary work directory (server logs, data) after the run
 #   DOCGATE_SKIP_CARGO=1   skip cargo build and cargo test (iterate on the client suites with
 #                          an already-built binary)
+#   DOCGATE_TEST_PG_URL    a PostgreSQL for the Rust store tests (default: start a throwaway one)
+#   DOCGATE_SKIP_POSTGRES=1  skip the PostgreSQL store tests instead
 #
 # Needs python3 (with venv) and node >= 20.19 with npm; installs the rest itself.
 
@@ -42,6 +46,7 @@ START_TIMEOUT_S=20
 CLIENT_TIMEOUT_S=600
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/docgate-tests.XXXXXX")"
+PG_DIR=""
 SERVER_PIDS=()
 PASSED=0
 FAILED=0
@@ -72,6 +77,10 @@ cleanup() {
             kill_server "$pid"
         fi
     done
+    if [[ -n "$PG_DIR" ]]; then
+        "$REPO_ROOT/tests/pg_cluster.sh" stop "$PG_DIR" 2>/dev/null
+        rm -rf "$PG_DIR"
+    fi
     if [[ "${DOCGATE_KEEP_WORK:-}" == "1" ]]; then
         echo "work directory kept: $WORK"
     else
@@ -201,6 +210,42 @@ show_server_log() {
 
 suite_cargo_build() {
     cargo build
+}
+
+# The PostgreSQL store tests in `cargo test` need a server: start a throwaway cluster
+# (PostgreSQL 15 from Debian's packages) and hand its URL over in DOCGATE_TEST_PG_URL.
+# A postgres backend for the client suites (backend_arg_postgres) can create its fresh
+# databases in the same cluster.
+suite_test_postgres() {
+    if [[ -n "${DOCGATE_TEST_PG_URL:-}" ]]; then
+        echo "using the PostgreSQL given in DOCGATE_TEST_PG_URL"
+        return 0
+    fi
+    if [[ "${DOCGATE_SKIP_POSTGRES:-}" == "1" ]]; then
+        echo "DOCGATE_SKIP_POSTGRES=1: the PostgreSQL store tests will be skipped"
+        return 0
+    fi
+    local pg_bin="${PG_BIN:-/usr/lib/postgresql/15/bin}"
+    if [[ ! -x "$pg_bin/initdb" ]]; then
+        echo "no PostgreSQL 15 server in $pg_bin; installing Debian's postgresql-15"
+        if [[ "$(id -u)" -ne 0 ]]; then
+            echo "not root: install postgresql-15, or set DOCGATE_TEST_PG_URL or DOCGATE_SKIP_POSTGRES=1" >&2
+            return 1
+        fi
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-15 ||
+            { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql-15; } ||
+            return 1
+    fi
+    # Not under $WORK: the cluster runs as the postgres user, which cannot enter $WORK (0700).
+    PG_DIR="$(mktemp -d /tmp/docgate-pg.XXXXXX)" || return 1
+    chmod 755 "$PG_DIR"
+    local url
+    if ! url="$("$REPO_ROOT/tests/pg_cluster.sh" start "$PG_DIR")"; then
+        tail -n 20 "$PG_DIR/log" 2>/dev/null
+        return 1
+    fi
+    export DOCGATE_TEST_PG_URL="$url"
+    echo "PostgreSQL for the tests: $DOCGATE_TEST_PG_URL"
 }
 
 suite_cargo_test() {
@@ -393,6 +438,7 @@ if [[ "${DOCGATE_SKIP_CARGO:-}" == "1" ]]; then
     echo "DOCGATE_SKIP_CARGO=1: not running cargo build / cargo test"
 else
     run_suite "cargo build" suite_cargo_build
+    run_suite "PostgreSQL for the Rust tests" suite_test_postgres
     run_suite "cargo test --workspace" suite_cargo_test
 fi
 run_suite "python client env (pymongo, pytest)" suite_python_env
