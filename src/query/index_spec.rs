@@ -650,10 +650,20 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The bounds of a value's type bracket in key space: every `encode_key(x)` with
-/// `type_rank(x) == type_rank(v)` satisfies `lo <= key < hi`.
+/// `type_rank(x) == type_rank(v)` satisfies `lo <= key < hi`. For a descending component the
+/// bracket is `invert(&lo) <= key < prefix_successor(&invert(&lo))`.
 pub fn type_bracket(v: &Bson) -> (Vec<u8>, Vec<u8>) {
     let rank = type_rank(v);
     (vec![rank], vec![rank.saturating_add(1)])
+}
+
+/// One component of a compound key: `encode_key(v)`, inverted when descending.
+pub fn key_component(v: &Bson, direction: IndexDirection) -> Vec<u8> {
+    let key = super::keys::encode_key(v);
+    match direction {
+        IndexDirection::Ascending => key,
+        IndexDirection::Descending => invert(&key),
+    }
 }
 
 /// Inverts every byte (descending components).

@@ -552,3 +552,35 @@ fn messages_carry_mongodb_context() {
          v: 2 } :: caused by :: Expression not supported in partial index: $not\n    a $eq 1\n"
     );
 }
+
+#[test]
+fn list_indexes_documents_parse_back_to_the_same_index() {
+    for d in [
+        doc! {"key": {"a": 1, "b": -1}, "unique": true},
+        doc! {"key": {"t": 1}, "name": "ttl", "expireAfterSeconds": 60, "hidden": false},
+        doc! {"key": {"p": 1}, "partialFilterExpression": {"q": {"$gt": 1}}, "v": 1},
+        doc! {"key": {"_id": 1}, "name": "_id_"},
+    ] {
+        let s = spec(d);
+        let again = spec(s.document.clone());
+        assert_eq!(again.document, s.document);
+        assert!(again.equivalent(&s) && again.name == s.name);
+        assert_eq!(again.conflict_with(&s), None);
+    }
+}
+
+#[test]
+fn descending_type_brackets() {
+    let mut g = Generator::new(99);
+    for _ in 0..2000 {
+        let v = g.value(2);
+        let (lo, _) = type_bracket(&v);
+        let k = key_component(&v, Desc);
+        let low = invert(&lo);
+        assert!(
+            low <= k && Some(k.clone()) < prefix_successor(&low),
+            "{v:?}"
+        );
+        assert_eq!(key_component(&v, Asc), encode_key(&v));
+    }
+}
