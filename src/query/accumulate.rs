@@ -1,7 +1,7 @@
 //! Accumulators: the running state behind `$group`'s `$sum`, `$avg`, `$min`, `$max`,
 //! `$first`, `$last`, `$push`, `$addToSet` and `$count`, and the array forms of `$sum`,
 //! `$avg`, `$min`, `$max` used as expressions. `$sum` keeps Int32 while it fits, then Int64,
-//! then Double, like MongoDB.
+//! then Double, like MongoDB (the totals themselves are kept by `numeric_sum.rs`).
 //!
 //! Not for: grouping documents by key (`aggregate.rs`) or evaluating the accumulated
 //! expression (`expr.rs`).
@@ -10,7 +10,8 @@ use super::compare::{compare_values, values_equal};
 use super::error::QueryError;
 use super::expr::Expression;
 use super::expr_ops::Operator;
-use super::number::{arithmetic, to_decimal, Arithmetic, Number};
+use super::number::Number;
+use super::numeric_sum::NumericSum;
 use super::sort::{sort_key, SortSpec};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -227,7 +228,7 @@ fn parse_selection(field: &str, name: &str, arg: &Bson) -> Result<AccumulatorSpe
 #[derive(Clone, Debug)]
 pub struct AccumulatorState {
     kind: AccumulatorKind,
-    total: Bson,
+    sum: NumericSum,
     count: u64,
     value: Option<Bson>,
     seen_any: bool,
@@ -247,7 +248,7 @@ impl AccumulatorState {
     pub fn new(kind: AccumulatorKind) -> Self {
         AccumulatorState {
             kind,
-            total: Bson::Int32(0),
+            sum: NumericSum::default(),
             count: 0,
             value: None,
             seen_any: false,
@@ -264,11 +265,8 @@ impl AccumulatorState {
     pub fn add(&mut self, value: Option<Bson>) {
         match self.kind {
             AccumulatorKind::Sum | AccumulatorKind::Count | AccumulatorKind::Avg => {
-                if let Some(v) = value.filter(|v| Number::from_bson(v).is_some()) {
-                    if let Some(next) = arithmetic(Arithmetic::Add, &self.total, &v) {
-                        self.total = next;
-                        self.count += 1;
-                    }
+                if let Some(v) = value {
+                    self.sum.add(&v);
                 }
             }
             AccumulatorKind::Min | AccumulatorKind::Max => {
@@ -357,8 +355,8 @@ impl AccumulatorState {
     /// The accumulated result.
     pub fn finish(self) -> Bson {
         match self.kind {
-            AccumulatorKind::Sum | AccumulatorKind::Count => self.total,
-            AccumulatorKind::Avg => average(&self.total, self.count),
+            AccumulatorKind::Sum | AccumulatorKind::Count => self.sum.total(),
+            AccumulatorKind::Avg => self.sum.average(),
             AccumulatorKind::Min | AccumulatorKind::Max => self.value.unwrap_or(Bson::Null),
             AccumulatorKind::First | AccumulatorKind::Last => self.value.unwrap_or(Bson::Null),
             AccumulatorKind::Push | AccumulatorKind::AddToSet => Bson::Array(self.items),
@@ -402,25 +400,6 @@ impl AccumulatorState {
                     }
                 }
             }
-        }
-    }
-}
-
-fn average(total: &Bson, count: u64) -> Bson {
-    if count == 0 {
-        return Bson::Null;
-    }
-    match total {
-        Bson::Decimal128(_) => {
-            let divisor = Bson::Decimal128(to_decimal(Number::Int(count as i64)));
-            let t = Number::from_bson(total).map(Number::to_f64).unwrap_or(0.0);
-            let d = Number::from_bson(&divisor)
-                .map(Number::to_f64)
-                .unwrap_or(1.0);
-            Bson::Decimal128(to_decimal(Number::Double(t / d)))
-        }
-        other => {
-            Bson::Double(Number::from_bson(other).map(Number::to_f64).unwrap_or(0.0) / count as f64)
         }
     }
 }

@@ -23,7 +23,7 @@ impl Generator {
     }
 
     /// The next raw 64-bit value.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -32,7 +32,7 @@ impl Generator {
 
     /// A value in `0..n`.
     pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next_u64() % n
     }
 
     /// One of `items`.
@@ -47,8 +47,8 @@ impl Generator {
                 .clone(),
             1 => Bson::Boolean(self.below(2) == 1),
             2 => Bson::Int32(self.below(7) as i32 - 3),
-            3 => Bson::Int32(self.next() as i32),
-            4 => Bson::Int64(self.next() as i64),
+            3 => Bson::Int32(self.next_u64() as i32),
+            4 => Bson::Int64(self.next_u64() as i64),
             5 => Bson::Int64((1i64 << 53) + self.below(9) as i64 - 4),
             6 => Bson::Double(((1i64 << 53) + self.below(9) as i64 - 4) as f64),
             7 => Bson::Double(
@@ -62,7 +62,7 @@ impl Generator {
                     0.5,
                 ][self.below(7) as usize],
             ),
-            8 => Bson::Double(f64::from_bits(self.next())),
+            8 => Bson::Double(f64::from_bits(self.next_u64())),
             9 => Bson::Double((self.below(81) as f64 - 40.0) / 4.0),
             10 => dec(self.pick(&[
                 "0.1",
