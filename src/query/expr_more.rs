@@ -11,7 +11,7 @@ use super::compare::values_equal;
 use super::error::QueryError;
 use super::expr::truthy;
 use super::expr_ops::type_name;
-use super::number::{decimal_from_exact, exact_value, round_half_even, to_decimal, Number};
+use super::number::{exact_value, round_half_even, to_decimal, Number};
 use super::regex_match::RegexPredicate;
 use bson::{Bson, Document};
 
@@ -220,7 +220,14 @@ pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
                     };
                     let rounded = round_half_even(&exact, place.clamp(-40, 40));
                     match (n, arg(0)) {
-                        (Number::Decimal(_), _) => Bson::Decimal128(decimal_from_exact(&rounded)),
+                        (Number::Decimal(d), _) => {
+                            // The result keeps `place` decimals (or the input's, if fewer).
+                            let quantum = super::decimal::raw_exponent(&d).unwrap_or(0);
+                            let ideal = quantum.max(-(place.clamp(-40, 40) as i32));
+                            Bson::Decimal128(super::decimal::decimal_with_ideal_exponent(
+                                &rounded, ideal,
+                            ))
+                        }
                         (_, Some(Bson::Int32(_))) => {
                             Bson::Int32(rounded.to_i64_exact().unwrap_or(0) as i32)
                         }
@@ -675,6 +682,17 @@ mod tests {
         assert_eq!(e(doc! {"$round": ["$x", 2]}, d.clone()), Bson::Double(2.34));
         assert_eq!(e(doc! {"$round": [2.5, 0]}, d.clone()), Bson::Double(2.0));
         assert_eq!(e(doc! {"$pow": [2, 10]}, d.clone()), Bson::Int32(1024));
+        let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+        assert_eq!(
+            e(doc! {"$round": [dec("1.2000"), 2]}, d.clone()),
+            dec("1.20")
+        );
+        assert_eq!(
+            e(doc! {"$round": [dec("1.2345"), 2]}, d.clone()),
+            dec("1.23")
+        );
+        assert_eq!(e(doc! {"$round": [dec("123"), 2]}, d.clone()), dec("123"));
+        assert_eq!(e(doc! {"$round": [dec("2.5"), 0]}, d.clone()), dec("2"));
         assert_eq!(e(doc! {"$sqrt": 16}, d.clone()), Bson::Double(4.0));
         assert_eq!(
             e(doc! {"$trim": {"input": "$s"}}, d.clone()),
