@@ -431,3 +431,36 @@ pub fn decimal_with_ideal_exponent(x: &ExactDecimal, ideal: i32) -> Decimal128 {
     text.push_str(&exponent.to_string());
     decimal_from_exact_str(&text)
 }
+
+/// `a / b` to 34 significant digits, with IEEE 754's preferred exponent `ideal` when the
+/// quotient is exact (e.g. 6.0 / 2 = 3.0); `None` when `b` is zero.
+pub fn divide_decimal(a: &ExactDecimal, b: &ExactDecimal, ideal: i32) -> Option<Decimal128> {
+    if b.is_zero() {
+        return None;
+    }
+    if a.is_zero() {
+        return Some(decimal_with_ideal_exponent(a, ideal));
+    }
+    // b = B × 10^last_b with B an integer of at most 34 digits, so B < 2^113 and the long
+    // division's remainder × 10 + digit stays within u128.
+    let divisor = b
+        .digits
+        .iter()
+        .take(34)
+        .fold(0u128, |acc, d| acc * 10 + u128::from(*d));
+    let last_b = b.exponent - b.digits.len().min(34) as i32;
+    let mut remainder: u128 = 0;
+    let mut digits = Vec::with_capacity(a.digits.len() + 40);
+    for position in 0..a.digits.len() + 40 {
+        let digit = a.digits.get(position).copied().unwrap_or(0);
+        remainder = remainder * 10 + u128::from(digit);
+        digits.push((remainder / divisor) as u8);
+        remainder %= divisor;
+    }
+    let quotient = ExactDecimal::normalized(a.negative != b.negative, digits, a.exponent - last_b);
+    if remainder == 0 && quotient.digits.len() <= 34 {
+        Some(decimal_with_ideal_exponent(&quotient, ideal))
+    } else {
+        Some(decimal_from_exact(&quotient))
+    }
+}

@@ -529,6 +529,13 @@ mod tests {
         assert_eq!(e(doc! {"$subtract": ["$a", "$b"]}), Bson::Int32(3));
         assert_eq!(e(doc! {"$multiply": ["$a", 2.5]}), Bson::Double(12.5));
         assert_eq!(e(doc! {"$divide": ["$a", "$b"]}), Bson::Double(2.5));
+        let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+        assert_eq!(e(doc! {"$divide": [dec("6.0"), 2]}), dec("3.0"));
+        assert_eq!(
+            e(doc! {"$divide": [dec("1"), 3]}),
+            dec("0.3333333333333333333333333333333333")
+        );
+        assert_eq!(e(doc! {"$divide": [dec("1"), dec("0.25")]}), dec("4"));
         assert_eq!(e(doc! {"$mod": ["$a", "$b"]}), Bson::Int32(1));
         assert_eq!(e(doc! {"$add": ["$a", "$nope"]}), Bson::Null);
         assert_eq!(e(doc! {"$eq": ["$a", 5.0]}), Bson::Boolean(true));

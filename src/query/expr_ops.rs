@@ -502,9 +502,21 @@ fn divide(args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
         Number::from_bson(&b).unwrap_or(Number::Int(1)),
     );
     if matches!(a, Bson::Decimal128(_)) || matches!(b, Bson::Decimal128(_)) {
-        return some(Bson::Decimal128(to_decimal(Number::Double(
-            x.to_f64() / y.to_f64(),
-        ))));
+        let (da, db) = (to_decimal(x), to_decimal(y));
+        let ideal = super::decimal::raw_exponent(&da).unwrap_or(0)
+            - super::decimal::raw_exponent(&db).unwrap_or(0);
+        let quotient = match (
+            super::number::DecimalValue::decode(&da),
+            super::number::DecimalValue::decode(&db),
+        ) {
+            (super::number::DecimalValue::Finite(p), super::number::DecimalValue::Finite(q)) => {
+                super::decimal::divide_decimal(&p, &q, ideal)
+            }
+            _ => None,
+        };
+        return some(Bson::Decimal128(quotient.unwrap_or_else(|| {
+            to_decimal(Number::Double(x.to_f64() / y.to_f64()))
+        })));
     }
     some(Bson::Double(x.to_f64() / y.to_f64()))
 }
