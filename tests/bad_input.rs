@@ -910,3 +910,49 @@ fn legacy_op_query_handshake_works_and_other_op_query_is_refused() {
     drop(stream);
     assert_still_serving(&server, "legacy OP_QUERY");
 }
+
+// ---------------------------------------------------------------------------
+// stalled and many connections
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_stalled_connection_does_not_block_others() {
+    let server = TestServer::start();
+    // One connection sends half a header and then nothing; another sends half a body.
+    let mut stalled_header = connect(&server);
+    send(&mut stalled_header, &[0x20, 0x00, 0x00]);
+    let mut stalled_body = connect(&server);
+    let full = op_msg(1201, &doc! { "ping": 1, "$db": "admin" });
+    send(&mut stalled_body, &full[..full.len() / 2]);
+
+    assert_still_serving(&server, "two stalled connections");
+
+    // The half-sent message completes normally once the rest arrives.
+    send(&mut stalled_body, &full[full.len() / 2..]);
+    let Outcome::Reply(r) = read_outcome(&mut stalled_body, "completed ping") else {
+        panic!("server closed a connection that was only slow");
+    };
+    assert_eq!(r.response_to, 1201);
+    assert_eq!(ok_of(&r.body), 1.0);
+    drop(stalled_header);
+}
+
+#[test]
+fn many_simultaneous_connections_are_served() {
+    const CONNECTIONS: i32 = 64;
+    let server = TestServer::start();
+    let mut streams: Vec<TcpStream> = (0..CONNECTIONS).map(|_| connect(&server)).collect();
+    for (i, s) in streams.iter_mut().enumerate() {
+        send(
+            s,
+            &op_msg(1300 + i as i32, &doc! { "ping": 1, "$db": "admin" }),
+        );
+    }
+    for (i, s) in streams.iter_mut().enumerate() {
+        let Outcome::Reply(r) = read_outcome(s, "ping on one of many connections") else {
+            panic!("connection {i} of {CONNECTIONS} was closed");
+        };
+        assert_eq!(r.response_to, 1300 + i as i32);
+        assert_eq!(ok_of(&r.body), 1.0);
+    }
+}
