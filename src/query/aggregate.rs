@@ -249,7 +249,7 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
                         format!("FieldPath field names may not start with '$'. ({path})"),
                     ));
                 }
-                fields.push((path.clone(), Expression::parse(value)?));
+                add_field_specs(path, value, &mut fields)?;
             }
             Stage::AddFields(fields)
         }
@@ -317,6 +317,28 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
     };
     out.push(parsed);
     Ok(())
+}
+
+/// `$addFields` specs: a nested document that is not an expression sets sub-fields
+/// (`{specs: {fuel: "x"}}` is `{"specs.fuel": "x"}`, keeping the other fields of `specs`);
+/// an empty document is the literal `{}`.
+fn add_field_specs(
+    path: &str,
+    value: &Bson,
+    fields: &mut Vec<(String, Expression)>,
+) -> Result<(), QueryError> {
+    match value {
+        Bson::Document(d) if !d.is_empty() && !super::filter::is_operator_document(d) => {
+            for (name, inner) in d {
+                add_field_specs(&format!("{path}.{name}"), inner, fields)?;
+            }
+            Ok(())
+        }
+        other => {
+            fields.push((path.to_string(), Expression::parse(other)?));
+            Ok(())
+        }
+    }
 }
 
 fn expect_document<'a>(name: &str, spec: &'a Bson, code: i32) -> Result<&'a Document, QueryError> {
@@ -647,138 +669,5 @@ fn unwind(
             }
         }
         Some(other) => out.push(with(Some(other), None)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bson::doc;
-
-    fn run(stages: Vec<Document>, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
-        Pipeline::parse(&stages)?.run(input)
-    }
-
-    fn sample() -> Vec<Document> {
-        vec![
-            doc! {"_id": 1, "k": "a", "n": 1},
-            doc! {"_id": 2, "k": "b", "n": 2},
-            doc! {"_id": 3, "k": "a", "n": 3.5},
-            doc! {"_id": 4, "n": 4},
-        ]
-    }
-
-    #[test]
-    fn mongosh_count_documents_shape() {
-        let out = run(
-            vec![
-                doc! {"$match": {"n": {"$gt": 1}}},
-                doc! {"$skip": 1},
-                doc! {"$limit": 5},
-                doc! {"$group": {"_id": 1, "n": {"$sum": 1}}},
-            ],
-            sample(),
-        )
-        .unwrap();
-        assert_eq!(out, vec![doc! {"_id": 1, "n": 2}]);
-        let p = Pipeline::parse(&[doc! {"$match": {"a": 1}}]).unwrap();
-        assert_eq!(p.leading_match(), Some(&doc! {"a": 1}));
-    }
-
-    #[test]
-    fn group_with_accumulators() {
-        let out = run(
-            vec![
-                doc! {"$group": {"_id": "$k", "total": {"$sum": "$n"}, "avg": {"$avg": "$n"},
-                    "ids": {"$push": "$_id"}, "max": {"$max": "$n"}, "first": {"$first": "$_id"}, "c": {"$count": {}}}},
-                doc! {"$sort": {"_id": 1}},
-            ],
-            sample(),
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            vec![
-                doc! {"_id": null, "total": 4, "avg": 4.0, "ids": [4], "max": 4, "first": 4, "c": 1},
-                doc! {"_id": "a", "total": 4.5, "avg": 2.25, "ids": [1, 3], "max": 3.5, "first": 1, "c": 2},
-                doc! {"_id": "b", "total": 2, "avg": 2.0, "ids": [2], "max": 2, "first": 2, "c": 1},
-            ]
-        );
-        let out = run(
-            vec![
-                doc! {"$group": {"_id": {"k": "$k"}, "s": {"$sum": 1}}},
-                doc! {"$count": "groups"},
-            ],
-            sample(),
-        )
-        .unwrap();
-        assert_eq!(out, vec![doc! {"groups": 3}]);
-    }
-
-    #[test]
-    fn reshaping_stages() {
-        let input = vec![doc! {"_id": 1, "a": {"b": 2}, "xs": [1, 2]}];
-        let out = run(
-            vec![doc! {"$project": {"b": "$a.b", "_id": 0}}],
-            input.clone(),
-        )
-        .unwrap();
-        assert_eq!(out, vec![doc! {"b": 2}]);
-        let out = run(
-            vec![doc! {"$addFields": {"c": {"$add": ["$a.b", 1]}, "a.d": 1}}],
-            input.clone(),
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            vec![doc! {"_id": 1, "a": {"b": 2, "d": 1}, "xs": [1, 2], "c": 3}]
-        );
-        let out = run(
-            vec![doc! {"$replaceRoot": {"newRoot": "$a"}}],
-            input.clone(),
-        )
-        .unwrap();
-        assert_eq!(out, vec![doc! {"b": 2}]);
-        let out = run(
-            vec![doc! {"$set": {"arr.n": 1}}],
-            vec![doc! {"_id": 1, "arr": [{"m": 0}, 5, [{"m": 1}]]}],
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            vec![doc! {"_id": 1, "arr": [{"m": 0, "n": 1}, {"n": 1}, [{"m": 1, "n": 1}]]}]
-        );
-        let out = run(vec![doc! {"$unset": ["a", "xs"]}], input.clone()).unwrap();
-        assert_eq!(out, vec![doc! {"_id": 1}]);
-        let out = run(
-            vec![doc! {"$unwind": "$xs"}, doc! {"$project": {"xs": 1}}],
-            input,
-        )
-        .unwrap();
-        assert_eq!(
-            out,
-            vec![doc! {"_id": 1, "xs": 1}, doc! {"_id": 1, "xs": 2}]
-        );
-    }
-
-    #[test]
-    fn stage_errors() {
-        let e = Pipeline::parse(&[doc! {"$foo": {}}]).unwrap_err();
-        assert_eq!((e.code, e.code_name), (40324, "Location40324"));
-        assert_eq!(e.message, "Unrecognized pipeline stage name: '$foo'");
-        assert_eq!(
-            Pipeline::parse(&[doc! {"$match": {}, "$limit": 1}])
-                .unwrap_err()
-                .code,
-            40323
-        );
-        assert_eq!(
-            Pipeline::parse(&[doc! {"$group": {"n": {"$sum": 1}}}])
-                .unwrap_err()
-                .code,
-            15955
-        );
-        assert!(Pipeline::parse(&[doc! {"$limit": 0}]).is_err());
-        assert!(Pipeline::parse(&[doc! {"$lookup": {}}]).is_err());
     }
 }

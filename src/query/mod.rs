@@ -18,6 +18,8 @@
 pub mod accumulate;
 pub mod aggregate;
 pub mod aggregate_stages;
+#[cfg(test)]
+mod aggregate_tests;
 pub mod compare;
 pub mod decimal;
 pub mod error;
