@@ -472,7 +472,7 @@ pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
                 ));
             }
             let count = ((end - start) as f64 / step as f64).ceil().max(0.0) as usize;
-            if count > 10_000_000 {
+            if count > 2_000_000 {
                 return Err(QueryError::location(20, "$range would use too much memory"));
             }
             Bson::Array(
