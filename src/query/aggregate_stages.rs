@@ -27,6 +27,10 @@ pub struct Lookup {
     pub fields: Option<(String, String)>,
     /// Sub-pipeline run over the (matching) foreign documents.
     pub pipeline: Option<Pipeline>,
+    /// `let` variables, evaluated against each input document.
+    pub variables: Vec<(String, Expression)>,
+    /// The sub-pipeline as given, re-parsed per input document when it uses `let` variables.
+    pub pipeline_source: Vec<Document>,
     /// Output array field.
     pub as_field: String,
 }
@@ -92,10 +96,35 @@ pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
             )));
         }
     }
-    if d.contains_key("let") {
-        return Err(QueryError::not_supported(
-            "$lookup with 'let' is not supported by docgate",
-        ));
+    let variables = match d.get("let") {
+        None => Vec::new(),
+        Some(Bson::Document(vars)) => vars
+            .iter()
+            .map(|(name, value)| Ok((name.clone(), Expression::parse(value)?)))
+            .collect::<Result<_, QueryError>>()?,
+        Some(_) => {
+            return Err(QueryError::failed_to_parse(
+                "$lookup argument 'let' must be an object",
+            ))
+        }
+    };
+    let pipeline_source: Vec<Document> = match d.get("pipeline") {
+        Some(Bson::Array(stages)) => stages
+            .iter()
+            .filter_map(|s| match s {
+                Bson::Document(stage) => Some(stage.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !variables.is_empty() {
+        // Check the pipeline parses with the variables in place.
+        let placeholders: Vec<(String, Bson)> = variables
+            .iter()
+            .map(|(name, _)| (name.clone(), Bson::Null))
+            .collect();
+        Pipeline::parse(&substitute_variables(&pipeline_source, &placeholders))?;
     }
     let fields = match (d.contains_key("localField"), d.contains_key("foreignField")) {
         (true, true) => Some((
@@ -107,8 +136,12 @@ pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
             "$lookup requires both or neither of 'localField' and 'foreignField' to be specified",
         )),
     };
-    let pipeline = sub_pipeline(d.get("pipeline"))?;
-    if fields.is_none() && pipeline.is_none() {
+    let pipeline = if variables.is_empty() {
+        sub_pipeline(d.get("pipeline"))?
+    } else {
+        None
+    };
+    if fields.is_none() && pipeline.is_none() && pipeline_source.is_empty() {
         return Err(QueryError::failed_to_parse(
             "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified",
         ));
@@ -117,8 +150,51 @@ pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
         from: field_string(d, "from", "$lookup", 40321)?,
         fields,
         pipeline,
+        variables,
+        pipeline_source,
         as_field: field_string(d, "as", "$lookup", 40321)?,
     })
+}
+
+/// The stages with every `"$$name"` (or `"$$name.path"`) of a `let` variable replaced by
+/// `{$literal: value}`, so a correlated sub-pipeline can be parsed for one input document.
+pub fn substitute_variables(stages: &[Document], variables: &[(String, Bson)]) -> Vec<Document> {
+    fn value(v: &Bson, variables: &[(String, Bson)]) -> Bson {
+        match v {
+            Bson::String(s) if s.starts_with("$$") => {
+                let rest = &s[2..];
+                let (name, path) = match rest.split_once('.') {
+                    Some((n, p)) => (n, Some(p)),
+                    None => (rest, None),
+                };
+                match variables.iter().find(|(n, _)| n == name) {
+                    Some((_, bound)) => {
+                        let resolved = match path {
+                            Some(p) => super::expr::path_value(
+                                bound,
+                                &p.split('.').map(str::to_string).collect::<Vec<_>>(),
+                            ),
+                            None => Some(bound.clone()),
+                        };
+                        match resolved {
+                            Some(r) => Bson::Document(bson::doc! {"$literal": r}),
+                            None => Bson::String("$$REMOVE".into()),
+                        }
+                    }
+                    None => v.clone(),
+                }
+            }
+            Bson::Document(d) => Bson::Document(document(d, variables)),
+            Bson::Array(items) => Bson::Array(items.iter().map(|i| value(i, variables)).collect()),
+            other => other.clone(),
+        }
+    }
+    fn document(d: &Document, variables: &[(String, Bson)]) -> Document {
+        d.iter()
+            .map(|(k, v)| (k.clone(), value(v, variables)))
+            .collect()
+    }
+    stages.iter().map(|s| document(s, variables)).collect()
 }
 
 /// Parses `$unionWith` (`"coll"` or `{coll, pipeline}`).
@@ -302,6 +378,13 @@ pub fn run_lookup(
         };
         if let Some(pipeline) = &lookup.pipeline {
             matched = pipeline.run_with(matched, foreign)?;
+        } else if !lookup.variables.is_empty() {
+            let mut bound = Vec::with_capacity(lookup.variables.len());
+            for (name, expression) in &lookup.variables {
+                bound.push((name.clone(), expression.evaluate(&doc)?));
+            }
+            let stages = substitute_variables(&lookup.pipeline_source, &bound);
+            matched = Pipeline::parse(&stages)?.run_with(matched, foreign)?;
         }
         doc.insert(
             lookup.as_field.clone(),
@@ -395,6 +478,22 @@ mod tests {
                 doc! {"_id": 3, "inv": [{"n": 3}]},
             ]
         );
+        let p = Pipeline::parse(&[doc! {"$lookup": {
+            "from": "inventory",
+            "let": {"wanted": "$item"},
+            "pipeline": [
+                {"$match": {"$expr": {"$in": ["$sku", {"$ifNull": [{"$concatArrays": [["$$wanted"]]}, []]}]}}},
+                {"$project": {"_id": 0, "n": 1}}
+            ],
+            "as": "inv"
+        }}])
+        .unwrap();
+        let out = p.run_with(orders.clone(), &foreign).unwrap();
+        assert_eq!(
+            out[0].get_array("inv").unwrap(),
+            &vec![Bson::Document(doc! {"n": 1})]
+        );
+        assert!(out[2].get_array("inv").unwrap().is_empty());
         let p = Pipeline::parse(&[doc! {"$facet": {"count": [{"$count": "n"}], "first": [{"$limit": 1}, {"$project": {"_id": 1}}]}}]).unwrap();
         assert_eq!(
             p.run(orders.clone()).unwrap(),
