@@ -157,6 +157,20 @@ impl Pipeline {
                     add(&lookup.from, names);
                     if let Some(p) = &lookup.pipeline {
                         p.collect_foreign(names);
+                    } else if !lookup.pipeline_source.is_empty() {
+                        // A correlated sub-pipeline: its stages with the variables as null.
+                        let placeholders: Vec<(String, Bson)> = lookup
+                            .variables
+                            .iter()
+                            .map(|(name, _)| (name.clone(), Bson::Null))
+                            .collect();
+                        let stages = super::aggregate_stages::substitute_variables(
+                            &lookup.pipeline_source,
+                            &placeholders,
+                        );
+                        if let Ok(p) = Pipeline::parse(&stages) {
+                            p.collect_foreign(names);
+                        }
                     }
                 }
                 Stage::UnionWith {
