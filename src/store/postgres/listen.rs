@@ -21,22 +21,34 @@ use super::catalog::CHANNEL;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Starts the listener; it runs until `stop` is dropped or fired.
-pub(super) fn spawn(config: Config, changes: broadcast::Sender<i64>, stop: oneshot::Receiver<()>) {
+/// Starts the listener; it runs until `stop` is dropped or fired. The returned receiver
+/// fires once the first `LISTEN` is in place.
+pub(super) fn spawn(
+    config: Config,
+    changes: broadcast::Sender<i64>,
+    stop: oneshot::Receiver<()>,
+) -> oneshot::Receiver<()> {
+    let (ready, listening) = oneshot::channel();
     tokio::spawn(async move {
         tokio::select! {
-            () = listen_forever(config, changes) => {}
+            () = listen_forever(config, changes, ready) => {}
             _ = stop => {}
         }
     });
+    listening
 }
 
-async fn listen_forever(config: Config, changes: broadcast::Sender<i64>) {
+async fn listen_forever(
+    config: Config,
+    changes: broadcast::Sender<i64>,
+    ready: oneshot::Sender<()>,
+) {
     let mut backoff = FIRST_BACKOFF;
     let mut reconnecting = false;
+    let mut ready = Some(ready);
     loop {
         // A failed attempt keeps the grown backoff; a connection that listened resets it.
-        let _ = listen_once(&config, &changes, reconnecting, &mut backoff).await;
+        let _ = listen_once(&config, &changes, reconnecting, &mut backoff, &mut ready).await;
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
         reconnecting = true;
@@ -49,6 +61,7 @@ async fn listen_once(
     changes: &broadcast::Sender<i64>,
     reconnecting: bool,
     backoff: &mut Duration,
+    ready: &mut Option<oneshot::Sender<()>>,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -81,6 +94,9 @@ async fn listen_once(
         return Err(e);
     }
     *backoff = FIRST_BACKOFF;
+    if let Some(ready) = ready.take() {
+        let _ = ready.send(());
+    }
     while let Some(payload) = rx.recv().await {
         if let Ok(version) = payload.parse::<i64>() {
             // No receivers is fine: nobody is caching yet.

@@ -94,7 +94,8 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user[:password]@host[:port]/db`),
     /// creates the catalog if this is a new database, opens `pool_min` connections and
-    /// starts the catalog listener. Must run inside a tokio runtime.
+    /// starts the catalog listener (waiting, up to `pool_wait_timeout`, until it listens).
+    /// Must run inside a tokio runtime.
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<PostgresStore, StoreError> {
         // The parser's messages never repeat the URL (which may hold a password).
         let mut config: Config = url
@@ -135,7 +136,10 @@ impl PostgresStore {
         }
         let (changes, _) = broadcast::channel(64);
         let (stop, stopped) = oneshot::channel();
-        listen::spawn(config, changes.clone(), stopped);
+        let listening = listen::spawn(config, changes.clone(), stopped);
+        // Changes committed after `connect` returns are seen; if LISTEN is slow, go on
+        // anyway (the listener keeps trying, and broadcasts once it is in place).
+        let _ = tokio::time::timeout(wait, listening).await;
         Ok(PostgresStore {
             pool,
             options,

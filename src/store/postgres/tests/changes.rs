@@ -27,8 +27,7 @@ async fn changes_by_another_store_are_broadcast() {
     };
     let writer = open(&db).await;
     let mut s = session(&writer).await;
-    // Give the watcher's LISTEN a moment to be in place.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // `connect` returned once the watcher's LISTEN was in place.
     let coll = create(&mut s, "app", "c").await;
     let v1 = ok(s.catalog_version().await);
     assert_eq!(next(&mut rx).await, v1);
