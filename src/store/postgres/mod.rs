@@ -10,13 +10,14 @@
 //! delete), `sql.rs` (predicates and scans to SQL and jsonpath), `listen.rs` (catalog change
 //! notifications). The JSON image is shared with SQLite (`store/image.rs`).
 //!
-//! Pool (named after ORDS's `jdbc`/pool settings): `pool_min` connections are opened at
+//! Pool (settings named after ORDS's `pool.*`): `pool_min` connections are opened at
 //! connect (so a wrong URL fails at start, and the first requests find warm connections);
 //! up to `pool_max` are opened on demand; a checkout waits at most `pool_wait_timeout`, then
 //! answers `PoolTimeout`. Opening a connection is bounded by the same timeout. The pool
 //! hands out the most recently returned connection first (LIFO), whose statement cache is
-//! warm. With `statement_cache`, statements are prepared once per connection
-//! (`prepare_cached`), saving a round trip on every later call.
+//! warm. With `statement_cache`, statements are prepared once per connection (see
+//! `conn.rs`), saving a round trip on every later call. deadpool keeps no minimum after
+//! start: connections it closes (broken ones) are reopened on demand, not eagerly.
 //!
 //! Concurrency: READ COMMITTED, PostgreSQL's default. Writers to the same rows wait for each
 //! other's row locks; catalog changes serialize on the catalog row (see `catalog.rs`).
