@@ -92,6 +92,18 @@ impl Pipeline {
         Ok(Pipeline { stages: parsed })
     }
 
+    /// Parses stages that may use the command's `let` variables (`"$$name"`), each bound
+    /// once as a literal.
+    pub fn parse_with_variables(
+        stages: &[Document],
+        variables: &Document,
+    ) -> Result<Pipeline, QueryError> {
+        let bound = super::filter::bind_variables(variables)?;
+        Pipeline::parse(&super::aggregate_stages::substitute_variables(
+            stages, &bound,
+        ))
+    }
+
     /// The filter of a first `$match` stage, for pushdown.
     pub fn leading_match(&self) -> Option<&Document> {
         match self.stages.first() {

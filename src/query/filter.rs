@@ -121,6 +121,21 @@ impl Filter {
         parse_document(filter, 0)
     }
 
+    /// Parses a filter that may use the command's `let` variables (`"$$name"` inside `$expr`):
+    /// each variable is evaluated once (against an empty document) and bound as a literal.
+    pub fn parse_with_variables(
+        filter: &Document,
+        variables: &Document,
+    ) -> Result<Filter, QueryError> {
+        let bound = bind_variables(variables)?;
+        let substituted =
+            super::aggregate_stages::substitute_variables(std::slice::from_ref(filter), &bound);
+        match substituted.first() {
+            Some(f) => Filter::parse(f),
+            None => Filter::parse(filter),
+        }
+    }
+
     /// Whether `doc` matches (see `filter_eval.rs`); an `$expr` error counts as no match.
     pub fn matches(&self, doc: &Document) -> bool {
         super::filter_eval::matches(self, doc)
@@ -130,6 +145,23 @@ impl Filter {
     pub fn try_matches(&self, doc: &Document) -> Result<bool, QueryError> {
         super::filter_eval::try_matches(self, doc)
     }
+}
+
+/// Evaluates a command's `let` document into variable bindings (constants or expressions
+/// that need no document, such as `$$NOW`).
+pub fn bind_variables(variables: &Document) -> Result<Vec<(String, Bson)>, QueryError> {
+    let empty = Document::new();
+    let mut bound = Vec::with_capacity(variables.len());
+    for (name, value) in variables {
+        let first = name.chars().next().unwrap_or('$');
+        if !first.is_ascii_lowercase() && first.is_ascii() {
+            return Err(QueryError::failed_to_parse(format!(
+                "'{name}' starts with an invalid character for a user variable name"
+            )));
+        }
+        bound.push((name.clone(), Expression::parse(value)?.evaluate(&empty)?));
+    }
+    Ok(bound)
 }
 
 const MAX_DEPTH: usize = 100;

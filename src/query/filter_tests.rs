@@ -166,6 +166,18 @@ mod parsing_and_matching {
     }
 
     #[test]
+    fn let_variables() {
+        let f = Filter::parse_with_variables(
+            &doc! {"$expr": {"$gt": ["$a", "$$limit"]}},
+            &doc! {"limit": 5},
+        )
+        .unwrap();
+        assert!(f.matches(&doc! {"a": 6}));
+        assert!(!f.matches(&doc! {"a": 5}));
+        assert!(Filter::parse_with_variables(&doc! {}, &doc! {"Bad": 1}).is_err());
+    }
+
+    #[test]
     fn expr_and_comment() {
         assert!(m(
             doc! {"$expr": {"$gt": ["$a", "$b"]}, "$comment": "x"},

@@ -30,6 +30,8 @@ pub mod expr_dates;
 pub mod expr_more;
 pub mod expr_ops;
 pub mod expr_parse;
+#[cfg(test)]
+mod expr_tests;
 pub mod filter;
 pub mod filter_eval;
 #[cfg(test)]

@@ -1,0 +1,143 @@
+//! Tests of the aggregation expression operators of `expr_more.rs` and `expr_convert.rs`
+//! through parsed expressions.
+//!
+//! Not for: production code (compiled only for tests).
+
+mod more_operators {
+    use super::super::expr::Expression;
+    use bson::{doc, Bson, Document};
+
+    fn e(expr: Document, d: Document) -> Bson {
+        Expression::parse(&Bson::Document(expr))
+            .unwrap()
+            .evaluate(&d)
+            .unwrap()
+    }
+
+    #[test]
+    fn math_string_array_object() {
+        let d = doc! {"x": 2.345, "s": "  hi  ", "arr": [1, 2, 3], "o": {"a": 1}};
+        assert_eq!(e(doc! {"$round": ["$x", 2]}, d.clone()), Bson::Double(2.34));
+        assert_eq!(e(doc! {"$round": [2.5, 0]}, d.clone()), Bson::Double(2.0));
+        assert_eq!(e(doc! {"$pow": [2, 10]}, d.clone()), Bson::Int32(1024));
+        let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+        assert_eq!(
+            e(doc! {"$round": [dec("1.2000"), 2]}, d.clone()),
+            dec("1.20")
+        );
+        assert_eq!(
+            e(doc! {"$round": [dec("1.2345"), 2]}, d.clone()),
+            dec("1.23")
+        );
+        assert_eq!(e(doc! {"$round": [dec("123"), 2]}, d.clone()), dec("123"));
+        assert_eq!(e(doc! {"$round": [dec("2.5"), 0]}, d.clone()), dec("2"));
+        assert_eq!(e(doc! {"$sqrt": 16}, d.clone()), Bson::Double(4.0));
+        assert_eq!(
+            e(doc! {"$trim": {"input": "$s"}}, d.clone()),
+            Bson::String("hi".into())
+        );
+        assert_eq!(
+            e(doc! {"$ltrim": {"input": "xxhix", "chars": "x"}}, d.clone()),
+            Bson::String("hix".into())
+        );
+        assert_eq!(
+            e(doc! {"$substr": ["hello", 1, 3]}, d.clone()),
+            Bson::String("ell".into())
+        );
+        assert_eq!(
+            e(doc! {"$indexOfCP": ["hello", "l"]}, d.clone()),
+            Bson::Int32(2)
+        );
+        assert_eq!(
+            e(doc! {"$strcasecmp": ["ABC", "abc"]}, d.clone()),
+            Bson::Int32(0)
+        );
+        assert_eq!(
+            e(
+                doc! {"$regexMatch": {"input": "Hello", "regex": "^h", "options": "i"}},
+                d.clone()
+            ),
+            Bson::Boolean(true)
+        );
+        assert_eq!(
+            e(doc! {"$reverseArray": "$arr"}, d.clone()),
+            Bson::Array(vec![3.into(), 2.into(), 1.into()])
+        );
+        assert_eq!(
+            e(doc! {"$range": [0, 6, 2]}, d.clone()),
+            Bson::Array(vec![0.into(), 2.into(), 4.into()])
+        );
+        assert_eq!(
+            e(doc! {"$slice": ["$arr", -2]}, d.clone()),
+            Bson::Array(vec![2.into(), 3.into()])
+        );
+        assert_eq!(
+            e(doc! {"$slice": ["$arr", 1, 1]}, d.clone()),
+            Bson::Array(vec![2.into()])
+        );
+        assert_eq!(
+            e(doc! {"$indexOfArray": ["$arr", 3]}, d.clone()),
+            Bson::Int32(2)
+        );
+        assert_eq!(
+            e(doc! {"$setUnion": [[1, 2], [2, 3]]}, d.clone()),
+            Bson::Array(vec![1.into(), 2.into(), 3.into()])
+        );
+        assert_eq!(
+            e(doc! {"$setIntersection": [[1, 2], [2, 3]]}, d.clone()),
+            Bson::Array(vec![2.into()])
+        );
+        assert_eq!(
+            e(doc! {"$setEquals": [[1, 2], [2, 1, 1]]}, d.clone()),
+            Bson::Boolean(true)
+        );
+        assert_eq!(
+            e(doc! {"$mergeObjects": ["$o", {"b": 2}, null]}, d.clone()),
+            Bson::Document(doc! {"a": 1, "b": 2})
+        );
+        assert_eq!(
+            e(doc! {"$objectToArray": "$o"}, d.clone()),
+            Bson::Array(vec![Bson::Document(doc! {"k": "a", "v": 1})])
+        );
+        assert_eq!(
+            e(doc! {"$arrayToObject": [[["k1", 1]]]}, d.clone()),
+            Bson::Document(doc! {"k1": 1})
+        );
+        assert_eq!(
+            e(doc! {"$getField": {"field": "a", "input": "$o"}}, d.clone()),
+            Bson::Int32(1)
+        );
+        assert_eq!(
+            e(
+                doc! {"$year": {"date": {"$toDate": 0}, "timezone": "UTC"}},
+                d.clone()
+            ),
+            Bson::Int32(1970)
+        );
+        assert_eq!(
+            e(doc! {"$convert": {"input": "12", "to": "int"}}, d.clone()),
+            Bson::Int32(12)
+        );
+        assert_eq!(
+            e(
+                doc! {"$convert": {"input": "x", "to": "int", "onError": -1}},
+                d.clone()
+            ),
+            Bson::Int32(-1)
+        );
+        assert_eq!(
+            e(
+                doc! {"$convert": {"input": "$nope", "to": "int", "onNull": 0}},
+                d.clone()
+            ),
+            Bson::Int32(0)
+        );
+        assert_eq!(
+            e(
+                doc! {"$dateToString": {"format": "%Y/%m", "date": {"$toDate": 0}}},
+                d
+            ),
+            Bson::String("1970/01".into())
+        );
+    }
+}
