@@ -94,12 +94,55 @@ impl UpdateSpec {
         doc: &mut Document,
         context: &UpdateContext,
     ) -> Result<bool, QueryError> {
+        self.check_array_filters(context)?;
         let before = doc.clone();
         let updated = self.compute(&before, context, false)?;
         check_id_unchanged(&before, &updated)?;
         let changed = !documents_identical(&before, &updated);
         *doc = updated;
         Ok(changed)
+    }
+
+    /// MongoDB's checks between `$[identifier]` paths and `arrayFilters`: every identifier
+    /// needs a filter (BadValue) and every filter must be used (FailedToParse).
+    pub fn check_array_filters(&self, context: &UpdateContext) -> Result<(), QueryError> {
+        let UpdateSpec::Operators(operations) = self else {
+            if let Some((id, _)) = context.array_filters.first() {
+                return Err(QueryError::failed_to_parse(format!(
+                    "The array filter for identifier '{id}' was not used in the update {{ }}"
+                )));
+            }
+            return Ok(());
+        };
+        let mut used: Vec<&str> = Vec::new();
+        for operation in operations {
+            for component in operation.path.split('.') {
+                let Some(id) = component
+                    .strip_prefix("$[")
+                    .and_then(|c| c.strip_suffix(']'))
+                else {
+                    continue;
+                };
+                if id.is_empty() {
+                    continue;
+                }
+                if !context.array_filters.iter().any(|(name, _)| name == id) {
+                    return Err(QueryError::bad_value(format!(
+                        "No array filter found for identifier '{id}' in path '{}'",
+                        operation.path
+                    )));
+                }
+                used.push(id);
+            }
+        }
+        for (id, _) in &context.array_filters {
+            if !used.contains(&id.as_str()) {
+                return Err(QueryError::failed_to_parse(format!(
+                    "The array filter for identifier '{id}' was not used in the update"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The document an upsert inserts: `seed` (the query's equalities, see
@@ -469,6 +512,17 @@ mod tests {
         )
         .unwrap();
         assert!(!changed);
+    }
+
+    #[test]
+    fn array_filters_must_match_identifiers() {
+        let spec = UpdateSpec::parse(&doc! {"$set": {"a.$[x]": 0}}).unwrap();
+        let unused = UpdateContext::with_array_filters(&[doc! {"y": 1}]).unwrap();
+        assert_eq!(spec.check_array_filters(&unused).unwrap_err().code, 2);
+        let both = UpdateContext::with_array_filters(&[doc! {"x": 1}, doc! {"y": 1}]).unwrap();
+        assert_eq!(spec.check_array_filters(&both).unwrap_err().code, 9);
+        let exact = UpdateContext::with_array_filters(&[doc! {"x": 1}]).unwrap();
+        assert!(spec.check_array_filters(&exact).is_ok());
     }
 
     #[test]
