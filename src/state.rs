@@ -10,6 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use crate::catalog::Catalog;
 use crate::config::{BackendUrl, Settings};
+use crate::store::postgres::{PostgresOptions, PostgresStore};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{Store, StoreError};
 
@@ -59,10 +60,14 @@ impl AppState {
                 };
                 Arc::new(SqliteStore::open(dir, options)?)
             }
-            BackendUrl::Postgres(_) => {
-                return Err(StoreError::Unavailable(
-                    "the PostgreSQL backend is not part of this build yet".into(),
-                ))
+            BackendUrl::Postgres(url) => {
+                let options = PostgresOptions {
+                    pool_min: settings.pool.min,
+                    pool_max: settings.pool.max,
+                    pool_wait_timeout: settings.pool.wait_timeout,
+                    statement_cache: settings.pool.statement_cache,
+                };
+                Arc::new(PostgresStore::connect(url, options).await?)
             }
         };
         Ok(Arc::new(AppState {

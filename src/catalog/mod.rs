@@ -15,6 +15,7 @@
 //! Not for: creating tables or spelling SQL (that is `store`), or MongoDB command shapes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,6 +67,10 @@ impl CatalogSnapshot {
 /// The one metadata cache.
 pub struct Catalog {
     store: Arc<dyn Store>,
+    /// Highest catalog version announced by the store; a cached snapshot older than this is
+    /// never served (closes the gap where a read that began before a change is cached after
+    /// the announcement cleared the cache).
+    announced_version: Arc<AtomicI64>,
     /// None when `cache.metadata.enabled` is false: every lookup reads the database.
     cache: Option<Cache<(), Arc<CatalogSnapshot>>>,
 }
@@ -80,15 +85,28 @@ impl Catalog {
                 .time_to_live(settings.timeout.max(Duration::from_millis(1)))
                 .build()
         });
+        let announced_version = Arc::new(AtomicI64::new(i64::MIN));
         if let (Some(cache), Some(mut changes)) = (cache.clone(), store.catalog_changes()) {
+            let announced = announced_version.clone();
             tokio::spawn(async move {
                 use tokio::sync::broadcast::error::RecvError;
-                while let Ok(_) | Err(RecvError::Lagged(_)) = changes.recv().await {
+                loop {
+                    match changes.recv().await {
+                        Ok(version) => {
+                            announced.fetch_max(version, Ordering::SeqCst);
+                        }
+                        Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => break,
+                    }
                     cache.invalidate(&()).await;
                 }
             });
         }
-        Catalog { store, cache }
+        Catalog {
+            store,
+            announced_version,
+            cache,
+        }
     }
 
     /// The current snapshot, from the cache or freshly read.
@@ -97,7 +115,7 @@ impl Catalog {
             return self.fresh_snapshot().await;
         };
         let store = self.store.clone();
-        cache
+        let cached = cache
             .try_get_with((), async move {
                 let mut session = store.session().await?;
                 read_snapshot(session.as_mut()).await.map(Arc::new)
@@ -106,7 +124,11 @@ impl Catalog {
             .map_err(|e| match Arc::try_unwrap(e) {
                 Ok(err) => err,
                 Err(shared) => StoreError::Database(shared.to_string()),
-            })
+            })?;
+        if cached.version < self.announced_version.load(Ordering::SeqCst) {
+            return self.fresh_snapshot().await;
+        }
+        Ok(cached)
     }
 
     /// Reads the catalog from the database now, and caches what it read.
