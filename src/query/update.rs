@@ -109,7 +109,7 @@ impl UpdateSpec {
         let UpdateSpec::Operators(operations) = self else {
             if let Some((id, _)) = context.array_filters.first() {
                 return Err(QueryError::failed_to_parse(format!(
-                    "The array filter for identifier '{id}' was not used in the update {{ }}"
+                    "The array filter for identifier '{id}' was not used in the update"
                 )));
             }
             return Ok(());
