@@ -238,6 +238,114 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
             };
             Ok(Some(Bson::Int64(count)))
         }
+        DateOperator::DateFromParts => {
+            check_timezone(arg(7))?;
+            let part = |i: usize, name: &str, default: i64| -> Result<Option<i64>, QueryError> {
+                match arg(i) {
+                    None => Ok(Some(default)),
+                    Some(Bson::Null | Bson::Undefined) => Ok(None),
+                    other => Ok(Some(integer(other, name, "$dateFromParts")?)),
+                }
+            };
+            let (
+                Some(year),
+                Some(month),
+                Some(day),
+                Some(hour),
+                Some(minute),
+                Some(second),
+                Some(ms),
+            ) = (
+                part(0, "year", 1970)?,
+                part(1, "month", 1)?,
+                part(2, "day", 1)?,
+                part(3, "hour", 0)?,
+                part(4, "minute", 0)?,
+                part(5, "second", 0)?,
+                part(6, "millisecond", 0)?,
+            )
+            else {
+                return null;
+            };
+            if !(1..=9999).contains(&year) {
+                return Err(QueryError::location(
+                    40523,
+                    format!(
+                        "'year' must evaluate to an integer in the range 1 to 9999, found {year}"
+                    ),
+                ));
+            }
+            // Out-of-range parts carry over, as in MongoDB (month 14 is February next year).
+            let Some(with_months) = add_months(days_from_civil(year, 1, 1) * MS_PER_DAY, month - 1)
+            else {
+                return Err(QueryError::location(5166406, "$dateFromParts overflowed"));
+            };
+            let offset = (day - 1)
+                .saturating_mul(MS_PER_DAY)
+                .saturating_add(hour.saturating_mul(3_600_000))
+                .saturating_add(minute.saturating_mul(60_000))
+                .saturating_add(second.saturating_mul(1000))
+                .saturating_add(ms);
+            date(with_months.saturating_add(offset))
+        }
+        DateOperator::DateFromString => {
+            check_timezone(arg(2))?;
+            let on_error = args.get(3).cloned().flatten();
+            let text = match arg(0) {
+                None | Some(Bson::Null | Bson::Undefined) => {
+                    return Ok(Some(args.get(4).cloned().flatten().unwrap_or(Bson::Null)))
+                }
+                Some(Bson::String(s)) => s.clone(),
+                Some(other) => {
+                    if let Some(fallback) = on_error {
+                        return Ok(Some(fallback));
+                    }
+                    return Err(QueryError {
+                        code: 241,
+                        code_name: "ConversionFailure",
+                        message: format!(
+                            "$dateFromString requires that 'dateString' be a string, found: {} with value {other}",
+                            type_name(Some(other))
+                        ),
+                    });
+                }
+            };
+            match parse_date_string(&text) {
+                Some(millis) => date(millis),
+                None => match on_error {
+                    Some(fallback) => Ok(Some(fallback)),
+                    None => Err(QueryError {
+                        code: 241,
+                        code_name: "ConversionFailure",
+                        message: format!("Error parsing date string '{text}'"),
+                    }),
+                },
+            }
+        }
+        DateOperator::DateToParts => {
+            check_timezone(arg(1))?;
+            let Some(millis) = date_millis(arg(0), "$dateToParts")? else {
+                return null;
+            };
+            let t = civil_time(millis);
+            let iso = matches!(arg(2), Some(v) if super::expr::truthy(v));
+            let mut parts = bson::Document::new();
+            if iso {
+                let (week_year, week) = t.iso_week();
+                parts.insert("isoWeekYear", Bson::Int32(week_year as i32));
+                parts.insert("isoWeek", Bson::Int32(week as i32));
+                parts.insert("isoDayOfWeek", Bson::Int32(t.iso_day_of_week() as i32));
+            } else {
+                parts.insert("year", Bson::Int32(t.year as i32));
+                parts.insert("month", Bson::Int32(t.month as i32));
+                parts.insert("day", Bson::Int32(t.day as i32));
+            }
+            parts.insert("hour", Bson::Int32(t.hour as i32));
+            parts.insert("minute", Bson::Int32(t.minute as i32));
+            parts.insert("second", Bson::Int32(t.second as i32));
+            parts.insert("millisecond", Bson::Int32(t.millisecond as i32));
+            Ok(Some(Bson::Document(parts)))
+        }
         _ => {
             check_timezone(arg(3))?;
             let Some(millis) = date_millis(arg(0), "$dateTrunc")? else {
@@ -260,6 +368,50 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
             date(period_start(millis, u, bin, week_start(arg(4))?))
         }
     }
+}
+
+/// ISO 8601 dates as `$dateFromString` reads them without a format: a date
+/// (`2020-01-31`), optionally with a time (`T10:00`, `T10:00:00`, `T10:00:00.123`) and a `Z`
+/// or numeric UTC offset.
+fn parse_date_string(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(dt) = bson::DateTime::parse_rfc3339_str(text) {
+        return Some(dt.timestamp_millis());
+    }
+    let (date_part, time_part) = match text.split_once(['T', ' ']) {
+        Some((d, t)) => (d, Some(t)),
+        None => (text, None),
+    };
+    let mut fields = date_part.split('-');
+    let year: i64 = fields.next()?.parse().ok()?;
+    let month: u32 = fields.next()?.parse().ok()?;
+    let day: u32 = fields.next()?.parse().ok()?;
+    if fields.next().is_some()
+        || !(0..=9999).contains(&year)
+        || !(1..=12).contains(&month)
+        || day == 0
+        || day > 31
+    {
+        return None;
+    }
+    let mut millis = days_from_civil(year, month, day).checked_mul(MS_PER_DAY)?;
+    if let Some(time) = time_part {
+        let time = time.strip_suffix('Z').unwrap_or(time);
+        let mut pieces = time.split(':');
+        let hour: i64 = pieces.next()?.parse().ok()?;
+        let minute: i64 = pieces.next().map(str::parse).transpose().ok()?.unwrap_or(0);
+        let seconds: f64 = pieces
+            .next()
+            .map(str::parse)
+            .transpose()
+            .ok()?
+            .unwrap_or(0.0);
+        if pieces.next().is_some() || hour > 23 || minute > 59 || !(0.0..61.0).contains(&seconds) {
+            return None;
+        }
+        millis += hour * 3_600_000 + minute * 60_000 + (seconds * 1000.0).round() as i64;
+    }
+    Some(millis)
 }
 
 #[cfg(test)]
@@ -293,6 +445,38 @@ mod tests {
         let _ = e(doc! {"$dateTrunc": {"date": far.clone(), "unit": "hour", "binSize": i64::MAX}});
         let _ = e(
             doc! {"$dateDiff": {"startDate": far, "endDate": Bson::DateTime(bson::DateTime::from_millis(i64::MAX)), "unit": "second"}},
+        );
+    }
+
+    #[test]
+    fn from_parts_from_string_to_parts() {
+        assert_eq!(
+            e(doc! {"$dateFromParts": {"year": 2017, "month": 14, "day": 1, "hour": 12}}),
+            date("2018-02-01T12:00:00Z")
+        );
+        assert_eq!(
+            e(doc! {"$dateFromString": {"dateString": "2017-02-08T12:10:40.787Z"}}),
+            date("2017-02-08T12:10:40.787Z")
+        );
+        assert_eq!(
+            e(doc! {"$dateFromString": {"dateString": "2017-02-08"}}),
+            date("2017-02-08T00:00:00Z")
+        );
+        assert_eq!(
+            e(
+                doc! {"$dateFromString": {"dateString": "99999999999999999-01-01", "onError": "bad"}}
+            ),
+            Bson::String("bad".into())
+        );
+        assert_eq!(
+            e(doc! {"$dateFromString": {"dateString": "nope", "onError": "bad"}}),
+            Bson::String("bad".into())
+        );
+        assert_eq!(
+            e(doc! {"$dateToParts": {"date": date("2017-01-01T01:29:09.123Z")}}),
+            Bson::Document(
+                doc! {"year": 2017, "month": 1, "day": 1, "hour": 1, "minute": 29, "second": 9, "millisecond": 123}
+            )
         );
     }
 

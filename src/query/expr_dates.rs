@@ -46,6 +46,12 @@ pub enum DateOperator {
     DateDiff,
     /// `$dateTrunc` (date, unit, binSize, timezone, startOfWeek)
     DateTrunc,
+    /// `$dateFromParts` (year, month, day, hour, minute, second, millisecond, timezone)
+    DateFromParts,
+    /// `$dateFromString` (dateString, format, timezone, onError, onNull)
+    DateFromString,
+    /// `$dateToParts` (date, timezone, iso8601)
+    DateToParts,
 }
 
 /// Operators that only take named arguments, with the argument names in order.
@@ -67,6 +73,24 @@ pub fn named_operator(name: &str) -> Option<(DateOperator, &'static [&'static st
             DateOperator::DateTrunc,
             &["date", "unit", "binSize", "timezone", "startOfWeek"],
         ),
+        "$dateFromParts" => (
+            DateOperator::DateFromParts,
+            &[
+                "year",
+                "month",
+                "day",
+                "hour",
+                "minute",
+                "second",
+                "millisecond",
+                "timezone",
+            ],
+        ),
+        "$dateFromString" => (
+            DateOperator::DateFromString,
+            &["dateString", "format", "timezone", "onError", "onNull"],
+        ),
+        "$dateToParts" => (DateOperator::DateToParts, &["date", "timezone", "iso8601"]),
         _ => return None,
     })
 }
@@ -238,6 +262,9 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
             | DateOperator::DateSubtract
             | DateOperator::DateDiff
             | DateOperator::DateTrunc
+            | DateOperator::DateFromParts
+            | DateOperator::DateFromString
+            | DateOperator::DateToParts
     ) {
         return super::expr_date_math::apply(op, args);
     }
