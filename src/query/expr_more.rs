@@ -76,6 +76,8 @@ pub enum MoreOperator {
     ArrayToObject,
     /// `$getField` (field, input)
     GetField,
+    /// `$sortArray` (input, sortBy)
+    SortArray,
 }
 
 /// Named-argument layouts: operator name → argument names in order.
@@ -84,6 +86,7 @@ pub fn named_arguments(name: &str) -> Option<&'static [&'static str]> {
         "$trim" | "$ltrim" | "$rtrim" => &["input", "chars"],
         "$regexMatch" => &["input", "regex", "options"],
         "$getField" => &["field", "input"],
+        "$sortArray" => &["input", "sortBy"],
         _ => return None,
     })
 }
@@ -121,6 +124,7 @@ pub fn lookup(name: &str) -> Option<(MoreOperator, usize, Option<usize>)> {
         "$objectToArray" => (ObjectToArray, 1, Some(1)),
         "$arrayToObject" => (ArrayToObject, 1, Some(1)),
         "$getField" => (GetField, 1, Some(2)),
+        "$sortArray" => (SortArray, 2, Some(2)),
         _ => return None,
     })
 }
@@ -652,6 +656,45 @@ pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
                 out.insert(k, v);
             }
             Bson::Document(out)
+        }
+        SortArray => {
+            if nullish(arg(0)) {
+                return null;
+            }
+            let mut items = array(arg(0), "$sortArray", 2942504)?.clone();
+            match arg(1) {
+                Some(Bson::Document(spec)) => {
+                    let spec = super::sort::SortSpec::parse(spec)?;
+                    let empty = Document::new();
+                    items.sort_by(|a, b| {
+                        let da = match a {
+                            Bson::Document(d) => d,
+                            _ => &empty,
+                        };
+                        let db = match b {
+                            Bson::Document(d) => d,
+                            _ => &empty,
+                        };
+                        spec.compare(da, db)
+                    });
+                }
+                other => {
+                    let direction = other
+                        .and_then(Number::from_bson)
+                        .and_then(Number::to_exact_i64);
+                    match direction {
+                        Some(1) => items.sort_by(super::compare::compare_values),
+                        Some(-1) => items.sort_by(|a, b| super::compare::compare_values(b, a)),
+                        _ => {
+                            return Err(QueryError::location(
+                                2942505,
+                                "$sortArray requires sortBy to be 1, -1 or a sort specification",
+                            ))
+                        }
+                    }
+                }
+            }
+            Bson::Array(items)
         }
         GetField => {
             let field = string(arg(0), "$getField", 3041704)?;

@@ -60,6 +60,23 @@ mod more_operators {
             Bson::Boolean(true)
         );
         assert_eq!(
+            e(
+                doc! {"$sortArray": {"input": [3, 1, 2], "sortBy": -1}},
+                d.clone()
+            ),
+            Bson::Array(vec![3.into(), 2.into(), 1.into()])
+        );
+        assert_eq!(
+            e(
+                doc! {"$sortArray": {"input": [{"k": 2}, {"k": 1}], "sortBy": {"k": 1}}},
+                d.clone()
+            ),
+            Bson::Array(vec![
+                Bson::Document(doc! {"k": 1}),
+                Bson::Document(doc! {"k": 2})
+            ])
+        );
+        assert_eq!(
             e(doc! {"$reverseArray": "$arr"}, d.clone()),
             Bson::Array(vec![3.into(), 2.into(), 1.into()])
         );
