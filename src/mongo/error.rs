@@ -144,7 +144,8 @@ impl CommandError {
 fn store_error_code(error: &StoreError) -> (i32, &'static str) {
     match error {
         StoreError::AlreadyExists(_) => (48, "NamespaceExists"),
-        StoreError::DuplicateKey => (11000, "DuplicateKey"),
+        StoreError::DuplicateKey | StoreError::IndexKeyConflict { .. } => (11000, "DuplicateKey"),
+        StoreError::Unsupported(_) => (115, "CommandNotSupported"),
         StoreError::PoolTimeout(_) => (89, "NetworkTimeout"),
         StoreError::Unavailable(_) => (6, "HostUnreachable"),
         StoreError::Database(_) => (1, "InternalError"),

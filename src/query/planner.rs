@@ -46,6 +46,7 @@ impl ReadPlan {
                 scan: ScanRequest {
                     filter: predicate,
                     order,
+                    order_index: None,
                     skip,
                     limit,
                 },
@@ -57,9 +58,7 @@ impl ReadPlan {
             _ => ReadPlan {
                 scan: ScanRequest {
                     filter: predicate,
-                    order: None,
-                    skip: 0,
-                    limit: None,
+                    ..ScanRequest::all()
                 },
                 residual,
                 sort: sort.filter(|spec| !spec.keys.is_empty()),

@@ -11,6 +11,13 @@ pub enum StoreError {
     /// A unique constraint rejected a write outside `insert` (e.g. a replace).
     #[error("duplicate key")]
     DuplicateKey,
+    /// A unique secondary index rejected a write outside `insert` (a replace, or building
+    /// the index over existing documents). Carries the index name.
+    #[error("duplicate key in index {index}")]
+    IndexKeyConflict { index: String },
+    /// The backend cannot do this (yet).
+    #[error("{0}")]
+    Unsupported(String),
     /// No connection could be checked out of the pool in time; the caller may retry.
     #[error("timed out waiting for a database connection after {0:?}")]
     PoolTimeout(std::time::Duration),

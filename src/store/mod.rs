@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use bson::Document;
 
 pub use error::StoreError;
-pub use scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+pub use scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 
 /// A collection as recorded in the catalog tables of the backend.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,21 +37,60 @@ pub struct CollectionRecord {
     pub uuid: Vec<u8>,
 }
 
-/// One document as written: the order-preserving encoding of its `_id` and its raw BSON bytes.
-#[derive(Clone, Debug)]
+/// One document as written: the order-preserving encoding of its `_id`, its raw BSON bytes,
+/// and the keys it contributes to each secondary index of its collection.
+#[derive(Clone, Debug, Default)]
 pub struct StoredDocument {
     /// `query::keys::encode_key(&_id)`; equal `_id`s (by MongoDB's rules) have equal keys.
     pub key: Vec<u8>,
     /// The document exactly as the client sent it (after `_id` was added if missing).
     pub bson: Vec<u8>,
+    /// One entry per secondary index of the collection (computed by the core); an index
+    /// that excludes the document (sparse, partial) has an entry with no keys.
+    pub index_keys: Vec<DocumentIndexKeys>,
+}
+
+/// The keys one document contributes to one secondary index.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DocumentIndexKeys {
+    /// `IndexRecord::table` of the index.
+    pub table: String,
+    /// `IndexRecord::name`, for conflict reports.
+    pub index: String,
+    /// Whether the index is unique (a key may belong to one document only).
+    pub unique: bool,
+    /// The byte keys (sorted, deduplicated); empty when the index excludes the document.
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// A secondary index as recorded in the catalog tables. Its entries live in their own
+/// table of `(ik, k)` rows: index key bytes (order-preserving, from the core) and the `_id`
+/// key of the document, ordered by `(ik, k)`, with `ik` unique for unique indexes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexRecord {
+    pub db: String,
+    pub collection: String,
+    pub name: String,
+    /// The index as `listIndexes` shows it ({v, key, name, options...}), as given.
+    pub spec: Document,
+    /// Physical entries table chosen by the store; safe to splice as an identifier.
+    pub table: String,
+    pub unique: bool,
+    /// Some document has had more than one key in this index (an array on an indexed path);
+    /// such an index cannot order a scan.
+    pub multikey: bool,
 }
 
 /// What happened to a batch of inserts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InsertOutcome {
-    /// Indexes (into the batch) of documents rejected by a unique constraint, ascending.
-    /// With `ordered`, at most one: the first conflict, and nothing after it was written.
+    /// Indexes (into the batch) of documents rejected by a unique constraint — the `_id`
+    /// key or a unique secondary index — ascending. With `ordered`, at most one: the first
+    /// conflict, and nothing after it was written.
     pub conflicts: Vec<usize>,
+    /// The subset of `conflicts` rejected by a unique secondary index, with the index name
+    /// (the others collided on `_id`).
+    pub index_conflicts: Vec<(usize, String)>,
     /// Number of documents written.
     pub inserted: u64,
 }
@@ -156,6 +195,41 @@ pub trait StoreSession: Send {
         coll: &CollectionRecord,
         keys: &[Vec<u8>],
     ) -> Result<u64, StoreError>;
+    /// Every secondary index of every collection, ordered by (db, collection, name).
+    async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Creates a secondary index on `coll` and fills it with `entries` (`_id` key, index keys
+    /// of that document). A unique index whose entries collide fails with
+    /// `StoreError::IndexKeyConflict` and leaves nothing behind. Bumps the catalog version.
+    async fn create_index(
+        &mut self,
+        coll: &CollectionRecord,
+        name: &str,
+        spec: &Document,
+        unique: bool,
+        multikey: bool,
+        entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+    ) -> Result<IndexRecord, StoreError> {
+        let _ = (coll, spec, unique, multikey, entries);
+        Err(StoreError::Unsupported(format!(
+            "secondary indexes ({name}) are not supported by the {} backend yet",
+            "configured"
+        )))
+    }
+    /// Drops a secondary index and its entries. Bumps the catalog version.
+    async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
+        Err(StoreError::Unsupported(format!(
+            "cannot drop index {}",
+            index.name
+        )))
+    }
+    /// Records that `index` became multikey. Bumps the catalog version.
+    async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
+        let _ = index;
+        Ok(())
+    }
+
     /// Figures for `collStats`.
     async fn collection_stats(
         &mut self,

@@ -29,15 +29,32 @@ pub enum Predicate {
         path: Vec<String>,
         value: PathValue,
     },
+    /// Documents with at least one entry in the secondary index stored in `table` (an
+    /// `IndexRecord::table`) within the bounds (bytewise on the index key). Exact.
+    IndexRange {
+        table: String,
+        lower: Option<IndexBound>,
+        upper: Option<IndexBound>,
+    },
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
+}
+
+/// One end of an index range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexBound {
+    pub key: Vec<u8>,
+    pub inclusive: bool,
 }
 
 impl Predicate {
     /// True when the store evaluates this predicate exactly (no re-check needed).
     pub fn is_exact(&self) -> bool {
         match self {
-            Predicate::True | Predicate::KeyEquals(_) | Predicate::KeyIn(_) => true,
+            Predicate::True
+            | Predicate::KeyEquals(_)
+            | Predicate::KeyIn(_)
+            | Predicate::IndexRange { .. } => true,
             Predicate::PathEquals { .. } => false,
             Predicate::And(parts) | Predicate::Or(parts) => parts.iter().all(Predicate::is_exact),
         }
@@ -55,9 +72,19 @@ pub enum KeyOrder {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScanRequest {
     pub filter: Predicate,
+    /// Direction of the order; by `_id` key unless `order_index` names an index.
     pub order: Option<KeyOrder>,
+    /// The entries table of a non-multikey secondary index whose key orders the scan (every
+    /// document has exactly one entry in it).
+    pub order_index: Option<String>,
     pub skip: u64,
     pub limit: Option<u64>,
+}
+
+impl Default for ScanRequest {
+    fn default() -> Self {
+        ScanRequest::all()
+    }
 }
 
 impl ScanRequest {
@@ -66,6 +93,7 @@ impl ScanRequest {
         ScanRequest {
             filter: Predicate::True,
             order: None,
+            order_index: None,
             skip: 0,
             limit: None,
         }

@@ -201,5 +201,12 @@ pub fn prepare_for_storage(
         )));
     }
     let key = crate::query::keys::encode_key(&id);
-    Ok((crate::store::StoredDocument { key, bson: bytes }, id))
+    Ok((
+        crate::store::StoredDocument {
+            key,
+            bson: bytes,
+            index_keys: Vec::new(),
+        },
+        id,
+    ))
 }

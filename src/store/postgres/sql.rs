@@ -70,14 +70,27 @@ impl Sql {
 }
 
 /// `SELECT <columns> FROM <table> WHERE … ORDER BY … LIMIT … OFFSET …`.
+///
+/// With `order_index`, the scan walks that index's entries in key order and joins each to
+/// its document (the entries table's columns are renamed so `k`, `j` and `doc` keep meaning
+/// the collection's columns in the predicate).
 pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Result<Sql, StoreError> {
-    let mut sql = Sql::new(format!("SELECT {columns} FROM {table} WHERE "));
+    let from = match &request.order_index {
+        Some(index) => format!(
+            "(SELECT ik AS dg_ik, k AS dg_k FROM {index}) AS dg_o JOIN {table} ON {table}.k = dg_o.dg_k"
+        ),
+        None => table.to_string(),
+    };
+    let mut sql = Sql::new(format!("SELECT {columns} FROM {from} WHERE "));
     push_predicate(&request.filter, &mut sql);
-    sql.text.push_str(match request.order {
-        Some(KeyOrder::Ascending) => " ORDER BY k",
-        Some(KeyOrder::Descending) => " ORDER BY k DESC",
-        None => " ORDER BY n",
-    });
+    sql.text
+        .push_str(match (&request.order_index, request.order) {
+            (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC",
+            (Some(_), _) => " ORDER BY dg_o.dg_ik",
+            (None, Some(KeyOrder::Ascending)) => " ORDER BY k",
+            (None, Some(KeyOrder::Descending)) => " ORDER BY k DESC",
+            (None, None) => " ORDER BY n",
+        });
     if let Some(limit) = request.limit {
         sql.text.push_str(" LIMIT ");
         sql.bind(clamp(limit), "");
@@ -106,6 +119,30 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
         Predicate::KeyEquals(key) => push_keys(vec![key], sql),
         Predicate::KeyIn(keys) => push_keys(keys.iter().collect(), sql),
         Predicate::PathEquals { path, value } => push_path_in(path, &[value], sql),
+        Predicate::IndexRange {
+            table,
+            lower,
+            upper,
+        } => {
+            let _ = write!(sql.text, "k IN (SELECT k FROM {table} WHERE TRUE");
+            if let Some(bound) = lower {
+                sql.text.push_str(if bound.inclusive {
+                    " AND ik >= "
+                } else {
+                    " AND ik > "
+                });
+                sql.bind(bound.key.clone(), "");
+            }
+            if let Some(bound) = upper {
+                sql.text.push_str(if bound.inclusive {
+                    " AND ik <= "
+                } else {
+                    " AND ik < "
+                });
+                sql.bind(bound.key.clone(), "");
+            }
+            sql.text.push(')');
+        }
         Predicate::And(parts) => {
             let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
             push_balanced(&terms, " AND ", "TRUE", sql);
@@ -313,6 +350,7 @@ mod tests {
             Predicate::KeyIn(vec![vec![2], vec![3]]),
         ]);
         let request = ScanRequest {
+            order_index: None,
             filter: p,
             order: Some(KeyOrder::Descending),
             skip: 2,

@@ -37,6 +37,7 @@ pub(super) async fn insert(
     if !ordered {
         let conflicts = insert_rows(conn, table, docs, &images, true).await?;
         return Ok(InsertOutcome {
+            index_conflicts: Vec::new(),
             inserted: (docs.len() - conflicts.len()) as u64,
             conflicts,
         });
@@ -60,6 +61,7 @@ pub(super) async fn insert(
         }
     }
     Ok(InsertOutcome {
+        index_conflicts: Vec::new(),
         inserted: end as u64,
         conflicts: if end < docs.len() {
             vec![end]

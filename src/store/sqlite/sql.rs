@@ -49,17 +49,32 @@ fn quote_literal(text: &str) -> String {
 }
 
 /// `SELECT <columns> FROM <table> WHERE … ORDER BY … LIMIT … OFFSET …`.
+///
+/// With `order_index`, the scan walks that index's entries in key order and joins each to
+/// its document (the entries table's columns are renamed so `k`, `j`, `doc` and `rowid`
+/// keep meaning the collection's columns in the predicate).
 pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Sql {
+    let quoted = quote_ident(table);
+    let from = match &request.order_index {
+        Some(index) => format!(
+            "(SELECT ik AS dg_ik, k AS dg_k FROM {}) AS dg_o JOIN {quoted} ON {quoted}.k = dg_o.dg_k",
+            quote_ident(index)
+        ),
+        None => quoted,
+    };
     let mut sql = Sql {
-        text: format!("SELECT {columns} FROM {} WHERE ", quote_ident(table)),
+        text: format!("SELECT {columns} FROM {from} WHERE "),
         params: Vec::new(),
     };
     push_predicate(&request.filter, &mut sql);
-    sql.text.push_str(match request.order {
-        Some(KeyOrder::Ascending) => " ORDER BY k ASC",
-        Some(KeyOrder::Descending) => " ORDER BY k DESC",
-        None => " ORDER BY rowid",
-    });
+    sql.text
+        .push_str(match (&request.order_index, request.order) {
+            (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC",
+            (Some(_), _) => " ORDER BY dg_o.dg_ik ASC",
+            (None, Some(KeyOrder::Ascending)) => " ORDER BY k ASC",
+            (None, Some(KeyOrder::Descending)) => " ORDER BY k DESC",
+            (None, None) => " ORDER BY rowid",
+        });
     if request.limit.is_some() || request.skip > 0 {
         let limit = request.limit.map_or(-1, clamp);
         sql.text.push_str(" LIMIT ? OFFSET ?");
@@ -93,6 +108,32 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
         Predicate::KeyIn(keys) => push_key_in(keys.iter(), keys.len(), sql),
         Predicate::PathEquals { path, value } => {
             push_path_in(path, std::slice::from_ref(value).iter(), sql)
+        }
+        Predicate::IndexRange {
+            table,
+            lower,
+            upper,
+        } => {
+            sql.text.push_str("k IN (SELECT k FROM ");
+            sql.text.push_str(&quote_ident(table));
+            sql.text.push_str(" WHERE 1");
+            if let Some(bound) = lower {
+                sql.text.push_str(if bound.inclusive {
+                    " AND ik >= ?"
+                } else {
+                    " AND ik > ?"
+                });
+                sql.params.push(Value::Blob(bound.key.clone()));
+            }
+            if let Some(bound) = upper {
+                sql.text.push_str(if bound.inclusive {
+                    " AND ik <= ?"
+                } else {
+                    " AND ik < ?"
+                });
+                sql.params.push(Value::Blob(bound.key.clone()));
+            }
+            sql.text.push(')');
         }
         Predicate::And(parts) => {
             let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();

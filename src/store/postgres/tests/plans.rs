@@ -30,6 +30,7 @@ async fn key_lookups_and_ordered_limits_use_the_index() {
     ok(s.insert(&coll, &docs, true).await);
     ok(admin(&db.url).await.batch_execute("ANALYZE").await);
     let req = |filter, order, limit| ScanRequest {
+        order_index: None,
         filter,
         order,
         skip: 0,

@@ -48,6 +48,7 @@ async fn commit_spans_several_calls_and_failed_call_keeps_transaction() {
         Err(StoreError::AlreadyExists(_))
     ));
     let bad = StoredDocument {
+        index_keys: Vec::new(),
         key: b"x".to_vec(),
         bson: vec![1],
     };

@@ -160,6 +160,7 @@ async fn key_predicates_orders_and_paging() {
         .collect();
     ok(s.insert(&coll, &docs, true).await);
     let scan = |filter, order, skip, limit| ScanRequest {
+        order_index: None,
         filter,
         order,
         skip,
@@ -338,6 +339,7 @@ async fn invalid_bson_is_refused_and_writes_nothing() {
     let mut s = session(&store).await;
     let coll = create(&mut s, "app", "bad").await;
     let bad = StoredDocument {
+        index_keys: Vec::new(),
         key: b"bad".to_vec(),
         bson: vec![9, 0, 0, 0, 2, 0],
     };

@@ -55,6 +55,7 @@ pub(super) fn stored(key: &str, body: Document) -> StoredDocument {
     let mut d = doc! { "_id": key };
     d.extend(body);
     StoredDocument {
+        index_keys: Vec::new(),
         key: key.as_bytes().to_vec(),
         bson: ok(d.to_vec()),
     }

@@ -24,6 +24,7 @@ async fn key_lookups_and_ordered_limits_use_the_index() {
     ok(s.insert(&coll, &docs, true).await);
     let t = coll.table.clone();
     let req = |filter, order, limit| ScanRequest {
+        order_index: None,
         filter,
         order,
         skip: 0,
