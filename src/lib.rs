@@ -9,8 +9,6 @@ pub mod catalog;
 // can name the store types it plans for.
 pub mod config;
 pub mod mongo;
-#[path = "query/planner.rs"]
-pub mod planner;
 pub mod query;
 pub mod state;
 pub mod store;

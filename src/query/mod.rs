@@ -12,8 +12,10 @@
 //! [`compare::compare_values`] and [`positional::matched_array_position`]. Every error is a
 //! [`QueryError`] carrying MongoDB's code and code name.
 //!
-//! Not for: SQL, storage, wire protocol or command shapes. Paths inside this module use
-//! `super::`/`self::` only so it compiles on its own.
+//! The planner ([`planner`]) is the one part that talks to the store: it turns a filter,
+//! sort, skip and limit into a store `ScanRequest` plus a residual checked here in Rust.
+//!
+//! Not for: SQL, wire protocol or command shapes.
 
 pub mod accumulate;
 pub mod aggregate;
@@ -41,6 +43,7 @@ pub mod keys;
 pub mod number;
 pub mod numeric_sum;
 pub mod path;
+pub mod planner;
 pub mod positional;
 pub mod projection;
 mod projection_apply;

@@ -11,9 +11,9 @@
 
 use bson::{Bson, Document};
 
-use crate::query::filter::{FieldPredicate, Filter};
-use crate::query::keys::encode_key;
-use crate::query::sort::{SortDirection, SortSpec};
+use super::filter::{FieldPredicate, Filter};
+use super::keys::encode_key;
+use super::sort::{SortDirection, SortSpec};
 use crate::store::{
     CollectionRecord, KeyOrder, PathValue, Predicate, ScanRequest, StoreError, StoreSession,
 };

@@ -11,9 +11,9 @@ use super::write_support::{cursor_batch_size, first_batch_reply, open_session};
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
-use crate::planner::{self, ReadPlan};
 use crate::query::aggregate::{ForeignDocuments, Pipeline};
 use crate::query::filter::Filter;
+use crate::query::planner::{self, ReadPlan};
 use crate::state::ServerCounters;
 
 /// `aggregate`.

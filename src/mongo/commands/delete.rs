@@ -10,9 +10,9 @@ use super::write_support::{command_write_error, count_bson, open_session, with_w
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_i64, CommandRequest};
-use crate::planner::{self, ReadPlan};
 use crate::query::filter::Filter;
 use crate::query::keys::encode_key;
+use crate::query::planner::{self, ReadPlan};
 use crate::state::ServerCounters;
 use crate::store::{CollectionRecord, StoreSession};
 

@@ -14,9 +14,9 @@ use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{
     as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
 };
-use crate::planner::{self, ReadPlan};
 use crate::query::compare::compare_values;
 use crate::query::filter::Filter;
+use crate::query::planner::{self, ReadPlan};
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::state::ServerCounters;

@@ -12,7 +12,7 @@ use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::namespace::check_db_name;
 use crate::mongo::request::{opt_i64, CommandRequest};
-use crate::planner::decode_document;
+use crate::query::planner::decode_document;
 use crate::store::{Predicate, ScanRequest};
 
 /// `scale` divides the byte figures, as in MongoDB.

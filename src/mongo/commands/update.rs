@@ -16,9 +16,9 @@ use super::write_support::{
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
-use crate::planner::{self, ReadPlan};
 use crate::query::filter::{upsert_seed, Filter};
 use crate::query::keys::encode_key;
+use crate::query::planner::{self, ReadPlan};
 use crate::query::sort::SortSpec;
 use crate::query::update::UpdateContext;
 use crate::query::update::UpdateSpec;
