@@ -22,30 +22,73 @@ use std::time::Duration;
 use moka::future::Cache;
 
 use crate::config::MetadataCacheSettings;
-use crate::store::{CollectionRecord, Store, StoreError, StoreSession};
+use crate::query::index_spec::IndexSpec;
+use crate::store::{CollectionRecord, IndexRecord, Store, StoreError, StoreSession};
 
-/// All collections of all databases at one catalog version.
+/// A secondary index: the store's record and its parsed specification.
+#[derive(Clone, Debug)]
+pub struct CollectionIndex {
+    pub record: IndexRecord,
+    pub spec: IndexSpec,
+}
+
+/// A collection with its secondary indexes, as commands need it.
+#[derive(Clone, Debug)]
+pub struct CollectionInfo {
+    pub record: CollectionRecord,
+    pub indexes: Vec<CollectionIndex>,
+}
+
+/// All collections (and their indexes) of all databases at one catalog version.
 #[derive(Debug, Default)]
 pub struct CatalogSnapshot {
     pub version: i64,
-    collections: BTreeMap<(String, String), CollectionRecord>,
+    collections: BTreeMap<(String, String), CollectionInfo>,
 }
 
 impl CatalogSnapshot {
-    /// Builds a snapshot from the store's records.
-    pub fn from_records(version: i64, records: Vec<CollectionRecord>) -> CatalogSnapshot {
-        let collections = records
+    /// Builds a snapshot from the store's records; fails if a stored index specification
+    /// no longer parses (writes would stop maintaining it, so it must not be skipped).
+    pub fn from_records(
+        version: i64,
+        records: Vec<CollectionRecord>,
+        index_records: Vec<IndexRecord>,
+    ) -> Result<CatalogSnapshot, StoreError> {
+        let mut collections: BTreeMap<(String, String), CollectionInfo> = records
             .into_iter()
-            .map(|r| ((r.db.clone(), r.name.clone()), r))
+            .map(|record| {
+                let key = (record.db.clone(), record.name.clone());
+                (
+                    key,
+                    CollectionInfo {
+                        record,
+                        indexes: Vec::new(),
+                    },
+                )
+            })
             .collect();
-        CatalogSnapshot {
+        for record in index_records {
+            let spec = IndexSpec::parse(&record.spec).map_err(|e| {
+                StoreError::Corrupt(format!("stored index {} does not parse: {e}", record.name))
+            })?;
+            let key = (record.db.clone(), record.collection.clone());
+            if let Some(info) = collections.get_mut(&key) {
+                info.indexes.push(CollectionIndex { record, spec });
+            }
+        }
+        Ok(CatalogSnapshot {
             version,
             collections,
-        }
+        })
     }
 
     /// The collection `db.name`, if it exists.
     pub fn collection(&self, db: &str, name: &str) -> Option<&CollectionRecord> {
+        self.info(db, name).map(|info| &info.record)
+    }
+
+    /// The collection `db.name` with its indexes, if it exists.
+    pub fn info(&self, db: &str, name: &str) -> Option<&CollectionInfo> {
         self.collections.get(&(db.to_string(), name.to_string()))
     }
 
@@ -54,7 +97,20 @@ impl CatalogSnapshot {
         &'a self,
         db: &'a str,
     ) -> impl Iterator<Item = &'a CollectionRecord> + 'a {
-        self.collections.values().filter(move |r| r.db == db)
+        self.collections
+            .values()
+            .filter(move |i| i.record.db == db)
+            .map(|i| &i.record)
+    }
+
+    /// Every collection that has a TTL index, with those indexes.
+    pub fn ttl_indexes(&self) -> impl Iterator<Item = (&CollectionRecord, &CollectionIndex)> {
+        self.collections.values().flat_map(|info| {
+            info.indexes
+                .iter()
+                .filter(|index| index.spec.expire_after_seconds.is_some())
+                .map(move |index| (&info.record, index))
+        })
     }
 
     /// Names of the databases that hold at least one collection, ordered.
@@ -157,6 +213,22 @@ impl Catalog {
         Ok(self.fresh_snapshot().await?.collection(db, name).cloned())
     }
 
+    /// The collection `db.name` with its indexes; a cache miss is confirmed against the
+    /// database like [`Catalog::collection`].
+    pub async fn collection_info(
+        &self,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<CollectionInfo>, StoreError> {
+        if let Some(found) = self.snapshot().await?.info(db, name) {
+            return Ok(Some(found.clone()));
+        }
+        if self.cache.is_none() {
+            return Ok(None);
+        }
+        Ok(self.fresh_snapshot().await?.info(db, name).cloned())
+    }
+
     /// Drops the cached snapshot; call right after committing a catalog change.
     pub async fn invalidate(&self) {
         if let Some(cache) = &self.cache {
@@ -169,5 +241,6 @@ impl Catalog {
 pub async fn read_snapshot(session: &mut dyn StoreSession) -> Result<CatalogSnapshot, StoreError> {
     let version = session.catalog_version().await?;
     let records = session.list_collections().await?;
-    Ok(CatalogSnapshot::from_records(version, records))
+    let indexes = session.list_indexes().await?;
+    CatalogSnapshot::from_records(version, records, indexes)
 }

@@ -10,8 +10,8 @@ use bson::{Bson, Document};
 use docgate_wire::Compressor;
 
 use super::commands::{
-    aggregate, delete, diagnostics, find, find_and_modify, handshake, insert, namespaces, stats,
-    update,
+    aggregate, delete, diagnostics, find, find_and_modify, handshake, indexes, insert, namespaces,
+    stats, update,
 };
 use super::error::{CommandError, CommandResult};
 use super::request::CommandRequest;
@@ -65,10 +65,12 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("connectionStatus", "Authentication state of this connection."),
     ("count", "Counts the documents matching a query."),
     ("create", "Creates a collection."),
+    ("createIndexes", "Builds secondary indexes (single field, compound, unique, sparse, partial, TTL)."),
     ("dbStats", "Size and counts of a database."),
     ("delete", "Deletes documents."),
     ("distinct", "Distinct values of a field."),
     ("drop", "Drops a collection."),
+    ("dropIndexes", "Drops secondary indexes."),
     ("dropDatabase", "Drops a database and all its collections."),
     ("endSessions", "Ends logical sessions and their cursors."),
     ("find", "Queries a collection."),
@@ -135,7 +137,9 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         "listCommands" => Ok(diagnostics::list_commands()),
         "listDatabases" => namespaces::list_databases(context, request).await,
         "listCollections" => namespaces::list_collections(context, request).await,
-        "listIndexes" => namespaces::list_indexes(context, request).await,
+        "listIndexes" => indexes::list_indexes(context, request).await,
+        "createIndexes" => indexes::create_indexes(context, request).await,
+        "dropIndexes" | "deleteIndexes" => indexes::drop_indexes(context, request).await,
         "create" => namespaces::create(context, request).await,
         "drop" => namespaces::drop(context, request).await,
         "dropDatabase" => namespaces::drop_database(context, request).await,

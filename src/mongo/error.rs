@@ -41,14 +41,10 @@ pub enum CommandError {
     Unauthorized(String),
     #[error("{0}")]
     InvalidLength(String),
-    /// A unique `_id` conflict raised as a command error (findAndModify upserts).
-    #[error(
-        "E11000 duplicate key error collection: {namespace} index: _id_ dup key: {{ _id: {id} }}"
-    )]
-    DuplicateKey {
-        namespace: String,
-        id: Box<bson::Bson>,
-    },
+    /// A unique-key conflict raised as a command error (findAndModify): the `writeErrors`
+    /// entry that describes it (`errmsg`, `keyPattern`, `keyValue`).
+    #[error("{}", .0.get_str("errmsg").unwrap_or("E11000 duplicate key error"))]
+    DuplicateKey(Box<Document>),
     /// A field the command does not know (MongoDB's IDL error 40415).
     #[error("BSON field '{0}' is an unknown field.")]
     UnknownField(String),
@@ -77,7 +73,7 @@ impl CommandError {
             CommandError::Unauthorized(_) => 13,
             CommandError::UnknownField(_) => 40415,
             CommandError::InvalidLength(_) => 16,
-            CommandError::DuplicateKey { .. } => 11000,
+            CommandError::DuplicateKey(_) => 11000,
             CommandError::Query(e) => e.code,
             CommandError::Store(e) => store_error_code(e).0,
         }
@@ -101,7 +97,7 @@ impl CommandError {
             CommandError::Unauthorized(_) => "Unauthorized",
             CommandError::UnknownField(_) => "Location40415",
             CommandError::InvalidLength(_) => "InvalidLength",
-            CommandError::DuplicateKey { .. } => "DuplicateKey",
+            CommandError::DuplicateKey(_) => "DuplicateKey",
             CommandError::Query(e) => e.code_name,
             CommandError::Store(e) => store_error_code(e).1,
         }
@@ -125,9 +121,12 @@ impl CommandError {
             "code": self.code(),
             "codeName": self.code_name(),
         };
-        if let CommandError::DuplicateKey { id, .. } = self {
-            reply.insert("keyPattern", doc! {"_id": 1});
-            reply.insert("keyValue", doc! {"_id": (**id).clone()});
+        if let CommandError::DuplicateKey(entry) = self {
+            for field in ["keyPattern", "keyValue"] {
+                if let Some(value) = entry.get(field) {
+                    reply.insert(field, value.clone());
+                }
+            }
         }
         let labels = self.labels();
         if !labels.is_empty() {

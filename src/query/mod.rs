@@ -38,6 +38,7 @@ pub mod filter;
 pub mod filter_eval;
 #[cfg(test)]
 mod filter_tests;
+pub mod index_ranges;
 pub mod index_spec;
 pub mod keys;
 pub mod number;

@@ -2,18 +2,27 @@
 //! in SQL and a residual the Rust evaluator checks (DESIGN.md invariant 2: pushdown may
 //! over-select, never under-select), and runs the two together.
 //!
-//! What is pushed today: `_id` equality and `$in` (exact, served by the `_id` index), and
-//! equality on other fields with string, number or boolean values (inexact: the SQL
-//! over-selects through arrays and the filter is re-checked). Sort by `_id`, skip and limit
-//! are pushed only when the whole filter was pushed exactly.
+//! What is pushed:
+//! - `_id` equality and `$in` — exact, served by the `_id` key index;
+//! - equality, `$in` and comparisons on the first field of a secondary index — exact index
+//!   ranges (see `index_ranges.rs`), served by the index's entries table;
+//! - other equalities on string, number or boolean values — inexact: the SQL over-selects
+//!   (through arrays) and the filter is re-checked in Rust.
+//!
+//! A sort on `_id`, or on the first field of a secondary index that is neither multikey,
+//! sparse, partial nor hidden, is pushed together with skip and limit when the whole
+//! filter was pushed exactly; otherwise sorting, skipping and limiting happen in Rust.
 //!
 //! Not for: SQL text (the store spells it), or MongoDB command shapes.
 
 use bson::{Bson, Document};
 
 use super::filter::{FieldPredicate, Filter};
+use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
+use super::index_spec::IndexDirection;
 use super::keys::encode_key;
 use super::sort::{SortDirection, SortSpec};
+use crate::catalog::CollectionIndex;
 use crate::store::{
     CollectionRecord, KeyOrder, PathValue, Predicate, ScanRequest, StoreError, StoreSession,
 };
@@ -33,35 +42,49 @@ pub struct ReadPlan {
 }
 
 impl ReadPlan {
-    /// Plans a read of documents matching `filter`, ordered by `sort`, then skip and limit.
-    pub fn new(filter: Filter, sort: Option<SortSpec>, skip: u64, limit: Option<u64>) -> ReadPlan {
-        let (predicate, exact) = pushdown(&filter);
-        let residual = if exact { None } else { Some(filter) };
+    /// Plans a read of documents matching `filter`, ordered by `sort`, then skip and limit,
+    /// over a collection with the given secondary indexes.
+    pub fn new(
+        filter: Filter,
+        sort: Option<SortSpec>,
+        skip: u64,
+        limit: Option<u64>,
+        indexes: &[CollectionIndex],
+    ) -> ReadPlan {
+        let (predicate, exact) = pushdown(&filter, indexes);
+        let sort = sort.filter(|spec| !spec.keys.is_empty());
         let pushed_order = match &sort {
-            None => Some(None),
-            Some(spec) => key_order(spec).map(Some),
+            None => Some(ScanOrder::Natural),
+            Some(spec) => scan_order(spec, indexes),
         };
         match pushed_order {
-            Some(order) if exact => ReadPlan {
-                scan: ScanRequest {
-                    filter: predicate,
-                    order,
-                    order_index: None,
-                    skip,
-                    limit,
-                },
-                residual: None,
-                sort: None,
-                skip: 0,
-                limit: None,
-            },
+            Some(order) if exact => {
+                let (order, order_index) = match order {
+                    ScanOrder::Natural => (None, None),
+                    ScanOrder::Key(direction) => (Some(direction), None),
+                    ScanOrder::Index(table, direction) => (Some(direction), Some(table)),
+                };
+                ReadPlan {
+                    scan: ScanRequest {
+                        filter: predicate,
+                        order,
+                        order_index,
+                        skip,
+                        limit,
+                    },
+                    residual: None,
+                    sort: None,
+                    skip: 0,
+                    limit: None,
+                }
+            }
             _ => ReadPlan {
                 scan: ScanRequest {
                     filter: predicate,
                     ..ScanRequest::all()
                 },
-                residual,
-                sort: sort.filter(|spec| !spec.keys.is_empty()),
+                residual: if exact { None } else { Some(filter) },
+                sort,
                 skip,
                 limit,
             },
@@ -74,42 +97,68 @@ impl ReadPlan {
     }
 }
 
-/// `{_id: 1}` / `{_id: -1}` sorts map to the key order.
-fn key_order(spec: &SortSpec) -> Option<KeyOrder> {
-    match spec.keys.as_slice() {
-        [] => None,
-        [(path, direction)] if path == "_id" => Some(match direction {
-            SortDirection::Ascending => KeyOrder::Ascending,
-            SortDirection::Descending => KeyOrder::Descending,
-        }),
-        _ => None,
+/// An order the store can produce.
+enum ScanOrder {
+    Natural,
+    Key(KeyOrder),
+    /// The entries table of an index, walked in this direction.
+    Index(String, KeyOrder),
+}
+
+/// A one-key sort the store can serve: `_id`, or the first field of an index in which
+/// every document has exactly one key.
+fn scan_order(spec: &SortSpec, indexes: &[CollectionIndex]) -> Option<ScanOrder> {
+    let [(path, direction)] = spec.keys.as_slice() else {
+        return None;
+    };
+    let ascending = matches!(direction, SortDirection::Ascending);
+    if path == "_id" {
+        return Some(ScanOrder::Key(if ascending {
+            KeyOrder::Ascending
+        } else {
+            KeyOrder::Descending
+        }));
     }
+    let index = indexes.iter().find(|index| {
+        !index.record.multikey
+            && !index.spec.sparse
+            && index.spec.partial_filter.is_none()
+            && !index.spec.hidden()
+            && index
+                .spec
+                .fields
+                .first()
+                .is_some_and(|(first, _)| first == path)
+    })?;
+    let index_ascending = matches!(index.spec.fields[0].1, IndexDirection::Ascending);
+    let order = if ascending == index_ascending {
+        KeyOrder::Ascending
+    } else {
+        KeyOrder::Descending
+    };
+    Some(ScanOrder::Index(index.record.table.clone(), order))
 }
 
 /// Translates a filter into a store predicate; the flag says whether it is exact.
-pub fn pushdown(filter: &Filter) -> (Predicate, bool) {
+pub fn pushdown(filter: &Filter, indexes: &[CollectionIndex]) -> (Predicate, bool) {
     match filter {
         Filter::And(parts) => {
             let mut pushed = Vec::new();
             let mut exact = true;
             for part in parts {
-                let (predicate, part_exact) = pushdown(part);
+                let (predicate, part_exact) = pushdown(part, indexes);
                 exact &= part_exact;
                 if predicate != Predicate::True {
                     pushed.push(predicate);
                 }
             }
-            match pushed.len() {
-                0 => (Predicate::True, exact),
-                1 => (pushed.pop().unwrap_or(Predicate::True), exact),
-                _ => (Predicate::And(pushed), exact),
-            }
+            (conjunction(pushed), exact)
         }
         Filter::Or(branches) => {
             let mut pushed = Vec::new();
             let mut exact = true;
             for branch in branches {
-                let (predicate, branch_exact) = pushdown(branch);
+                let (predicate, branch_exact) = pushdown(branch, indexes);
                 if predicate == Predicate::True {
                     // One branch that selects everything makes the whole $or select everything.
                     return (
@@ -129,7 +178,7 @@ pub fn pushdown(filter: &Filter) -> (Predicate, bool) {
             let mut pushed = Vec::new();
             let mut exact = true;
             for predicate in predicates {
-                match field_predicate(path, predicate) {
+                match field_predicate(path, predicate, indexes) {
                     Some((p, p_exact)) => {
                         exact &= p_exact;
                         pushed.push(p);
@@ -137,28 +186,45 @@ pub fn pushdown(filter: &Filter) -> (Predicate, bool) {
                     None => exact = false,
                 }
             }
-            match pushed.len() {
-                0 => (Predicate::True, false),
-                1 => (pushed.pop().unwrap_or(Predicate::True), exact),
-                _ => (Predicate::And(pushed), exact),
+            if pushed.is_empty() {
+                return (Predicate::True, false);
             }
+            (conjunction(pushed), exact)
         }
         _ => (Predicate::True, false),
     }
 }
 
+fn conjunction(mut parts: Vec<Predicate>) -> Predicate {
+    match parts.len() {
+        0 => Predicate::True,
+        1 => parts.pop().unwrap_or(Predicate::True),
+        _ => Predicate::And(parts),
+    }
+}
+
 /// One field condition, if it can be pushed.
-fn field_predicate(path: &str, predicate: &FieldPredicate) -> Option<(Predicate, bool)> {
+fn field_predicate(
+    path: &str,
+    predicate: &FieldPredicate,
+    indexes: &[CollectionIndex],
+) -> Option<(Predicate, bool)> {
     match predicate {
-        FieldPredicate::Eq(value) if path == "_id" && is_plain_key(value) => {
-            Some((Predicate::KeyEquals(encode_key(value)), true))
+        FieldPredicate::Eq(value) if path == "_id" && is_plain_value(value) => {
+            return Some((Predicate::KeyEquals(encode_key(value)), true));
         }
-        FieldPredicate::In(values) if path == "_id" && values.iter().all(is_plain_key) => {
+        FieldPredicate::In(values) if path == "_id" && values.iter().all(is_plain_value) => {
             let mut keys: Vec<Vec<u8>> = values.iter().map(encode_key).collect();
             keys.sort();
             keys.dedup();
-            Some((Predicate::KeyIn(keys), true))
+            return Some((Predicate::KeyIn(keys), true));
         }
+        _ => {}
+    }
+    if let Some(pushed) = index_predicate(path, predicate, indexes) {
+        return Some((pushed, true));
+    }
+    match predicate {
         FieldPredicate::Eq(value) => {
             let value = path_value(value)?;
             let segments: Vec<String> = path.split('.').map(str::to_string).collect();
@@ -180,13 +246,48 @@ fn field_predicate(path: &str, predicate: &FieldPredicate) -> Option<(Predicate,
     }
 }
 
-/// Values that `_id` equality compares exactly by key (arrays, regexes and null have
-/// MongoDB-specific matching rules, so they stay in Rust).
-fn is_plain_key(value: &Bson) -> bool {
-    !matches!(
-        value,
-        Bson::Array(_) | Bson::RegularExpression(_) | Bson::Null | Bson::Undefined
-    ) && !matches!(value, Bson::Document(d) if d.keys().any(|k| k.starts_with('$')))
+/// An exact index range for a condition on the first field of a usable index.
+fn index_predicate(
+    path: &str,
+    predicate: &FieldPredicate,
+    indexes: &[CollectionIndex],
+) -> Option<Predicate> {
+    // Partial and hidden indexes do not hold every matching document; sparse ones do for
+    // these conditions (none of them matches a missing field). Prefer the narrowest index.
+    let index = indexes
+        .iter()
+        .filter(|index| {
+            index.spec.partial_filter.is_none()
+                && !index.spec.hidden()
+                && index
+                    .spec
+                    .fields
+                    .first()
+                    .is_some_and(|(first, _)| first == path)
+        })
+        .min_by_key(|index| index.spec.fields.len())?;
+    let direction = index.spec.fields[0].1;
+    let to_predicate = |range: KeyRange| Predicate::IndexRange {
+        table: index.record.table.clone(),
+        lower: range.lower,
+        upper: range.upper,
+    };
+    match predicate {
+        FieldPredicate::Eq(value) => equality_range(value, direction).map(to_predicate),
+        FieldPredicate::In(values) if !values.is_empty() => {
+            let ranges: Option<Vec<Predicate>> = values
+                .iter()
+                .map(|value| equality_range(value, direction).map(to_predicate))
+                .collect();
+            let mut ranges = ranges?;
+            Some(if ranges.len() == 1 {
+                ranges.remove(0)
+            } else {
+                Predicate::Or(ranges)
+            })
+        }
+        other => comparison_range(other, direction).map(to_predicate),
+    }
 }
 
 fn path_value(value: &Bson) -> Option<PathValue> {
@@ -235,9 +336,10 @@ pub async fn execute(
 pub async fn count(
     session: &mut dyn StoreSession,
     collection: &CollectionRecord,
+    indexes: &[CollectionIndex],
     filter: Filter,
 ) -> Result<u64, StoreError> {
-    let plan = ReadPlan::new(filter, None, 0, None);
+    let plan = ReadPlan::new(filter, None, 0, None, indexes);
     if plan.is_fully_pushed() {
         return session.count(collection, &plan.scan.filter).await;
     }
@@ -255,7 +357,7 @@ mod tests {
     use bson::doc;
 
     fn plan(filter: Document) -> (Predicate, bool) {
-        pushdown(&Filter::parse(&filter).unwrap())
+        pushdown(&Filter::parse(&filter).unwrap(), &[])
     }
 
     #[test]
@@ -289,7 +391,7 @@ mod tests {
     fn sort_on_id_with_limit_is_pushed_when_exact() {
         let filter = Filter::parse(&doc! {}).unwrap();
         let sort = SortSpec::parse(&doc! {"_id": -1}).unwrap();
-        let read = ReadPlan::new(filter, Some(sort), 2, Some(3));
+        let read = ReadPlan::new(filter, Some(sort), 2, Some(3), &[]);
         assert_eq!(read.scan.order, Some(KeyOrder::Descending));
         assert_eq!((read.scan.skip, read.scan.limit), (2, Some(3)));
         assert!(read.is_fully_pushed());
@@ -299,7 +401,7 @@ mod tests {
     fn other_sorts_stay_in_rust() {
         let filter = Filter::parse(&doc! {}).unwrap();
         let sort = SortSpec::parse(&doc! {"a": 1}).unwrap();
-        let read = ReadPlan::new(filter, Some(sort), 1, Some(1));
+        let read = ReadPlan::new(filter, Some(sort), 1, Some(1), &[]);
         assert!(read.scan.limit.is_none() && read.sort.is_some() && read.limit == Some(1));
     }
 }

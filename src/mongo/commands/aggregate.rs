@@ -68,12 +68,12 @@ pub async fn aggregate(
 
     let mut session = open_session(context).await?;
     let catalog = &context.server.state.catalog;
-    let input = match catalog.collection(&request.db, name).await? {
+    let input = match catalog.collection_info(&request.db, name).await? {
         None => Vec::new(),
-        Some(record) => {
+        Some(info) => {
             let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
-            let plan = ReadPlan::new(filter, None, 0, None);
-            planner::execute(session.as_mut(), &record, &plan).await?
+            let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
+            planner::execute(session.as_mut(), &info.record, &plan).await?
         }
     };
     // $lookup and $unionWith read other collections of the same database.
@@ -82,7 +82,7 @@ pub async fn aggregate(
         let documents = match catalog.collection(&request.db, &other).await? {
             None => Vec::new(),
             Some(record) => {
-                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None);
+                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
                 planner::execute(session.as_mut(), &record, &plan).await?
             }
         };

@@ -7,6 +7,7 @@
 use bson::{doc, Bson, Document};
 
 use super::write_support::{command_write_error, count_bson, open_session, with_write_errors};
+use crate::catalog::CollectionInfo;
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_i64, CommandRequest};
@@ -14,7 +15,7 @@ use crate::query::filter::Filter;
 use crate::query::keys::encode_key;
 use crate::query::planner::{self, ReadPlan};
 use crate::state::ServerCounters;
-use crate::store::{CollectionRecord, StoreSession};
+use crate::store::StoreSession;
 
 const STATEMENT_FIELDS: &[&str] = &["q", "limit", "collation", "hint"];
 
@@ -66,11 +67,12 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, CommandError> {
 
 async fn run_statement(
     session: &mut dyn StoreSession,
-    record: &CollectionRecord,
+    collection: &CollectionInfo,
     statement: DeleteStatement,
 ) -> Result<u64, CommandError> {
+    let record = &collection.record;
     let limit = statement.just_one.then_some(1);
-    let plan = ReadPlan::new(statement.filter, None, 0, limit);
+    let plan = ReadPlan::new(statement.filter, None, 0, limit, &collection.indexes);
     let documents = planner::execute(session, record, &plan).await?;
     let keys: Vec<Vec<u8>> = documents
         .iter()
@@ -98,22 +100,22 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
             statements.len()
         )));
     }
-    let record = context
+    let collection = context
         .server
         .state
         .catalog
-        .collection(&request.db, name)
+        .collection_info(&request.db, name)
         .await?;
     let mut deleted = 0u64;
     let mut errors: Vec<Document> = Vec::new();
     let mut session = open_session(context).await?;
     session.begin().await?;
     for (index, value) in statements.iter().enumerate() {
-        let result = match (parse_statement(value), &record) {
+        let result = match (parse_statement(value), &collection) {
             (Err(error), _) => Err(error),
             (Ok(_), None) => Ok(0),
-            (Ok(statement), Some(record)) => {
-                run_statement(session.as_mut(), record, statement).await
+            (Ok(statement), Some(collection)) => {
+                run_statement(session.as_mut(), collection, statement).await
             }
         };
         match result {

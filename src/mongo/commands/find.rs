@@ -113,11 +113,11 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let batch_size =
         non_negative(body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
 
-    let Some(record) = context
+    let Some(info) = context
         .server
         .state
         .catalog
-        .collection(&request.db, name)
+        .collection_info(&request.db, name)
         .await?
     else {
         return Ok(first_batch_reply(
@@ -129,9 +129,9 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
             true,
         ));
     };
-    let plan = ReadPlan::new(filter, sort, skip, limit);
+    let plan = ReadPlan::new(filter, sort, skip, limit, &info.indexes);
     let mut session = open_session(context).await?;
-    let mut results = planner::execute(session.as_mut(), &record, &plan).await?;
+    let mut results = planner::execute(session.as_mut(), &info.record, &plan).await?;
     drop(session);
     if let Some(projection) = &projection {
         results = results
@@ -219,17 +219,17 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let limit = opt_i64(&request.body, "limit")?
         .map(i64::unsigned_abs)
         .filter(|l| *l > 0);
-    let Some(record) = context
+    let Some(info) = context
         .server
         .state
         .catalog
-        .collection(&request.db, name)
+        .collection_info(&request.db, name)
         .await?
     else {
         return Ok(doc! {"n": 0});
     };
     let mut session = open_session(context).await?;
-    let total = planner::count(session.as_mut(), &record, filter).await?;
+    let total = planner::count(session.as_mut(), &info.record, &info.indexes, filter).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
     Ok(doc! {"n": count_bson(n)})
@@ -252,22 +252,18 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
         ));
     }
     let filter = Filter::parse(opt_document(&request.body, "query")?.unwrap_or(&Document::new()))?;
-    let Some(record) = context
+    let Some(info) = context
         .server
         .state
         .catalog
-        .collection(&request.db, name)
+        .collection_info(&request.db, name)
         .await?
     else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
     let mut session = open_session(context).await?;
-    let documents = planner::execute(
-        session.as_mut(),
-        &record,
-        &ReadPlan::new(filter, None, 0, None),
-    )
-    .await?;
+    let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
+    let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
     let mut values: Vec<Bson> = Vec::new();
     for document in &documents {
         collect_distinct_values(document, key, &mut values);

@@ -11,7 +11,7 @@ use super::update::{
     apply_statement, check_simple_collation, parse_array_filters, parse_update, StatementFailure,
     UpdateStatement,
 };
-use super::write_support::{collection_for_write, open_session};
+use super::write_support::{collection_for_write, duplicate_id_error, mark_multikey, open_session};
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_bool, opt_document, CommandRequest};
@@ -80,27 +80,29 @@ pub async fn find_and_modify(
     let mut session = open_session(context).await?;
     session.begin().await?;
     let mut created = false;
-    let record = match context
+    let collection = match context
         .server
         .state
         .catalog
-        .collection(&request.db, name)
+        .collection_info(&request.db, name)
         .await?
     {
-        Some(record) => Some(record),
+        Some(collection) => Some(collection),
         None if upsert => {
-            let (record, was_created) =
+            let (collection, was_created) =
                 collection_for_write(context, session.as_mut(), &request.db, name).await?;
             created = was_created;
-            Some(record)
+            Some(collection)
         }
         None => None,
     };
-    let (value, last_error) = match &record {
+    let mut marked = false;
+    let (value, last_error) = match &collection {
         None => (None, doc! {"n": 0}),
-        Some(record) if remove => {
+        Some(collection) if remove => {
+            let record = &collection.record;
             ServerCounters::add(&context.server.state.counters.op_delete, 1);
-            let plan = ReadPlan::new(filter, sort, 0, Some(1));
+            let plan = ReadPlan::new(filter, sort, 0, Some(1), &collection.indexes);
             let found = planner::execute(session.as_mut(), record, &plan)
                 .await?
                 .into_iter()
@@ -114,7 +116,7 @@ pub async fn find_and_modify(
                 None => (None, doc! {"n": 0}),
             }
         }
-        Some(record) => {
+        Some(collection) => {
             ServerCounters::add(&context.server.state.counters.op_update, 1);
             let statement = UpdateStatement {
                 filter,
@@ -125,17 +127,20 @@ pub async fn find_and_modify(
                 sort,
             };
             let applied =
-                match apply_statement(session.as_mut(), record, &statement, &namespace).await {
+                match apply_statement(session.as_mut(), collection, &statement, &namespace).await {
                     Ok(applied) => applied,
                     Err(StatementFailure::Error(error)) => return Err(error),
                     Err(StatementFailure::Store(error)) => return Err(error.into()),
                     Err(StatementFailure::Duplicate { namespace, id }) => {
-                        return Err(CommandError::DuplicateKey {
-                            namespace,
-                            id: Box::new(id),
-                        })
+                        let entry = duplicate_id_error(0, &namespace, &id);
+                        return Err(CommandError::DuplicateKey(Box::new(entry)));
+                    }
+                    Err(StatementFailure::IndexDuplicate { entry }) => {
+                        return Err(CommandError::DuplicateKey(entry));
                     }
                 };
+            marked =
+                mark_multikey(session.as_mut(), &collection.indexes, &applied.new_multikey).await?;
             if let Some((id, inserted)) = applied.upserted {
                 (
                     return_new.then_some(inserted),
@@ -151,7 +156,7 @@ pub async fn find_and_modify(
         }
     };
     session.commit().await?;
-    if created {
+    if created || marked {
         context.server.state.catalog.invalidate().await;
     }
     let value = match (value, &projection) {

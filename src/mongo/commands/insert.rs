@@ -8,14 +8,17 @@
 use bson::{doc, Bson, Document};
 
 use super::write_support::{
-    collection_for_write, command_write_error, count_bson, duplicate_id_error, open_session,
-    prepare_for_storage, with_write_errors,
+    collection_for_write, command_write_error, count_bson, duplicate_id_error,
+    duplicate_index_error, mark_multikey, open_session, prepare_for_storage, with_write_errors,
+    PreparedDocument,
 };
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, CommandRequest};
+use crate::query::planner;
 use crate::state::ServerCounters;
 use crate::store::StoredDocument;
+use std::collections::BTreeSet;
 
 /// `insert`.
 pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
@@ -40,18 +43,27 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
         )));
     }
 
+    // The collection's indexes decide the keys each document contributes.
+    let existing = context
+        .server
+        .state
+        .catalog
+        .collection_info(&request.db, name)
+        .await?;
+    let indexes = existing.map(|info| info.indexes).unwrap_or_default();
+
     // Validate and encode everything first; invalid documents become write errors.
-    let mut prepared: Vec<(usize, StoredDocument, Bson)> = Vec::with_capacity(documents.len());
+    let mut prepared: Vec<(usize, PreparedDocument)> = Vec::with_capacity(documents.len());
     let mut invalid: Vec<(usize, CommandError)> = Vec::new();
     for (index, value) in documents.iter().enumerate() {
         let result = match value {
-            Bson::Document(document) => prepare_for_storage(document.clone()),
+            Bson::Document(document) => prepare_for_storage(document.clone(), &indexes),
             _ => Err(CommandError::TypeMismatch(
                 "insert documents must be objects".into(),
             )),
         };
         match result {
-            Ok((stored, id)) => prepared.push((index, stored, id)),
+            Ok(document) => prepared.push((index, document)),
             Err(error) => invalid.push((index, error)),
         }
     }
@@ -59,31 +71,44 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let first_invalid = invalid.first().map(|(index, _)| *index);
     if ordered {
         if let Some(stop) = first_invalid {
-            prepared.retain(|(index, _, _)| *index < stop);
+            prepared.retain(|(index, _)| *index < stop);
         }
     }
 
     let mut session = open_session(context).await?;
     session.begin().await?;
-    let (record, created) =
+    let (info, created) =
         collection_for_write(context, session.as_mut(), &request.db, name).await?;
-    let batch: Vec<StoredDocument> = prepared
+    let batch: Vec<StoredDocument> = prepared.iter().map(|(_, p)| p.stored.clone()).collect();
+    let outcome = session.insert(&info.record, &batch, ordered).await?;
+    let new_multikey: BTreeSet<usize> = prepared
         .iter()
-        .map(|(_, stored, _)| stored.clone())
+        .flat_map(|(_, p)| p.new_multikey.iter().copied())
         .collect();
-    let outcome = session.insert(&record, &batch, ordered).await?;
+    let marked = mark_multikey(session.as_mut(), &info.indexes, &new_multikey).await?;
     session.commit().await?;
-    if created {
+    if created || marked {
         context.server.state.catalog.invalidate().await;
     }
     ServerCounters::add(&context.server.state.counters.op_insert, outcome.inserted);
 
-    let mut errors: Vec<(usize, Document)> = outcome
-        .conflicts
-        .iter()
-        .filter_map(|position| prepared.get(*position))
-        .map(|(index, _, id)| (*index, duplicate_id_error(*index, &namespace, id)))
-        .collect();
+    let mut errors: Vec<(usize, Document)> = Vec::new();
+    for position in &outcome.conflicts {
+        let Some((index, document)) = prepared.get(*position) else {
+            continue;
+        };
+        let by_index = outcome.index_conflicts.iter().find(|(p, _)| p == position);
+        let spec =
+            by_index.and_then(|(_, name)| info.indexes.iter().find(|i| &i.record.name == name));
+        let entry = match spec {
+            Some(spec) => {
+                let original = planner::decode_document(&document.stored.bson)?;
+                duplicate_index_error(*index, &namespace, &spec.spec, &original)
+            }
+            None => duplicate_id_error(*index, &namespace, &document.id),
+        };
+        errors.push((*index, entry));
+    }
     let stopped_by_conflict = ordered && !errors.is_empty();
     if !stopped_by_conflict {
         let reported = if ordered {

@@ -10,6 +10,7 @@ pub mod diagnostics;
 pub mod find;
 pub mod find_and_modify;
 pub mod handshake;
+pub mod indexes;
 pub mod insert;
 pub mod namespaces;
 pub mod stats;

@@ -14,11 +14,6 @@ use crate::mongo::request::{opt_bool, opt_document, opt_str, CommandRequest};
 use crate::query::filter::Filter;
 use crate::store::{CollectionRecord, StoreError};
 
-/// The `_id` index every collection has.
-pub fn id_index_spec() -> Document {
-    doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
-}
-
 /// `listDatabases` with `nameOnly` and `filter`.
 pub async fn list_databases(
     context: &mut CommandContext<'_>,
@@ -67,7 +62,7 @@ fn collection_entry(record: &CollectionRecord) -> Document {
             "readOnly": false,
             "uuid": Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: record.uuid.clone() },
         },
-        "idIndex": id_index_spec(),
+        "idIndex": super::indexes::id_index_spec(),
     }
 }
 
@@ -97,38 +92,6 @@ pub async fn list_collections(
     let namespace = format!("{}.$cmd.listCollections", request.db);
     Ok(first_batch_reply(
         context, request, &namespace, entries, batch_size, false,
-    ))
-}
-
-/// `listIndexes`: the `_id` index (secondary indexes arrive with the query capability).
-pub async fn list_indexes(
-    context: &mut CommandContext<'_>,
-    request: &CommandRequest,
-) -> CommandResult {
-    request.check_fields(&["cursor"])?;
-    let name = request.collection()?;
-    let batch_size = cursor_batch_size(&request.body)?;
-    if context
-        .server
-        .state
-        .catalog
-        .collection(&request.db, name)
-        .await?
-        .is_none()
-    {
-        return Err(CommandError::NamespaceNotFound(format!(
-            "ns does not exist: {}.{name}",
-            request.db
-        )));
-    }
-    let namespace = format!("{}.{name}", request.db);
-    Ok(first_batch_reply(
-        context,
-        request,
-        &namespace,
-        vec![id_index_spec()],
-        batch_size,
-        false,
     ))
 }
 

@@ -10,9 +10,10 @@
 use bson::{doc, Bson, Document};
 
 use super::write_support::{
-    collection_for_write, command_write_error, count_bson, duplicate_id_error, open_session,
-    prepare_for_storage, with_write_errors,
+    collection_for_write, command_write_error, count_bson, duplicate_id_error,
+    duplicate_index_error, mark_multikey, open_session, prepare_for_storage, with_write_errors,
 };
+use crate::catalog::CollectionInfo;
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
@@ -23,7 +24,9 @@ use crate::query::sort::SortSpec;
 use crate::query::update::UpdateContext;
 use crate::query::update::UpdateSpec;
 use crate::state::ServerCounters;
-use crate::store::{CollectionRecord, StoreSession, StoredDocument};
+use crate::store::StoreError;
+use crate::store::{StoreSession, StoredDocument};
+use std::collections::BTreeSet;
 
 /// A parsed update statement (also the core of `findAndModify`).
 pub(super) struct UpdateStatement {
@@ -159,13 +162,14 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
     let mut session = open_session(context).await?;
     session.begin().await?;
-    let mut record = context
+    let mut collection = context
         .server
         .state
         .catalog
-        .collection(&request.db, name)
+        .collection_info(&request.db, name)
         .await?;
     let mut created = false;
+    let mut new_multikey: BTreeSet<usize> = BTreeSet::new();
     let (mut matched, mut modified) = (0u64, 0u64);
     let mut upserted: Vec<Bson> = Vec::new();
     let mut errors: Vec<Document> = Vec::new();
@@ -173,15 +177,15 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     for (index, value) in statements.iter().enumerate() {
         let result = match parse_statement(value) {
             Ok(statement) => {
-                if statement.upsert && record.is_none() {
-                    let (new_record, was_created) =
+                if statement.upsert && collection.is_none() {
+                    let (new_collection, was_created) =
                         collection_for_write(context, session.as_mut(), &request.db, name).await?;
                     created |= was_created;
-                    record = Some(new_record);
+                    collection = Some(new_collection);
                 }
-                match &record {
-                    Some(record) => {
-                        apply_statement(session.as_mut(), record, &statement, &namespace).await
+                match &collection {
+                    Some(collection) => {
+                        apply_statement(session.as_mut(), collection, &statement, &namespace).await
                     }
                     None => Ok(AppliedStatement::default()),
                 }
@@ -192,6 +196,7 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
             Ok(outcome) => {
                 matched += outcome.matched.len() as u64;
                 modified += outcome.modified;
+                new_multikey.extend(outcome.new_multikey);
                 if let Some((id, _)) = outcome.upserted {
                     matched += 1;
                     upserted.push(Bson::Document(doc! {"index": index as i32, "_id": id}));
@@ -206,8 +211,10 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
             }
         }
     }
+    let indexes = collection.map(|c| c.indexes).unwrap_or_default();
+    let marked = mark_multikey(session.as_mut(), &indexes, &new_multikey).await?;
     session.commit().await?;
-    if created {
+    if created || marked {
         context.server.state.catalog.invalidate().await;
     }
     ServerCounters::add(
@@ -226,7 +233,14 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
 /// whole command.
 pub(super) enum StatementFailure {
     Error(CommandError),
-    Duplicate { namespace: String, id: Bson },
+    /// A unique secondary index collision: the `writeErrors` entry, index to be set.
+    IndexDuplicate {
+        entry: Box<Document>,
+    },
+    Duplicate {
+        namespace: String,
+        id: Bson,
+    },
     Store(crate::store::StoreError),
 }
 
@@ -236,6 +250,11 @@ impl StatementFailure {
             StatementFailure::Error(error) => command_write_error(index, &error),
             StatementFailure::Duplicate { namespace, id } => {
                 duplicate_id_error(index, &namespace, &id)
+            }
+            StatementFailure::IndexDuplicate { entry } => {
+                let mut entry = *entry;
+                entry.insert("index", index as i32);
+                entry
             }
             StatementFailure::Store(error) => {
                 command_write_error(index, &CommandError::Store(error))
@@ -273,21 +292,31 @@ pub(super) struct AppliedStatement {
     pub updated: Vec<Document>,
     pub modified: u64,
     pub upserted: Option<(Bson, Document)>,
+    /// Indexes (positions in the collection's index list) made multikey by this statement.
+    pub new_multikey: BTreeSet<usize>,
 }
 
 /// Runs one statement: everything is computed in Rust first and written in one batch, so a
 /// statement that fails half-way writes nothing.
 pub(super) async fn apply_statement(
     session: &mut dyn StoreSession,
-    record: &CollectionRecord,
+    collection: &CollectionInfo,
     statement: &UpdateStatement,
     namespace: &str,
 ) -> Result<AppliedStatement, StatementFailure> {
+    let record = &collection.record;
     let limit = if statement.multi { None } else { Some(1) };
-    let plan = ReadPlan::new(statement.filter.clone(), statement.sort.clone(), 0, limit);
+    let plan = ReadPlan::new(
+        statement.filter.clone(),
+        statement.sort.clone(),
+        0,
+        limit,
+        &collection.indexes,
+    );
     let matched = planner::execute(session, record, &plan).await?;
     let mut applied = AppliedStatement::default();
     let mut changed: Vec<StoredDocument> = Vec::new();
+    let mut changed_documents: Vec<Document> = Vec::new();
     for original in &matched {
         let mut document = original.clone();
         let context = statement
@@ -298,38 +327,73 @@ pub(super) async fn apply_statement(
             .update
             .apply_with_context(&mut document, &context)?
         {
-            let (stored, _) = prepare_for_storage(document.clone())?;
+            let prepared = prepare_for_storage(document.clone(), &collection.indexes)?;
             let original_id = original.get("_id").cloned().unwrap_or(Bson::Null);
-            if stored.key != encode_key(&original_id) {
+            if prepared.stored.key != encode_key(&original_id) {
                 return Err(StatementFailure::Error(CommandError::Query(
                     crate::query::QueryError::immutable_field(
                         "Performing an update on the path '_id' would modify the immutable field '_id'",
                     ),
                 )));
             }
-            changed.push(stored);
+            applied.new_multikey.extend(prepared.new_multikey);
+            changed.push(prepared.stored);
+            changed_documents.push(document.clone());
         }
         applied.updated.push(document);
     }
     applied.matched = matched;
     if !changed.is_empty() {
-        applied.modified = session.replace(record, &changed).await?;
+        applied.modified = match session.replace(record, &changed).await {
+            Ok(n) => n,
+            Err(StoreError::IndexKeyConflict { index }) => {
+                let document = changed_documents.into_iter().next().unwrap_or_default();
+                return Err(index_duplicate(collection, namespace, &index, document));
+            }
+            Err(other) => return Err(other.into()),
+        };
     }
     if applied.matched.is_empty() && statement.upsert {
         let seed = upsert_seed(&statement.filter)?;
         let document = statement.update.apply_for_upsert(seed)?;
-        let (stored, id) = prepare_for_storage(document)?;
+        let prepared = prepare_for_storage(document, &collection.indexes)?;
         let inserted = session
-            .insert(record, std::slice::from_ref(&stored), true)
+            .insert(record, std::slice::from_ref(&prepared.stored), true)
             .await?;
+        let stored_document = planner::decode_document(&prepared.stored.bson)?;
+        if let Some((_, index)) = inserted.index_conflicts.first() {
+            return Err(index_duplicate(
+                collection,
+                namespace,
+                index,
+                stored_document,
+            ));
+        }
         if !inserted.conflicts.is_empty() {
             return Err(StatementFailure::Duplicate {
                 namespace: namespace.to_string(),
-                id,
+                id: prepared.id,
             });
         }
-        let stored_document = planner::decode_document(&stored.bson)?;
-        applied.upserted = Some((id, stored_document));
+        applied.new_multikey.extend(prepared.new_multikey);
+        applied.upserted = Some((prepared.id, stored_document));
     }
     Ok(applied)
+}
+
+/// The failure for a unique secondary index collision.
+fn index_duplicate(
+    collection: &CollectionInfo,
+    namespace: &str,
+    index: &str,
+    document: Document,
+) -> StatementFailure {
+    match collection.indexes.iter().find(|i| i.record.name == index) {
+        Some(spec) => StatementFailure::IndexDuplicate {
+            entry: Box::new(duplicate_index_error(0, namespace, &spec.spec, &document)),
+        },
+        None => StatementFailure::Store(StoreError::IndexKeyConflict {
+            index: index.to_string(),
+        }),
+    }
 }

@@ -8,12 +8,14 @@ use std::collections::VecDeque;
 
 use bson::{doc, Bson, Document};
 
+use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::mongo::cursors::Batch;
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::CommandError;
 use crate::mongo::namespace::check_collection_name;
 use crate::mongo::request::{opt_document, opt_i64, CommandRequest};
-use crate::store::{CollectionRecord, StoreSession};
+use crate::query::index_spec::IndexSpec;
+use crate::store::{DocumentIndexKeys, StoreSession, StoredDocument};
 
 /// A pooled store session for one command.
 pub async fn open_session(
@@ -22,27 +24,38 @@ pub async fn open_session(
     Ok(context.server.state.store.session().await?)
 }
 
-/// The collection `db.name`, created if missing, inside the session's open transaction.
-/// Returns whether it was created (the caller invalidates the catalog after commit).
+/// The collection `db.name` with its indexes, created if missing, inside the session's
+/// open transaction. Returns whether it was created (the caller invalidates the catalog
+/// after commit).
 pub async fn collection_for_write(
     context: &CommandContext<'_>,
     session: &mut dyn StoreSession,
     db: &str,
     name: &str,
-) -> Result<(CollectionRecord, bool), CommandError> {
-    if let Some(existing) = context.server.state.catalog.collection(db, name).await? {
+) -> Result<(CollectionInfo, bool), CommandError> {
+    if let Some(existing) = context
+        .server
+        .state
+        .catalog
+        .collection_info(db, name)
+        .await?
+    {
         return Ok((existing, false));
     }
     check_collection_name(db, name)?;
+    let created = |record| CollectionInfo {
+        record,
+        indexes: Vec::new(),
+    };
     match session.create_collection(db, name, &Document::new()).await {
-        Ok(created) => Ok((created, true)),
+        Ok(record) => Ok((created(record), true)),
         Err(crate::store::StoreError::AlreadyExists(_)) => {
             // Created by someone else since our snapshot: read it inside this transaction.
             let records = session.list_collections().await?;
             records
                 .into_iter()
                 .find(|r| r.db == db && r.name == name)
-                .map(|r| (r, false))
+                .map(|r| (created(r), false))
                 .ok_or_else(|| CommandError::NamespaceNotFound(format!("{db}.{name}")))
         }
         Err(other) => Err(other.into()),
@@ -168,11 +181,21 @@ pub fn check_id(id: &Bson) -> Result<(), CommandError> {
     }
 }
 
+/// A document ready to write.
+pub struct PreparedDocument {
+    pub stored: StoredDocument,
+    pub id: Bson,
+    /// Positions (in the collection's index list) of indexes this document makes multikey
+    /// for the first time.
+    pub new_multikey: Vec<usize>,
+}
+
 /// Makes a document ready to store: `_id` first (an ObjectId added when missing), size and
-/// nesting checked, encoded. Returns the stored form and the `_id`.
+/// nesting checked, encoded, and its keys computed for every secondary index.
 pub fn prepare_for_storage(
     document: Document,
-) -> Result<(crate::store::StoredDocument, Bson), CommandError> {
+    indexes: &[CollectionIndex],
+) -> Result<PreparedDocument, CommandError> {
     let mut ordered = Document::new();
     let id = match document.get("_id") {
         Some(id) => id.clone(),
@@ -190,6 +213,20 @@ pub fn prepare_for_storage(
             "BSONObj exceeds maximum nested object depth: {MAX_DOCUMENT_NESTING}"
         )));
     }
+    let mut index_keys = Vec::with_capacity(indexes.len());
+    let mut new_multikey = Vec::new();
+    for (position, index) in indexes.iter().enumerate() {
+        let entries = index.spec.entries(&ordered)?;
+        if entries.as_ref().is_some_and(|e| e.multikey) && !index.record.multikey {
+            new_multikey.push(position);
+        }
+        index_keys.push(DocumentIndexKeys {
+            table: index.record.table.clone(),
+            index: index.record.name.clone(),
+            unique: index.record.unique,
+            keys: entries.map(|e| e.keys).unwrap_or_default(),
+        });
+    }
     let bytes = ordered
         .to_vec()
         .map_err(|e| CommandError::BadValue(format!("cannot encode document: {e}")))?;
@@ -201,12 +238,57 @@ pub fn prepare_for_storage(
         )));
     }
     let key = crate::query::keys::encode_key(&id);
-    Ok((
-        crate::store::StoredDocument {
+    Ok(PreparedDocument {
+        stored: StoredDocument {
             key,
             bson: bytes,
-            index_keys: Vec::new(),
+            index_keys,
         },
         id,
-    ))
+        new_multikey,
+    })
+}
+
+/// Records in the store, inside the command's transaction, that the indexes at
+/// `positions` became multikey. Returns whether any was marked (the catalog then needs
+/// invalidating after commit).
+pub async fn mark_multikey(
+    session: &mut dyn StoreSession,
+    indexes: &[CollectionIndex],
+    positions: &std::collections::BTreeSet<usize>,
+) -> Result<bool, CommandError> {
+    for position in positions {
+        if let Some(index) = indexes.get(*position) {
+            session.mark_multikey(&index.record).await?;
+        }
+    }
+    Ok(!positions.is_empty())
+}
+
+/// The E11000 `writeErrors` entry for a unique secondary index: `keyPattern` is the index's
+/// key pattern, `keyValue` the document's values at its fields.
+pub fn duplicate_index_error(
+    index: usize,
+    namespace: &str,
+    spec: &IndexSpec,
+    document: &Document,
+) -> Document {
+    let mut key_value = Document::new();
+    for (path, _) in &spec.fields {
+        let value = crate::query::path::get_path(document, path)
+            .cloned()
+            .unwrap_or(Bson::Null);
+        key_value.insert(path.clone(), value);
+    }
+    let mut entry = write_error(
+        index,
+        11000,
+        format!(
+            "E11000 duplicate key error collection: {namespace} index: {} dup key: {key_value}",
+            spec.name
+        ),
+    );
+    entry.insert("keyPattern", spec.key_pattern().clone());
+    entry.insert("keyValue", key_value);
+    entry
 }
