@@ -9,11 +9,13 @@
 //! - `docgate.collections(db, name, schema_name, table_name, options, uuid)`: each collection
 //!   is a table in its database's schema; `options` is the BSON of the create options, `uuid`
 //!   16 random bytes (`gen_random_uuid()`).
+//! - `docgate.indexes`: secondary indexes and their entries tables (see `index.rs`); they
+//!   are dropped and renamed (moved between schemas) along with their collection.
 //!
 //! Names: an ordinary name (1..63 bytes of `[A-Za-z0-9_]`) is kept as it is, quoted, so
 //! people looking at the database recognise their data. Anything else — longer than
 //! PostgreSQL's 63-byte identifiers, other characters (dots, unicode), reserved (`pg_*`,
-//! `public`, `information_schema`, `docgate`, our own `dg_*`), or equal ignoring case to a
+//! `public`, `information_schema`, `docgate`, our own `dg_*` and `dgi_*`), or equal ignoring case to a
 //! name already taken in PostgreSQL or in the catalog (tools fold case) — gets a generated
 //! name `db_<n>` / `coll_<n>`, which is recorded in the catalog. Names are never truncated, so
 //! two collections can never collide. Index and sequence names are left to PostgreSQL, which
@@ -37,6 +39,7 @@ use bson::{Document, RawDocument};
 
 use super::super::{CollectionRecord, CollectionStats, StoreError};
 use super::conn::{quote_ident, PgConn};
+use super::index;
 
 /// Format of the catalog tables written by this code.
 const FORMAT: i32 = 1;
@@ -76,6 +79,16 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
              uuid bytea NOT NULL UNIQUE,
              PRIMARY KEY (db, name),
              UNIQUE (schema_name, table_name)
+         );
+         CREATE TABLE IF NOT EXISTS docgate.indexes (
+             db text NOT NULL,
+             collection text NOT NULL,
+             name text NOT NULL,
+             spec bytea NOT NULL,
+             table_name text NOT NULL,
+             is_unique boolean NOT NULL,
+             multikey boolean NOT NULL,
+             PRIMARY KEY (db, collection, name)
          );",
     )
     .await?;
@@ -94,7 +107,7 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn corrupt(e: tokio_postgres::Error) -> StoreError {
+pub(super) fn corrupt(e: tokio_postgres::Error) -> StoreError {
     StoreError::Corrupt(format!("catalog row: {e}"))
 }
 
@@ -109,7 +122,7 @@ pub(super) async fn catalog_version(conn: &mut PgConn) -> Result<i64, StoreError
 }
 
 /// Bumps the version and queues the notification (sent at commit).
-async fn bump_version(conn: &mut PgConn) -> Result<i64, StoreError> {
+pub(super) async fn bump_version(conn: &mut PgConn) -> Result<i64, StoreError> {
     let row = conn
         .query_one(
             "WITH v AS (UPDATE docgate.catalog SET version = version + 1 WHERE id = 1
@@ -173,10 +186,11 @@ fn ordinary(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         && !lower.starts_with("pg_")
         && !lower.starts_with("dg_")
+        && !lower.starts_with("dgi_")
         && !matches!(lower.as_str(), "public" | "information_schema" | "docgate")
 }
 
-async fn next_number(conn: &mut PgConn) -> Result<i64, StoreError> {
+pub(super) async fn next_number(conn: &mut PgConn) -> Result<i64, StoreError> {
     let row = conn
         .query_one(
             "UPDATE docgate.catalog SET next_name = next_name + 1 WHERE id = 1
@@ -199,7 +213,11 @@ async fn schema_taken(conn: &mut PgConn, schema: &str) -> Result<bool, StoreErro
     row.try_get(0).map_err(corrupt)
 }
 
-async fn table_taken(conn: &mut PgConn, schema: &str, table: &str) -> Result<bool, StoreError> {
+pub(super) async fn table_taken(
+    conn: &mut PgConn,
+    schema: &str,
+    table: &str,
+) -> Result<bool, StoreError> {
     let row = conn
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
@@ -337,6 +355,7 @@ async fn drop_body(conn: &mut PgConn, coll: &CollectionRecord) -> Result<(), Sto
     let schema: String = row.try_get(0).map_err(corrupt)?;
     let table: String = row.try_get(1).map_err(corrupt)?;
     bump_version(conn).await?;
+    index::drop_all(conn, &coll.db, &coll.name, &schema).await?;
     conn.batch(&format!(
         "DROP TABLE IF EXISTS {}",
         qualified(&schema, &table)
@@ -455,6 +474,12 @@ async fn rename_body(
         ],
     )
     .await?;
+    index::move_all(
+        conn,
+        (&coll.db, &coll.name, &schema),
+        (to_db, to_name, &to_schema),
+    )
+    .await?;
     if coll.db != to_db {
         drop_schema_if_unused(conn, &coll.db, &schema).await?;
     }
@@ -493,11 +518,12 @@ pub(super) async fn collection_stats(
         .await?;
     let storage: i64 = row.try_get(0).map_err(corrupt)?;
     let indexes: i64 = row.try_get(1).map_err(corrupt)?;
+    let secondary = index::count(conn, &coll.db, &coll.name).await?;
     Ok(CollectionStats {
         count: to_u64(count),
         data_size: to_u64(data_size),
         storage_size: to_u64(storage),
-        index_count: to_u64(indexes),
+        index_count: to_u64(indexes) + secondary,
     })
 }
 

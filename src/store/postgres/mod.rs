@@ -6,8 +6,9 @@
 //!
 //! Files: `conn.rs` (pool manager, recycling, statement helpers, scopes, error mapping),
 //! `session.rs` (`StoreSession`, transactions, rollback of dropped sessions), `catalog.rs`
-//! (catalog tables, name mapping, collection DDL, stats), `write.rs` (insert, replace,
-//! delete), `sql.rs` (predicates and scans to SQL and jsonpath), `listen.rs` (catalog change
+//! (catalog tables, name mapping, collection DDL, stats), `index.rs` (secondary indexes:
+//! records and entries tables), `write.rs` (insert, replace, delete, with index entries),
+//! `sql.rs` (predicates and scans to SQL and jsonpath), `listen.rs` (catalog change
 //! notifications). The JSON image is shared with SQLite (`store/image.rs`).
 //!
 //! Pool (settings named after ORDS's `pool.*`): `pool_min` connections are opened at
@@ -34,6 +35,7 @@ macro_rules! params {
 
 mod catalog;
 mod conn;
+mod index;
 mod listen;
 mod session;
 mod sql;

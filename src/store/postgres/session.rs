@@ -21,11 +21,11 @@ use deadpool::managed::Object;
 use tokio::runtime::Handle;
 
 use super::super::{
-    CollectionRecord, CollectionStats, InsertOutcome, Predicate, ScanRequest, StoreError,
-    StoreSession, StoredDocument,
+    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, Predicate, ScanRequest,
+    StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{Manager, PgConn};
-use super::{catalog, sql, write};
+use super::{catalog, index, sql, write};
 
 /// A session of the PostgreSQL backend. Get one from `PostgresStore::postgres_session`
 /// (concrete) or `Store::session` (boxed).
@@ -193,7 +193,31 @@ impl StoreSession for PostgresSession {
         coll: &CollectionRecord,
         keys: &[Vec<u8>],
     ) -> Result<u64, StoreError> {
-        write::delete(self.conn()?, &coll.table, keys).await
+        write::delete(self.conn()?, coll, keys).await
+    }
+
+    async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError> {
+        index::list_indexes(self.conn()?).await
+    }
+
+    async fn create_index(
+        &mut self,
+        coll: &CollectionRecord,
+        name: &str,
+        spec: &Document,
+        unique: bool,
+        multikey: bool,
+        entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+    ) -> Result<IndexRecord, StoreError> {
+        index::create_index(self.conn()?, coll, name, spec, unique, multikey, entries).await
+    }
+
+    async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
+        index::drop_index(self.conn()?, index).await
+    }
+
+    async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
+        index::mark_multikey(self.conn()?, index).await
     }
 
     async fn collection_stats(

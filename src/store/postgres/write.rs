@@ -16,13 +16,29 @@
 //! Replace: one `UPDATE … FROM unnest(…)` (when a key repeats, the last document wins, as
 //! it would applied one by one). Delete: one `DELETE … WHERE k = ANY($1)`.
 //!
+//! Secondary indexes (`index.rs`): each document carries its keys per index.
+//! - Insert without unique keys in the batch: the rows as above, then the entries of the
+//!   inserted documents, one `INSERT … SELECT * FROM unnest($1, $2)` per index, in the same
+//!   scope.
+//! - Insert with unique keys: documents one by one inside the batch's scope, each (row, then
+//!   entries) in a savepoint `dg_doc`; a unique violation rolls that document back and
+//!   reports its position in `conflicts` and `index_conflicts`. Sequential, so the first
+//!   document holding a key wins exactly, in the batch as against concurrent writers.
+//! - Replace: rows updated (`RETURNING k`), then per index the old entries of the rewritten
+//!   documents deleted and the new ones inserted; a unique violation is `IndexKeyConflict`
+//!   and the scope undoes the whole call.
+//! - Delete: the collection's entries tables are read from the catalog, then one statement
+//!   deletes rows and entries (a data-modifying CTE per index).
+//!
 //! Not for: reads (`sql.rs`) or collection DDL (`catalog.rs`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 
 use super::super::image::json_image_without_nul;
-use super::super::{InsertOutcome, StoreError, StoredDocument};
+use super::super::{CollectionRecord, InsertOutcome, StoreError, StoredDocument};
 use super::conn::{Params, PgConn};
+use super::index;
 
 pub(super) async fn insert(
     conn: &mut PgConn,
@@ -34,13 +50,27 @@ pub(super) async fn insert(
         return Ok(InsertOutcome::default());
     }
     let images = images(docs)?;
+    if docs.iter().any(guarded) {
+        let scope = conn.open_scope();
+        let result = insert_one_by_one(conn, table, docs, &images, ordered).await;
+        return conn.close_scope(scope, result).await;
+    }
+    let indexed = docs
+        .iter()
+        .any(|d| d.index_keys.iter().any(|e| !e.keys.is_empty()));
     if !ordered {
-        let conflicts = insert_rows(conn, table, docs, &images, true).await?;
-        return Ok(InsertOutcome {
-            index_conflicts: Vec::new(),
-            inserted: (docs.len() - conflicts.len()) as u64,
-            conflicts,
-        });
+        if !indexed {
+            let conflicts = insert_rows(conn, table, docs, &images, true).await?;
+            return Ok(outcome(docs.len(), conflicts));
+        }
+        let scope = conn.open_scope();
+        let result = async {
+            let conflicts = insert_rows(conn, table, docs, &images, false).await?;
+            insert_entries(conn, docs, &conflicts).await?;
+            Ok(outcome(docs.len(), conflicts))
+        }
+        .await;
+        return conn.close_scope(scope, result).await;
     }
     let mut end = docs.len();
     while end > 0 {
@@ -51,6 +81,11 @@ pub(super) async fn insert(
         };
         match conflicts.first() {
             None => {
+                if indexed {
+                    if let Err(e) = insert_entries(conn, &docs[..end], &[]).await {
+                        return conn.close_scope(scope, Err(e)).await;
+                    }
+                }
                 conn.finish(scope, true).await?;
                 break;
             }
@@ -69,6 +104,162 @@ pub(super) async fn insert(
             Vec::new()
         },
     })
+}
+
+fn outcome(len: usize, conflicts: Vec<usize>) -> InsertOutcome {
+    InsertOutcome {
+        index_conflicts: Vec::new(),
+        inserted: (len - conflicts.len()) as u64,
+        conflicts,
+    }
+}
+
+/// Whether the document has keys in a unique index (so it may be rejected by one).
+fn guarded(doc: &StoredDocument) -> bool {
+    doc.index_keys
+        .iter()
+        .any(|e| e.unique && !e.keys.is_empty())
+}
+
+/// The sequential insert of a batch touching a unique index (inside the batch's scope):
+/// each document with its entries, in a savepoint of its own when a unique index may reject
+/// it, so that the first document holding a key wins exactly.
+async fn insert_one_by_one(
+    conn: &mut PgConn,
+    table: &str,
+    docs: &[StoredDocument],
+    images: &[String],
+    ordered: bool,
+) -> Result<InsertOutcome, StoreError> {
+    let text = format!(
+        "INSERT INTO {table} (k, doc, j) VALUES ($1, $2, $3::text::jsonb)
+         ON CONFLICT (k) DO NOTHING RETURNING k"
+    );
+    let mut out = InsertOutcome::default();
+    for (i, (doc, image)) in docs.iter().zip(images).enumerate() {
+        let savepoint = guarded(doc);
+        if savepoint {
+            conn.batch("SAVEPOINT dg_doc").await?;
+        }
+        let rows = conn
+            .query(
+                &text,
+                &params![doc.key.clone(), doc.bson.clone(), image.clone()],
+            )
+            .await?;
+        let rejected = if rows.is_empty() {
+            Some(None)
+        } else {
+            match insert_own_entries(conn, doc).await {
+                Ok(()) => None,
+                Err(StoreError::IndexKeyConflict { index }) if savepoint => Some(Some(index)),
+                Err(e) => return Err(e),
+            }
+        };
+        match rejected {
+            None => {
+                out.inserted += 1;
+                if savepoint {
+                    conn.batch("RELEASE dg_doc").await?;
+                }
+            }
+            Some(index) => {
+                if savepoint {
+                    conn.undo_savepoint("dg_doc").await?;
+                }
+                out.conflicts.push(i);
+                if let Some(index) = index {
+                    out.index_conflicts.push((i, index));
+                }
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Inserts the entries of one document, one statement per index; a unique violation is
+/// `IndexKeyConflict` with the index's name.
+async fn insert_own_entries(conn: &mut PgConn, doc: &StoredDocument) -> Result<(), StoreError> {
+    for entry in doc.index_keys.iter().filter(|e| !e.keys.is_empty()) {
+        conn.execute(
+            &format!(
+                "INSERT INTO {} (ik, k) SELECT unnest($1::bytea[]), $2::bytea
+                 ON CONFLICT (ik, k) DO NOTHING",
+                entry.table
+            ),
+            &params![entry.keys.clone(), doc.key.clone()],
+        )
+        .await
+        .map_err(|e| conflict_in(e, &entry.index))?;
+    }
+    Ok(())
+}
+
+/// `DuplicateKey` (a unique violation in an entries table) as `IndexKeyConflict`.
+fn conflict_in(e: StoreError, index: &str) -> StoreError {
+    match e {
+        StoreError::DuplicateKey => StoreError::IndexKeyConflict {
+            index: index.to_owned(),
+        },
+        other => other,
+    }
+}
+
+/// Entries grouped by entries table in order of first appearance: (table, index name,
+/// index keys, `_id` keys).
+type Entries<'a> = Vec<(&'a str, &'a str, Vec<Vec<u8>>, Vec<Vec<u8>>)>;
+
+fn group_entries<'a>(docs: &[&'a StoredDocument]) -> Entries<'a> {
+    let mut groups: Entries<'a> = Vec::new();
+    for doc in docs {
+        for entry in &doc.index_keys {
+            let at = match groups.iter().position(|g| g.0 == entry.table) {
+                Some(at) => at,
+                None => {
+                    groups.push((&entry.table, &entry.index, Vec::new(), Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            let group = &mut groups[at];
+            for ik in &entry.keys {
+                group.2.push(ik.clone());
+                group.3.push(doc.key.clone());
+            }
+        }
+    }
+    groups
+}
+
+/// Inserts the entries of `docs` except those at `skip`: one set-based statement per index.
+async fn insert_entries(
+    conn: &mut PgConn,
+    docs: &[StoredDocument],
+    skip: &[usize],
+) -> Result<(), StoreError> {
+    let written: Vec<&StoredDocument> = docs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| skip.binary_search(i).is_err())
+        .map(|(_, d)| d)
+        .collect();
+    for (table, index, iks, ks) in group_entries(&written) {
+        if iks.is_empty() {
+            continue;
+        }
+        conn.execute(
+            &format!(
+                "INSERT INTO {table} (ik, k) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+                 ON CONFLICT (ik, k) DO NOTHING"
+            ),
+            &params![iks, ks],
+        )
+        .await
+        .map_err(|e| conflict_in(e, index))?;
+    }
+    Ok(())
 }
 
 fn images(docs: &[StoredDocument]) -> Result<Vec<String>, StoreError> {
@@ -136,7 +327,7 @@ pub(super) async fn replace(
     let mut keys = Vec::with_capacity(chosen.len());
     let mut bodies = Vec::with_capacity(chosen.len());
     let mut images = Vec::with_capacity(chosen.len());
-    for i in chosen {
+    for &i in &chosen {
         keys.push(docs[i].key.clone());
         bodies.push(docs[i].bson.clone());
         images.push(json_image_without_nul(&docs[i].bson)?);
@@ -146,22 +337,100 @@ pub(super) async fn replace(
          FROM unnest($1::bytea[], $2::bytea[], $3::text[]) AS u(k, d, j)
          WHERE t.k = u.k"
     );
-    conn.execute_atomic(
-        &text,
-        &vec![Box::new(keys), Box::new(bodies), Box::new(images)],
-    )
-    .await
+    let params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images)];
+    let chosen: Vec<&StoredDocument> = chosen.into_iter().map(|i| &docs[i]).collect();
+    if chosen.iter().all(|d| d.index_keys.is_empty()) {
+        return conn.execute_atomic(&text, &params).await;
+    }
+    let scope = conn.open_scope();
+    let result = replace_indexed(conn, &format!("{text} RETURNING t.k"), &params, &chosen).await;
+    conn.close_scope(scope, result).await
 }
 
+/// The rows update and, per index, the old entries of the rewritten documents deleted and
+/// their new ones inserted (inside the call's scope).
+async fn replace_indexed(
+    conn: &mut PgConn,
+    update: &str,
+    params: &Params,
+    chosen: &[&StoredDocument],
+) -> Result<u64, StoreError> {
+    let rows = conn.query(update, params).await?;
+    let mut updated: HashSet<Vec<u8>> = HashSet::with_capacity(rows.len());
+    for row in &rows {
+        let key: Vec<u8> = row
+            .try_get(0)
+            .map_err(|e| StoreError::Database(e.to_string()))?;
+        updated.insert(key);
+    }
+    let written: Vec<&StoredDocument> = chosen
+        .iter()
+        .copied()
+        .filter(|d| updated.contains(&d.key))
+        .collect();
+    for (table, index, iks, ks) in group_entries(&written) {
+        let old: Vec<Vec<u8>> = written
+            .iter()
+            .filter(|d| d.index_keys.iter().any(|e| e.table == table))
+            .map(|d| d.key.clone())
+            .collect();
+        conn.execute(
+            &format!("DELETE FROM {table} WHERE k = ANY($1::bytea[])"),
+            &params![old],
+        )
+        .await?;
+        if iks.is_empty() {
+            continue;
+        }
+        conn.execute(
+            &format!(
+                "INSERT INTO {table} (ik, k) SELECT * FROM unnest($1::bytea[], $2::bytea[])
+                 ON CONFLICT (ik, k) DO NOTHING"
+            ),
+            &params![iks, ks],
+        )
+        .await
+        .map_err(|e| conflict_in(e, index))?;
+    }
+    Ok(rows.len() as u64)
+}
+
+/// Deletes the rows and their entries in every index of the collection (looked up in the
+/// catalog): one statement, its data-modifying CTEs one per index.
 pub(super) async fn delete(
     conn: &mut PgConn,
-    table: &str,
+    coll: &CollectionRecord,
     keys: &[Vec<u8>],
 ) -> Result<u64, StoreError> {
     if keys.is_empty() {
         return Ok(0);
     }
-    let text = format!("DELETE FROM {table} WHERE k = ANY($1::bytea[])");
-    conn.execute_atomic(&text, &vec![Box::new(keys.to_vec())])
-        .await
+    let scope = conn.open_scope();
+    let result = delete_body(conn, coll, keys).await;
+    conn.close_scope(scope, result).await
+}
+
+async fn delete_body(
+    conn: &mut PgConn,
+    coll: &CollectionRecord,
+    keys: &[Vec<u8>],
+) -> Result<u64, StoreError> {
+    let tables = index::entries_tables(conn, &coll.db, &coll.name).await?;
+    let mut text = String::from("WITH ");
+    for (i, table) in tables.iter().enumerate() {
+        let _ = write!(
+            text,
+            "e{i} AS (DELETE FROM {table} WHERE k = ANY($1::bytea[])), "
+        );
+    }
+    let _ = write!(
+        text,
+        "d AS (DELETE FROM {} WHERE k = ANY($1::bytea[]) RETURNING 1) SELECT count(*) FROM d",
+        coll.table
+    );
+    let row = conn.query_one(&text, &params![keys.to_vec()]).await?;
+    let n: i64 = row
+        .try_get(0)
+        .map_err(|e| StoreError::Database(e.to_string()))?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }

@@ -20,6 +20,7 @@ macro_rules! fresh_db {
 mod catalog;
 mod changes;
 mod documents;
+mod indexes;
 mod plans;
 mod restart;
 mod timing;

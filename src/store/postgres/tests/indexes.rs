@@ -1,0 +1,652 @@
+//! Secondary indexes: creating over existing documents, unique collisions (at create, on
+//! insert ordered/unordered and within a batch, on replace), entries kept in step with
+//! insert/replace/delete, `IndexRange` and index-ordered scans, drop, rename (also to
+//! another database, i.e. schema), multikey notifications, and the plans PostgreSQL picks.
+//! Index keys are made-up byte strings (big-endian numbers), as the core's encoding would be.
+
+use std::time::Duration;
+
+use bson::{doc, Document};
+
+use super::super::super::{
+    CollectionRecord, DocumentIndexKeys, IndexBound, IndexRecord, KeyOrder, Predicate, ScanRequest,
+    Store, StoreError, StoreSession, StoredDocument,
+};
+use super::super::PostgresSession;
+use super::{admin, create, keys_of, ok, open, session, stored, TestDb};
+
+/// A two-byte, order-preserving index key.
+fn ik(i: u16) -> Vec<u8> {
+    i.to_be_bytes().to_vec()
+}
+
+/// `stored(key, {})` with keys in the given indexes.
+fn with_keys(key: &str, keys: &[(&IndexRecord, Vec<Vec<u8>>)]) -> StoredDocument {
+    let mut d = stored(key, doc! {});
+    d.index_keys = keys
+        .iter()
+        .map(|(index, keys)| DocumentIndexKeys {
+            table: index.table.clone(),
+            index: index.name.clone(),
+            unique: index.unique,
+            keys: keys.clone(),
+        })
+        .collect();
+    d
+}
+
+fn range(index: &IndexRecord, lower: Option<(u16, bool)>, upper: Option<(u16, bool)>) -> Predicate {
+    let bound = |b: Option<(u16, bool)>| {
+        b.map(|(i, inclusive)| IndexBound {
+            key: ik(i),
+            inclusive,
+        })
+    };
+    Predicate::IndexRange {
+        table: index.table.clone(),
+        lower: bound(lower),
+        upper: bound(upper),
+    }
+}
+
+/// `_id`s (sorted) of the documents the predicate selects.
+async fn ids(s: &mut PostgresSession, coll: &CollectionRecord, filter: Predicate) -> Vec<String> {
+    let request = ScanRequest {
+        filter,
+        ..ScanRequest::all()
+    };
+    let mut out = keys_of(&ok(s.scan(coll, &request).await));
+    out.sort();
+    out
+}
+
+/// Documents in `[key, successor)`: equality as the core asks for it.
+async fn equal(
+    s: &mut PostgresSession,
+    coll: &CollectionRecord,
+    index: &IndexRecord,
+    i: u16,
+) -> Vec<String> {
+    ids(s, coll, range(index, Some((i, true)), Some((i + 1, false)))).await
+}
+
+async fn make_index(
+    s: &mut PostgresSession,
+    coll: &CollectionRecord,
+    name: &str,
+    unique: bool,
+    entries: &[(&str, Vec<Vec<u8>>)],
+) -> IndexRecord {
+    let entries: Vec<(Vec<u8>, Vec<Vec<u8>>)> = entries
+        .iter()
+        .map(|(k, keys)| (k.as_bytes().to_vec(), keys.clone()))
+        .collect();
+    let spec = doc! {"v": 2, "key": {name: 1}, "name": name};
+    ok(s.create_index(coll, name, &spec, unique, false, &entries)
+        .await)
+}
+
+/// Rows in an entries table (or any table), by a separate client.
+async fn rows_in(db: &TestDb, table: &str) -> i64 {
+    let client = admin(&db.url).await;
+    let row = ok(client
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await);
+    ok(row.try_get(0))
+}
+
+/// Number of `dgi_*` tables in the database.
+async fn index_tables(db: &TestDb) -> i64 {
+    let client = admin(&db.url).await;
+    let row = ok(client
+        .query_one(
+            "SELECT count(*) FROM pg_class WHERE relname LIKE 'dgi\\_%' AND relkind = 'r'",
+            &[],
+        )
+        .await);
+    ok(row.try_get(0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_over_existing_documents_and_list() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "people").await;
+    let other = create(&mut s, "app", "other").await;
+    let docs: Vec<_> = ["a", "b", "c"].iter().map(|k| stored(k, doc! {})).collect();
+    ok(s.insert(&coll, &docs, true).await);
+    let v0 = ok(s.catalog_version().await);
+    let age = make_index(
+        &mut s,
+        &coll,
+        "age_1",
+        false,
+        &[
+            ("a", vec![ik(30)]),
+            ("b", vec![ik(30), ik(40)]),
+            ("c", vec![]),
+        ],
+    )
+    .await;
+    assert!(ok(s.catalog_version().await) > v0);
+    assert!(age.table.starts_with("\"app\".\"dgi_"), "{}", age.table);
+    let email = make_index(
+        &mut s,
+        &coll,
+        "email_1",
+        true,
+        &[("a", vec![ik(1)]), ("b", vec![ik(2)])],
+    )
+    .await;
+    let same_name = make_index(&mut s, &other, "age_1", false, &[]).await;
+    let listed = ok(s.list_indexes().await);
+    assert_eq!(listed, vec![same_name.clone(), age.clone(), email.clone()]);
+    assert_eq!(
+        listed[1].spec,
+        doc! {"v": 2, "key": {"age_1": 1}, "name": "age_1"}
+    );
+    assert!(email.unique && !age.unique && !age.multikey);
+    match s
+        .create_index(&coll, "age_1", &Document::new(), false, false, &[])
+        .await
+    {
+        Err(StoreError::AlreadyExists(_)) => {}
+        other => panic!("expected AlreadyExists, got {other:?}"),
+    }
+    assert_eq!(equal(&mut s, &coll, &age, 30).await, ["a", "b"]);
+    assert_eq!(equal(&mut s, &coll, &age, 40).await, ["b"]);
+    assert_eq!(equal(&mut s, &coll, &email, 2).await, ["b"]);
+    assert_eq!(ok(s.collection_stats(&coll).await).index_count, 3);
+    assert_eq!(ok(s.collection_stats(&other).await).index_count, 2);
+    // A collection may not take the reserved prefix as its table name.
+    let sneaky = create(&mut s, "app", "dgi_1").await;
+    assert!(!sneaky.table.contains("dgi_"), "{}", sneaky.table);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unique_collision_at_create_leaves_nothing() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let v0 = ok(s.catalog_version().await);
+    let entries = vec![(b"a".to_vec(), vec![ik(1)]), (b"b".to_vec(), vec![ik(1)])];
+    for in_tx in [false, true] {
+        if in_tx {
+            ok(s.begin().await);
+        }
+        match s
+            .create_index(&coll, "u_1", &Document::new(), true, false, &entries)
+            .await
+        {
+            Err(StoreError::IndexKeyConflict { index }) => assert_eq!(index, "u_1"),
+            other => panic!("expected IndexKeyConflict, got {other:?}"),
+        }
+        if in_tx {
+            // The transaction is still usable.
+            make_index(&mut s, &coll, "ok_1", false, &[("a", vec![ik(1)])]).await;
+            ok(s.commit().await);
+        }
+    }
+    let listed = ok(s.list_indexes().await);
+    assert_eq!(
+        listed.iter().map(|i| i.name.as_str()).collect::<Vec<_>>(),
+        ["ok_1"]
+    );
+    assert_eq!(index_tables(&db).await, 1);
+    assert_eq!(ok(s.catalog_version().await), v0 + 1);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inserts_maintain_entries_and_ranges_find_them() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let idx = make_index(&mut s, &coll, "n_1", false, &[]).await;
+    for ordered in [true, false] {
+        let prefix = if ordered { "o" } else { "u" };
+        let docs: Vec<_> = (0..10u16)
+            .map(|i| {
+                with_keys(
+                    &format!("{prefix}{i}"),
+                    &[(&idx, vec![ik(i * 10 + u16::from(!ordered))])],
+                )
+            })
+            .collect();
+        let out = ok(s.insert(&coll, &docs, ordered).await);
+        assert_eq!(out.inserted, 10);
+    }
+    // Several keys (multikey), none (excluded), and an `_id` conflict that must add nothing.
+    let batch = vec![
+        with_keys("m", &[(&idx, vec![ik(500), ik(501)])]),
+        with_keys("x", &[(&idx, vec![])]),
+        with_keys("o1", &[(&idx, vec![ik(900)])]),
+    ];
+    let out = ok(s.insert(&coll, &batch, false).await);
+    assert_eq!((out.conflicts, out.inserted), (vec![2], 2));
+    assert!(out.index_conflicts.is_empty());
+    assert_eq!(rows_in(&db, &idx.table).await, 22);
+    assert_eq!(equal(&mut s, &coll, &idx, 30).await, ["o3"]);
+    assert_eq!(equal(&mut s, &coll, &idx, 31).await, ["u3"]);
+    assert!(equal(&mut s, &coll, &idx, 900).await.is_empty());
+    assert_eq!(equal(&mut s, &coll, &idx, 501).await, ["m"]);
+    // Inclusive and exclusive ends, open ranges; a document with two keys in range once.
+    assert_eq!(
+        ids(
+            &mut s,
+            &coll,
+            range(&idx, Some((80, true)), Some((90, true)))
+        )
+        .await,
+        ["o8", "o9", "u8"]
+    );
+    assert_eq!(
+        ids(
+            &mut s,
+            &coll,
+            range(&idx, Some((80, false)), Some((90, false)))
+        )
+        .await,
+        ["u8"]
+    );
+    assert_eq!(
+        ids(&mut s, &coll, range(&idx, Some((90, true)), None)).await,
+        ["m", "o9", "u9"]
+    );
+    assert_eq!(
+        ids(&mut s, &coll, range(&idx, None, Some((1, true)))).await,
+        ["o0", "u0"]
+    );
+    assert_eq!(ids(&mut s, &coll, range(&idx, None, None)).await.len(), 21);
+    assert_eq!(
+        ok(s.count(&coll, &range(&idx, Some((500, true)), None)).await),
+        1
+    );
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unique_violations_on_insert_are_reported_per_document() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let plain = make_index(&mut s, &coll, "a_1", false, &[]).await;
+    let u = make_index(&mut s, &coll, "u_1", true, &[]).await;
+    let doc =
+        |key: &str, unique: u16| with_keys(key, &[(&plain, vec![ik(7)]), (&u, vec![ik(unique)])]);
+    ok(s.insert(&coll, &[doc("x", 1)], true).await);
+
+    // Ordered: stops at the first conflict.
+    let out = ok(s
+        .insert(&coll, &[doc("a", 2), doc("b", 1), doc("c", 3)], true)
+        .await);
+    assert_eq!((out.conflicts, out.inserted), (vec![1], 1));
+    assert_eq!(out.index_conflicts, vec![(1, "u_1".to_owned())]);
+    // Unordered: carries on; `_id` conflicts are not index conflicts.
+    let out = ok(s
+        .insert(&coll, &[doc("d", 1), doc("a", 9), doc("e", 4)], false)
+        .await);
+    assert_eq!((out.conflicts, out.inserted), (vec![0, 1], 1));
+    assert_eq!(out.index_conflicts, vec![(0, "u_1".to_owned())]);
+    // Within a batch the first document holding a key wins.
+    let out = ok(s
+        .insert(&coll, &[doc("f", 5), doc("g", 5), doc("h", 6)], false)
+        .await);
+    assert_eq!(out.index_conflicts, vec![(1, "u_1".to_owned())]);
+    assert_eq!(equal(&mut s, &coll, &u, 5).await, ["f"]);
+    // An excluded document (no keys) never conflicts.
+    let out = ok(s
+        .insert(
+            &coll,
+            &[
+                with_keys("i", &[(&u, vec![])]),
+                with_keys("j", &[(&u, vec![])]),
+            ],
+            true,
+        )
+        .await);
+    assert_eq!(out.inserted, 2);
+
+    // Rejected documents left no row and no entry behind.
+    let all = ids(&mut s, &coll, Predicate::True).await;
+    assert_eq!(all, ["a", "e", "f", "h", "i", "j", "x"]);
+    assert_eq!(
+        equal(&mut s, &coll, &plain, 7).await,
+        ["a", "e", "f", "h", "x"]
+    );
+    assert_eq!(rows_in(&db, &u.table).await, 5);
+    assert_eq!(equal(&mut s, &coll, &u, 1).await, ["x"]);
+
+    // Inside a transaction, a rejected document leaves the transaction usable.
+    ok(s.begin().await);
+    let out = ok(s.insert(&coll, &[doc("k", 1), doc("l", 10)], false).await);
+    assert_eq!(out.index_conflicts, vec![(0, "u_1".to_owned())]);
+    ok(s.commit().await);
+    assert_eq!(equal(&mut s, &coll, &u, 10).await, ["l"]);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_moves_entries_and_unique_violation_applies_nothing() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let plain = make_index(&mut s, &coll, "a_1", false, &[]).await;
+    let u = make_index(&mut s, &coll, "u_1", true, &[]).await;
+    let doc = |key: &str, a: Vec<Vec<u8>>, unique: u16| {
+        with_keys(key, &[(&plain, a), (&u, vec![ik(unique)])])
+    };
+    ok(s.insert(
+        &coll,
+        &[doc("a", vec![ik(1), ik(2)], 1), doc("b", vec![ik(1)], 2)],
+        true,
+    )
+    .await);
+
+    // a: keys 1,2 → 3; b: excluded from a_1 now; a and b swap their unique keys.
+    let n = ok(s
+        .replace(
+            &coll,
+            &[
+                doc("a", vec![ik(3)], 2),
+                doc("b", vec![], 1),
+                doc("zz", vec![ik(9)], 9),
+            ],
+        )
+        .await);
+    assert_eq!(n, 2);
+    assert!(equal(&mut s, &coll, &plain, 1).await.is_empty());
+    assert!(equal(&mut s, &coll, &plain, 2).await.is_empty());
+    assert_eq!(equal(&mut s, &coll, &plain, 3).await, ["a"]);
+    assert_eq!(equal(&mut s, &coll, &u, 2).await, ["a"]);
+    assert_eq!(equal(&mut s, &coll, &u, 1).await, ["b"]);
+    // A document that does not exist gets no entries.
+    assert!(equal(&mut s, &coll, &u, 9).await.is_empty());
+
+    // a and b both take unique key 5: refused, nothing of the call applied (a's body neither).
+    let mut changed = doc("a", vec![ik(4)], 5);
+    changed.bson = ok(doc! {"_id": "a", "changed": true}.to_vec());
+    for in_tx in [false, true] {
+        if in_tx {
+            ok(s.begin().await);
+        }
+        match s
+            .replace(&coll, &[changed.clone(), doc("b", vec![], 5)])
+            .await
+        {
+            Err(StoreError::IndexKeyConflict { index }) => assert_eq!(index, "u_1"),
+            other => panic!("expected IndexKeyConflict, got {other:?}"),
+        }
+        if in_tx {
+            assert_eq!(equal(&mut s, &coll, &plain, 3).await, ["a"]);
+            ok(s.commit().await);
+        }
+    }
+    assert_eq!(equal(&mut s, &coll, &plain, 3).await, ["a"]);
+    assert!(equal(&mut s, &coll, &u, 5).await.is_empty());
+    let bodies = ok(s
+        .scan(
+            &coll,
+            &ScanRequest {
+                filter: Predicate::KeyEquals(b"a".to_vec()),
+                ..ScanRequest::all()
+            },
+        )
+        .await);
+    let body = ok(bson::RawDocument::from_bytes(&bodies[0]));
+    assert!(body.get("changed").ok().flatten().is_none());
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_removes_entries_and_drops_remove_tables() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let a = make_index(&mut s, &coll, "a_1", false, &[]).await;
+    let u = make_index(&mut s, &coll, "u_1", true, &[]).await;
+    let docs: Vec<_> = (0..6u16)
+        .map(|i| {
+            with_keys(
+                &format!("d{i}"),
+                &[(&a, vec![ik(i), ik(100 + i)]), (&u, vec![ik(i)])],
+            )
+        })
+        .collect();
+    ok(s.insert(&coll, &docs, true).await);
+    assert_eq!(
+        ok(
+            s.delete(&coll, &[b"d1".to_vec(), b"d2".to_vec(), b"nope".to_vec()])
+                .await
+        ),
+        2
+    );
+    assert_eq!(rows_in(&db, &a.table).await, 8);
+    assert_eq!(rows_in(&db, &u.table).await, 4);
+    assert!(equal(&mut s, &coll, &a, 101).await.is_empty());
+    // The unique key of a deleted document is free again.
+    let out = ok(s
+        .insert(&coll, &[with_keys("n", &[(&u, vec![ik(1)])])], true)
+        .await);
+    assert_eq!(out.inserted, 1);
+
+    let v = ok(s.catalog_version().await);
+    ok(s.drop_index(&a).await);
+    assert!(ok(s.catalog_version().await) > v);
+    assert_eq!(ok(s.list_indexes().await), vec![u.clone()]);
+    assert_eq!(index_tables(&db).await, 1);
+    // Dropping an index that is gone is a no-op.
+    ok(s.drop_index(&a).await);
+    // Deletes after the drop only touch the remaining index.
+    assert_eq!(ok(s.delete(&coll, &[b"d3".to_vec()]).await), 1);
+    assert_eq!(rows_in(&db, &u.table).await, 4);
+
+    let other = create(&mut s, "app", "keep").await;
+    let kept = make_index(&mut s, &other, "k_1", false, &[]).await;
+    ok(s.drop_collection(&coll).await);
+    assert_eq!(ok(s.list_indexes().await), vec![kept]);
+    assert_eq!(index_tables(&db).await, 1);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rename_keeps_indexes_also_across_databases() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let a = make_index(&mut s, &coll, "a_1", false, &[]).await;
+    let u = make_index(&mut s, &coll, "u_1", true, &[]).await;
+    let docs: Vec<_> = (0..4u16)
+        .map(|i| {
+            with_keys(
+                &format!("d{i}"),
+                &[(&a, vec![ik(i % 2)]), (&u, vec![ik(i)])],
+            )
+        })
+        .collect();
+    ok(s.insert(&coll, &docs, true).await);
+
+    let renamed = ok(s.rename_collection(&coll, "app", "d").await);
+    let listed = ok(s.list_indexes().await);
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|i| i.collection == "d" && i.db == "app"));
+    assert_eq!(equal(&mut s, &renamed, &listed[0], 1).await, ["d1", "d3"]);
+
+    let moved = ok(s.rename_collection(&renamed, "shop", "e").await);
+    let listed = ok(s.list_indexes().await);
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|i| i.db == "shop" && i.collection == "e"));
+    assert!(
+        listed
+            .iter()
+            .all(|i| i.table.starts_with("\"shop\".\"dgi_")),
+        "{listed:?}"
+    );
+    let (a2, u2) = (&listed[0], &listed[1]);
+    assert_eq!((a2.name.as_str(), u2.name.as_str()), ("a_1", "u_1"));
+    assert!(u2.unique);
+    assert_eq!(equal(&mut s, &moved, a2, 0).await, ["d0", "d2"]);
+    // Entries keep being maintained (and unique enforced) in the new place.
+    let out = ok(s
+        .insert(
+            &moved,
+            &[with_keys("x", &[(a2, vec![ik(0)]), (u2, vec![ik(3)])])],
+            true,
+        )
+        .await);
+    assert_eq!(out.index_conflicts, vec![(0, "u_1".to_owned())]);
+    assert_eq!(ok(s.delete(&moved, &[b"d0".to_vec()]).await), 1);
+    assert_eq!(equal(&mut s, &moved, a2, 0).await, ["d2"]);
+    // The old schema is gone with its last collection.
+    let client = admin(&db.url).await;
+    let row = ok(client
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'app'",
+            &[],
+        )
+        .await);
+    assert_eq!(ok(row.try_get::<_, i64>(0)), 0);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mark_multikey_bumps_the_version_and_notifies() {
+    let db = fresh_db!();
+    let watcher = open(&db).await;
+    let mut rx = match watcher.catalog_changes() {
+        Some(rx) => rx,
+        None => panic!("the PostgreSQL store reports catalog changes"),
+    };
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let idx = make_index(&mut s, &coll, "a_1", false, &[]).await;
+    let v = ok(s.catalog_version().await);
+    ok(s.mark_multikey(&idx).await);
+    let v2 = ok(s.catalog_version().await);
+    assert_eq!(v2, v + 1);
+    let mut last = 0;
+    while last < v2 {
+        last = match tokio::time::timeout(Duration::from_secs(10), rx.recv()).await {
+            Ok(Ok(version)) => version,
+            other => panic!("no catalog change received: {other:?}"),
+        };
+    }
+    assert!(ok(s.list_indexes().await)[0].multikey);
+    // Already multikey: nothing changes.
+    ok(s.mark_multikey(&idx).await);
+    assert_eq!(ok(s.catalog_version().await), v2);
+    drop((s, store, watcher));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_ordered_scans_follow_the_index() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let idx = make_index(&mut s, &coll, "n_1", false, &[]).await;
+    // `_id` order and insertion order both differ from the index order.
+    let docs: Vec<_> = [(3u16, "a"), (1, "d"), (4, "b"), (0, "e"), (2, "c")]
+        .iter()
+        .map(|(n, key)| with_keys(key, &[(&idx, vec![ik(*n)])]))
+        .collect();
+    ok(s.insert(&coll, &docs, false).await);
+    let scan = |order, filter, skip, limit| ScanRequest {
+        filter,
+        order: Some(order),
+        order_index: Some(idx.table.clone()),
+        skip,
+        limit,
+    };
+    let got = ok(s
+        .scan(&coll, &scan(KeyOrder::Ascending, Predicate::True, 0, None))
+        .await);
+    assert_eq!(keys_of(&got), ["e", "d", "c", "a", "b"]);
+    let got = ok(s
+        .scan(
+            &coll,
+            &scan(KeyOrder::Descending, Predicate::True, 1, Some(2)),
+        )
+        .await);
+    assert_eq!(keys_of(&got), ["a", "c"]);
+    let filter = Predicate::KeyIn(vec![b"a".to_vec(), b"b".to_vec(), b"e".to_vec()]);
+    let got = ok(s
+        .scan(&coll, &scan(KeyOrder::Ascending, filter, 1, Some(5)))
+        .await);
+    assert_eq!(keys_of(&got), ["a", "b"]);
+    let got = ok(s
+        .scan(
+            &coll,
+            &scan(
+                KeyOrder::Descending,
+                range(&idx, Some((1, true)), Some((3, false))),
+                0,
+                None,
+            ),
+        )
+        .await);
+    assert_eq!(keys_of(&got), ["c", "d"]);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plans_use_the_entries_index() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "plans").await;
+    let idx = make_index(&mut s, &coll, "n_1", false, &[]).await;
+    let docs: Vec<_> = (0..2000u16)
+        .map(|i| {
+            let mut d = with_keys(&format!("{i:04}"), &[(&idx, vec![ik((i * 7) % 2000)])]);
+            d.bson = ok(doc! {"_id": format!("{i:04}"), "pad": "x".repeat(50)}.to_vec());
+            d
+        })
+        .collect();
+    ok(s.insert(&coll, &docs, true).await);
+    ok(admin(&db.url).await.batch_execute("ANALYZE").await);
+    let on_entries = |plan: &[String]| {
+        plan.iter()
+            .any(|l| l.contains("Index") && l.contains("dgi_"))
+            && !plan.iter().any(|l| l.contains("Seq Scan"))
+    };
+    let request = ScanRequest {
+        filter: range(&idx, Some((100, true)), Some((110, false))),
+        ..ScanRequest::all()
+    };
+    let plan = ok(s.explain(&coll, &request).await);
+    assert!(on_entries(&plan), "{plan:?}");
+    assert_eq!(ok(s.scan(&coll, &request).await).len(), 10);
+    for order in [KeyOrder::Ascending, KeyOrder::Descending] {
+        let request = ScanRequest {
+            order: Some(order),
+            order_index: Some(idx.table.clone()),
+            limit: Some(10),
+            ..ScanRequest::all()
+        };
+        let plan = ok(s.explain(&coll, &request).await);
+        assert!(on_entries(&plan), "{plan:?}");
+        assert!(!plan.iter().any(|l| l.contains("Sort")), "{plan:?}");
+        assert_eq!(ok(s.scan(&coll, &request).await).len(), 10);
+    }
+    drop((s, store));
+    db.drop_db().await;
+}
