@@ -2,8 +2,8 @@
 //!
 //! - `dg_catalog(id = 1, version, next_table)`: one row. `version` is bumped in the same
 //!   transaction as every catalog change (caches compare it); `next_table` is the sequence
-//!   that names physical tables `dgc_<n>`. Numbers are never reused, so a stale cache entry
-//!   can never point at a newer collection's table.
+//!   that names physical tables `dgc_<n>` (collections) and `dgi_<n>` (index entries).
+//!   Numbers are never reused, so a stale cache entry can never point at a newer table.
 //! - `dg_collections(db, name, table_name, options, uuid)`, primary key `(db, name)`:
 //!   `options` is the BSON of the create options, `uuid` 16 random bytes (UUID v4 layout).
 //!
@@ -12,6 +12,10 @@
 //! `k BLOB NOT NULL` (the `_id` key, unique index `<table>_id`), `doc BLOB NOT NULL` (raw BSON,
 //! returned byte for byte) and `j BLOB NOT NULL` (the JSONB image, see `store/image.rs`).
 //! Physical names never derive from user names; rename only rewrites the record.
+//!
+//! Secondary indexes (`dg_indexes`, entries tables `dgi_<n>`) are described in `index.rs`;
+//! they belong to the collection's physical table, so a rename carries them along and a
+//! drop drops them with it.
 //!
 //! Drop and rename match the record by `(db, name, table_name)`: a stale record (the
 //! collection was meanwhile dropped, recreated or renamed elsewhere) never touches another
@@ -24,6 +28,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::super::{CollectionRecord, CollectionStats, StoreError};
 use super::conn::{db_err, write_tx};
+use super::index;
 use super::sql::quote_ident;
 
 /// Creates the catalog tables if missing (run once when the store opens).
@@ -45,7 +50,8 @@ pub(super) fn init_schema(conn: &Connection) -> Result<(), StoreError> {
                  PRIMARY KEY (db, name)
              );",
         )
-        .map_err(db_err)
+        .map_err(db_err)?;
+        conn.execute_batch(index::SCHEMA).map_err(db_err)
     })
 }
 
@@ -55,13 +61,24 @@ pub(super) fn catalog_version(conn: &Connection) -> Result<i64, StoreError> {
         .map_err(db_err)
 }
 
-fn bump_version(conn: &Connection) -> Result<(), StoreError> {
+pub(super) fn bump_version(conn: &Connection) -> Result<(), StoreError> {
     conn.execute(
         "UPDATE dg_catalog SET version = version + 1 WHERE id = 1",
         [],
     )
     .map_err(db_err)
     .map(drop)
+}
+
+/// Takes the next number of the physical table sequence and bumps the catalog version.
+pub(super) fn next_table_number(conn: &Connection) -> Result<i64, StoreError> {
+    conn.query_row(
+        "UPDATE dg_catalog SET version = version + 1, next_table = next_table + 1
+         WHERE id = 1 RETURNING next_table - 1",
+        [],
+        |row| row.get(0),
+    )
+    .map_err(db_err)
 }
 
 pub(super) fn list_collections(conn: &Connection) -> Result<Vec<CollectionRecord>, StoreError> {
@@ -118,15 +135,7 @@ pub(super) fn create_collection(
         if exists(conn, db, name)? {
             return Err(StoreError::AlreadyExists(format!("{db}.{name}")));
         }
-        let number: i64 = conn
-            .query_row(
-                "UPDATE dg_catalog SET version = version + 1, next_table = next_table + 1
-                 WHERE id = 1 RETURNING next_table - 1",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(db_err)?;
-        let table = format!("dgc_{number}");
+        let table = format!("dgc_{}", next_table_number(conn)?);
         let mut uuid: Vec<u8> = conn
             .query_row("SELECT randomblob(16)", [], |row| row.get(0))
             .map_err(db_err)?;
@@ -174,6 +183,7 @@ pub(super) fn drop_collection(
         if removed == 0 {
             return Ok(());
         }
+        index::drop_collection_indexes(conn, &coll.table)?;
         conn.execute_batch(&format!(
             "DROP TABLE IF EXISTS {}",
             quote_ident(&coll.table)
@@ -215,9 +225,10 @@ pub(super) fn rename_collection(
     })
 }
 
-/// Count and data size by SQL aggregate; index count from `sqlite_schema`; storage from the
-/// `dbstat` virtual table (compiled into the bundled SQLite) over the table and its indexes,
-/// 0 if `dbstat` is unavailable.
+/// Count and data size by SQL aggregate; index count: the `_id` index plus the secondary
+/// indexes in `dg_indexes`; storage from the `dbstat` virtual table (compiled into the
+/// bundled SQLite) over the table, the entries tables and all their SQLite indexes, 0 if
+/// `dbstat` is unavailable.
 pub(super) fn collection_stats(
     conn: &Connection,
     coll: &CollectionRecord,
@@ -232,15 +243,21 @@ pub(super) fn collection_stats(
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
         .map_err(db_err)?;
-    let indexes: Vec<String> = conn
-        .prepare_cached("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?1")
-        .and_then(|mut stmt| {
-            stmt.query_map([&coll.table], |row| row.get(0))?
-                .collect::<Result<_, _>>()
-        })
-        .map_err(db_err)?;
+    let secondary = index::collection_indexes(conn, &coll.table)?;
+    let mut objects = Vec::new();
+    for table in std::iter::once(&coll.table).chain(secondary.iter().map(|i| &i.table)) {
+        objects.push(table.clone());
+        let indexes: Vec<String> = conn
+            .prepare_cached("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_map([table], |row| row.get(0))?
+                    .collect::<Result<_, _>>()
+            })
+            .map_err(db_err)?;
+        objects.extend(indexes);
+    }
     let mut storage_size = 0u64;
-    for object in std::iter::once(&coll.table).chain(&indexes) {
+    for object in &objects {
         let size: rusqlite::Result<Option<i64>> = conn.query_row(
             "SELECT pgsize FROM dbstat WHERE name = ?1 AND aggregate = TRUE",
             [object],
@@ -252,7 +269,7 @@ pub(super) fn collection_stats(
         count: to_u64(count),
         data_size: to_u64(data_size),
         storage_size,
-        index_count: indexes.len() as u64,
+        index_count: 1 + secondary.len() as u64,
     })
 }
 

@@ -4,8 +4,9 @@
 //!
 //! Files: `conn.rs` (connections, pool manager, transactions helper, error mapping),
 //! `session.rs` (`StoreSession` and how blocking calls meet tokio), `catalog.rs` (catalog
-//! tables, collection DDL, stats), `write.rs` (insert/replace/delete), `sql.rs` (predicates
-//! and scans to SQL); the BSON → JSON image comes from `../image.rs`, shared with PostgreSQL.
+//! tables, collection DDL, stats), `index.rs` (secondary indexes: their catalog records,
+//! entries tables and entry rows), `write.rs` (insert/replace/delete, keeping index entries
+//! in step), `sql.rs` (predicates and scans to SQL); the BSON → JSON image comes from `../image.rs`, shared with PostgreSQL.
 //!
 //! Concurrency: SQLite has one writer at a time; WAL lets readers run beside it. Writers
 //! wait for the lock up to `pool_wait_timeout` (SQLite's `busy_timeout`), then get a
@@ -17,6 +18,7 @@
 
 mod catalog;
 mod conn;
+mod index;
 mod session;
 mod sql;
 mod write;

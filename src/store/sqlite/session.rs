@@ -22,11 +22,11 @@ use rusqlite::Connection;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::super::{
-    CollectionRecord, CollectionStats, InsertOutcome, Predicate, ScanRequest, StoreError,
-    StoreSession, StoredDocument,
+    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, Predicate, ScanRequest,
+    StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{db_err, PooledConn};
-use super::{catalog, sql, write};
+use super::{catalog, index, sql, write};
 
 /// A session of the SQLite backend. Get one from `SqliteStore::sqlite_session` (concrete) or
 /// `Store::session` (boxed).
@@ -208,6 +208,38 @@ impl StoreSession for SqliteSession {
     ) -> Result<u64, StoreError> {
         let (table, keys) = (coll.table.clone(), keys.to_vec());
         self.run(move |conn| write::delete(conn, &table, &keys))
+            .await
+    }
+
+    async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError> {
+        self.run(index::list_indexes).await
+    }
+
+    async fn create_index(
+        &mut self,
+        coll: &CollectionRecord,
+        name: &str,
+        spec: &Document,
+        unique: bool,
+        multikey: bool,
+        entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+    ) -> Result<IndexRecord, StoreError> {
+        let (coll, name, spec) = (coll.clone(), name.to_owned(), spec.clone());
+        let entries = entries.to_vec();
+        self.run(move |conn| {
+            index::create_index(conn, &coll, &name, &spec, unique, multikey, &entries)
+        })
+        .await
+    }
+
+    async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
+        let index = index.clone();
+        self.run(move |conn| index::drop_index(conn, &index)).await
+    }
+
+    async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
+        let index = index.clone();
+        self.run(move |conn| index::mark_multikey(conn, &index))
             .await
     }
 

@@ -3,6 +3,8 @@
 
 mod catalog;
 mod documents;
+mod index_plans;
+mod indexes;
 mod plans;
 mod timing;
 mod transactions;
@@ -12,7 +14,10 @@ use std::time::Duration;
 use bson::{doc, Document};
 use tempfile::TempDir;
 
-use super::super::{CollectionRecord, StoreSession, StoredDocument};
+use super::super::{
+    CollectionRecord, DocumentIndexKeys, IndexBound, IndexRecord, Predicate, StoreSession,
+    StoredDocument,
+};
 use super::{SqliteOptions, SqliteSession, SqliteStore};
 
 /// Unwraps a result in test code, with the error's message.
@@ -68,4 +73,39 @@ pub(super) fn keys_of(docs: &[Vec<u8>]) -> Vec<String> {
             ok(d.get_str("_id")).to_owned()
         })
         .collect()
+}
+
+/// `doc` with index keys: for each index, the given keys (sorted, deduplicated here).
+pub(super) fn indexed(
+    mut doc: StoredDocument,
+    keys: &[(&IndexRecord, &[&[u8]])],
+) -> StoredDocument {
+    doc.index_keys = keys
+        .iter()
+        .map(|(index, keys)| {
+            let mut keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+            keys.sort();
+            keys.dedup();
+            DocumentIndexKeys {
+                table: index.table.clone(),
+                index: index.name.clone(),
+                unique: index.unique,
+                keys,
+            }
+        })
+        .collect();
+    doc
+}
+
+/// An `IndexRange` over `index`.
+pub(super) fn range(
+    index: &IndexRecord,
+    lower: Option<IndexBound>,
+    upper: Option<IndexBound>,
+) -> Predicate {
+    Predicate::IndexRange {
+        table: index.table.clone(),
+        lower,
+        upper,
+    }
 }
