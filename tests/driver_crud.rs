@@ -1896,3 +1896,219 @@ async fn aggregate_match_group_sort_project() {
     // size.h: 2 → 8.5, 3 → 8.5, 5 → 10, 1 → 14, 4 → 22.85
     assert_eq!(ids, vec![3, 5, 1]);
 }
+
+// ---------------------------------------------------------------------------
+// more query operators end to end (SQL pushdown must never under-select)
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn element_array_regex_and_logical_operators() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "ops_query").await;
+    coll.insert_many(vec![
+        doc! { "_id": 1, "name": "John", "tags": ["a", "b"], "pts": [ { "w": 1, "s": 10 }, { "w": 2, "s": 5 } ], "n": 7 },
+        doc! { "_id": 2, "name": "joan", "tags": ["b", "c", "d"], "pts": [ { "w": 1, "s": 3 } ], "n": 8.0 },
+        doc! { "_id": 3, "name": "Mary", "tags": [], "pts": [], "n": "8" },
+        doc! { "_id": 4, "name": "jo", "tags": ["a"], "n": 9_i64 },
+        doc! { "_id": 5, "name": Bson::Null, "tags": "a" },
+    ])
+    .await
+    .expect("seed");
+
+    assert_eq!(
+        ids(&coll, doc! { "name": { "$regex": "^jo" } }).await,
+        vec![2, 4]
+    );
+    assert_eq!(
+        ids(&coll, doc! { "name": { "$regex": "^jo", "$options": "i" } }).await,
+        vec![1, 2, 4]
+    );
+    assert_eq!(
+        ids(&coll, doc! { "name": { "$not": { "$regex": "^jo" } } }).await,
+        vec![1, 3, 5]
+    );
+    assert_eq!(
+        ids(&coll, doc! { "tags": { "$all": ["a", "b"] } }).await,
+        vec![1]
+    );
+    assert_eq!(ids(&coll, doc! { "tags": { "$size": 0 } }).await, vec![3]);
+    assert_eq!(ids(&coll, doc! { "tags": { "$size": 3 } }).await, vec![2]);
+    // "tags": "a" matches the array element and the scalar alike.
+    assert_eq!(ids(&coll, doc! { "tags": "a" }).await, vec![1, 4, 5]);
+    // An index in the path.
+    assert_eq!(ids(&coll, doc! { "tags.0": "b" }).await, vec![2]);
+    // A dotted path through an array of documents matches any element.
+    assert_eq!(ids(&coll, doc! { "pts.w": 2 }).await, vec![1]);
+    // Without $elemMatch the two conditions may be met by different elements;
+    // with it, by one element.
+    assert_eq!(ids(&coll, doc! { "pts.w": 1, "pts.s": 5 }).await, vec![1]);
+    assert_eq!(
+        ids(&coll, doc! { "pts": { "$elemMatch": { "w": 1, "s": 5 } } }).await,
+        Vec::<i32>::new()
+    );
+    assert_eq!(
+        ids(
+            &coll,
+            doc! { "pts": { "$elemMatch": { "w": 1, "s": { "$gt": 4 } } } }
+        )
+        .await,
+        vec![1]
+    );
+    // $type by alias and by number; "number" covers int, long, double, decimal.
+    assert_eq!(
+        ids(&coll, doc! { "n": { "$type": "string" } }).await,
+        vec![3]
+    );
+    assert_eq!(
+        ids(&coll, doc! { "n": { "$type": "number" } }).await,
+        vec![1, 2, 4]
+    );
+    assert_eq!(ids(&coll, doc! { "n": { "$type": 18 } }).await, vec![4]);
+    assert_eq!(
+        ids(&coll, doc! { "name": { "$type": "null" } }).await,
+        vec![5]
+    );
+    // Numbers match across numeric types, never strings.
+    assert_eq!(ids(&coll, doc! { "n": 8 }).await, vec![2]);
+    assert_eq!(
+        ids(&coll, doc! { "n": { "$gte": 8_i64 } }).await,
+        vec![2, 4]
+    );
+    assert_eq!(ids(&coll, doc! { "n": { "$mod": [4, 0] } }).await, vec![2]);
+    assert_eq!(
+        ids(&coll, doc! { "$nor": [ { "tags": "a" }, { "n": 8 } ] }).await,
+        vec![3]
+    );
+    assert_eq!(
+        ids(&coll, doc! { "n": { "$nin": [7, 8] } }).await,
+        vec![3, 4, 5]
+    );
+}
+
+#[tokio::test]
+async fn large_integers_and_byte_order_strings_compare_exactly() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "exact").await;
+    // 2^53 and 2^53 + 1 are the same as doubles but different as int64.
+    let big = 9_007_199_254_740_992_i64;
+    coll.insert_many(vec![
+        doc! { "_id": 1, "v": big },
+        doc! { "_id": 2, "v": big + 1 },
+        doc! { "_id": 3, "v": i64::MAX },
+        doc! { "_id": 4, "v": i64::MIN },
+        doc! { "_id": 5, "s": "a" },
+        doc! { "_id": 6, "s": "B" },
+        doc! { "_id": 7, "s": "\u{e9}" },
+        doc! { "_id": 8, "s": "Z" },
+        doc! { "_id": 9, "s": "ab" },
+        doc! { "_id": 10, "s": "" },
+    ])
+    .await
+    .expect("seed");
+
+    assert_eq!(ids(&coll, doc! { "v": big + 1 }).await, vec![2]);
+    assert_eq!(ids(&coll, doc! { "v": big }).await, vec![1]);
+    assert_eq!(ids(&coll, doc! { "v": { "$gt": big } }).await, vec![2, 3]);
+    assert_eq!(
+        ids(&coll, doc! { "v": { "$lt": i64::MIN + 1 } }).await,
+        vec![4]
+    );
+    assert_eq!(ids(&coll, doc! { "v": i64::MAX }).await, vec![3]);
+    let by_v: Vec<i32> = collect(
+        coll.find(doc! { "v": { "$exists": true } })
+            .sort(doc! { "v": -1 })
+            .await
+            .expect("find"),
+    )
+    .await
+    .iter()
+    .map(|d| d.get_i32("_id").expect("_id"))
+    .collect();
+    assert_eq!(by_v, vec![3, 2, 1, 4]);
+
+    // The simple collation compares strings by UTF-8 bytes: "" < "B" < "Z" < "a" < "ab" < "é".
+    let by_s: Vec<i32> = collect(
+        coll.find(doc! { "s": { "$exists": true } })
+            .sort(doc! { "s": 1 })
+            .await
+            .expect("find"),
+    )
+    .await
+    .iter()
+    .map(|d| d.get_i32("_id").expect("_id"))
+    .collect();
+    assert_eq!(by_s, vec![10, 6, 8, 5, 9, 7]);
+    assert_eq!(
+        ids(&coll, doc! { "s": { "$gt": "Z" } }).await,
+        vec![5, 7, 9]
+    );
+    assert_eq!(
+        ids(&coll, doc! { "s": { "$lt": "a" } }).await,
+        vec![6, 8, 10]
+    );
+    // With a limit (top-k), the same order.
+    let top: Vec<i32> = collect(
+        coll.find(doc! { "s": { "$exists": true } })
+            .sort(doc! { "s": -1 })
+            .limit(2)
+            .await
+            .expect("find"),
+    )
+    .await
+    .iter()
+    .map(|d| d.get_i32("_id").expect("_id"))
+    .collect();
+    assert_eq!(top, vec![7, 9]);
+}
+
+#[tokio::test]
+async fn unusual_field_names_are_stored_and_queried_safely() {
+    let server = TestServer::start();
+    let (_db, coll) = fresh(&server, "crud", "names").await;
+    let names = [
+        "it's",
+        "double\"quote",
+        "back\\slash",
+        "sp ace",
+        "\u{fc}n\u{ef}c\u{f6}d\u{e9}",
+        "a') OR 1=1 --",
+        "semi;colon",
+        "[bracket]",
+        "per%cent",
+        "0",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let mut d = doc! { "_id": i as i32 };
+        d.insert(*name, i as i32);
+        d.insert("nested", doc! { *name: i as i32 });
+        coll.insert_one(d)
+            .await
+            .unwrap_or_else(|e| panic!("insert field {name:?}: {e}"));
+    }
+    for (i, name) in names.iter().enumerate() {
+        let mut filter = Document::new();
+        filter.insert(*name, i as i32);
+        assert_eq!(ids(&coll, filter).await, vec![i as i32], "field {name:?}");
+        let mut nested = Document::new();
+        nested.insert(format!("nested.{name}"), doc! { "$gte": i as i32 });
+        assert_eq!(ids(&coll, nested).await, vec![i as i32], "nested.{name:?}");
+        let mut sorted = Document::new();
+        sorted.insert(*name, -1);
+        let first = coll
+            .find_one(doc! {})
+            .sort(sorted)
+            .await
+            .expect("sorted find")
+            .expect("a document");
+        assert_eq!(
+            first.get_i32("_id").ok(),
+            Some(i as i32),
+            "sort by {name:?}"
+        );
+    }
+    // Nothing was dropped or altered by the odd names.
+    assert_eq!(
+        coll.count_documents(doc! {}).await.unwrap(),
+        names.len() as u64
+    );
+}
