@@ -36,6 +36,8 @@ const PARAM_BUDGET: usize = 30_000;
 pub(super) struct Sql {
     pub(super) text: String,
     pub(super) params: Vec<Value>,
+    /// The entries table an index-ordered scan walks (`select` with `order_index`).
+    walked: Option<String>,
 }
 
 /// `"name"` with embedded quotes doubled.
@@ -52,7 +54,9 @@ fn quote_literal(text: &str) -> String {
 ///
 /// With `order_index`, the scan walks that index's entries in key order and joins each to
 /// its document (the entries table's columns are renamed so `k`, `j`, `doc` and `rowid`
-/// keep meaning the collection's columns in the predicate).
+/// keep meaning the collection's columns in the predicate). An `IndexRange` on that same
+/// index bounds the walk itself (`dg_o.dg_ik`) instead of probing the entries table again,
+/// so a range with a sort on its index and a limit reads only the rows it returns.
 pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Sql {
     let quoted = quote_ident(table);
     let from = match &request.order_index {
@@ -65,6 +69,7 @@ pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Sql {
     let mut sql = Sql {
         text: format!("SELECT {columns} FROM {from} WHERE "),
         params: Vec::new(),
+        walked: request.order_index.clone(),
     };
     push_predicate(&request.filter, &mut sql);
     sql.text
@@ -89,6 +94,7 @@ pub(super) fn count(table: &str, filter: &Predicate) -> Sql {
     let mut sql = Sql {
         text: format!("SELECT COUNT(*) FROM {} WHERE ", quote_ident(table)),
         params: Vec::new(),
+        walked: None,
     };
     push_predicate(filter, &mut sql);
     sql
@@ -114,23 +120,25 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
             lower,
             upper,
         } => {
-            sql.text.push_str("k IN (SELECT k FROM ");
-            sql.text.push_str(&quote_ident(table));
-            sql.text.push_str(" WHERE 1");
+            // On the index the scan walks (one entry per document), the bounds apply to
+            // the walked entry itself: the range and the order are one index walk.
+            let walked = sql.walked.as_deref() == Some(table.as_str());
+            let column = if walked { "dg_o.dg_ik" } else { "ik" };
+            if walked {
+                sql.text.push_str("(1");
+            } else {
+                sql.text.push_str("k IN (SELECT k FROM ");
+                sql.text.push_str(&quote_ident(table));
+                sql.text.push_str(" WHERE 1");
+            }
             if let Some(bound) = lower {
-                sql.text.push_str(if bound.inclusive {
-                    " AND ik >= ?"
-                } else {
-                    " AND ik > ?"
-                });
+                let op = if bound.inclusive { ">=" } else { ">" };
+                sql.text.push_str(&format!(" AND {column} {op} ?"));
                 sql.params.push(Value::Blob(bound.key.clone()));
             }
             if let Some(bound) = upper {
-                sql.text.push_str(if bound.inclusive {
-                    " AND ik <= ?"
-                } else {
-                    " AND ik < ?"
-                });
+                let op = if bound.inclusive { "<=" } else { "<" };
+                sql.text.push_str(&format!(" AND {column} {op} ?"));
                 sql.params.push(Value::Blob(bound.key.clone()));
             }
             sql.text.push(')');
@@ -363,6 +371,51 @@ mod tests {
             let sql = count("t", &p);
             assert!(sql.text.ends_with("WHERE 1"), "{bad:?}: {}", sql.text);
             assert!(sql.params.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_range_on_the_walked_index_bounds_the_walk() {
+        use super::super::super::scan::IndexBound;
+        let range = |table: &str| Predicate::IndexRange {
+            table: table.into(),
+            lower: Some(IndexBound {
+                key: vec![1],
+                inclusive: true,
+            }),
+            upper: Some(IndexBound {
+                key: vec![2],
+                inclusive: false,
+            }),
+        };
+        let request = ScanRequest {
+            filter: Predicate::And(vec![range("dgi_2"), range("dgi_3")]),
+            order: Some(KeyOrder::Descending),
+            order_index: Some("dgi_2".into()),
+            ..ScanRequest::all()
+        };
+        let sql = select("dgc_1", "doc", &request);
+        assert!(
+            sql.text.contains(
+                "WHERE ((1 AND dg_o.dg_ik >= ? AND dg_o.dg_ik < ?) AND \
+                 k IN (SELECT k FROM \"dgi_3\" WHERE 1 AND ik >= ? AND ik < ?)) \
+                 ORDER BY dg_o.dg_ik DESC"
+            ),
+            "{}",
+            sql.text
+        );
+        assert_eq!(sql.params.len(), 4);
+        let unordered = select("dgc_1", "doc", &scan_of(range("dgi_2")));
+        assert!(unordered.text.contains("k IN (SELECT k FROM \"dgi_2\""));
+        assert!(count("dgc_1", &range("dgi_2"))
+            .text
+            .contains("k IN (SELECT k FROM"));
+    }
+
+    fn scan_of(filter: Predicate) -> ScanRequest {
+        ScanRequest {
+            filter,
+            ..ScanRequest::all()
         }
     }
 
