@@ -10,8 +10,8 @@ use bson::{Bson, Document};
 use docgate_wire::Compressor;
 
 use super::commands::{
-    aggregate, delete, diagnostics, find, find_and_modify, handshake, indexes, insert, namespaces,
-    stats, update,
+    aggregate, delete, diagnostics, explain, find, find_and_modify, handshake, indexes, insert,
+    namespaces, stats, update,
 };
 use super::error::{CommandError, CommandResult};
 use super::request::CommandRequest;
@@ -73,6 +73,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("dropIndexes", "Drops secondary indexes."),
     ("dropDatabase", "Drops a database and all its collections."),
     ("endSessions", "Ends logical sessions and their cursors."),
+    ("explain", "How a find, count, distinct, aggregate, update, delete or findAndModify would run."),
     ("find", "Queries a collection."),
     ("findAndModify", "Updates or removes one document and returns it."),
     ("getCmdLineOpts", "The command line this server was started with."),
@@ -159,6 +160,7 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         }
         "delete" => delete::delete(context, request).await,
         "aggregate" => aggregate::aggregate(context, request).await,
+        "explain" => explain::explain(context, request).await,
         other => Err(CommandError::CommandNotFound(other.to_string())),
     }
 }

@@ -38,9 +38,14 @@ pub async fn aggregate(
         ));
     };
     if opt_bool(&request.body, "explain")?.unwrap_or(false) {
-        return Err(CommandError::NotSupported(
-            "aggregate explain is not supported by docgate yet".into(),
-        ));
+        // `aggregate` with `explain: true` answers like `{explain: {aggregate: ...}}`.
+        let mut inner = request.body.clone();
+        inner.remove("explain");
+        inner.remove("$db");
+        let mut body = bson::doc! {"explain": inner, "verbosity": "queryPlanner"};
+        body.insert("$db", request.db.clone());
+        let explained = CommandRequest { name: "explain".into(), db: request.db.clone(), body };
+        return super::explain::explain(context, &explained).await;
     }
     if opt_document(&request.body, "cursor")?.is_none() {
         return Err(CommandError::FailedToParse(

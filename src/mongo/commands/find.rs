@@ -9,6 +9,7 @@
 use bson::{doc, Bson, Document};
 
 use super::write_support::{count_bson, cursor_reply, first_batch_reply, open_session};
+use crate::catalog::CollectionIndex;
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{
@@ -67,51 +68,122 @@ fn check_simple_collation(body: &Document) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// The arguments of a `find`, parsed and checked (also used by `explain`).
+pub(super) struct FindArguments {
+    pub filter: Filter,
+    pub sort: Option<SortSpec>,
+    pub projection: Option<Projection>,
+    pub skip: u64,
+    pub limit: Option<u64>,
+    pub single_batch: bool,
+    pub batch_size: Option<usize>,
+    pub hint: Option<Bson>,
+}
+
+impl FindArguments {
+    pub(super) fn parse(request: &CommandRequest) -> Result<FindArguments, CommandError> {
+        request.check_fields(FIND_FIELDS)?;
+        let body = &request.body;
+        for unsupported in [
+            "tailable",
+            "awaitData",
+            "min",
+            "max",
+            "returnKey",
+            "showRecordId",
+        ] {
+            if opt_bool(body, unsupported).unwrap_or(None).unwrap_or(false)
+                || matches!(body.get(unsupported), Some(Bson::Document(_)))
+            {
+                return Err(CommandError::NotSupported(format!(
+                    "find option '{unsupported}' is not supported by docgate"
+                )));
+            }
+        }
+        check_simple_collation(body)?;
+        let filter = Filter::parse(opt_document(body, "filter")?.unwrap_or(&Document::new()))?;
+        let sort = opt_document(body, "sort")?
+            .map(SortSpec::parse)
+            .transpose()?;
+        let projection = opt_document(body, "projection")?
+            .filter(|p| !p.is_empty())
+            .map(Projection::parse)
+            .transpose()?;
+        let skip = non_negative(body, "skip")?.unwrap_or(0);
+        let mut single_batch = opt_bool(body, "singleBatch")?.unwrap_or(false);
+        let limit = match opt_i64(body, "limit")? {
+            Some(n) if n < 0 => {
+                // Legacy negative limit: at most |n| documents in a single batch.
+                single_batch = true;
+                Some(n.unsigned_abs())
+            }
+            Some(0) | None => None,
+            Some(n) => Some(n as u64),
+        };
+        let batch_size =
+            non_negative(body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let hint = body
+            .get("hint")
+            .filter(|h| !matches!(h, Bson::Null))
+            .cloned();
+        Ok(FindArguments {
+            filter,
+            sort,
+            projection,
+            skip,
+            limit,
+            single_batch,
+            batch_size,
+            hint,
+        })
+    }
+}
+
+/// The indexes the planner may use: all of them, or only the one `hint` names (by name or
+/// key pattern; `_id_` and `{$natural: 1}` leave only the `_id` key). An unknown hint is
+/// MongoDB's BadValue.
+pub(super) fn hinted_indexes(
+    indexes: &[CollectionIndex],
+    hint: Option<&Bson>,
+) -> Result<Vec<CollectionIndex>, CommandError> {
+    let Some(hint) = hint else {
+        return Ok(indexes.to_vec());
+    };
+    let found = match hint {
+        Bson::String(name) if name == "_id_" => return Ok(Vec::new()),
+        Bson::String(name) => indexes.iter().find(|i| &i.record.name == name),
+        Bson::Document(key) if key.contains_key("$natural") => return Ok(Vec::new()),
+        Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(Vec::new()),
+        Bson::Document(key) => indexes.iter().find(|i| i.spec.key_pattern() == key),
+        _ => {
+            return Err(CommandError::BadValue(
+                "hint must be a string or an object".into(),
+            ))
+        }
+    };
+    match found {
+        Some(index) => Ok(vec![index.clone()]),
+        None => Err(CommandError::BadValue(
+            "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index".into(),
+        )),
+    }
+}
+
 /// `find`.
 pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(FIND_FIELDS)?;
+    let FindArguments {
+        filter,
+        sort,
+        projection,
+        skip,
+        limit,
+        single_batch,
+        batch_size,
+        hint,
+    } = FindArguments::parse(request)?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let body = &request.body;
-    for unsupported in [
-        "tailable",
-        "awaitData",
-        "min",
-        "max",
-        "returnKey",
-        "showRecordId",
-    ] {
-        if opt_bool(body, unsupported).unwrap_or(None).unwrap_or(false)
-            || matches!(body.get(unsupported), Some(Bson::Document(_)))
-        {
-            return Err(CommandError::NotSupported(format!(
-                "find option '{unsupported}' is not supported by docgate"
-            )));
-        }
-    }
-    check_simple_collation(body)?;
-    let filter = Filter::parse(opt_document(body, "filter")?.unwrap_or(&Document::new()))?;
-    let sort = opt_document(body, "sort")?
-        .map(SortSpec::parse)
-        .transpose()?;
-    let projection = opt_document(body, "projection")?
-        .filter(|p| !p.is_empty())
-        .map(Projection::parse)
-        .transpose()?;
-    let skip = non_negative(body, "skip")?.unwrap_or(0);
-    let mut single_batch = opt_bool(body, "singleBatch")?.unwrap_or(false);
-    let limit = match opt_i64(body, "limit")? {
-        Some(n) if n < 0 => {
-            // Legacy negative limit: at most |n| documents in a single batch.
-            single_batch = true;
-            Some(n.unsigned_abs())
-        }
-        Some(0) | None => None,
-        Some(n) => Some(n as u64),
-    };
-    let batch_size =
-        non_negative(body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
 
     let Some(info) = context
         .server
@@ -129,14 +201,22 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
             true,
         ));
     };
-    let plan = ReadPlan::new(filter, sort, skip, limit, &info.indexes);
+    let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
+    let positional_filter = projection
+        .as_ref()
+        .filter(|p| p.is_positional())
+        .map(|_| filter.clone());
+    let plan = ReadPlan::new(filter, sort, skip, limit, &indexes);
     let mut session = open_session(context).await?;
     let mut results = planner::execute(session.as_mut(), &info.record, &plan).await?;
     drop(session);
     if let Some(projection) = &projection {
         results = results
             .iter()
-            .map(|d| projection.apply(d))
+            .map(|d| match &positional_filter {
+                Some(filter) => projection.apply_with_query(d, filter),
+                None => projection.apply(d),
+            })
             .collect::<Result<_, _>>()?;
     }
     Ok(first_batch_reply(

@@ -7,6 +7,7 @@
 pub mod aggregate;
 pub mod delete;
 pub mod diagnostics;
+pub mod explain;
 pub mod find;
 pub mod find_and_modify;
 pub mod handshake;

@@ -1,0 +1,300 @@
+//! `explain` (and therefore `find().explain()`, `aggregate(..., {explain: true})` and
+//! mongosh's `.explain()`): how docgate would run a `find`, `count`, `distinct`,
+//! `aggregate`, `update`, `delete` or `findAndModify` — MongoDB's `queryPlanner` shape, with
+//! `IXSCAN`/`FETCH` or `COLLSCAN` stages naming the index used, and docgate's own details:
+//! the backend, the backend's plan for the SQL that runs (SQLite's `EXPLAIN QUERY PLAN`,
+//! PostgreSQL's `EXPLAIN`) and the residual filter Rust re-checks. With verbosity
+//! `executionStats` or `allPlansExecution` the read is also run and counted.
+//!
+//! Not for: running the explained command's writes (an explained update writes nothing).
+
+use std::time::Instant;
+
+use bson::{doc, Bson, Document};
+
+use super::find::{hinted_indexes, FindArguments};
+use super::write_support::open_session;
+use crate::catalog::CollectionInfo;
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::request::{opt_array, opt_document, opt_str, CommandRequest};
+use crate::query::aggregate::Pipeline;
+use crate::query::filter::Filter;
+use crate::query::planner::{self, ReadPlan};
+use crate::query::sort::SortSpec;
+use crate::store::Predicate;
+
+/// `explain`.
+pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    request.check_fields(&["verbosity"])?;
+    let Bson::Document(inner) = request.target() else {
+        return Err(CommandError::TypeMismatch(
+            "explain takes a command document".into(),
+        ));
+    };
+    let verbosity = opt_str(&request.body, "verbosity")?.unwrap_or("allPlansExecution");
+    if !matches!(
+        verbosity,
+        "queryPlanner" | "executionStats" | "allPlansExecution"
+    ) {
+        return Err(CommandError::BadValue(format!(
+            "unrecognized verbosity value: {verbosity}"
+        )));
+    }
+    let mut inner_body = inner.clone();
+    inner_body.insert("$db", request.db.clone());
+    let inner_request = CommandRequest {
+        name: inner.keys().next().cloned().unwrap_or_default(),
+        db: request.db.clone(),
+        body: inner_body,
+    };
+    let target = explained_read(&inner_request)?;
+    let name = inner_request.collection()?;
+    let namespace = format!("{}.{name}", request.db);
+    let info = context
+        .server
+        .state
+        .catalog
+        .collection_info(&request.db, name)
+        .await?;
+    let mut reply = doc! {"explainVersion": "1"};
+    let Some(info) = info else {
+        reply.insert(
+            "queryPlanner",
+            doc! {
+                "namespace": &namespace,
+                "parsedQuery": target.filter_document.clone(),
+                "winningPlan": {"stage": "EOF"},
+                "rejectedPlans": [],
+            },
+        );
+        reply.insert("command", inner.clone());
+        return Ok(reply);
+    };
+    let indexes = hinted_indexes(&info.indexes, target.hint.as_ref())?;
+    let filter = Filter::parse(&target.filter_document)?;
+    let plan = ReadPlan::new(filter, target.sort, target.skip, target.limit, &indexes);
+    let mut session = open_session(context).await?;
+    let backend_plan = session.explain(&info.record, &plan.scan).await?;
+    let mut winning = describe_plan(&plan, &info);
+    winning.insert("docgate", doc! {
+        "backend": context.server.state.store.backend_name(),
+        "pushedFilterExact": plan.residual.is_none(),
+        "pushedSort": plan.scan.order.is_some(),
+        "pushedSkip": plan.scan.skip as i64,
+        "pushedLimit": plan.scan.limit.map(|l| Bson::Int64(l as i64)).unwrap_or(Bson::Null),
+        "residualFilter": if plan.residual.is_some() { Bson::Document(target.filter_document.clone()) } else { Bson::Null },
+        "inMemorySort": plan.sort.is_some(),
+        "sqlPlan": backend_plan,
+    });
+    reply.insert(
+        "queryPlanner",
+        doc! {
+            "namespace": &namespace,
+            "parsedQuery": target.filter_document.clone(),
+            "indexFilterSet": false,
+            "winningPlan": winning,
+            "rejectedPlans": [],
+        },
+    );
+    if verbosity != "queryPlanner" {
+        let started = Instant::now();
+        let examined = session.scan(&info.record, &plan.scan).await?.len();
+        let returned = planner::execute(session.as_mut(), &info.record, &plan)
+            .await?
+            .len();
+        reply.insert("executionStats", doc! {
+            "executionSuccess": true,
+            "nReturned": returned as i64,
+            "executionTimeMillis": started.elapsed().as_millis() as i64,
+            "totalDocsExamined": examined as i64,
+            "totalKeysExamined": if uses_index(&plan.scan.filter) || plan.scan.order_index.is_some() { examined as i64 } else { 0 },
+        });
+    }
+    reply.insert("command", inner.clone());
+    reply.insert(
+        "serverInfo",
+        doc! {"host": "docgate", "version": super::handshake::MONGODB_VERSION},
+    );
+    Ok(reply)
+}
+
+/// What an explained command reads.
+struct ExplainedRead {
+    filter_document: Document,
+    sort: Option<SortSpec>,
+    skip: u64,
+    limit: Option<u64>,
+    hint: Option<Bson>,
+}
+
+fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, CommandError> {
+    let body = &request.body;
+    let filter_of = |field: &str| -> Result<Document, CommandError> {
+        Ok(opt_document(body, field)?.cloned().unwrap_or_default())
+    };
+    let first_statement = |field: &str| -> Result<Document, CommandError> {
+        match opt_array(body, field)?.and_then(|a| a.first()) {
+            Some(Bson::Document(statement)) => Ok(statement.clone()),
+            _ => Err(CommandError::FailedToParse(format!(
+                "explain of {} needs at least one statement",
+                request.name
+            ))),
+        }
+    };
+    match request.name.as_str() {
+        "find" => {
+            let arguments = FindArguments::parse(request)?;
+            Ok(ExplainedRead {
+                filter_document: filter_of("filter")?,
+                sort: arguments.sort,
+                skip: arguments.skip,
+                limit: arguments.limit,
+                hint: arguments.hint,
+            })
+        }
+        "count" | "distinct" => Ok(ExplainedRead {
+            filter_document: filter_of("query")?,
+            sort: None,
+            skip: 0,
+            limit: None,
+            hint: body.get("hint").cloned(),
+        }),
+        "aggregate" => {
+            let stages: Vec<Document> = opt_array(body, "pipeline")?
+                .map(|stages| {
+                    stages
+                        .iter()
+                        .filter_map(|s| s.as_document().cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let pipeline = Pipeline::parse(&stages)?;
+            Ok(ExplainedRead {
+                filter_document: pipeline.leading_match().cloned().unwrap_or_default(),
+                sort: None,
+                skip: 0,
+                limit: None,
+                hint: body.get("hint").cloned(),
+            })
+        }
+        "update" => {
+            let statement = first_statement("updates")?;
+            let multi = statement.get_bool("multi").unwrap_or(false);
+            Ok(ExplainedRead {
+                filter_document: opt_document(&statement, "q")?.cloned().unwrap_or_default(),
+                sort: None,
+                skip: 0,
+                limit: (!multi).then_some(1),
+                hint: statement.get("hint").cloned(),
+            })
+        }
+        "delete" => {
+            let statement = first_statement("deletes")?;
+            let one = matches!(
+                statement.get("limit"),
+                Some(Bson::Int32(1) | Bson::Int64(1))
+            );
+            Ok(ExplainedRead {
+                filter_document: opt_document(&statement, "q")?.cloned().unwrap_or_default(),
+                sort: None,
+                skip: 0,
+                limit: one.then_some(1),
+                hint: statement.get("hint").cloned(),
+            })
+        }
+        "findAndModify" | "findandmodify" => Ok(ExplainedRead {
+            filter_document: filter_of("query")?,
+            sort: opt_document(body, "sort")?
+                .map(SortSpec::parse)
+                .transpose()?,
+            skip: 0,
+            limit: Some(1),
+            hint: body.get("hint").cloned(),
+        }),
+        other => Err(CommandError::NotSupported(format!(
+            "explain of '{other}' is not supported by docgate"
+        ))),
+    }
+}
+
+fn uses_index(predicate: &Predicate) -> bool {
+    match predicate {
+        Predicate::KeyEquals(_) | Predicate::KeyIn(_) | Predicate::IndexRange { .. } => true,
+        Predicate::And(parts) => parts.iter().any(uses_index),
+        Predicate::Or(parts) => !parts.is_empty() && parts.iter().all(uses_index),
+        Predicate::True | Predicate::PathEquals { .. } => false,
+    }
+}
+
+/// The index names a predicate reads, in order of appearance.
+fn indexes_used(predicate: &Predicate, info: &CollectionInfo, out: &mut Vec<String>) {
+    let mut add = |name: String| {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    };
+    match predicate {
+        Predicate::KeyEquals(_) | Predicate::KeyIn(_) => add("_id_".to_string()),
+        Predicate::IndexRange { table, .. } => {
+            if let Some(index) = info.indexes.iter().find(|i| &i.record.table == table) {
+                add(index.record.name.clone());
+            }
+        }
+        Predicate::And(parts) | Predicate::Or(parts) => {
+            for part in parts {
+                indexes_used(part, info, out);
+            }
+        }
+        Predicate::True | Predicate::PathEquals { .. } => {}
+    }
+}
+
+/// MongoDB-style stages: FETCH over IXSCAN when an index selects or orders the documents,
+/// COLLSCAN otherwise; SORT/SKIP/LIMIT when Rust does them.
+fn describe_plan(plan: &ReadPlan, info: &CollectionInfo) -> Document {
+    let mut names = Vec::new();
+    indexes_used(&plan.scan.filter, info, &mut names);
+    if let Some(table) = &plan.scan.order_index {
+        if let Some(index) = info.indexes.iter().find(|i| &i.record.table == table) {
+            if !names.contains(&index.record.name) {
+                names.push(index.record.name.clone());
+            }
+        }
+    }
+    if plan.scan.order.is_some()
+        && plan.scan.order_index.is_none()
+        && !names.iter().any(|n| n == "_id_")
+    {
+        names.push("_id_".to_string());
+    }
+    let mut stage = if uses_index(&plan.scan.filter) || !names.is_empty() {
+        let name = names.first().cloned().unwrap_or_else(|| "_id_".to_string());
+        let key_pattern = info
+            .indexes
+            .iter()
+            .find(|i| i.record.name == name)
+            .map(|i| i.spec.key_pattern().clone())
+            .unwrap_or_else(|| doc! {"_id": 1});
+        let mut fetch = doc! {
+            "stage": "FETCH",
+            "inputStage": {"stage": "IXSCAN", "indexName": &name, "keyPattern": key_pattern, "indexesUsed": names.clone()},
+        };
+        if plan.residual.is_some() {
+            fetch.insert("filter", "residual (see docgate.residualFilter)");
+        }
+        fetch
+    } else {
+        doc! {"stage": "COLLSCAN", "direction": "forward"}
+    };
+    if plan.sort.is_some() {
+        stage = doc! {"stage": "SORT", "inputStage": stage};
+    }
+    if plan.skip > 0 {
+        stage = doc! {"stage": "SKIP", "skipAmount": plan.skip as i64, "inputStage": stage};
+    }
+    if let Some(limit) = plan.limit {
+        stage = doc! {"stage": "LIMIT", "limitAmount": limit as i64, "inputStage": stage};
+    }
+    stage
+}
