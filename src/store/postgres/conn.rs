@@ -61,6 +61,10 @@ pub(super) struct PgConn {
     pending_begin: bool,
     /// `SAVEPOINT dg_op` to send before the next statement.
     pending_savepoint: bool,
+    /// `SAVEPOINT dg_doc` to send before the next statement (after `dg_op`).
+    pending_doc_savepoint: bool,
+    /// `"schema"."table"` of the last unique violation, to tell which index refused a write.
+    pub(super) violation: Option<String>,
 }
 
 /// deadpool manager: `deadpool_postgres::Manager` plus rollback of dirty connections.
@@ -94,6 +98,8 @@ impl managed::Manager for Manager {
             broken: false,
             pending_begin: false,
             pending_savepoint: false,
+            pending_doc_savepoint: false,
+            violation: None,
         })
     }
 
@@ -108,6 +114,7 @@ impl managed::Manager for Manager {
         let sent_something = !conn.pending_begin;
         conn.pending_begin = false;
         conn.pending_savepoint = false;
+        conn.pending_doc_savepoint = false;
         if (conn.dirty || conn.in_tx) && sent_something {
             conn.client.batch_execute("ROLLBACK").await?;
         }
@@ -149,6 +156,7 @@ impl PgConn {
         self.aborted = false;
         self.pending_begin = false;
         self.pending_savepoint = false;
+        self.pending_doc_savepoint = false;
     }
 
     /// Starts the caller's transaction; `BEGIN` goes out with the next statement.
@@ -187,6 +195,9 @@ impl PgConn {
         if std::mem::take(&mut self.pending_savepoint) {
             text.push_str("SAVEPOINT dg_op;");
         }
+        if std::mem::take(&mut self.pending_doc_savepoint) {
+            text.push_str("SAVEPOINT dg_doc;");
+        }
         text
     }
 
@@ -194,6 +205,16 @@ impl PgConn {
     /// error inside the caller's transaction, which PostgreSQL has now aborted.
     fn check<T>(&mut self, r: Result<T, tokio_postgres::Error>) -> Result<T, StoreError> {
         r.map_err(|e| {
+            self.violation = e
+                .as_db_error()
+                .filter(|db| *db.code() == SqlState::UNIQUE_VIOLATION)
+                .and_then(|db| {
+                    Some(format!(
+                        "{}.{}",
+                        quote_ident(db.schema()?),
+                        quote_ident(db.table()?)
+                    ))
+                });
             let mapped = pg_err(e);
             if matches!(mapped, StoreError::Unavailable(_)) || self.client.is_closed() {
                 self.broken = true;
@@ -268,6 +289,26 @@ impl PgConn {
             Ok(answer) => Ok(answer),
             Err(e) => {
                 let _ = self.undo_savepoint("dg_op").await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs a statement that returns rows in a savepoint `dg_doc` of its own, sent in the
+    /// same pipeline (`SAVEPOINT dg_doc; …; RELEASE dg_doc`), so that a failure undoes just
+    /// this statement; only inside a scope or the caller's transaction.
+    pub(super) async fn query_in_savepoint(
+        &mut self,
+        sql: &str,
+        params: &Params,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.pending_doc_savepoint = true;
+        let r = self.run(sql, params, "RELEASE dg_doc", true).await;
+        match self.check(r) {
+            Ok(Answer::Rows(rows)) => Ok(rows),
+            Ok(Answer::Count(_)) => Ok(Vec::new()),
+            Err(e) => {
+                self.undo_savepoint("dg_doc").await?;
                 Err(e)
             }
         }

@@ -20,10 +20,13 @@
 //! - Insert without unique keys in the batch: the rows as above, then the entries of the
 //!   inserted documents, one `INSERT … SELECT * FROM unnest($1, $2)` per index, in the same
 //!   scope.
-//! - Insert with unique keys: documents one by one inside the batch's scope, each (row, then
-//!   entries) in a savepoint `dg_doc`; a unique violation rolls that document back and
-//!   reports its position in `conflicts` and `index_conflicts`. Sequential, so the first
-//!   document holding a key wins exactly, in the batch as against concurrent writers.
+//! - Insert with unique keys: documents one by one inside the batch's scope, each by one
+//!   statement (the row, then its entries in data-modifying CTEs that read the row's
+//!   `RETURNING`, so an `_id` conflict adds no entries) in a savepoint `dg_doc` sent in the
+//!   same pipeline: one round trip per document. A unique violation rolls that document back
+//!   and reports its position in `conflicts` and, with the index PostgreSQL named (by its
+//!   entries table), in `index_conflicts`. Sequential, so the first document holding a key
+//!   wins exactly, in the batch as against concurrent writers.
 //! - Replace: rows updated (`RETURNING k`), then per index the old entries of the rewritten
 //!   documents deleted and the new ones inserted; a unique violation is `IndexKeyConflict`
 //!   and the scope undoes the whole call.
@@ -122,8 +125,8 @@ fn guarded(doc: &StoredDocument) -> bool {
 }
 
 /// The sequential insert of a batch touching a unique index (inside the batch's scope):
-/// each document with its entries, in a savepoint of its own when a unique index may reject
-/// it, so that the first document holding a key wins exactly.
+/// each document, row and entries, by one statement in a savepoint of its own (one round
+/// trip), so that the first document holding a key wins exactly.
 async fn insert_one_by_one(
     conn: &mut PgConn,
     table: &str,
@@ -131,42 +134,45 @@ async fn insert_one_by_one(
     images: &[String],
     ordered: bool,
 ) -> Result<InsertOutcome, StoreError> {
-    let text = format!(
-        "INSERT INTO {table} (k, doc, j) VALUES ($1, $2, $3::text::jsonb)
-         ON CONFLICT (k) DO NOTHING RETURNING k"
-    );
     let mut out = InsertOutcome::default();
     for (i, (doc, image)) in docs.iter().zip(images).enumerate() {
-        let savepoint = guarded(doc);
-        if savepoint {
-            conn.batch("SAVEPOINT dg_doc").await?;
+        let mut text = format!(
+            "WITH d AS (INSERT INTO {table} (k, doc, j) VALUES ($1, $2, $3::text::jsonb)
+                        ON CONFLICT (k) DO NOTHING RETURNING k)"
+        );
+        let mut params: Params = vec![
+            Box::new(doc.key.clone()),
+            Box::new(doc.bson.clone()),
+            Box::new(image.clone()),
+        ];
+        for (e, entry) in doc.index_keys.iter().enumerate() {
+            params.push(Box::new(entry.keys.clone()));
+            let _ = write!(
+                text,
+                ", e{e} AS (INSERT INTO {} (ik, k)
+                    SELECT u.ik, d.k FROM d, unnest(${}::bytea[]) AS u(ik)
+                    ON CONFLICT (ik, k) DO NOTHING)",
+                entry.table,
+                params.len()
+            );
         }
-        let rows = conn
-            .query(
-                &text,
-                &params![doc.key.clone(), doc.bson.clone(), image.clone()],
-            )
-            .await?;
-        let rejected = if rows.is_empty() {
-            Some(None)
-        } else {
-            match insert_own_entries(conn, doc).await {
-                Ok(()) => None,
-                Err(StoreError::IndexKeyConflict { index }) if savepoint => Some(Some(index)),
-                Err(e) => return Err(e),
+        text.push_str(" SELECT count(*) FROM d");
+        let rejected = match conn.query_in_savepoint(&text, &params).await {
+            Ok(rows) => {
+                let n: i64 = match rows.first() {
+                    Some(row) => row
+                        .try_get(0)
+                        .map_err(|e| StoreError::Database(e.to_string()))?,
+                    None => 0,
+                };
+                (n == 0).then_some(None)
             }
+            Err(StoreError::DuplicateKey) => Some(Some(refusing_index(conn, doc))),
+            Err(e) => return Err(e),
         };
         match rejected {
-            None => {
-                out.inserted += 1;
-                if savepoint {
-                    conn.batch("RELEASE dg_doc").await?;
-                }
-            }
+            None => out.inserted += 1,
             Some(index) => {
-                if savepoint {
-                    conn.undo_savepoint("dg_doc").await?;
-                }
                 out.conflicts.push(i);
                 if let Some(index) = index {
                     out.index_conflicts.push((i, index));
@@ -180,22 +186,17 @@ async fn insert_one_by_one(
     Ok(out)
 }
 
-/// Inserts the entries of one document, one statement per index; a unique violation is
-/// `IndexKeyConflict` with the index's name.
-async fn insert_own_entries(conn: &mut PgConn, doc: &StoredDocument) -> Result<(), StoreError> {
-    for entry in doc.index_keys.iter().filter(|e| !e.keys.is_empty()) {
-        conn.execute(
-            &format!(
-                "INSERT INTO {} (ik, k) SELECT unnest($1::bytea[]), $2::bytea
-                 ON CONFLICT (ik, k) DO NOTHING",
-                entry.table
-            ),
-            &params![entry.keys.clone(), doc.key.clone()],
-        )
-        .await
-        .map_err(|e| conflict_in(e, &entry.index))?;
-    }
-    Ok(())
+/// The name of the unique index of `doc` whose entries table reported the last unique
+/// violation (the first unique index of `doc` if PostgreSQL did not say).
+fn refusing_index(conn: &PgConn, doc: &StoredDocument) -> String {
+    let named = conn
+        .violation
+        .as_deref()
+        .and_then(|table| doc.index_keys.iter().find(|e| e.table == table));
+    named
+        .or_else(|| doc.index_keys.iter().find(|e| e.unique))
+        .map(|e| e.index.clone())
+        .unwrap_or_default()
 }
 
 /// `DuplicateKey` (a unique violation in an entries table) as `IndexKeyConflict`.

@@ -336,6 +336,45 @@ async fn unique_violations_on_insert_are_reported_per_document() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refusing_index_is_named_and_batches_stay_fast() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    let u = make_index(&mut s, &coll, "u_1", true, &[]).await;
+    let v = make_index(&mut s, &coll, "v_1", true, &[]).await;
+    let doc = |key: &str, a: u16, b: u16| with_keys(key, &[(&u, vec![ik(a)]), (&v, vec![ik(b)])]);
+    ok(s.insert(&coll, &[doc("x", 1, 1)], true).await);
+    let out = ok(s
+        .insert(
+            &coll,
+            &[doc("a", 2, 1), doc("b", 1, 2), doc("c", 3, 3)],
+            false,
+        )
+        .await);
+    assert_eq!(
+        out.index_conflicts,
+        vec![(0, "v_1".to_owned()), (1, "u_1".to_owned())]
+    );
+    assert_eq!(ids(&mut s, &coll, Predicate::True).await, ["c", "x"]);
+    // A large batch through the sequential path: one round trip per document.
+    let docs: Vec<_> = (10..2010u16)
+        .map(|i| doc(&format!("n{i:04}"), i, i))
+        .collect();
+    let started = std::time::Instant::now();
+    let out = ok(s.insert(&coll, &docs, true).await);
+    assert_eq!(out.inserted, 2000);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(rows_in(&db, &v.table).await, 2002);
+    drop((s, store));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replace_moves_entries_and_unique_violation_applies_nothing() {
     let db = fresh_db!();
     let store = open(&db).await;
