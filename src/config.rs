@@ -37,7 +37,7 @@ pub enum LogFormat {
 pub struct Cli {
     /// TOML settings file (keys: backend, listen, rest_listen, log_format, max_connections,
     /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
-    /// cache.metadata.timeout).
+    /// cache.metadata.timeout, ttl_monitor_interval).
     #[arg(long, env = "DOCGATE_CONFIG")]
     pub config: Option<PathBuf>,
     /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`) or
@@ -77,6 +77,10 @@ pub struct Cli {
     /// instance invalidate it at once.
     #[arg(long, env = "DOCGATE_CACHE_METADATA_TIMEOUT", value_parser = parse_duration)]
     pub cache_metadata_timeout: Option<Duration>,
+    /// How often expired documents of TTL indexes are deleted (MongoDB's
+    /// `ttlMonitorSleepSecs`; default 60s).
+    #[arg(long, env = "DOCGATE_TTL_MONITOR_INTERVAL", value_parser = parse_duration)]
+    pub ttl_monitor_interval: Option<Duration>,
 }
 
 /// Parses a duration: humane (`500ms`, `30s`, `5m`, `1h`, `1d`, a bare number of seconds)
@@ -140,6 +144,7 @@ struct FileSettings {
     rest_listen: Option<SocketAddr>,
     log_format: Option<LogFormat>,
     max_connections: Option<usize>,
+    ttl_monitor_interval: Option<String>,
     #[serde(default)]
     pool: FilePool,
     #[serde(default)]
@@ -268,6 +273,7 @@ pub struct Settings {
     pub max_connections: usize,
     pub pool: PoolSettings,
     pub metadata_cache: MetadataCacheSettings,
+    pub ttl_monitor_interval: Duration,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -332,6 +338,13 @@ impl Settings {
                 }
             },
         };
+        let ttl_monitor_interval = match cli.ttl_monitor_interval {
+            Some(interval) => interval,
+            None => file_duration(file.ttl_monitor_interval)?.unwrap_or(Duration::from_secs(60)),
+        };
+        if ttl_monitor_interval.is_zero() {
+            return Err("ttl_monitor_interval must be positive".into());
+        }
         Ok(Settings {
             backend: BackendUrl::parse(&backend)?,
             listen: cli.listen.or(file.listen).unwrap_or(default_listen),
@@ -343,6 +356,7 @@ impl Settings {
             max_connections,
             pool,
             metadata_cache,
+            ttl_monitor_interval,
             argv,
         })
     }

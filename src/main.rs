@@ -78,12 +78,18 @@ async fn run(settings: Settings) -> Result<(), String> {
     }
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let ttl_monitor = tokio::spawn(docgate::query::ttl::run_monitor(
+        state.clone(),
+        settings.ttl_monitor_interval,
+        shutdown_rx.clone(),
+    ));
     let server = Arc::new(MongoServer::new(state));
     let serving = tokio::spawn(listener::serve(server, listener, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;
+    let _ = ttl_monitor.await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -54,6 +54,7 @@ mod robustness_tests;
 pub mod sort;
 #[cfg(test)]
 mod test_values;
+pub mod ttl;
 pub mod update;
 pub mod update_ops;
 pub mod update_path;

@@ -44,7 +44,11 @@ pub async fn aggregate(
         inner.remove("$db");
         let mut body = bson::doc! {"explain": inner, "verbosity": "queryPlanner"};
         body.insert("$db", request.db.clone());
-        let explained = CommandRequest { name: "explain".into(), db: request.db.clone(), body };
+        let explained = CommandRequest {
+            name: "explain".into(),
+            db: request.db.clone(),
+            body,
+        };
         return super::explain::explain(context, &explained).await;
     }
     if opt_document(&request.body, "cursor")?.is_none() {

@@ -689,3 +689,31 @@ async fn plans_use_the_entries_index() {
     drop((s, store));
     db.drop_db().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_catalogs_are_upgraded_and_rolled_back_indexes_vanish() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    ok(s.insert(&coll, &[stored("a", doc! {})], true).await);
+    drop((s, store));
+    // A catalog written before secondary indexes existed.
+    ok(admin(&db.url)
+        .await
+        .batch_execute("DROP TABLE docgate.indexes")
+        .await);
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    assert!(ok(s.list_indexes().await).is_empty());
+    ok(s.begin().await);
+    make_index(&mut s, &coll, "a_1", false, &[("a", vec![ik(1)])]).await;
+    assert_eq!(ok(s.list_indexes().await).len(), 1);
+    ok(s.rollback().await);
+    assert!(ok(s.list_indexes().await).is_empty());
+    assert_eq!(index_tables(&db).await, 0);
+    let idx = make_index(&mut s, &coll, "a_1", false, &[("a", vec![ik(1)])]).await;
+    assert_eq!(equal(&mut s, &coll, &idx, 1).await, ["a"]);
+    drop((s, store));
+    db.drop_db().await;
+}

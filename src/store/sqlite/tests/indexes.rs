@@ -447,3 +447,44 @@ async fn drop_rename_and_multikey() {
     assert!(ok(s.list_indexes().await).is_empty());
     assert!(tables(&store, "dgi_").is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_listed_twice_for_one_document_is_no_conflict() {
+    let dir = tempdir();
+    let store = open_in(&dir);
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "c").await;
+    ok(s.insert(&coll, &[stored("1", doc! {})], true).await);
+    let twice = vec![(b"1".to_vec(), vec![b"x".to_vec(), b"x".to_vec()])];
+    let u = ok(s
+        .create_index(&coll, "u", &doc! {}, true, true, &twice)
+        .await);
+    let mut doc = indexed(stored("2", doc! {}), &[(&u, &[b"y"])]);
+    doc.index_keys[0].keys = vec![b"y".to_vec(), b"y".to_vec()];
+    let out = ok(s.insert(&coll, &[doc.clone()], true).await);
+    assert_eq!((out.inserted, out.conflicts.len()), (1, 0));
+    ok(s.replace(&coll, &[doc]).await);
+    assert_eq!(find(&mut s, &coll, range(&u, None, None)).await, ["1", "2"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_from_before_indexes_is_upgraded() {
+    let dir = tempdir();
+    let coll = {
+        let store = open_in(&dir);
+        let mut s = session(&store).await;
+        let coll = create(&mut s, "app", "old").await;
+        ok(s.insert(&coll, &[stored("1", doc! {})], true).await);
+        let conn = ok(rusqlite::Connection::open(store.file()));
+        ok(conn.execute_batch("DROP TABLE dg_indexes"));
+        coll
+    };
+    let store = open_in(&dir);
+    let mut s = session(&store).await;
+    assert!(ok(s.list_indexes().await).is_empty());
+    let entries = vec![(b"1".to_vec(), vec![b"k".to_vec()])];
+    let a = ok(s
+        .create_index(&coll, "a", &doc! {}, false, false, &entries)
+        .await);
+    assert_eq!(find(&mut s, &coll, equal(&a, b"k")).await, ["1"]);
+}

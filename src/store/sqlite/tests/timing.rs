@@ -52,3 +52,42 @@ async fn timing_bulk_insert_and_find_by_key() {
         t.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn timing_inserts_with_secondary_indexes() {
+    use super::indexed;
+    let dir = tempdir();
+    let store = open_in(&dir);
+    let mut s = session(&store).await;
+    for unique in [false, true] {
+        let coll = create(&mut s, "app", &format!("timing_{unique}")).await;
+        let a = ok(s
+            .create_index(&coll, "a", &doc! {}, false, false, &[])
+            .await);
+        let b = ok(s
+            .create_index(&coll, "b", &doc! {}, unique, false, &[])
+            .await);
+        let docs: Vec<_> = (0..100_000)
+            .map(|i| {
+                let (ka, kb) = (format!("a{}", i % 100), format!("b{i:08}"));
+                let doc = stored(&format!("{i:08}"), doc! {"i": i, "name": format!("n {i}")});
+                indexed(doc, &[(&a, &[ka.as_bytes()]), (&b, &[kb.as_bytes()])])
+            })
+            .collect();
+        let t = Instant::now();
+        let out = ok(s.insert(&coll, &docs, true).await);
+        eprintln!(
+            "insert 100k, 2 indexes, unique {unique}: {:?} ({} inserted)",
+            t.elapsed(),
+            out.inserted
+        );
+        let t = Instant::now();
+        ok(s.replace(&coll, &docs[..10_000]).await);
+        eprintln!("replace 10k: {:?}", t.elapsed());
+        let keys: Vec<Vec<u8>> = docs[..10_000].iter().map(|d| d.key.clone()).collect();
+        let t = Instant::now();
+        ok(s.delete(&coll, &keys).await);
+        eprintln!("delete 10k: {:?}", t.elapsed());
+    }
+}
