@@ -1705,9 +1705,11 @@ async fn concurrent_writers_and_readers_all_succeed() {
                 coll.insert_one(doc! { "_id": w * 1_000 + i, "writer": w })
                     .await
                     .unwrap_or_else(|e| panic!("writer {w} insert {i}: {e}"));
-                coll.update_one(doc! { "_id": "counter" }, doc! { "$inc": { "n": 1 } })
+                let r = coll
+                    .update_one(doc! { "_id": "counter" }, doc! { "$inc": { "n": 1 } })
                     .await
                     .unwrap_or_else(|e| panic!("writer {w} increment {i}: {e}"));
+                assert_eq!(r.modified_count, 1, "writer {w} increment {i}");
                 let seen = coll
                     .count_documents(doc! { "writer": w })
                     .await
@@ -1731,8 +1733,13 @@ async fn concurrent_writers_and_readers_all_succeed() {
         .await
         .unwrap()
         .expect("counter");
-    // No lost updates: every $inc counted once.
-    assert_eq!(counter.get_i32("n").ok(), Some(WRITERS * PER_WRITER));
+    // No lost updates: every acknowledged $inc counted once (MongoDB's single-document
+    // atomicity).
+    assert_eq!(
+        counter.get_i32("n").ok(),
+        Some(WRITERS * PER_WRITER),
+        "concurrent $inc lost updates"
+    );
 }
 
 #[tokio::test]

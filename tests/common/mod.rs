@@ -3,7 +3,10 @@
 //! kill and restart it on the same data (for crash tests), and stop it on drop.
 //!
 //! Not for assertions about server behaviour: those live in the test files.
-//! The backend is chosen in one place, [`backend_arg`], from `DOCGATE_TEST_BACKEND`.
+//! The backend is chosen in one place, [`TestBackend`], from `DOCGATE_TEST_BACKEND`:
+//! unset or `sqlite` gives each server its own SQLite directory; a `postgres://…` URL
+//! gives each server its own freshly created database on that PostgreSQL (created and
+//! dropped with `psql`), so tests stay independent on either backend.
 
 #![allow(dead_code)]
 
@@ -22,15 +25,106 @@ const START_TIMEOUT: Duration = Duration::from_secs(20);
 /// between releasing it and the server binding it.
 const START_ATTEMPTS: usize = 3;
 
-/// The `--backend` argument for a server whose private data lives in `data_dir`.
-///
-/// `DOCGATE_TEST_BACKEND` unset, empty or `sqlite` gives `sqlite:<data_dir>`; any other
-/// value (for example a `postgres://…` URL) is passed through unchanged.
-pub fn backend_arg(data_dir: &Path) -> String {
-    match std::env::var("DOCGATE_TEST_BACKEND") {
-        Ok(v) if !v.trim().is_empty() && v.trim() != "sqlite" => v.trim().to_string(),
-        _ => format!("sqlite:{}", data_dir.display()),
+/// The storage of one test server, decided once per server from `DOCGATE_TEST_BACKEND`
+/// and kept across restarts (crash tests restart on the same data).
+#[derive(Debug)]
+pub enum TestBackend {
+    /// `sqlite:<dir>`: the server's private directory.
+    Sqlite { dir: PathBuf },
+    /// A database created for this server on the PostgreSQL that `admin_url` reaches.
+    Postgres { admin_url: String, database: String },
+}
+
+impl TestBackend {
+    /// Reads `DOCGATE_TEST_BACKEND`: unset, empty or `sqlite` → SQLite in `data_dir`;
+    /// `postgres://…` or `postgresql://…` → a new, empty database on that server.
+    pub fn for_new_server(data_dir: &Path) -> TestBackend {
+        let setting = std::env::var("DOCGATE_TEST_BACKEND").unwrap_or_default();
+        let setting = setting.trim();
+        if setting.is_empty() || setting == "sqlite" {
+            return TestBackend::Sqlite {
+                dir: data_dir.to_path_buf(),
+            };
+        }
+        if !(setting.starts_with("postgres://") || setting.starts_with("postgresql://")) {
+            panic!("DOCGATE_TEST_BACKEND must be `sqlite` or a postgres:// URL, not {setting:?}");
+        }
+        let database = unique_database_name();
+        psql(setting, &format!("CREATE DATABASE \"{database}\""));
+        TestBackend::Postgres {
+            admin_url: setting.to_string(),
+            database,
+        }
     }
+
+    /// The `--backend` argument: the single place it is built.
+    pub fn arg(&self) -> String {
+        match self {
+            TestBackend::Sqlite { dir } => format!("sqlite:{}", dir.display()),
+            TestBackend::Postgres {
+                admin_url,
+                database,
+            } => with_database(admin_url, database),
+        }
+    }
+
+    /// Removes what `for_new_server` created outside the temp dir.
+    fn release(&self) {
+        if let TestBackend::Postgres {
+            admin_url,
+            database,
+        } = self
+        {
+            psql(
+                admin_url,
+                &format!("DROP DATABASE IF EXISTS \"{database}\" WITH (FORCE)"),
+            );
+        }
+    }
+}
+
+/// `docgate_test_<pid>_<n>_<nanos>`: unique across parallel tests and test binaries.
+fn unique_database_name() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "docgate_test_{}_{}_{nanos}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// `url` with its database (the path after host:port) replaced by `database`,
+/// keeping any `?query`.
+fn with_database(url: &str, database: &str) -> String {
+    let authority_start = url.find("://").map(|i| i + 3).unwrap_or(0);
+    let (head, query) = match url.find('?') {
+        Some(q) => (&url[..q], &url[q..]),
+        None => (url, ""),
+    };
+    let base = match head[authority_start..].find('/') {
+        Some(slash) => &head[..authority_start + slash],
+        None => head,
+    };
+    format!("{base}/{database}{query}")
+}
+
+/// Runs one SQL statement with `psql` against `url`; panics with psql's output on failure.
+fn psql(url: &str, sql: &str) {
+    let out = Command::new("psql")
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        .output()
+        .unwrap_or_else(|e| panic!("run psql for {sql:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "psql {sql:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A port that was free a moment ago: bind 127.0.0.1:0, read the port, release it.
@@ -47,6 +141,8 @@ pub struct TestServer {
     dir: TempDir,
     /// Incremented on every spawn, so each run of the server has its own log file.
     runs: usize,
+    /// Where the data lives; the same for every run of this server.
+    backend: TestBackend,
 }
 
 impl TestServer {
@@ -58,12 +154,15 @@ impl TestServer {
             .prefix("docgate-test-")
             .tempdir()
             .expect("create temp dir");
-        std::fs::create_dir_all(dir.path().join("data")).expect("create data dir");
+        let data_dir = dir.path().join("data");
+        std::fs::create_dir_all(&data_dir).expect("create data dir");
+        let backend = TestBackend::for_new_server(&data_dir);
         let mut server = TestServer {
             child: None,
             port: 0,
             dir,
             runs: 0,
+            backend,
         };
         server.spawn_and_wait();
         server
@@ -122,6 +221,11 @@ impl TestServer {
         self.dir.path().join("data")
     }
 
+    /// The storage this server runs on.
+    pub fn backend(&self) -> &TestBackend {
+        &self.backend
+    }
+
     /// Everything the server wrote to stderr in all its runs so far.
     pub fn stderr_log(&self) -> String {
         let mut all = String::new();
@@ -148,7 +252,7 @@ impl TestServer {
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--backend")
-                .arg(backend_arg(&self.data_dir()))
+                .arg(self.backend.arg())
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::from(log))
@@ -201,6 +305,33 @@ impl Drop for TestServer {
         self.kill();
         if std::thread::panicking() {
             eprintln!("docgate stderr:\n{}", self.stderr_log());
+            // Keep a PostgreSQL database of a failed test for inspection.
+            if let TestBackend::Postgres { database, .. } = &self.backend {
+                eprintln!("kept PostgreSQL database {database}");
+            }
+            return;
         }
+        self.backend.release();
+    }
+}
+
+#[cfg(test)]
+mod harness_tests {
+    use super::with_database;
+
+    #[test]
+    fn with_database_replaces_only_the_database() {
+        assert_eq!(
+            with_database("postgres://u@127.0.0.1:5432/postgres", "t1"),
+            "postgres://u@127.0.0.1:5432/t1"
+        );
+        assert_eq!(
+            with_database("postgresql://u:p@h/db?sslmode=disable", "t2"),
+            "postgresql://u:p@h/t2?sslmode=disable"
+        );
+        assert_eq!(
+            with_database("postgres://u@h:1", "t3"),
+            "postgres://u@h:1/t3"
+        );
     }
 }
