@@ -55,6 +55,13 @@ pub enum CommandError {
 }
 
 impl CommandError {
+    /// MongoDB's error for a required field that is absent (`path` like `find.filter`).
+    pub fn missing_field(path: &str) -> CommandError {
+        CommandError::FailedToParse(format!(
+            "BSON field '{path}' is missing but a required field"
+        ))
+    }
+
     /// MongoDB's numeric code.
     pub fn code(&self) -> i32 {
         match self {

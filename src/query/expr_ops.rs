@@ -114,32 +114,7 @@ pub enum Operator {
 
 /// The MongoDB type name of a value; "missing" for `None`.
 pub fn type_name(v: Option<&Bson>) -> &'static str {
-    match v {
-        None => "missing",
-        Some(v) => match v {
-            Bson::Double(_) => "double",
-            Bson::String(_) => "string",
-            Bson::Document(_) => "object",
-            Bson::Array(_) => "array",
-            Bson::Binary(_) => "binData",
-            Bson::Undefined => "undefined",
-            Bson::ObjectId(_) => "objectId",
-            Bson::Boolean(_) => "bool",
-            Bson::DateTime(_) => "date",
-            Bson::Null => "null",
-            Bson::RegularExpression(_) => "regex",
-            Bson::DbPointer(_) => "dbPointer",
-            Bson::JavaScriptCode(_) => "javascript",
-            Bson::Symbol(_) => "symbol",
-            Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-            Bson::Int32(_) => "int",
-            Bson::Timestamp(_) => "timestamp",
-            Bson::Int64(_) => "long",
-            Bson::Decimal128(_) => "decimal",
-            Bson::MinKey => "minKey",
-            Bson::MaxKey => "maxKey",
-        },
-    }
+    v.map_or("missing", super::compare::bson_type_name)
 }
 
 fn is_nullish(v: &Option<Bson>) -> bool {

@@ -58,11 +58,7 @@ pub async fn aggregate(
         ));
     }
     let stages: Vec<Document> = opt_array(&request.body, "pipeline")?
-        .ok_or_else(|| {
-            CommandError::FailedToParse(
-                "BSON field 'aggregate.pipeline' is missing but a required field".into(),
-            )
-        })?
+        .ok_or_else(|| CommandError::missing_field("aggregate.pipeline"))?
         .iter()
         .map(|stage| match stage {
             Bson::Document(stage) => Ok(stage.clone()),

@@ -43,11 +43,10 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, CommandError> {
             ));
         }
     }
-    let filter = Filter::parse(opt_document(statement, "q")?.ok_or_else(|| {
-        CommandError::FailedToParse(
-            "BSON field 'delete.deletes.q' is missing but a required field".into(),
-        )
-    })?)?;
+    let filter = Filter::parse(
+        opt_document(statement, "q")?
+            .ok_or_else(|| CommandError::missing_field("delete.deletes.q"))?,
+    )?;
     let just_one = match opt_i64(statement, "limit")? {
         Some(0) => false,
         Some(1) => true,
@@ -56,11 +55,7 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, CommandError> {
                 "The limit field in delete objects must be 0 or 1. Got {other}"
             )))
         }
-        None => {
-            return Err(CommandError::FailedToParse(
-                "BSON field 'delete.deletes.limit' is missing but a required field".into(),
-            ))
-        }
+        None => return Err(CommandError::missing_field("delete.deletes.limit")),
     };
     Ok(DeleteStatement { filter, just_one })
 }
@@ -89,11 +84,8 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
     request.check_fields(&["deletes", "ordered", "let"])?;
     let name = request.collection()?;
     let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
-    let statements = opt_array(&request.body, "deletes")?.ok_or_else(|| {
-        CommandError::FailedToParse(
-            "BSON field 'delete.deletes' is missing but a required field".into(),
-        )
-    })?;
+    let statements = opt_array(&request.body, "deletes")?
+        .ok_or_else(|| CommandError::missing_field("delete.deletes"))?;
     if statements.is_empty() || statements.len() > super::handshake::MAX_WRITE_BATCH_SIZE as usize {
         return Err(CommandError::InvalidLength(format!(
             "Write batch sizes must be between 1 and 100000. Got {} operations.",

@@ -247,11 +247,8 @@ pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> C
             )))
         }
     };
-    let collection = opt_str(&request.body, "collection")?.ok_or_else(|| {
-        CommandError::FailedToParse(
-            "BSON field 'getMore.collection' is missing but a required field".into(),
-        )
-    })?;
+    let collection = opt_str(&request.body, "collection")?
+        .ok_or_else(|| CommandError::missing_field("getMore.collection"))?;
     let batch_size =
         non_negative(&request.body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let namespace = format!("{}.{collection}", request.db);
@@ -269,11 +266,7 @@ pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let collection = request.collection()?;
     let namespace = format!("{}.{collection}", request.db);
     let ids: Vec<i64> = opt_array(&request.body, "cursors")?
-        .ok_or_else(|| {
-            CommandError::FailedToParse(
-                "BSON field 'killCursors.cursors' is missing but a required field".into(),
-            )
-        })?
+        .ok_or_else(|| CommandError::missing_field("killCursors.cursors"))?
         .iter()
         .map(|v| {
             as_i64(v).ok_or_else(|| CommandError::TypeMismatch("cursor ids must be longs".into()))
@@ -321,11 +314,8 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
     check_simple_collation(&request.body)?;
-    let key = opt_str(&request.body, "key")?.ok_or_else(|| {
-        CommandError::FailedToParse(
-            "BSON field 'distinct.key' is missing but a required field".into(),
-        )
-    })?;
+    let key = opt_str(&request.body, "key")?
+        .ok_or_else(|| CommandError::missing_field("distinct.key"))?;
     if key.is_empty() {
         return Err(CommandError::BadValue(
             "FieldPath cannot be constructed with empty string".into(),

@@ -72,11 +72,8 @@ pub async fn create_indexes(
     ])?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let requested = opt_array(&request.body, "indexes")?.ok_or_else(|| {
-        CommandError::FailedToParse(
-            "BSON field 'createIndexes.indexes' is missing but a required field".into(),
-        )
-    })?;
+    let requested = opt_array(&request.body, "indexes")?
+        .ok_or_else(|| CommandError::missing_field("createIndexes.indexes"))?;
     if requested.is_empty() {
         return Err(CommandError::BadValue(
             "Must specify at least one index to create".into(),
@@ -241,11 +238,7 @@ pub async fn drop_indexes(
         _ => false,
     };
     let selected: Vec<usize> = match request.body.get("index") {
-        None => {
-            return Err(CommandError::FailedToParse(
-                "BSON field 'dropIndexes.index' is missing but a required field".into(),
-            ))
-        }
+        None => return Err(CommandError::missing_field("dropIndexes.index")),
         Some(Bson::String(all)) if all == "*" => (0..info.indexes.len()).collect(),
         Some(value) if is_id(value) => {
             return Err(CommandError::InvalidOptions("cannot drop _id index".into()))

@@ -26,11 +26,8 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
-    let documents = opt_array(&request.body, "documents")?.ok_or_else(|| {
-        CommandError::FailedToParse(
-            "BSON field 'insert.documents' is missing but a required field".into(),
-        )
-    })?;
+    let documents = opt_array(&request.body, "documents")?
+        .ok_or_else(|| CommandError::missing_field("insert.documents"))?;
     if documents.is_empty() {
         return Err(CommandError::InvalidLength(
             "Write batch sizes must be between 1 and 100000. Got 0 operations.".into(),

@@ -69,9 +69,7 @@ pub(super) fn parse_update(value: Option<&Bson>, field: &str) -> Result<UpdateSp
         Some(_) => Err(CommandError::FailedToParse(format!(
             "BSON field '{field}' must be an object or an array"
         ))),
-        None => Err(CommandError::FailedToParse(format!(
-            "BSON field '{field}' is missing but a required field"
-        ))),
+        None => Err(CommandError::missing_field(field)),
     }
 }
 
@@ -148,11 +146,8 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
-    let statements = opt_array(&request.body, "updates")?.ok_or_else(|| {
-        CommandError::FailedToParse(
-            "BSON field 'update.updates' is missing but a required field".into(),
-        )
-    })?;
+    let statements = opt_array(&request.body, "updates")?
+        .ok_or_else(|| CommandError::missing_field("update.updates"))?;
     if statements.is_empty() || statements.len() > super::handshake::MAX_WRITE_BATCH_SIZE as usize {
         return Err(CommandError::InvalidLength(format!(
             "Write batch sizes must be between 1 and 100000. Got {} operations.",
