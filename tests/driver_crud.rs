@@ -2119,3 +2119,41 @@ async fn unusual_field_names_are_stored_and_queried_safely() {
         names.len() as u64
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_upserts_of_one_id_create_one_document() {
+    const TASKS: i32 = 8;
+    const PER_TASK: i32 = 20;
+    let server = TestServer::start();
+    let client = server.client().await;
+    let coll = client.database("crud").collection::<Document>("upserts");
+
+    let mut tasks = Vec::new();
+    for t in 0..TASKS {
+        let coll = coll.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..PER_TASK {
+                // MongoDB retries an upsert whose equality on a unique index (here _id)
+                // lost a race with another insert, so none of these fail.
+                coll.update_one(doc! { "_id": "k" }, doc! { "$inc": { "n": 1 } })
+                    .upsert(true)
+                    .await
+                    .unwrap_or_else(|e| panic!("task {t} upsert {i}: {e}"));
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("upsert task");
+    }
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+    let d = coll
+        .find_one(doc! { "_id": "k" })
+        .await
+        .unwrap()
+        .expect("upserted document");
+    assert_eq!(
+        d.get_i32("n").ok(),
+        Some(TASKS * PER_TASK),
+        "concurrent upserts lost increments"
+    );
+}
