@@ -48,6 +48,20 @@ pub struct CommandContext<'a> {
 }
 
 impl CommandContext<'_> {
+    /// The shared catalog.
+    pub fn catalog(&self) -> &crate::catalog::Catalog {
+        &self.server.state.catalog
+    }
+
+    /// The collection `db.name` with its indexes, if it exists.
+    pub async fn collection_info(
+        &self,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<crate::catalog::CollectionInfo>, crate::store::StoreError> {
+        self.server.state.catalog.collection_info(db, name).await
+    }
+
     /// The logical session id (`lsid.id`) the command carries, if any.
     pub fn session_of(request: &CommandRequest) -> Option<Bson> {
         match request.body.get("lsid") {

@@ -160,6 +160,33 @@ pub fn documents_identical(a: &Document, b: &Document) -> bool {
             .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
 }
 
+/// MongoDB's name for a value's BSON type, as its error messages and `$type` spell it.
+pub fn bson_type_name(v: &Bson) -> &'static str {
+    match v {
+        Bson::Double(_) => "double",
+        Bson::String(_) => "string",
+        Bson::Document(_) => "object",
+        Bson::Array(_) => "array",
+        Bson::Binary(_) => "binData",
+        Bson::Undefined => "undefined",
+        Bson::ObjectId(_) => "objectId",
+        Bson::Boolean(_) => "bool",
+        Bson::DateTime(_) => "date",
+        Bson::Null => "null",
+        Bson::RegularExpression(_) => "regex",
+        Bson::DbPointer(_) => "dbPointer",
+        Bson::JavaScriptCode(_) => "javascript",
+        Bson::Symbol(_) => "symbol",
+        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
+        Bson::Int32(_) => "int",
+        Bson::Timestamp(_) => "timestamp",
+        Bson::Int64(_) => "long",
+        Bson::Decimal128(_) => "decimal",
+        Bson::MinKey => "minKey",
+        Bson::MaxKey => "maxKey",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,32 +276,5 @@ mod tests {
         );
         assert!(!identical(&Bson::Int32(1), &Bson::Double(1.0)));
         assert!(identical(&Bson::Double(f64::NAN), &Bson::Double(f64::NAN)));
-    }
-}
-
-/// MongoDB's name for a value's BSON type, as its error messages and `$type` spell it.
-pub fn bson_type_name(v: &Bson) -> &'static str {
-    match v {
-        Bson::Double(_) => "double",
-        Bson::String(_) => "string",
-        Bson::Document(_) => "object",
-        Bson::Array(_) => "array",
-        Bson::Binary(_) => "binData",
-        Bson::Undefined => "undefined",
-        Bson::ObjectId(_) => "objectId",
-        Bson::Boolean(_) => "bool",
-        Bson::DateTime(_) => "date",
-        Bson::Null => "null",
-        Bson::RegularExpression(_) => "regex",
-        Bson::DbPointer(_) => "dbPointer",
-        Bson::JavaScriptCode(_) => "javascript",
-        Bson::Symbol(_) => "symbol",
-        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        Bson::Int32(_) => "int",
-        Bson::Timestamp(_) => "timestamp",
-        Bson::Int64(_) => "long",
-        Bson::Decimal128(_) => "decimal",
-        Bson::MinKey => "minKey",
-        Bson::MaxKey => "maxKey",
     }
 }

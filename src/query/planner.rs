@@ -120,15 +120,7 @@ fn scan_order(spec: &SortSpec, indexes: &[CollectionIndex]) -> Option<ScanOrder>
         }));
     }
     let index = indexes.iter().find(|index| {
-        !index.record.multikey
-            && !index.spec.sparse
-            && index.spec.partial_filter.is_none()
-            && !index.spec.hidden()
-            && index
-                .spec
-                .fields
-                .first()
-                .is_some_and(|(first, _)| first == path)
+        !index.record.multikey && !index.spec.sparse && holds_every_match(index, path)
     })?;
     let index_ascending = matches!(index.spec.fields[0].1, IndexDirection::Ascending);
     let order = if ascending == index_ascending {
@@ -246,6 +238,18 @@ fn field_predicate(
     }
 }
 
+/// An index that leads with `path` and may answer for it: not partial (it would miss the
+/// documents its filter leaves out) and not hidden (MongoDB never plans with those).
+fn holds_every_match(index: &CollectionIndex, path: &str) -> bool {
+    index.spec.partial_filter.is_none()
+        && !index.spec.hidden()
+        && index
+            .spec
+            .fields
+            .first()
+            .is_some_and(|(first, _)| first == path)
+}
+
 /// An exact index range for a condition on the first field of a usable index.
 fn index_predicate(
     path: &str,
@@ -256,15 +260,7 @@ fn index_predicate(
     // these conditions (none of them matches a missing field). Prefer the narrowest index.
     let index = indexes
         .iter()
-        .filter(|index| {
-            index.spec.partial_filter.is_none()
-                && !index.spec.hidden()
-                && index
-                    .spec
-                    .fields
-                    .first()
-                    .is_some_and(|(first, _)| first == path)
-        })
+        .filter(|index| holds_every_match(index, path))
         .min_by_key(|index| index.spec.fields.len())?;
     let direction = index.spec.fields[0].1;
     let to_predicate = |range: KeyRange| Predicate::IndexRange {

@@ -92,12 +92,7 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
             statements.len()
         )));
     }
-    let collection = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?;
+    let collection = context.collection_info(&request.db, name).await?;
     let mut deleted = 0u64;
     let mut errors: Vec<Document> = Vec::new();
     let mut session = open_session(context).await?;

@@ -51,12 +51,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     let target = explained_read(&inner_request)?;
     let name = inner_request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let info = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?;
+    let info = context.collection_info(&request.db, name).await?;
     let mut reply = doc! {"explainVersion": "1"};
     let Some(info) = info else {
         reply.insert(

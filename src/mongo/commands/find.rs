@@ -171,27 +171,22 @@ pub(super) fn hinted_indexes(
 
 /// `find`.
 pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    let arguments = FindArguments::parse(request)?;
     let FindArguments {
         filter,
         sort,
         projection,
         skip,
         limit,
-        single_batch,
-        batch_size,
-        hint,
-    } = FindArguments::parse(request)?;
+        ..
+    } = arguments;
+    let (single_batch, batch_size, hint) =
+        (arguments.single_batch, arguments.batch_size, arguments.hint);
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
 
-    let Some(info) = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?
-    else {
+    let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(first_batch_reply(
             context,
             request,
@@ -292,13 +287,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let limit = opt_i64(&request.body, "limit")?
         .map(i64::unsigned_abs)
         .filter(|l| *l > 0);
-    let Some(info) = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?
-    else {
+    let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };
     let mut session = open_session(context).await?;
@@ -322,13 +311,7 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
         ));
     }
     let filter = Filter::parse(opt_document(&request.body, "query")?.unwrap_or(&Document::new()))?;
-    let Some(info) = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?
-    else {
+    let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
     let mut session = open_session(context).await?;

@@ -80,13 +80,7 @@ pub async fn find_and_modify(
     let mut session = open_session(context).await?;
     session.begin().await?;
     let mut created = false;
-    let collection = match context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?
-    {
+    let collection = match context.collection_info(&request.db, name).await? {
         Some(collection) => Some(collection),
         None if upsert => {
             let (collection, was_created) =
@@ -157,7 +151,7 @@ pub async fn find_and_modify(
     };
     session.commit().await?;
     if created || marked {
-        context.server.state.catalog.invalidate().await;
+        context.catalog().invalidate().await;
     }
     let value = match (value, &projection) {
         (Some(document), Some(projection)) => Bson::Document(projection.apply(&document)?),

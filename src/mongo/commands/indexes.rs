@@ -39,13 +39,7 @@ pub async fn list_indexes(
     request.check_fields(&["cursor"])?;
     let name = request.collection()?;
     let batch_size = cursor_batch_size(&request.body)?;
-    let Some(info) = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?
-    else {
+    let Some(info) = context.collection_info(&request.db, name).await? else {
         return Err(CommandError::NamespaceNotFound(format!(
             "ns does not exist: {}.{name}",
             request.db
@@ -142,7 +136,7 @@ pub async fn create_indexes(
     }
     session.commit().await?;
     if created_collection || !to_build.is_empty() {
-        context.server.state.catalog.invalidate().await;
+        context.catalog().invalidate().await;
     }
     let after = before + to_build.len();
     let mut reply = doc! {
@@ -219,13 +213,7 @@ pub async fn drop_indexes(
 ) -> CommandResult {
     request.check_fields(&["index"])?;
     let name = request.collection()?;
-    let Some(info) = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?
-    else {
+    let Some(info) = context.collection_info(&request.db, name).await? else {
         return Err(CommandError::NamespaceNotFound(format!(
             "ns not found {}.{name}",
             request.db
@@ -303,7 +291,7 @@ pub async fn drop_indexes(
             }
         }
         session.commit().await?;
-        context.server.state.catalog.invalidate().await;
+        context.catalog().invalidate().await;
     }
     Ok(doc! {"nIndexesWas": before})
 }

@@ -41,12 +41,7 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     }
 
     // The collection's indexes decide the keys each document contributes.
-    let existing = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?;
+    let existing = context.collection_info(&request.db, name).await?;
     let indexes = existing.map(|info| info.indexes).unwrap_or_default();
 
     // Validate and encode everything first; invalid documents become write errors.
@@ -85,7 +80,7 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let marked = mark_multikey(session.as_mut(), &info.indexes, &new_multikey).await?;
     session.commit().await?;
     if created || marked {
-        context.server.state.catalog.invalidate().await;
+        context.catalog().invalidate().await;
     }
     ServerCounters::add(&context.server.state.counters.op_insert, outcome.inserted);
 

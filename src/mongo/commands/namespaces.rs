@@ -22,7 +22,7 @@ pub async fn list_databases(
     request.check_fields(&["filter", "nameOnly", "authorizedDatabases"])?;
     let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
     let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
-    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
+    let snapshot = context.catalog().fresh_snapshot().await?;
     let mut session = open_session(context).await?;
     let mut databases = Vec::new();
     let mut total_size: i64 = 0;
@@ -82,7 +82,7 @@ pub async fn list_collections(
     let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
     let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
     let batch_size = cursor_batch_size(&request.body)?;
-    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
+    let snapshot = context.catalog().fresh_snapshot().await?;
     let entries: Vec<Document> = snapshot
         .collections_in(&request.db)
         .map(collection_entry)
@@ -156,12 +156,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
         Ok(_) => {}
         Err(StoreError::AlreadyExists(_)) => {
             // MongoDB 7.0: creating an existing collection with the same options succeeds.
-            let existing = context
-                .server
-                .state
-                .catalog
-                .collection(&request.db, name)
-                .await?;
+            let existing = context.catalog().collection(&request.db, name).await?;
             if existing.is_some_and(|record| record.options == options) {
                 return Ok(Document::new());
             }
@@ -172,7 +167,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
         }
         Err(other) => return Err(other.into()),
     }
-    context.server.state.catalog.invalidate().await;
+    context.catalog().invalidate().await;
     Ok(Document::new())
 }
 
@@ -182,18 +177,12 @@ pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     request.check_fields(&[])?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let Some(record) = context
-        .server
-        .state
-        .catalog
-        .collection(&request.db, name)
-        .await?
-    else {
+    let Some(record) = context.catalog().collection(&request.db, name).await? else {
         return Ok(doc! {"ns": namespace});
     };
     let mut session = open_session(context).await?;
     session.drop_collection(&record).await?;
-    context.server.state.catalog.invalidate().await;
+    context.catalog().invalidate().await;
     Ok(doc! {"ns": namespace, "nIndexesWas": 1})
 }
 
@@ -204,7 +193,7 @@ pub async fn drop_database(
 ) -> CommandResult {
     request.check_fields(&[])?;
     check_db_name(&request.db)?;
-    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
+    let snapshot = context.catalog().fresh_snapshot().await?;
     let records: Vec<CollectionRecord> = snapshot.collections_in(&request.db).cloned().collect();
     if !records.is_empty() {
         let mut session = open_session(context).await?;
@@ -213,7 +202,7 @@ pub async fn drop_database(
             session.drop_collection(record).await?;
         }
         session.commit().await?;
-        context.server.state.catalog.invalidate().await;
+        context.catalog().invalidate().await;
     }
     Ok(doc! {"dropped": &request.db})
 }
@@ -245,7 +234,7 @@ pub async fn rename_collection(
             "Can't rename a collection to itself".into(),
         ));
     }
-    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
+    let snapshot = context.catalog().fresh_snapshot().await?;
     let Some(record) = snapshot.collection(source_db, source_name).cloned() else {
         return Err(CommandError::NamespaceNotFound(format!(
             "Source collection {source} does not exist"
@@ -276,6 +265,6 @@ pub async fn rename_collection(
         Err(other) => return Err(other.into()),
     }
     session.commit().await?;
-    context.server.state.catalog.invalidate().await;
+    context.catalog().invalidate().await;
     Ok(Document::new())
 }

@@ -39,13 +39,7 @@ pub async fn coll_stats(
     let name = request.collection()?;
     let scale = scale_of(request)?;
     let namespace = format!("{}.{name}", request.db);
-    let Some(record) = context
-        .server
-        .state
-        .catalog
-        .collection(&request.db, name)
-        .await?
-    else {
+    let Some(record) = context.catalog().collection(&request.db, name).await? else {
         return Err(CommandError::NamespaceNotFound(format!(
             "Collection [{namespace}] not found."
         )));
@@ -77,7 +71,7 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
     request.check_fields(&["scale", "freeStorage"])?;
     check_db_name(&request.db)?;
     let scale = scale_of(request)?;
-    let snapshot = context.server.state.catalog.fresh_snapshot().await?;
+    let snapshot = context.catalog().fresh_snapshot().await?;
     let mut session = open_session(context).await?;
     let (mut collections, mut objects, mut data, mut storage, mut indexes) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
@@ -117,13 +111,7 @@ pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest
     ])?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let Some(record) = context
-        .server
-        .state
-        .catalog
-        .collection(&request.db, name)
-        .await?
-    else {
+    let Some(record) = context.catalog().collection(&request.db, name).await? else {
         return Err(CommandError::NamespaceNotFound(format!(
             "Collection '{namespace}' does not exist to validate."
         )));

@@ -157,12 +157,7 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
     let mut session = open_session(context).await?;
     session.begin().await?;
-    let mut collection = context
-        .server
-        .state
-        .catalog
-        .collection_info(&request.db, name)
-        .await?;
+    let mut collection = context.collection_info(&request.db, name).await?;
     let mut created = false;
     let mut new_multikey: BTreeSet<usize> = BTreeSet::new();
     let (mut matched, mut modified) = (0u64, 0u64);
@@ -210,7 +205,7 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let marked = mark_multikey(session.as_mut(), &indexes, &new_multikey).await?;
     session.commit().await?;
     if created || marked {
-        context.server.state.catalog.invalidate().await;
+        context.catalog().invalidate().await;
     }
     ServerCounters::add(
         &context.server.state.counters.op_update,

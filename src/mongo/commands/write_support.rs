@@ -33,13 +33,7 @@ pub async fn collection_for_write(
     db: &str,
     name: &str,
 ) -> Result<(CollectionInfo, bool), CommandError> {
-    if let Some(existing) = context
-        .server
-        .state
-        .catalog
-        .collection_info(db, name)
-        .await?
-    {
+    if let Some(existing) = context.collection_info(db, name).await? {
         return Ok((existing, false));
     }
     check_collection_name(db, name)?;
