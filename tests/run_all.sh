@@ -7,7 +7,8 @@
 #   3. cargo test --workspace          (Rust unit and integration tests)
 #   4. python client env               (venv in target/test-env/venv, pinned pymongo + pytest)
 #   5. node client env                 (npm ci in tests/clients/node: mongodb driver + mongosh)
-#   then for each backend in DOCGATE_TEST_BACKENDS (default "sqlite"):
+#   then the integration tests again on PostgreSQL, and for each backend in
+#   DOCGATE_TEST_BACKENDS (default "sqlite postgres"):
 #   6. pymongo suite                   (pytest tests/clients/python; it starts its own server)
 #   7. mongosh scripts                 (each script, and the `show` helpers, on a fresh server)
 #   8. node driver suite               (node --test tests/clients/node/crud_test.mjs)
@@ -16,7 +17,8 @@
 # The last line is "N passed, N failed" (N counts suites); the exit code is 0 only if all passed.
 #
 # Environment:
-#   DOCGATE_TEST_BACKENDS  space-separated backends to run the client suites against (default: sqlite)
+#   DOCGATE_TEST_BACKENDS  space-separated backends to run the suites against (default: sqlite postgres;
+#                          sqlite only with DOCGATE_SKIP_POSTGRES=1)
 #   DOCGATE_BIN            server binary (default: target/debug/docgate)
 #   DOCGATE_KEEP_WORK=1    keep the temporary work directory (server logs, data) after the run
 #   DOCGATE_SKIP_CARGO=1   skip cargo build and cargo test (iterate on the client suites with
@@ -31,7 +33,11 @@ set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT" || exit 1
 
-BACKENDS="${DOCGATE_TEST_BACKENDS:-sqlite}"
+if [[ "${DOCGATE_SKIP_POSTGRES:-}" == "1" ]]; then
+    BACKENDS="${DOCGATE_TEST_BACKENDS:-sqlite}"
+else
+    BACKENDS="${DOCGATE_TEST_BACKENDS:-sqlite postgres}"
+fi
 DOCGATE_BIN="${DOCGATE_BIN:-$REPO_ROOT/target/debug/docgate}"
 export DOCGATE_BIN
 
@@ -135,17 +141,30 @@ port_open() {
 }
 
 # Fresh storage for one server. Prints the --backend argument.
-# A backend is one function backend_arg_NAME; postgres will add backend_arg_postgres.
+# A backend is one function backend_arg_NAME.
 backend_arg_sqlite() {
     local dir="$1/sqlite-data"
     mkdir -p "$dir" || return 1
     echo "sqlite:$dir"
 }
 
+# A fresh, empty database in the test PostgreSQL cluster (DOCGATE_TEST_PG_URL).
+backend_arg_postgres() {
+    if [[ -z "${DOCGATE_TEST_PG_URL:-}" ]]; then
+        echo "the postgres backend needs DOCGATE_TEST_PG_URL (run_all.sh starts one unless DOCGATE_SKIP_POSTGRES=1)" >&2
+        return 1
+    fi
+    # Called in a command substitution (a subshell): the name must be unique on its own.
+    local name
+    name="dg_clients_$(date +%s%N)_$RANDOM"
+    psql -q -v ON_ERROR_STOP=1 "$DOCGATE_TEST_PG_URL" -c "CREATE DATABASE $name" >/dev/null || return 1
+    echo "${DOCGATE_TEST_PG_URL%/*}/$name"
+}
+
 backend_arg() {
     local backend="$1" dir="$2"
     if ! declare -F "backend_arg_$backend" >/dev/null; then
-        echo "unknown backend '$backend' (known: sqlite)" >&2
+        echo "unknown backend '$backend' (known: sqlite postgres)" >&2
         return 1
     fi
     "backend_arg_$backend" "$dir"
@@ -250,6 +269,11 @@ suite_test_postgres() {
 
 suite_cargo_test() {
     cargo test --workspace
+}
+
+# The integration tests (tests/*.rs) again, each server on a fresh PostgreSQL database.
+suite_cargo_test_postgres() {
+    DOCGATE_TEST_BACKEND="$DOCGATE_TEST_PG_URL" cargo test --test '*'
 }
 
 # ------------------------------------------------------------------ client environments
@@ -434,12 +458,15 @@ suite_node() {
 
 echo "docgate tests: backends '$BACKENDS', work directory $WORK"
 
+run_suite "PostgreSQL for the tests" suite_test_postgres
 if [[ "${DOCGATE_SKIP_CARGO:-}" == "1" ]]; then
     echo "DOCGATE_SKIP_CARGO=1: not running cargo build / cargo test"
 else
     run_suite "cargo build" suite_cargo_build
-    run_suite "PostgreSQL for the Rust tests" suite_test_postgres
     run_suite "cargo test --workspace" suite_cargo_test
+    if [[ " $BACKENDS " == *" postgres "* ]]; then
+        run_suite "cargo test: integration tests [postgres]" suite_cargo_test_postgres
+    fi
 fi
 run_suite "python client env (pymongo, pytest)" suite_python_env
 run_suite "node client env (mongodb driver, mongosh)" suite_node_env
