@@ -120,7 +120,14 @@ pub async fn dispatch(
 ) -> Document {
     ServerCounters::add(&server.state.counters.op_command, 1);
     let mut context = CommandContext { server, connection };
-    let result = run(&mut context, &request).await;
+    let mut result = run(&mut context, &request).await;
+    if let Err(CommandError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
+        // Another instance changed the collection's indexes after this one planned the
+        // write; the store wrote nothing, so re-read the catalog and run it once more.
+        tracing::debug!(command = %request.name, %reason, "retrying with a fresh catalog");
+        server.state.catalog.invalidate().await;
+        result = run(&mut context, &request).await;
+    }
     match result {
         Ok(mut reply) => {
             if !reply.contains_key("ok") {

@@ -152,6 +152,7 @@ fn store_error_code(error: &StoreError) -> (i32, &'static str) {
         StoreError::AlreadyExists(_) => (48, "NamespaceExists"),
         StoreError::DuplicateKey | StoreError::IndexKeyConflict { .. } => (11000, "DuplicateKey"),
         StoreError::Unsupported(_) => (115, "CommandNotSupported"),
+        StoreError::StaleCatalog(_) => (13388, "StaleConfig"),
         StoreError::PoolTimeout(_) => (89, "NetworkTimeout"),
         StoreError::Unavailable(_) => (6, "HostUnreachable"),
         StoreError::Database(_) => (1, "InternalError"),

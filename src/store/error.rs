@@ -15,6 +15,11 @@ pub enum StoreError {
     /// the index over existing documents). Carries the index name.
     #[error("duplicate key in index {index}")]
     IndexKeyConflict { index: String },
+    /// A write carried index keys for other indexes than its collection has now (the
+    /// caller planned from a stale catalog). Nothing was written; re-read the catalog and
+    /// retry.
+    #[error("stale catalog: {0}")]
+    StaleCatalog(String),
     /// The backend cannot do this (yet).
     #[error("{0}")]
     Unsupported(String),

@@ -97,9 +97,9 @@ fn keys_per_index<'a>(
     docs: &'a [StoredDocument],
 ) -> Result<Vec<Vec<&'a [Vec<u8>]>>, StoreError> {
     let stale = || {
-        StoreError::Database(format!(
+        StoreError::StaleCatalog(format!(
             "the index keys of a document do not match the indexes of its collection \
-             (table {table}); the catalog changed meanwhile, retry"
+             (table {table})"
         ))
     };
     docs.iter()
