@@ -3,6 +3,8 @@
 #
 #   tests/pg_cluster.sh start DIR   initdb (trust auth) into DIR/data, start on a free port,
 #                                   print exactly one line: postgres://postgres@127.0.0.1:PORT/postgres
+#                                   (on an existing DIR/data, after `stop`: start it again with
+#                                   its data, on its previous port when that is still free)
 #   tests/pg_cluster.sh stop DIR    stop it (pg_ctl -m fast)
 #   tests/pg_cluster.sh restart DIR restart it on the same port (pg_ctl -m fast restart)
 #
@@ -50,9 +52,19 @@ start)
             exit 1
         }
     fi
+    # A cluster started here before comes back on its old port (clients keep their URL);
+    # if that port was taken meanwhile, a new one is chosen and printed.
+    previous=""
+    if [ -f "$dir/port" ]; then
+        previous=$(cat "$dir/port")
+    fi
     # Another process may grab the port between choosing and binding it: try a few.
-    for _ in 1 2 3 4 5; do
-        port=$(free_port)
+    for attempt in 1 2 3 4 5; do
+        if [ "$attempt" -eq 1 ] && [ -n "$previous" ]; then
+            port=$previous
+        else
+            port=$(free_port)
+        fi
         if as_owner "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/log" \
             -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=on" -w start >/dev/null 2>&1; then
             echo "$port" >"$dir/port"
