@@ -39,10 +39,26 @@ pub async fn handle_connection(
     tracing::debug!(connection = connection.id, %peer, "connection accepted");
     let mut framed = Framed::new(stream, MessageCodec::new());
 
+    let mut draining = *shutdown.borrow();
     loop {
-        let incoming = tokio::select! {
-            incoming = framed.next() => incoming,
-            _ = shutdown.changed() => break,
+        let incoming = if draining {
+            // Shutting down: a message already partly received is in flight — finish reading
+            // and running it; otherwise close.
+            if framed.read_buffer().is_empty() {
+                break;
+            }
+            match tokio::time::timeout(DRAIN_READ_TIMEOUT, framed.next()).await {
+                Ok(incoming) => incoming,
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
+                incoming = framed.next() => incoming,
+                _ = shutdown.changed() => {
+                    draining = true;
+                    continue;
+                }
+            }
         };
         let reply = match incoming {
             None => break,
@@ -184,6 +200,9 @@ fn malformed_reply(request_id: i32, op_code: i32, error: &WireError) -> Option<M
         _ => None,
     }
 }
+
+/// How long a shutting-down connection waits for the rest of a partly received message.
+const DRAIN_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// MongoDB's code for a BSON document that fails validation.
 const INVALID_BSON: i32 = 22;

@@ -136,6 +136,8 @@ pub fn free_port() -> u16 {
 /// A running `docgate` process with its own temporary data directory.
 pub struct TestServer {
     child: Option<Child>,
+    /// Extra flags given to every run of the server.
+    extra_args: Vec<String>,
     port: u16,
     /// Holds the data directory and the stderr logs; deleted on drop.
     dir: TempDir,
@@ -150,6 +152,11 @@ impl TestServer {
     /// line containing "listening" and accepts TCP connections. Panics (with the
     /// server's stderr) if it does not within 20 s.
     pub fn start() -> TestServer {
+        TestServer::start_with_args(&[])
+    }
+
+    /// Like [`TestServer::start`], with extra command-line flags for every run.
+    pub fn start_with_args(args: &[&str]) -> TestServer {
         let dir = tempfile::Builder::new()
             .prefix("docgate-test-")
             .tempdir()
@@ -158,6 +165,7 @@ impl TestServer {
         std::fs::create_dir_all(&data_dir).expect("create data dir");
         let backend = TestBackend::for_new_server(&data_dir);
         let mut server = TestServer {
+            extra_args: args.iter().map(|a| a.to_string()).collect(),
             child: None,
             port: 0,
             dir,
@@ -166,6 +174,18 @@ impl TestServer {
         };
         server.spawn_and_wait();
         server
+    }
+
+    /// Sends SIGTERM (a graceful shutdown) and waits for the server to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("server is running");
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -TERM failed");
+        child.wait().expect("wait for docgate")
     }
 
     /// Kills the server with SIGKILL (if it is running) and waits for it to exit.
@@ -253,6 +273,7 @@ impl TestServer {
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--backend")
                 .arg(self.backend.arg())
+                .args(&self.extra_args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::from(log))
