@@ -229,6 +229,27 @@ impl Catalog {
         Ok(self.fresh_snapshot().await?.info(db, name).cloned())
     }
 
+    /// The collection `db.name` with its indexes, for a caller that already holds a pooled
+    /// connection: a cached snapshot answers if there is one, else the catalog is read
+    /// through `session` (never through a second connection, which a small pool may not
+    /// have). What is read inside the caller's transaction is not cached.
+    pub async fn collection_info_in(
+        &self,
+        session: &mut dyn StoreSession,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<CollectionInfo>, StoreError> {
+        if let Some(cache) = &self.cache {
+            if let Some(snapshot) = cache.get(&()).await {
+                let fresh = snapshot.version >= self.announced_version.load(Ordering::SeqCst);
+                if let (true, Some(found)) = (fresh, snapshot.info(db, name)) {
+                    return Ok(Some(found.clone()));
+                }
+            }
+        }
+        Ok(read_snapshot(session).await?.info(db, name).cloned())
+    }
+
     /// Drops the cached snapshot; call right after committing a catalog change.
     pub async fn invalidate(&self) {
         if let Some(cache) = &self.cache {

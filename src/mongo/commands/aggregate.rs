@@ -73,7 +73,10 @@ pub async fn aggregate(
 
     let mut session = open_session(context).await?;
     let catalog = &context.server.state.catalog;
-    let input = match catalog.collection_info(&request.db, name).await? {
+    let input = match catalog
+        .collection_info_in(session.as_mut(), &request.db, name)
+        .await?
+    {
         None => Vec::new(),
         Some(info) => {
             let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;

@@ -80,7 +80,11 @@ pub async fn find_and_modify(
     let mut session = open_session(context).await?;
     session.begin().await?;
     let mut created = false;
-    let collection = match context.collection_info(&request.db, name).await? {
+    let collection = match context
+        .catalog()
+        .collection_info_in(session.as_mut(), &request.db, name)
+        .await?
+    {
         Some(collection) => Some(collection),
         None if upsert => {
             let (collection, was_created) =

@@ -39,7 +39,13 @@ pub async fn list_indexes(
     request.check_fields(&["cursor"])?;
     let name = request.collection()?;
     let batch_size = cursor_batch_size(&request.body)?;
-    let Some(info) = context.collection_info(&request.db, name).await? else {
+    let Some(info) = context
+        .catalog()
+        .fresh_snapshot()
+        .await?
+        .info(&request.db, name)
+        .cloned()
+    else {
         return Err(CommandError::NamespaceNotFound(format!(
             "ns does not exist: {}.{name}",
             request.db

@@ -156,6 +156,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
         Ok(_) => {}
         Err(StoreError::AlreadyExists(_)) => {
             // MongoDB 7.0: creating an existing collection with the same options succeeds.
+            std::mem::drop(session);
             let existing = context.catalog().collection(&request.db, name).await?;
             if existing.is_some_and(|record| record.options == options) {
                 return Ok(Document::new());

@@ -157,7 +157,10 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
     let mut session = open_session(context).await?;
     session.begin().await?;
-    let mut collection = context.collection_info(&request.db, name).await?;
+    let mut collection = context
+        .catalog()
+        .collection_info_in(session.as_mut(), &request.db, name)
+        .await?;
     let mut created = false;
     let mut new_multikey: BTreeSet<usize> = BTreeSet::new();
     let (mut matched, mut modified) = (0u64, 0u64);

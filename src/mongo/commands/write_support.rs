@@ -33,7 +33,11 @@ pub async fn collection_for_write(
     db: &str,
     name: &str,
 ) -> Result<(CollectionInfo, bool), CommandError> {
-    if let Some(existing) = context.collection_info(db, name).await? {
+    if let Some(existing) = context
+        .catalog()
+        .collection_info_in(session, db, name)
+        .await?
+    {
         return Ok((existing, false));
     }
     check_collection_name(db, name)?;
@@ -45,11 +49,11 @@ pub async fn collection_for_write(
         Ok(record) => Ok((created(record), true)),
         Err(crate::store::StoreError::AlreadyExists(_)) => {
             // Created by someone else since our snapshot: read it inside this transaction.
-            let records = session.list_collections().await?;
-            records
-                .into_iter()
-                .find(|r| r.db == db && r.name == name)
-                .map(|r| (created(r), false))
+            crate::catalog::read_snapshot(session)
+                .await?
+                .info(db, name)
+                .cloned()
+                .map(|info| (info, false))
                 .ok_or_else(|| CommandError::NamespaceNotFound(format!("{db}.{name}")))
         }
         Err(other) => Err(other.into()),

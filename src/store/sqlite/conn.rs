@@ -145,6 +145,13 @@ pub(super) fn db_err(e: rusqlite::Error) -> StoreError {
             _ => {}
         }
     }
+    if let rusqlite::Error::SqliteFailure(_, Some(message)) = &e {
+        if message.starts_with("no such table") {
+            // A table named by a cached catalog record is gone (another process dropped or
+            // renamed the collection): the caller re-reads the catalog and retries.
+            return StoreError::StaleCatalog(message.clone());
+        }
+    }
     StoreError::Database(e.to_string())
 }
 
