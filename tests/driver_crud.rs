@@ -1,7 +1,8 @@
 //! CRUD and administration through the official Rust `mongodb` driver against a real
 //! `docgate` process: what an application using the driver would check, with the
 //! results MongoDB's manual documents (error codes, write errors, cursor batching,
-//! `_id` type rules).
+//! `_id` type rules, query and update operators, indexes, listings, a little
+//! aggregation, and single-document atomicity under concurrent writers).
 //!
 //! Not for malformed wire input (see `bad_input.rs`) or durability (see
 //! `crash_recovery.rs`).
@@ -64,6 +65,14 @@ async fn collect(mut cursor: Cursor<Document>) -> Vec<Document> {
         out.push(cursor.deserialize_current().expect("deserialize document"));
     }
     out
+}
+
+async fn collect_result(mut cursor: Cursor<Document>) -> mongodb::error::Result<Vec<Document>> {
+    let mut out = Vec::new();
+    while cursor.advance().await? {
+        out.push(cursor.deserialize_current()?);
+    }
+    Ok(out)
 }
 
 /// The `_id`s (all Int32 in these fixtures) of the documents matching `filter`, sorted.
@@ -1145,14 +1154,6 @@ async fn unknown_query_and_update_operators_are_errors() {
     let d = coll.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
     assert_eq!(d.get_i32("qty").ok(), Some(25));
     assert!(!d.contains_key("$foo"));
-}
-
-async fn collect_result(mut cursor: Cursor<Document>) -> mongodb::error::Result<Vec<Document>> {
-    let mut out = Vec::new();
-    while cursor.advance().await? {
-        out.push(cursor.deserialize_current()?);
-    }
-    Ok(out)
 }
 
 #[tokio::test]
