@@ -195,6 +195,20 @@ pub trait StoreSession: Send {
         coll: &CollectionRecord,
         keys: &[Vec<u8>],
     ) -> Result<u64, StoreError>;
+    /// Keeps writers out of `coll` until the transaction ends (on PostgreSQL `LOCK TABLE …
+    /// IN SHARE MODE`: waits for writes in flight to commit, then blocks new ones). An index
+    /// build calls it inside `begin`, before it scans the documents it computes the entries
+    /// from, so that the scan sees every document and none changes before `create_index`
+    /// commits (PostgreSQL answers an error outside a transaction, where the lock would end
+    /// at once). Backends whose writers are serialized anyway (SQLite's `BEGIN IMMEDIATE`)
+    /// do nothing.
+    async fn lock_collection_for_index_build(
+        &mut self,
+        coll: &CollectionRecord,
+    ) -> Result<(), StoreError> {
+        let _ = coll;
+        Ok(())
+    }
     /// Every secondary index of every collection, ordered by (db, collection, name).
     async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError> {
         Ok(Vec::new())

@@ -5,7 +5,8 @@
 //!
 //! Not for: SQL about collections or documents (`catalog.rs`, `write.rs`, `sql.rs`).
 //!
-//! Round trips: `BEGIN` and `SAVEPOINT` are not sent on their own. They are remembered as
+//! Round trips: `BEGIN`, `SAVEPOINT` and the `LOCK TABLE` a write takes before it reads the
+//! catalog (`lock_before_next`, see `write.rs`) are not sent on their own. They are remembered as
 //! pending and sent in the same network write as the next statement (tokio-postgres
 //! pipelines requests that are polled together), and the `RELEASE` of a single-statement
 //! write goes along too. A one-statement write inside the caller's transaction therefore
@@ -63,6 +64,9 @@ pub(super) struct PgConn {
     pending_savepoint: bool,
     /// `SAVEPOINT dg_doc` to send before the next statement (after `dg_op`).
     pending_doc_savepoint: bool,
+    /// `LOCK TABLE …;` to send before the next statement (after `dg_op`, before `dg_doc`,
+    /// so that undoing one document does not release it).
+    pending_lock: Option<String>,
     /// `"schema"."table"` of the last unique violation, to tell which index refused a write.
     pub(super) violation: Option<String>,
 }
@@ -99,6 +103,7 @@ impl managed::Manager for Manager {
             pending_begin: false,
             pending_savepoint: false,
             pending_doc_savepoint: false,
+            pending_lock: None,
             violation: None,
         })
     }
@@ -115,6 +120,7 @@ impl managed::Manager for Manager {
         conn.pending_begin = false;
         conn.pending_savepoint = false;
         conn.pending_doc_savepoint = false;
+        conn.pending_lock = None;
         if (conn.dirty || conn.in_tx) && sent_something {
             conn.client.batch_execute("ROLLBACK").await?;
         }
@@ -157,6 +163,15 @@ impl PgConn {
         self.pending_begin = false;
         self.pending_savepoint = false;
         self.pending_doc_savepoint = false;
+        self.pending_lock = None;
+    }
+
+    /// Takes `LOCK TABLE table IN mode MODE` (`table` quoted, `mode` one of the `LOCK_*`
+    /// constants) with the next statement, in the same pipeline: inside the scope of the
+    /// write (a `LOCK` needs a transaction block, so `run_atomic` then opens one). The lock
+    /// holds until the scope is rolled back or the transaction ends.
+    pub(super) fn lock_before_next(&mut self, table: &str, mode: &str) {
+        self.pending_lock = Some(format!("LOCK TABLE {table} IN {mode} MODE;"));
     }
 
     /// Starts the caller's transaction; `BEGIN` goes out with the next statement.
@@ -194,6 +209,9 @@ impl PgConn {
         }
         if std::mem::take(&mut self.pending_savepoint) {
             text.push_str("SAVEPOINT dg_op;");
+        }
+        if let Some(lock) = self.pending_lock.take() {
+            text.push_str(&lock);
         }
         if std::mem::take(&mut self.pending_doc_savepoint) {
             text.push_str("SAVEPOINT dg_doc;");
@@ -272,16 +290,34 @@ impl PgConn {
 
     /// `run` of a single statement that must be atomic and, inside the caller's
     /// transaction, must leave it usable when it fails: there it is wrapped in a savepoint
-    /// sent in the same pipeline. Outside, a single statement is atomic by itself.
+    /// sent in the same pipeline. Outside, a single statement is atomic by itself; with a
+    /// pending lock (which needs a transaction block) it goes out as `BEGIN; LOCK …;`, the
+    /// statement and `COMMIT` in one pipeline (a failed statement turns that `COMMIT` into
+    /// a `ROLLBACK`).
     async fn run_atomic(
         &mut self,
         sql: &str,
         params: &Params,
         rows: bool,
     ) -> Result<Answer, StoreError> {
-        if !self.in_tx {
+        if !self.in_tx && self.pending_lock.is_none() {
             let r = self.run(sql, params, "", rows).await;
             return self.check(r);
+        }
+        if !self.in_tx {
+            self.pending_begin = true;
+            self.dirty = true;
+            let r = self.run(sql, params, "COMMIT", rows).await;
+            let r = self.check(r);
+            if r.is_err() {
+                // The statement may never have been sent (a failed `Parse`), leaving the
+                // transaction open: end it (a no-op warning when it is over already).
+                if self.batch("ROLLBACK").await.is_err() {
+                    return r;
+                }
+            }
+            self.dirty = false;
+            return r;
         }
         self.pending_savepoint = true;
         let r = self.run(sql, params, "RELEASE dg_op", rows).await;
@@ -363,18 +399,6 @@ impl PgConn {
         }
     }
 
-    /// `execute` as one atomic write (see `run_atomic`).
-    pub(super) async fn execute_atomic(
-        &mut self,
-        sql: &str,
-        params: &Params,
-    ) -> Result<u64, StoreError> {
-        match self.run_atomic(sql, params, false).await? {
-            Answer::Count(n) => Ok(n),
-            Answer::Rows(rows) => Ok(rows.len() as u64),
-        }
-    }
-
     /// Runs statements without parameters (simple protocol; DDL and transaction control),
     /// after the pending prologue, in one message.
     pub(super) async fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
@@ -424,6 +448,7 @@ impl PgConn {
             Scope::Own => {
                 if std::mem::take(&mut self.pending_begin) {
                     // Nothing was sent.
+                    self.pending_lock = None;
                     self.dirty = false;
                     return Ok(());
                 }
@@ -439,6 +464,7 @@ impl PgConn {
             }
             Scope::Savepoint => {
                 if std::mem::take(&mut self.pending_savepoint) {
+                    self.pending_lock = None;
                     return Ok(());
                 }
                 if ok {
@@ -472,6 +498,12 @@ impl PgConn {
     }
 }
 
+/// Lock mode of writers (what `INSERT`/`UPDATE`/`DELETE` take anyway), taken explicitly
+/// before they read the collection's indexes; conflicts with `LOCK_SHARE`.
+pub(super) const LOCK_ROW_EXCLUSIVE: &str = "ROW EXCLUSIVE";
+/// Lock mode of index builds and drops: waits for writers in flight, keeps new ones out.
+pub(super) const LOCK_SHARE: &str = "SHARE";
+
 /// How an operation of several statements is wrapped (see `PgConn::open_scope`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Scope {
@@ -480,13 +512,18 @@ pub(super) enum Scope {
 }
 
 /// Maps a PostgreSQL error: connection problems and server shutdown are retryable
-/// `Unavailable`, unique violations `DuplicateKey`, the rest `Database`.
+/// `Unavailable`, unique violations `DuplicateKey`, a missing table `StaleCatalog`, the
+/// rest `Database`.
 pub(super) fn pg_err(e: tokio_postgres::Error) -> StoreError {
     if let Some(db) = e.as_db_error() {
         let code = db.code();
         let text = format!("{}: {} ({})", db.severity(), db.message(), code.code());
         return if *code == SqlState::UNIQUE_VIOLATION {
             StoreError::DuplicateKey
+        } else if *code == SqlState::UNDEFINED_TABLE {
+            // A table named by a cached catalog record is gone: another instance dropped or
+            // renamed the collection. The caller re-reads the catalog and retries.
+            StoreError::StaleCatalog(text)
         } else if code.code().starts_with("08")
             || *code == SqlState::ADMIN_SHUTDOWN
             || *code == SqlState::CRASH_SHUTDOWN

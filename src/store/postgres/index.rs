@@ -11,6 +11,17 @@
 //!   `_id` key; bytea compares like `memcmp`, so the primary key walks index order for
 //!   `IndexRange` and `order_index` scans (`sql.rs`).
 //!
+//! Against writers planning from a stale catalog (several processes may share the
+//! database): builds and drops take `LOCK TABLE <coll> IN SHARE MODE` first (before the
+//! catalog row, the order writers take them in: `ROW EXCLUSIVE` on the collection, then
+//! maybe the catalog row to mark an index multikey). Writers take `ROW EXCLUSIVE` before
+//! they read the collection's indexes (`write.rs`), so they either committed before the
+//! change (a build's scan sees them) or read the catalog after it committed (and answer
+//! `StaleCatalog` when their keys do not match). A build's documents are scanned by the core
+//! before `create_index`; `lock_for_build` (`StoreSession::lock_collection_for_index_build`)
+//! takes the same lock before that scan, for the whole transaction, so that no write slips in
+//! between the scan and the build (under READ COMMITTED it would be missed).
+//!
 //! Every change bumps the catalog version (and notifies) in the same transaction, like the
 //! collection DDL; each call runs in its own transaction or a savepoint of the caller's, so a
 //! failure (a unique collision while building) leaves nothing behind.
@@ -21,7 +32,22 @@ use bson::{Document, RawDocument};
 
 use super::super::{CollectionRecord, IndexRecord, StoreError};
 use super::catalog::{bump_version, corrupt, next_number, qualified, table_taken};
-use super::conn::{quote_ident, PgConn};
+use super::conn::{quote_ident, PgConn, LOCK_SHARE};
+
+/// `LOCK TABLE <coll> IN SHARE MODE` for the rest of the caller's transaction (see the
+/// module doc); an error outside a transaction.
+pub(super) async fn lock_for_build(
+    conn: &mut PgConn,
+    coll: &CollectionRecord,
+) -> Result<(), StoreError> {
+    if !conn.in_tx {
+        return Err(StoreError::Database(
+            "locking a collection for an index build needs a transaction".into(),
+        ));
+    }
+    conn.batch(&format!("LOCK TABLE {} IN {LOCK_SHARE} MODE", coll.table))
+        .await
+}
 
 /// Every secondary index, ordered by (db, collection, name).
 pub(super) async fn list_indexes(conn: &mut PgConn) -> Result<Vec<IndexRecord>, StoreError> {
@@ -97,6 +123,8 @@ async fn create_body(
     new: &NewIndex<'_>,
     entries: &[(Vec<u8>, Vec<Vec<u8>>)],
 ) -> Result<IndexRecord, StoreError> {
+    // Before the catalog row (see the module doc); a no-op after `lock_for_build`.
+    conn.lock_before_next(&coll.table, LOCK_SHARE);
     bump_version(conn).await?;
     let schema = collection_schema(conn, coll).await?;
     let rows = conn
@@ -240,6 +268,19 @@ pub(super) async fn drop_index(conn: &mut PgConn, index: &IndexRecord) -> Result
 }
 
 async fn drop_body(conn: &mut PgConn, index: &IndexRecord) -> Result<(), StoreError> {
+    // The collection first, then the catalog row (see the module doc).
+    let rows = conn
+        .query(
+            "SELECT schema_name, table_name FROM docgate.collections WHERE db = $1 AND name = $2",
+            &params![index.db.clone(), index.collection.clone()],
+        )
+        .await?;
+    let Some(row) = rows.first() else {
+        return Ok(());
+    };
+    let schema: String = row.try_get(0).map_err(corrupt)?;
+    let table: String = row.try_get(1).map_err(corrupt)?;
+    conn.lock_before_next(&qualified(&schema, &table), LOCK_SHARE);
     bump_version(conn).await?;
     let Some(table) = locate(conn, index).await? else {
         return Ok(());

@@ -22,6 +22,9 @@
 //!
 //! Concurrency: READ COMMITTED, PostgreSQL's default. Writers to the same rows wait for each
 //! other's row locks; catalog changes serialize on the catalog row (see `catalog.rs`).
+//! Writers planned from another process's older catalog are caught: they lock the collection
+//! (`ROW EXCLUSIVE`) before checking their index keys against its indexes, and index builds
+//! and drops lock it in `SHARE` mode (see `write.rs`, `index.rs`).
 //!
 //! Not for: MongoDB semantics; predicates given here may over-select and the core re-checks.
 

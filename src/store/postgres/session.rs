@@ -149,7 +149,7 @@ impl StoreSession for PostgresSession {
         docs: &[StoredDocument],
         ordered: bool,
     ) -> Result<InsertOutcome, StoreError> {
-        write::insert(self.conn()?, &coll.table, docs, ordered).await
+        write::insert(self.conn()?, coll, docs, ordered).await
     }
 
     async fn scan(
@@ -185,7 +185,7 @@ impl StoreSession for PostgresSession {
         coll: &CollectionRecord,
         docs: &[StoredDocument],
     ) -> Result<u64, StoreError> {
-        write::replace(self.conn()?, &coll.table, docs).await
+        write::replace(self.conn()?, coll, docs).await
     }
 
     async fn delete(
@@ -194,6 +194,13 @@ impl StoreSession for PostgresSession {
         keys: &[Vec<u8>],
     ) -> Result<u64, StoreError> {
         write::delete(self.conn()?, coll, keys).await
+    }
+
+    async fn lock_collection_for_index_build(
+        &mut self,
+        coll: &CollectionRecord,
+    ) -> Result<(), StoreError> {
+        index::lock_for_build(self.conn()?, coll).await
     }
 
     async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError> {

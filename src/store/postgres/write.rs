@@ -33,6 +33,23 @@
 //! - Delete: the collection's entries tables are read from the catalog, then one statement
 //!   deletes rows and entries (a data-modifying CTE per index).
 //!
+//! Stale catalogs: several processes may share the database, so the core may have computed
+//! `index_keys` from a catalog that another one has changed since. Every insert and replace
+//! therefore checks, inside its scope, that its documents carry keys for exactly the
+//! collection's current entries tables (compared by qualified table name); if not, nothing is
+//! written and the answer is `StoreError::StaleCatalog` (the core re-reads its catalog and
+//! retries). The check is sound because the write first takes `LOCK TABLE <coll> IN ROW
+//! EXCLUSIVE MODE` (the mode the write takes anyway) in a statement of its own, so the
+//! catalog is read with a snapshot taken after the lock: index builds and drops take `SHARE`
+//! on the collection (`index.rs`), so a build either committed before (and is seen, so the
+//! keys must include it) or starts after this write's transaction ends (and its scan sees the
+//! write). Costs no extra round trip on the set-based paths: the lock goes out in the
+//! pipeline of the first statement, and that statement carries the check as a CTE `g`, its
+//! rows written only `WHERE g.ok` and a `NULL` row answered when not ok. The one-by-one path
+//! checks with a `SELECT` first (one round trip), since its statements name the entries
+//! tables, which may no longer exist. Delete takes the same lock before it reads the
+//! collection's entries tables.
+//!
 //! Not for: reads (`sql.rs`) or collection DDL (`catalog.rs`).
 
 use std::collections::{HashMap, HashSet};
@@ -40,12 +57,92 @@ use std::fmt::Write as _;
 
 use super::super::image::json_image_without_nul;
 use super::super::{CollectionRecord, InsertOutcome, StoreError, StoredDocument};
-use super::conn::{Params, PgConn};
+use super::conn::{Params, PgConn, LOCK_ROW_EXCLUSIVE};
 use super::index;
+
+/// What a write checks the collection's current indexes against: the entries tables its
+/// documents carry keys for (qualified names, sorted bytewise, as `COLLATE "C"` sorts).
+struct Guard {
+    db: String,
+    collection: String,
+    tables: Vec<String>,
+}
+
+impl Guard {
+    /// The tables the documents carry keys for; every document must name the same ones,
+    /// each once (else they cannot all match the collection, and nothing is written).
+    fn new(coll: &CollectionRecord, docs: &[StoredDocument]) -> Result<Guard, StoreError> {
+        fn tables_of(doc: &StoredDocument) -> Vec<&str> {
+            let mut tables: Vec<&str> = doc.index_keys.iter().map(|e| e.table.as_str()).collect();
+            tables.sort_unstable();
+            tables
+        }
+        let tables = docs.first().map(tables_of).unwrap_or_default();
+        let repeated = tables.windows(2).any(|w| w[0] == w[1]);
+        if repeated || docs.iter().skip(1).any(|d| tables_of(d) != tables) {
+            return Err(stale(coll));
+        }
+        Ok(Guard {
+            db: coll.db.clone(),
+            collection: coll.name.clone(),
+            tables: tables.into_iter().map(str::to_owned).collect(),
+        })
+    }
+
+    /// A boolean SQL expression: the collection's entries tables are exactly `tables`.
+    /// Appends its three parameters to `params`.
+    fn sql(&self, params: &mut Params) -> String {
+        let first = params.len() + 1;
+        params.push(Box::new(self.db.clone()));
+        params.push(Box::new(self.collection.clone()));
+        params.push(Box::new(self.tables.clone()));
+        format!(
+            "(SELECT coalesce(array_agg(s.q ORDER BY s.q COLLATE \"C\"), '{{}}') = ${}::text[]
+              FROM (SELECT '\"' || replace(c.schema_name, '\"', '\"\"') || '\".\"'
+                           || replace(i.table_name, '\"', '\"\"') || '\"' AS q
+                    FROM docgate.indexes i
+                    JOIN docgate.collections c ON c.db = i.db AND c.name = i.collection
+                    WHERE i.db = ${} AND i.collection = ${}) AS s)",
+            first + 2,
+            first,
+            first + 1
+        )
+    }
+}
+
+/// The answer to a write whose documents do not carry keys for the collection's indexes.
+fn stale(coll: &CollectionRecord) -> StoreError {
+    StoreError::StaleCatalog(format!(
+        "the index keys of a document do not match the indexes of its collection \
+         {}.{} (table {})",
+        coll.db, coll.name, coll.table
+    ))
+}
+
+/// Locks the collection (`ROW EXCLUSIVE`) and checks the guard, in one round trip (inside
+/// the write's scope); `StaleCatalog` when the documents' keys do not match.
+async fn check_indexes(
+    conn: &mut PgConn,
+    coll: &CollectionRecord,
+    guard: &Guard,
+) -> Result<(), StoreError> {
+    let mut params: Params = Vec::new();
+    let text = format!("SELECT {}", guard.sql(&mut params));
+    conn.lock_before_next(&coll.table, LOCK_ROW_EXCLUSIVE);
+    let row = conn.query_one(&text, &params).await?;
+    let ok: bool = row
+        .try_get(0)
+        .map_err(|e| StoreError::Database(e.to_string()))?;
+    if ok {
+        Ok(())
+    } else {
+        Err(stale(coll))
+    }
+}
 
 pub(super) async fn insert(
     conn: &mut PgConn,
-    table: &str,
+    coll: &CollectionRecord,
     docs: &[StoredDocument],
     ordered: bool,
 ) -> Result<InsertOutcome, StoreError> {
@@ -53,22 +150,32 @@ pub(super) async fn insert(
         return Ok(InsertOutcome::default());
     }
     let images = images(docs)?;
+    let guard = Guard::new(coll, docs)?;
+    let table = coll.table.as_str();
     if docs.iter().any(guarded) {
         let scope = conn.open_scope();
-        let result = insert_one_by_one(conn, table, docs, &images, ordered).await;
+        let result = async {
+            check_indexes(conn, coll, &guard).await?;
+            insert_one_by_one(conn, table, docs, &images, ordered).await
+        }
+        .await;
         return conn.close_scope(scope, result).await;
     }
     let indexed = docs
         .iter()
         .any(|d| d.index_keys.iter().any(|e| !e.keys.is_empty()));
+    let rows = Rows {
+        coll,
+        guard: &guard,
+    };
     if !ordered {
         if !indexed {
-            let conflicts = insert_rows(conn, table, docs, &images, true).await?;
+            let conflicts = rows.insert(conn, docs, &images, true).await?;
             return Ok(outcome(docs.len(), conflicts));
         }
         let scope = conn.open_scope();
         let result = async {
-            let conflicts = insert_rows(conn, table, docs, &images, false).await?;
+            let conflicts = rows.insert(conn, docs, &images, false).await?;
             insert_entries(conn, docs, &conflicts).await?;
             Ok(outcome(docs.len(), conflicts))
         }
@@ -78,7 +185,7 @@ pub(super) async fn insert(
     let mut end = docs.len();
     while end > 0 {
         let scope = conn.open_scope();
-        let conflicts = match insert_rows(conn, table, &docs[..end], &images[..end], false).await {
+        let conflicts = match rows.insert(conn, &docs[..end], &images[..end], false).await {
             Ok(conflicts) => conflicts,
             Err(e) => return conn.close_scope(scope, Err(e)).await,
         };
@@ -269,35 +376,64 @@ fn images(docs: &[StoredDocument]) -> Result<Vec<String>, StoreError> {
         .collect()
 }
 
-/// Inserts `docs` with one statement (`atomic`: on its own, see `PgConn::query_atomic`);
-/// returns the indexes (into `docs`) not inserted.
-async fn insert_rows(
-    conn: &mut PgConn,
-    table: &str,
+/// The set-based row insert of a collection, guarded (see the module doc).
+struct Rows<'a> {
+    coll: &'a CollectionRecord,
+    guard: &'a Guard,
+}
+
+impl Rows<'_> {
+    /// Locks the collection and inserts `docs` with one statement (`atomic`: on its own,
+    /// see `PgConn::query_atomic`) if the guard holds; returns the indexes (into `docs`)
+    /// not inserted, or `StaleCatalog` (nothing written).
+    async fn insert(
+        &self,
+        conn: &mut PgConn,
+        docs: &[StoredDocument],
+        images: &[String],
+        atomic: bool,
+    ) -> Result<Vec<usize>, StoreError> {
+        let keys: Vec<Vec<u8>> = docs.iter().map(|d| d.key.clone()).collect();
+        let bodies: Vec<Vec<u8>> = docs.iter().map(|d| d.bson.clone()).collect();
+        let mut params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images.to_vec())];
+        let text = format!(
+            "WITH g AS (SELECT {} AS ok),
+                  ins AS (INSERT INTO {} (k, doc, j)
+                          SELECT u.k, u.d, u.j::jsonb
+                          FROM unnest($1::bytea[], $2::bytea[], $3::text[])
+                               WITH ORDINALITY AS u(k, d, j, i), g
+                          WHERE g.ok
+                          ORDER BY u.i
+                          ON CONFLICT (k) DO NOTHING RETURNING k)
+             SELECT k FROM ins UNION ALL SELECT NULL FROM g WHERE NOT g.ok",
+            self.guard.sql(&mut params),
+            self.coll.table
+        );
+        conn.lock_before_next(&self.coll.table, LOCK_ROW_EXCLUSIVE);
+        let rows = if atomic {
+            conn.query_atomic(&text, &params).await?
+        } else {
+            conn.query(&text, &params).await?
+        };
+        not_inserted(self.coll, docs, &rows)
+    }
+}
+
+/// The indexes (into `docs`) whose key is not among the returned keys (each returned key
+/// claims its first document); `StaleCatalog` when the guard's `NULL` row is there.
+fn not_inserted(
+    coll: &CollectionRecord,
     docs: &[StoredDocument],
-    images: &[String],
-    atomic: bool,
+    rows: &[tokio_postgres::Row],
 ) -> Result<Vec<usize>, StoreError> {
-    let text = format!(
-        "INSERT INTO {table} (k, doc, j)
-         SELECT u.k, u.d, u.j::jsonb
-         FROM unnest($1::bytea[], $2::bytea[], $3::text[]) WITH ORDINALITY AS u(k, d, j, i)
-         ORDER BY u.i
-         ON CONFLICT (k) DO NOTHING RETURNING k"
-    );
-    let keys: Vec<Vec<u8>> = docs.iter().map(|d| d.key.clone()).collect();
-    let bodies: Vec<Vec<u8>> = docs.iter().map(|d| d.bson.clone()).collect();
-    let params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images.to_vec())];
-    let rows = if atomic {
-        conn.query_atomic(&text, &params).await?
-    } else {
-        conn.query(&text, &params).await?
-    };
     let mut inserted: HashMap<Vec<u8>, usize> = HashMap::with_capacity(rows.len());
     for row in rows {
-        let key: Vec<u8> = row
+        let key: Option<Vec<u8>> = row
             .try_get(0)
             .map_err(|e| StoreError::Database(e.to_string()))?;
+        let Some(key) = key else {
+            return Err(stale(coll));
+        };
         *inserted.entry(key).or_default() += 1;
     }
     let mut conflicts = Vec::new();
@@ -312,12 +448,14 @@ async fn insert_rows(
 
 pub(super) async fn replace(
     conn: &mut PgConn,
-    table: &str,
+    coll: &CollectionRecord,
     docs: &[StoredDocument],
 ) -> Result<u64, StoreError> {
     if docs.is_empty() {
         return Ok(0);
     }
+    let guard = Guard::new(coll, docs)?;
+    let table = coll.table.as_str();
     // The last document of each key, in batch order.
     let mut last: HashMap<&[u8], usize> = HashMap::with_capacity(docs.len());
     for (i, doc) in docs.iter().enumerate() {
@@ -333,18 +471,34 @@ pub(super) async fn replace(
         bodies.push(docs[i].bson.clone());
         images.push(json_image_without_nul(&docs[i].bson)?);
     }
-    let text = format!(
-        "UPDATE {table} AS t SET doc = u.d, j = u.j::jsonb
-         FROM unnest($1::bytea[], $2::bytea[], $3::text[]) AS u(k, d, j)
-         WHERE t.k = u.k"
+    let mut params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images)];
+    let update = format!(
+        "WITH g AS (SELECT {} AS ok),
+              upd AS (UPDATE {table} AS t SET doc = u.d, j = u.j::jsonb
+                      FROM unnest($1::bytea[], $2::bytea[], $3::text[]) AS u(k, d, j), g
+                      WHERE t.k = u.k AND g.ok
+                      RETURNING t.k)",
+        guard.sql(&mut params)
     );
-    let params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images)];
     let chosen: Vec<&StoredDocument> = chosen.into_iter().map(|i| &docs[i]).collect();
-    if chosen.iter().all(|d| d.index_keys.is_empty()) {
-        return conn.execute_atomic(&text, &params).await;
+    conn.lock_before_next(table, LOCK_ROW_EXCLUSIVE);
+    if guard.tables.is_empty() {
+        let text = format!("{update} SELECT (SELECT count(*) FROM upd), (SELECT ok FROM g)");
+        let rows = conn.query_atomic(&text, &params).await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Database("replace answered no row".into()))?;
+        let get = |e: tokio_postgres::Error| StoreError::Database(e.to_string());
+        let (n, ok): (i64, bool) = (row.try_get(0).map_err(get)?, row.try_get(1).map_err(get)?);
+        return if ok {
+            Ok(u64::try_from(n).unwrap_or(0))
+        } else {
+            Err(stale(coll))
+        };
     }
     let scope = conn.open_scope();
-    let result = replace_indexed(conn, &format!("{text} RETURNING t.k"), &params, &chosen).await;
+    let text = format!("{update} SELECT k FROM upd UNION ALL SELECT NULL FROM g WHERE NOT g.ok");
+    let result = replace_indexed(conn, coll, &text, &params, &chosen).await;
     conn.close_scope(scope, result).await
 }
 
@@ -352,6 +506,7 @@ pub(super) async fn replace(
 /// their new ones inserted (inside the call's scope).
 async fn replace_indexed(
     conn: &mut PgConn,
+    coll: &CollectionRecord,
     update: &str,
     params: &Params,
     chosen: &[&StoredDocument],
@@ -359,9 +514,12 @@ async fn replace_indexed(
     let rows = conn.query(update, params).await?;
     let mut updated: HashSet<Vec<u8>> = HashSet::with_capacity(rows.len());
     for row in &rows {
-        let key: Vec<u8> = row
+        let key: Option<Vec<u8>> = row
             .try_get(0)
             .map_err(|e| StoreError::Database(e.to_string()))?;
+        let Some(key) = key else {
+            return Err(stale(coll));
+        };
         updated.insert(key);
     }
     let written: Vec<&StoredDocument> = chosen
@@ -416,6 +574,9 @@ async fn delete_body(
     coll: &CollectionRecord,
     keys: &[Vec<u8>],
 ) -> Result<u64, StoreError> {
+    // Locked first, so that no index build (which takes SHARE) is under way while the
+    // entries tables are read and until the deletes are done.
+    conn.lock_before_next(&coll.table, LOCK_ROW_EXCLUSIVE);
     let tables = index::entries_tables(conn, &coll.db, &coll.name).await?;
     let mut text = String::from("WITH ");
     for (i, table) in tables.iter().enumerate() {

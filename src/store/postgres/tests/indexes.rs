@@ -307,8 +307,8 @@ async fn unique_violations_on_insert_are_reported_per_document() {
         .insert(
             &coll,
             &[
-                with_keys("i", &[(&u, vec![])]),
-                with_keys("j", &[(&u, vec![])]),
+                with_keys("i", &[(&plain, vec![]), (&u, vec![])]),
+                with_keys("j", &[(&plain, vec![]), (&u, vec![])]),
             ],
             true,
         )
@@ -477,7 +477,11 @@ async fn delete_removes_entries_and_drops_remove_tables() {
     assert!(equal(&mut s, &coll, &a, 101).await.is_empty());
     // The unique key of a deleted document is free again.
     let out = ok(s
-        .insert(&coll, &[with_keys("n", &[(&u, vec![ik(1)])])], true)
+        .insert(
+            &coll,
+            &[with_keys("n", &[(&a, vec![]), (&u, vec![ik(1)])])],
+            true,
+        )
         .await);
     assert_eq!(out.inserted, 1);
 

@@ -23,6 +23,7 @@ mod documents;
 mod indexes;
 mod plans;
 mod restart;
+mod stale;
 mod timing;
 mod transactions;
 
