@@ -8,10 +8,12 @@
 //! [`AuthError::code_name`].
 
 pub mod credentials;
+pub mod scram;
 
 pub use credentials::{ScramCredential, ScramMechanism};
     allows, command_privilege, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant,
 };
+pub use scram::{ClientFirst, CredentialLookup, SaslReply, ScramConversation, ScramServer};
 
 /// MongoDB error code 2.
 pub const BAD_VALUE: i32 = 2;
