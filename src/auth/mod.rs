@@ -8,9 +8,11 @@
 //! [`AuthError::code_name`].
 
 pub mod credentials;
+pub mod plain;
 pub mod scram;
 
 pub use credentials::{ScramCredential, ScramMechanism};
+pub use plain::PlainCredentials;
     allows, command_privilege, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant,
 };
 pub use scram::{ClientFirst, CredentialLookup, SaslReply, ScramConversation, ScramServer};
