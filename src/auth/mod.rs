@@ -10,12 +10,14 @@
 pub mod credentials;
 pub mod plain;
 pub mod scram;
+pub mod verifier;
 
 pub use credentials::{ScramCredential, ScramMechanism};
 pub use plain::PlainCredentials;
     allows, command_privilege, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant,
 };
 pub use scram::{ClientFirst, CredentialLookup, SaslReply, ScramConversation, ScramServer};
+pub use verifier::{PasswordVerifier, VerifierSettings};
 
 /// MongoDB error code 2.
 pub const BAD_VALUE: i32 = 2;
