@@ -10,6 +10,7 @@
 pub mod credentials;
 pub mod plain;
 pub mod scram;
+pub mod throttle;
 pub mod verifier;
 
 pub use credentials::{ScramCredential, ScramMechanism};
@@ -17,6 +18,7 @@ pub use plain::PlainCredentials;
     allows, command_privilege, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant,
 };
 pub use scram::{ClientFirst, CredentialLookup, SaslReply, ScramConversation, ScramServer};
+pub use throttle::{Throttle, ThrottleSettings};
 pub use verifier::{PasswordVerifier, VerifierSettings};
 
 /// MongoDB error code 2.
