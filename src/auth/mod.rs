@@ -9,12 +9,14 @@
 
 pub mod credentials;
 pub mod plain;
+pub mod roles;
 pub mod scram;
 pub mod throttle;
 pub mod verifier;
 
 pub use credentials::{ScramCredential, ScramMechanism};
 pub use plain::PlainCredentials;
+pub use roles::{
     allows, command_privilege, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant,
 };
 pub use scram::{ClientFirst, CredentialLookup, SaslReply, ScramConversation, ScramServer};
