@@ -15,6 +15,10 @@
 //!   `invalidate_entries_if`, which `get` honours immediately): call it when the user's
 //!   password or roles change or the user is dropped.
 //!
+//! - Concurrent verifications of the same pair share one PBKDF2 run (moka `try_get_with`).
+//! - For an unknown user, verify against [`super::ScramServer::fake_credential`]: the same
+//!   PBKDF2 work and the same `false` as a wrong password, so timing does not tell them apart.
+//!
 //! Settings are `auth.cache.enabled`, `auth.cache.timeout` and `auth.cache.max_entries`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,36 +120,48 @@ impl PasswordVerifier {
         if !credential.is_valid() {
             return false;
         }
+        let Some(cache) = &self.cache else {
+            return self.run_pbkdf2(user, password, credential).await;
+        };
         let fingerprint = fingerprint(credential);
-        let key = self.cache.as_ref().map(|_| self.cache_key(user, password));
-        if let (Some(cache), Some(key)) = (&self.cache, &key) {
-            if let Some(entry) = cache.get(key).await {
-                if *entry.user == *user && bool::from(entry.fingerprint.ct_eq(&fingerprint)) {
-                    self.cache_hits.fetch_add(1, Ordering::Relaxed);
-                    return true;
-                }
+        let matches = |entry: &Entry| {
+            *entry.user == *user && bool::from(entry.fingerprint.ct_eq(&fingerprint))
+        };
+        let key = self.cache_key(user, password);
+        if let Some(entry) = cache.get(&key).await {
+            if matches(&entry) {
+                self.cache_hits.fetch_add(1, Ordering::Relaxed);
+                return true;
             }
+            // Verified against another credential (the password changed): check afresh.
+            cache.invalidate(&key).await;
         }
-
-        self.pbkdf2_runs.fetch_add(1, Ordering::Relaxed);
-        let (user_owned, password_owned, credential_owned) =
-            (user.to_string(), password.to_string(), credential.clone());
-        let verified = tokio::task::spawn_blocking(move || {
-            check_password(&user_owned, &password_owned, &credential_owned)
-        })
-        .await
-        .unwrap_or(false);
-
-        if verified {
-            if let (Some(cache), Some(key)) = (&self.cache, key) {
-                let entry = Entry {
+        // Concurrent verifications of the same pair share one PBKDF2 run; a failure is
+        // handed to the waiting callers but never stored.
+        let init = async {
+            if self.run_pbkdf2(user, password, credential).await {
+                Ok(Entry {
                     user: Arc::from(user),
                     fingerprint,
-                };
-                cache.insert(key, entry).await;
+                })
+            } else {
+                Err(())
             }
+        };
+        match cache.try_get_with(key, init).await {
+            Ok(entry) => matches(&entry),
+            Err(_) => false,
         }
-        verified
+    }
+
+    /// The slow path, on a blocking thread.
+    async fn run_pbkdf2(&self, user: &str, password: &str, credential: &ScramCredential) -> bool {
+        self.pbkdf2_runs.fetch_add(1, Ordering::Relaxed);
+        let (user, password, credential) =
+            (user.to_string(), password.to_string(), credential.clone());
+        tokio::task::spawn_blocking(move || check_password(&user, &password, &credential))
+            .await
+            .unwrap_or(false)
     }
 
     /// Forgets every remembered verification of `user` at once.
@@ -294,6 +310,33 @@ mod tests {
         assert!(!verifier.verify("erin", "old", &new).await);
         assert!(verifier.verify("erin", "new", &new).await);
         assert_eq!(verifier.pbkdf2_runs(), 3);
+    }
+
+    #[tokio::test]
+    async fn concurrent_verifications_of_one_pair_share_one_pbkdf2_run() {
+        let verifier = Arc::new(PasswordVerifier::new(enabled()));
+        let c = credential(ScramMechanism::Sha256, "ivy", "pw");
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let (verifier, c) = (Arc::clone(&verifier), c.clone());
+                tokio::spawn(async move { verifier.verify("ivy", "pw", &c).await })
+            })
+            .collect();
+        for task in tasks {
+            assert!(matches!(task.await, Ok(true)));
+        }
+        assert_eq!(verifier.pbkdf2_runs(), 1);
+    }
+
+    #[tokio::test]
+    async fn unknown_users_cost_one_pbkdf2_run_against_a_fake_credential() {
+        // For PLAIN / Basic with an unknown user, verify against ScramServer::fake_credential:
+        // the same work as a wrong password, the same answer, nothing cached.
+        let verifier = PasswordVerifier::new(enabled());
+        let fake = super::super::ScramServer::new().fake_credential(ScramMechanism::Sha256, "x");
+        assert!(!verifier.verify("x", "guess", &fake).await);
+        assert!(!verifier.verify("x", "guess", &fake).await);
+        assert_eq!(verifier.pbkdf2_runs(), 2);
     }
 
     #[tokio::test]
