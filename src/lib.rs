@@ -4,6 +4,7 @@
 //! `rest`), one core ([`query`], [`catalog`]) and one store ([`store`]). Data flows one way:
 //! front end → core → store. See DESIGN.md for the invariants every module keeps.
 
+pub mod auth;
 pub mod catalog;
 // The planner is part of the query core; it is declared here until the query module
 // can name the store types it plans for.
