@@ -317,7 +317,10 @@ async fn catalog_changes_survive_sigkill() {
     db.create_collection("empty").await.expect("create empty");
     db.create_collection("doomed").await.expect("create doomed");
     db.collection::<Document>("before")
-        .insert_many(vec![doc! { "_id": 1 }, doc! { "_id": 2 }])
+        .insert_many(vec![
+            doc! { "_id": 1, "email": "x@example.com" },
+            doc! { "_id": 2, "email": "y@example.com" },
+        ])
         .await
         .expect("insert");
     client
@@ -332,6 +335,19 @@ async fn catalog_changes_survive_sigkill() {
         .drop()
         .await
         .expect("drop doomed");
+    db.collection::<Document>("after")
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "email": 1 })
+                .options(
+                    mongodb::options::IndexOptions::builder()
+                        .unique(true)
+                        .build(),
+                )
+                .build(),
+        )
+        .await
+        .expect("create unique index");
     client
         .database("durable_gone")
         .collection::<Document>("c")
@@ -355,6 +371,26 @@ async fn catalog_changes_survive_sigkill() {
     let dbs = client.list_database_names().await.expect("list databases");
     assert!(dbs.contains(&"durable_catalog".to_string()), "{dbs:?}");
     assert!(!dbs.contains(&"durable_gone".to_string()), "{dbs:?}");
+    // The secondary unique index survived and is still enforced.
+    let mut indexes = after.list_index_names().await.expect("list indexes");
+    indexes.sort();
+    assert_eq!(indexes, vec!["_id_", "email_1"]);
+    after
+        .insert_one(doc! { "_id": 3, "email": "a@example.com" })
+        .await
+        .expect("first email");
+    let err = after
+        .insert_one(doc! { "_id": 4, "email": "a@example.com" })
+        .await
+        .expect_err("duplicate email after restart");
+    assert!(
+        matches!(
+            &*err.kind,
+            mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w))
+                if w.code == 11000
+        ),
+        "expected a duplicate key error from email_1, got {err:?}"
+    );
     // The _id index of the renamed collection still enforces uniqueness.
     let err = after
         .insert_one(doc! { "_id": 1 })
