@@ -371,8 +371,6 @@ async fn sort_on_an_indexed_field_with_a_limit_walks_the_index() {
 }
 
 #[tokio::test]
-#[ignore = "PostgreSQL store: a range on the walked index does not bound the ordered walk \
-            (the range is a separate probe and PostgreSQL sorts); passes on SQLite"]
 async fn a_range_with_a_sort_on_the_same_index_walks_the_index_in_order() {
     let (_server, db) = setup().await;
     // The walk is bounded by the range itself; nothing sorts.

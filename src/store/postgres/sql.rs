@@ -38,6 +38,8 @@ const MAX_PARAMS: usize = 65_535;
 pub(super) struct Sql {
     pub(super) text: String,
     pub(super) params: Params,
+    /// The entries table an index-ordered scan walks (see `select`).
+    walked: Option<String>,
 }
 
 impl Sql {
@@ -45,6 +47,7 @@ impl Sql {
         Sql {
             text,
             params: Vec::new(),
+            walked: None,
         }
     }
 
@@ -82,6 +85,7 @@ pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Resul
         None => table.to_string(),
     };
     let mut sql = Sql::new(format!("SELECT {columns} FROM {from} WHERE "));
+    sql.walked = request.order_index.clone();
     push_predicate(&request.filter, &mut sql);
     sql.text
         .push_str(match (&request.order_index, request.order) {
@@ -124,21 +128,23 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
             lower,
             upper,
         } => {
-            let _ = write!(sql.text, "k IN (SELECT k FROM {table} WHERE TRUE");
+            // On the index the scan walks (one entry per document), the bounds apply to the
+            // walked entry itself: the range and the order are one index scan, no Sort.
+            let walked = sql.walked.as_deref() == Some(table.as_str());
+            let column = if walked { "dg_o.dg_ik" } else { "ik" };
+            if walked {
+                sql.text.push_str("(TRUE");
+            } else {
+                let _ = write!(sql.text, "k IN (SELECT k FROM {table} WHERE TRUE");
+            }
             if let Some(bound) = lower {
-                sql.text.push_str(if bound.inclusive {
-                    " AND ik >= "
-                } else {
-                    " AND ik > "
-                });
+                let op = if bound.inclusive { ">=" } else { ">" };
+                let _ = write!(sql.text, " AND {column} {op} ");
                 sql.bind(bound.key.clone(), "");
             }
             if let Some(bound) = upper {
-                sql.text.push_str(if bound.inclusive {
-                    " AND ik <= "
-                } else {
-                    " AND ik < "
-                });
+                let op = if bound.inclusive { "<=" } else { "<" };
+                let _ = write!(sql.text, " AND {column} {op} ");
                 sql.bind(bound.key.clone(), "");
             }
             sql.text.push(')');
