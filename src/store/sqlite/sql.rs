@@ -72,8 +72,11 @@ pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Sql {
         walked: request.order_index.clone(),
     };
     push_predicate(&request.filter, &mut sql);
+    // A single `_id` key selects at most one row: nothing to order.
+    let single_row = matches!(request.filter, Predicate::KeyEquals(_));
     sql.text
         .push_str(match (&request.order_index, request.order) {
+            _ if single_row => "",
             (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC",
             (Some(_), _) => " ORDER BY dg_o.dg_ik ASC",
             (None, Some(KeyOrder::Ascending)) => " ORDER BY k ASC",
@@ -81,10 +84,12 @@ pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Sql {
             (None, None) => " ORDER BY rowid",
         });
     if request.limit.is_some() || request.skip > 0 {
+        // Literals, not bound values: SQLite re-prepares a statement whose LIMIT is bound
+        // each time it is bound again, which would defeat the statement cache. They are
+        // integers docgate produces, never client text.
         let limit = request.limit.map_or(-1, clamp);
-        sql.text.push_str(" LIMIT ? OFFSET ?");
-        sql.params.push(Value::Integer(limit));
-        sql.params.push(Value::Integer(clamp(request.skip)));
+        sql.text
+            .push_str(&format!(" LIMIT {limit} OFFSET {}", clamp(request.skip)));
     }
     sql
 }
