@@ -109,7 +109,9 @@ pub async fn create_indexes(
     }
     if !to_build.is_empty() {
         // No write may slip between this scan and the build (PostgreSQL: SHARE lock).
-        session.lock_collection_for_index_build(&info.record).await?;
+        session
+            .lock_collection_for_index_build(&info.record)
+            .await?;
         let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
         let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
         for spec in &to_build {
