@@ -304,6 +304,23 @@ pub async fn execute(
     plan: &ReadPlan,
 ) -> Result<Vec<Document>, StoreError> {
     let rows = session.scan(collection, &plan.scan).await?;
+    finish(rows, plan)
+}
+
+/// Like [`execute`], for the read of a write (update, delete, findAndModify): the rows are
+/// locked for the rest of the transaction and read as concurrent writers left them, so a
+/// read-modify-write never loses a concurrent update.
+pub async fn execute_for_update(
+    session: &mut dyn StoreSession,
+    collection: &CollectionRecord,
+    plan: &ReadPlan,
+) -> Result<Vec<Document>, StoreError> {
+    let rows = session.scan_for_update(collection, &plan.scan).await?;
+    finish(rows, plan)
+}
+
+/// The residual filter, sort, skip and limit over the rows the store returned.
+fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
     let mut documents = Vec::with_capacity(rows.len());
     for row in rows {
         let document = decode_document(&row)?;

@@ -177,6 +177,18 @@ pub trait StoreSession: Send {
         coll: &CollectionRecord,
         request: &ScanRequest,
     ) -> Result<Vec<Vec<u8>>, StoreError>;
+    /// Like `scan`, for a read that a write in the same transaction depends on (update,
+    /// delete, findAndModify): the selected rows are locked until the transaction ends, and
+    /// a row changed by a concurrent transaction is returned as that transaction left it,
+    /// so read-modify-write never loses an update. Backends whose writers are already
+    /// serialized (SQLite's `BEGIN IMMEDIATE`) need nothing more than `scan`.
+    async fn scan_for_update(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.scan(coll, request).await
+    }
     /// `SELECT COUNT(*)` of what `filter` selects (callers pass only exact predicates).
     async fn count(
         &mut self,

@@ -68,7 +68,7 @@ async fn run_statement(
     let record = &collection.record;
     let limit = statement.just_one.then_some(1);
     let plan = ReadPlan::new(statement.filter, None, 0, limit, &collection.indexes);
-    let documents = planner::execute(session, record, &plan).await?;
+    let documents = planner::execute_for_update(session, record, &plan).await?;
     let keys: Vec<Vec<u8>> = documents
         .iter()
         .map(|d| encode_key(d.get("_id").unwrap_or(&Bson::Null)))

@@ -101,7 +101,7 @@ pub async fn find_and_modify(
             let record = &collection.record;
             ServerCounters::add(&context.server.state.counters.op_delete, 1);
             let plan = ReadPlan::new(filter, sort, 0, Some(1), &collection.indexes);
-            let found = planner::execute(session.as_mut(), record, &plan)
+            let found = planner::execute_for_update(session.as_mut(), record, &plan)
                 .await?
                 .into_iter()
                 .next();

@@ -306,73 +306,86 @@ pub(super) async fn apply_statement(
         limit,
         &collection.indexes,
     );
-    let matched = planner::execute(session, record, &plan).await?;
-    let mut applied = AppliedStatement::default();
-    let mut changed: Vec<StoredDocument> = Vec::new();
-    let mut changed_documents: Vec<Document> = Vec::new();
-    for original in &matched {
-        let mut document = original.clone();
-        let context = statement
-            .context
-            .clone()
-            .with_query_match(&statement.filter, original);
-        if statement
-            .update
-            .apply_with_context(&mut document, &context)?
-        {
-            let prepared = prepare_for_storage(document.clone(), &collection.indexes)?;
-            let original_id = original.get("_id").cloned().unwrap_or(Bson::Null);
-            if prepared.stored.key != encode_key(&original_id) {
-                return Err(StatementFailure::Error(CommandError::Query(
+    // A concurrent upsert of the same document may win the insert; MongoDB then retries the
+    // statement as an update, and so do we (a bounded number of times).
+    for attempt in 0..=UPSERT_RETRIES {
+        let matched = planner::execute_for_update(session, record, &plan).await?;
+        let mut applied = AppliedStatement::default();
+        let mut changed: Vec<StoredDocument> = Vec::new();
+        let mut changed_documents: Vec<Document> = Vec::new();
+        for original in &matched {
+            let mut document = original.clone();
+            let context = statement
+                .context
+                .clone()
+                .with_query_match(&statement.filter, original);
+            if statement
+                .update
+                .apply_with_context(&mut document, &context)?
+            {
+                let prepared = prepare_for_storage(document.clone(), &collection.indexes)?;
+                let original_id = original.get("_id").cloned().unwrap_or(Bson::Null);
+                if prepared.stored.key != encode_key(&original_id) {
+                    return Err(StatementFailure::Error(CommandError::Query(
                     crate::query::QueryError::immutable_field(
                         "Performing an update on the path '_id' would modify the immutable field '_id'",
                     ),
                 )));
+                }
+                applied.new_multikey.extend(prepared.new_multikey);
+                changed.push(prepared.stored);
+                changed_documents.push(document.clone());
+            }
+            applied.updated.push(document);
+        }
+        applied.matched = matched;
+        if !changed.is_empty() {
+            applied.modified = match session.replace(record, &changed).await {
+                Ok(n) => n,
+                Err(StoreError::IndexKeyConflict { index }) => {
+                    let document = changed_documents.into_iter().next().unwrap_or_default();
+                    return Err(index_duplicate(collection, namespace, &index, document));
+                }
+                Err(other) => return Err(other.into()),
+            };
+        }
+        if applied.matched.is_empty() && statement.upsert {
+            let seed = upsert_seed(&statement.filter)?;
+            let document = statement.update.apply_for_upsert(seed)?;
+            let prepared = prepare_for_storage(document, &collection.indexes)?;
+            let inserted = session
+                .insert(record, std::slice::from_ref(&prepared.stored), true)
+                .await?;
+            let stored_document = planner::decode_document(&prepared.stored.bson)?;
+            if let Some((_, index)) = inserted.index_conflicts.first() {
+                return Err(index_duplicate(
+                    collection,
+                    namespace,
+                    index,
+                    stored_document,
+                ));
+            }
+            if !inserted.conflicts.is_empty() {
+                if attempt < UPSERT_RETRIES {
+                    continue;
+                }
+                return Err(StatementFailure::Duplicate {
+                    namespace: namespace.to_string(),
+                    id: prepared.id,
+                });
             }
             applied.new_multikey.extend(prepared.new_multikey);
-            changed.push(prepared.stored);
-            changed_documents.push(document.clone());
+            applied.upserted = Some((prepared.id, stored_document));
         }
-        applied.updated.push(document);
+        return Ok(applied);
     }
-    applied.matched = matched;
-    if !changed.is_empty() {
-        applied.modified = match session.replace(record, &changed).await {
-            Ok(n) => n,
-            Err(StoreError::IndexKeyConflict { index }) => {
-                let document = changed_documents.into_iter().next().unwrap_or_default();
-                return Err(index_duplicate(collection, namespace, &index, document));
-            }
-            Err(other) => return Err(other.into()),
-        };
-    }
-    if applied.matched.is_empty() && statement.upsert {
-        let seed = upsert_seed(&statement.filter)?;
-        let document = statement.update.apply_for_upsert(seed)?;
-        let prepared = prepare_for_storage(document, &collection.indexes)?;
-        let inserted = session
-            .insert(record, std::slice::from_ref(&prepared.stored), true)
-            .await?;
-        let stored_document = planner::decode_document(&prepared.stored.bson)?;
-        if let Some((_, index)) = inserted.index_conflicts.first() {
-            return Err(index_duplicate(
-                collection,
-                namespace,
-                index,
-                stored_document,
-            ));
-        }
-        if !inserted.conflicts.is_empty() {
-            return Err(StatementFailure::Duplicate {
-                namespace: namespace.to_string(),
-                id: prepared.id,
-            });
-        }
-        applied.new_multikey.extend(prepared.new_multikey);
-        applied.upserted = Some((prepared.id, stored_document));
-    }
-    Ok(applied)
+    Err(StatementFailure::Error(CommandError::BadValue(
+        "the upsert kept colliding with concurrent inserts".into(),
+    )))
 }
+
+/// How often an upsert that lost its insert to a concurrent one is retried as an update.
+const UPSERT_RETRIES: usize = 3;
 
 /// The failure for a unique secondary index collision.
 fn index_duplicate(

@@ -34,6 +34,24 @@ pub struct PostgresSession {
 }
 
 impl PostgresSession {
+    /// `SELECT doc …` for a scan, with `suffix` (e.g. ` FOR UPDATE`) appended.
+    async fn select_documents(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        suffix: &str,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let mut sql = sql::select(&coll.table, "doc", request)?;
+        sql.text.push_str(suffix);
+        let rows = self.conn()?.query(&sql.text, &sql.params).await?;
+        rows.iter()
+            .map(|row| {
+                row.try_get(0)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))
+            })
+            .collect()
+    }
+
     pub(super) fn new(conn: Object<Manager>) -> Self {
         PostgresSession { conn: Some(conn) }
     }
@@ -157,14 +175,17 @@ impl StoreSession for PostgresSession {
         coll: &CollectionRecord,
         request: &ScanRequest,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
-        let sql = sql::select(&coll.table, "doc", request)?;
-        let rows = self.conn()?.query(&sql.text, &sql.params).await?;
-        rows.iter()
-            .map(|row| {
-                row.try_get(0)
-                    .map_err(|e| StoreError::Corrupt(e.to_string()))
-            })
-            .collect()
+        self.select_documents(coll, request, "").await
+    }
+
+    async fn scan_for_update(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        // READ COMMITTED + FOR UPDATE: waits for concurrent writers of the selected rows and
+        // returns their committed version, so an update computed in Rust starts from it.
+        self.select_documents(coll, request, " FOR UPDATE").await
     }
 
     async fn count(
