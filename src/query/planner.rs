@@ -169,7 +169,11 @@ pub fn pushdown(filter: &Filter, indexes: &[CollectionIndex]) -> (Predicate, boo
         Filter::Field { path, predicates } => {
             let mut pushed = Vec::new();
             let mut exact = true;
-            for predicate in predicates {
+            // On an index with one key per document, every bound on the field must hold for
+            // that one key: the bounds intersect into a single index range.
+            let (merged, rest) = merge_bounds(path, predicates, indexes);
+            pushed.extend(merged);
+            for predicate in rest {
                 match field_predicate(path, predicate, indexes) {
                     Some((p, p_exact)) => {
                         exact &= p_exact;
@@ -184,6 +188,85 @@ pub fn pushdown(filter: &Filter, indexes: &[CollectionIndex]) -> (Predicate, boo
             (conjunction(pushed), exact)
         }
         _ => (Predicate::True, false),
+    }
+}
+
+/// Splits a field's conditions into one intersected index range for its comparisons (when
+/// the usable index is not multikey: with arrays, different elements may satisfy different
+/// bounds, so each bound must stay its own range) and the conditions left to push one by one.
+fn merge_bounds<'a>(
+    path: &str,
+    predicates: &'a [FieldPredicate],
+    indexes: &[CollectionIndex],
+) -> (Option<Predicate>, Vec<&'a FieldPredicate>) {
+    let all: Vec<&FieldPredicate> = predicates.iter().collect();
+    let Some(index) = indexes
+        .iter()
+        .filter(|index| holds_every_match(index, path))
+        .min_by_key(|index| index.spec.fields.len())
+    else {
+        return (None, all);
+    };
+    if index.record.multikey || path == "_id" {
+        return (None, all);
+    }
+    let direction = index.spec.fields[0].1;
+    let mut ranges = Vec::new();
+    let mut rest = Vec::new();
+    for predicate in predicates {
+        let range = match predicate {
+            FieldPredicate::Eq(value) => equality_range(value, direction),
+            other => comparison_range(other, direction),
+        };
+        match range {
+            Some(range) => ranges.push(range),
+            None => rest.push(predicate),
+        }
+    }
+    if ranges.len() < 2 {
+        // Nothing to merge: push them one by one as before.
+        return (None, all);
+    }
+    let merged = ranges.into_iter().reduce(intersect);
+    let predicate = merged.map(|range| Predicate::IndexRange {
+        table: index.record.table.clone(),
+        lower: range.lower,
+        upper: range.upper,
+    });
+    (predicate, rest)
+}
+
+/// The keys both ranges hold: the higher lower bound and the lower upper bound (exclusive
+/// wins a tie).
+fn intersect(a: KeyRange, b: KeyRange) -> KeyRange {
+    use crate::store::IndexBound;
+    let tighter_lower = |x: Option<IndexBound>, y: Option<IndexBound>| match (x, y) {
+        (Some(x), Some(y)) => Some(match x.key.cmp(&y.key) {
+            std::cmp::Ordering::Greater => x,
+            std::cmp::Ordering::Less => y,
+            std::cmp::Ordering::Equal => IndexBound {
+                key: x.key,
+                inclusive: x.inclusive && y.inclusive,
+            },
+        }),
+        (x, None) => x,
+        (None, y) => y,
+    };
+    let tighter_upper = |x: Option<IndexBound>, y: Option<IndexBound>| match (x, y) {
+        (Some(x), Some(y)) => Some(match x.key.cmp(&y.key) {
+            std::cmp::Ordering::Less => x,
+            std::cmp::Ordering::Greater => y,
+            std::cmp::Ordering::Equal => IndexBound {
+                key: x.key,
+                inclusive: x.inclusive && y.inclusive,
+            },
+        }),
+        (x, None) => x,
+        (None, y) => y,
+    };
+    KeyRange {
+        lower: tighter_lower(a.lower, b.lower),
+        upper: tighter_upper(a.upper, b.upper),
     }
 }
 
@@ -416,5 +499,49 @@ mod tests {
         let sort = SortSpec::parse(&doc! {"a": 1}).unwrap();
         let read = ReadPlan::new(filter, Some(sort), 1, Some(1), &[]);
         assert!(read.scan.limit.is_none() && read.sort.is_some() && read.limit == Some(1));
+    }
+
+    fn index(name: &str, key: Document, multikey: bool) -> CollectionIndex {
+        let spec =
+            crate::query::index_spec::IndexSpec::parse(&doc! {"key": key, "name": name}).unwrap();
+        let record = crate::store::IndexRecord {
+            db: "d".into(),
+            collection: "c".into(),
+            name: name.into(),
+            spec: spec.document.clone(),
+            table: format!("t_{name}"),
+            unique: false,
+            multikey,
+        };
+        CollectionIndex { record, spec }
+    }
+
+    #[test]
+    fn two_bounds_on_a_single_key_index_are_one_range() {
+        let filter = Filter::parse(&doc! {"b": {"$gte": 5, "$lt": 10}}).unwrap();
+        let (predicate, exact) = pushdown(&filter, &[index("b_1", doc! {"b": 1}, false)]);
+        assert!(exact);
+        assert!(
+            matches!(
+                predicate,
+                Predicate::IndexRange {
+                    lower: Some(_),
+                    upper: Some(_),
+                    ..
+                }
+            ),
+            "{predicate:?}"
+        );
+    }
+
+    #[test]
+    fn bounds_on_a_multikey_index_stay_separate() {
+        let filter = Filter::parse(&doc! {"b": {"$gte": 5, "$lt": 10}}).unwrap();
+        let (predicate, exact) = pushdown(&filter, &[index("b_1", doc! {"b": 1}, true)]);
+        assert!(exact);
+        assert!(
+            matches!(predicate, Predicate::And(ref parts) if parts.len() == 2),
+            "{predicate:?}"
+        );
     }
 }
