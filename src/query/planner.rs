@@ -52,7 +52,11 @@ impl ReadPlan {
         indexes: &[CollectionIndex],
     ) -> ReadPlan {
         let (predicate, exact) = pushdown(&filter, indexes);
-        let sort = sort.filter(|spec| !spec.keys.is_empty());
+        // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.
+        let reverse_natural = sort.as_ref().is_some_and(|spec| {
+            spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
+        });
+        let sort = sort.filter(|spec| !spec.keys.is_empty() || reverse_natural);
         let pushed_order = match &sort {
             None => Some(ScanOrder::Natural),
             Some(spec) => scan_order(spec, indexes),
@@ -405,6 +409,14 @@ pub async fn execute_for_update(
 /// The residual filter, sort, skip and limit over the rows the store returned.
 fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
     let mut documents = Vec::with_capacity(rows.len());
+    let reverse = plan.sort.as_ref().is_some_and(|spec| {
+        spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
+    });
+    let rows: Box<dyn Iterator<Item = Vec<u8>>> = if reverse {
+        Box::new(rows.into_iter().rev())
+    } else {
+        Box::new(rows.into_iter())
+    };
     for row in rows {
         let document = decode_document(&row)?;
         if plan
@@ -415,7 +427,7 @@ fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreErr
             documents.push(document);
         }
     }
-    if let Some(sort) = &plan.sort {
+    if let Some(sort) = plan.sort.as_ref().filter(|spec| !spec.keys.is_empty()) {
         sort.sort(&mut documents);
     }
     let skip = usize::try_from(plan.skip).unwrap_or(usize::MAX);
@@ -514,6 +526,21 @@ mod tests {
             multikey,
         };
         CollectionIndex { record, spec }
+    }
+
+    #[test]
+    fn reverse_natural_order_is_done_after_the_scan() {
+        let docs: Vec<Vec<u8>> = (0..3).map(|i| doc! {"_id": i}.to_vec().unwrap()).collect();
+        let sort = SortSpec::parse(&doc! {"$natural": -1}).unwrap();
+        let plan = ReadPlan::new(
+            Filter::parse(&doc! {}).unwrap(),
+            Some(sort),
+            1,
+            Some(1),
+            &[],
+        );
+        assert_eq!(plan.scan.order, None);
+        assert_eq!(finish(docs, &plan).unwrap(), vec![doc! {"_id": 1}]);
     }
 
     #[test]
