@@ -204,7 +204,7 @@ async fn run(backend: &Backend, dir: &std::path::Path, docs: usize, lookups: usi
                 .expect("collection in the catalog")
         }
     };
-    let infos: [CollectionInfo; 2] = [info(INDEXED).await, info(PLAIN).await];
+    let infos: [std::sync::Arc<CollectionInfo>; 2] = [info(INDEXED).await, info(PLAIN).await];
     assert_eq!(infos[0].indexes.len(), 2, "indexed has a_1 and b_1");
     assert!(infos[1].indexes.is_empty(), "plain has no secondary index");
     for (q, name) in QUERIES.iter().enumerate() {

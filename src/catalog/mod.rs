@@ -43,7 +43,7 @@ pub struct CollectionInfo {
 #[derive(Debug, Default)]
 pub struct CatalogSnapshot {
     pub version: i64,
-    collections: BTreeMap<(String, String), CollectionInfo>,
+    collections: BTreeMap<(String, String), Arc<CollectionInfo>>,
 }
 
 impl CatalogSnapshot {
@@ -54,7 +54,7 @@ impl CatalogSnapshot {
         records: Vec<CollectionRecord>,
         index_records: Vec<IndexRecord>,
     ) -> Result<CatalogSnapshot, StoreError> {
-        let mut collections: BTreeMap<(String, String), CollectionInfo> = records
+        let mut infos: BTreeMap<(String, String), CollectionInfo> = records
             .into_iter()
             .map(|record| {
                 let key = (record.db.clone(), record.name.clone());
@@ -72,10 +72,14 @@ impl CatalogSnapshot {
                 StoreError::Corrupt(format!("stored index {} does not parse: {e}", record.name))
             })?;
             let key = (record.db.clone(), record.collection.clone());
-            if let Some(info) = collections.get_mut(&key) {
+            if let Some(info) = infos.get_mut(&key) {
                 info.indexes.push(CollectionIndex { record, spec });
             }
         }
+        let collections = infos
+            .into_iter()
+            .map(|(key, info)| (key, Arc::new(info)))
+            .collect();
         Ok(CatalogSnapshot {
             version,
             collections,
@@ -88,7 +92,7 @@ impl CatalogSnapshot {
     }
 
     /// The collection `db.name` with its indexes, if it exists.
-    pub fn info(&self, db: &str, name: &str) -> Option<&CollectionInfo> {
+    pub fn info(&self, db: &str, name: &str) -> Option<&Arc<CollectionInfo>> {
         self.collections.get(&(db.to_string(), name.to_string()))
     }
 
@@ -204,13 +208,10 @@ impl Catalog {
         db: &str,
         name: &str,
     ) -> Result<Option<CollectionRecord>, StoreError> {
-        if let Some(found) = self.snapshot().await?.collection(db, name) {
-            return Ok(Some(found.clone()));
-        }
-        if self.cache.is_none() {
-            return Ok(None);
-        }
-        Ok(self.fresh_snapshot().await?.collection(db, name).cloned())
+        Ok(self
+            .collection_info(db, name)
+            .await?
+            .map(|info| info.record.clone()))
     }
 
     /// The collection `db.name` with its indexes; a cache miss is confirmed against the
@@ -219,7 +220,7 @@ impl Catalog {
         &self,
         db: &str,
         name: &str,
-    ) -> Result<Option<CollectionInfo>, StoreError> {
+    ) -> Result<Option<Arc<CollectionInfo>>, StoreError> {
         if let Some(found) = self.snapshot().await?.info(db, name) {
             return Ok(Some(found.clone()));
         }
@@ -238,7 +239,7 @@ impl Catalog {
         session: &mut dyn StoreSession,
         db: &str,
         name: &str,
-    ) -> Result<Option<CollectionInfo>, StoreError> {
+    ) -> Result<Option<Arc<CollectionInfo>>, StoreError> {
         if let Some(cache) = &self.cache {
             if let Some(snapshot) = cache.get(&()).await {
                 let fresh = snapshot.version >= self.announced_version.load(Ordering::SeqCst);

@@ -58,7 +58,8 @@ impl CommandContext<'_> {
         &self,
         db: &str,
         name: &str,
-    ) -> Result<Option<crate::catalog::CollectionInfo>, crate::store::StoreError> {
+    ) -> Result<Option<std::sync::Arc<crate::catalog::CollectionInfo>>, crate::store::StoreError>
+    {
         self.server.state.catalog.collection_info(db, name).await
     }
 

@@ -42,14 +42,16 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
     // The collection's indexes decide the keys each document contributes.
     let existing = context.collection_info(&request.db, name).await?;
-    let indexes = existing.map(|info| info.indexes).unwrap_or_default();
+    let indexes = existing
+        .as_ref()
+        .map_or(&[][..], |info| info.indexes.as_slice());
 
     // Validate and encode everything first; invalid documents become write errors.
     let mut prepared: Vec<(usize, PreparedDocument)> = Vec::with_capacity(documents.len());
     let mut invalid: Vec<(usize, CommandError)> = Vec::new();
     for (index, value) in documents.iter().enumerate() {
         let result = match value {
-            Bson::Document(document) => prepare_for_storage(document.clone(), &indexes),
+            Bson::Document(document) => prepare_for_storage(document.clone(), indexes),
             _ => Err(CommandError::TypeMismatch(
                 "insert documents must be objects".into(),
             )),

@@ -204,8 +204,10 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
             }
         }
     }
-    let indexes = collection.map(|c| c.indexes).unwrap_or_default();
-    let marked = mark_multikey(session.as_mut(), &indexes, &new_multikey).await?;
+    let indexes = collection
+        .as_ref()
+        .map_or(&[][..], |c| c.indexes.as_slice());
+    let marked = mark_multikey(session.as_mut(), indexes, &new_multikey).await?;
     session.commit().await?;
     if created || marked {
         context.catalog().invalidate().await;

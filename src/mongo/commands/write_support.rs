@@ -16,6 +16,7 @@ use crate::mongo::namespace::check_collection_name;
 use crate::mongo::request::{opt_document, opt_i64, CommandRequest};
 use crate::query::index_spec::IndexSpec;
 use crate::store::{DocumentIndexKeys, StoreSession, StoredDocument};
+use std::sync::Arc;
 
 /// A pooled store session for one command.
 pub async fn open_session(
@@ -32,7 +33,7 @@ pub async fn collection_for_write(
     session: &mut dyn StoreSession,
     db: &str,
     name: &str,
-) -> Result<(CollectionInfo, bool), CommandError> {
+) -> Result<(Arc<CollectionInfo>, bool), CommandError> {
     if let Some(existing) = context
         .catalog()
         .collection_info_in(session, db, name)
@@ -41,9 +42,11 @@ pub async fn collection_for_write(
         return Ok((existing, false));
     }
     check_collection_name(db, name)?;
-    let created = |record| CollectionInfo {
-        record,
-        indexes: Vec::new(),
+    let created = |record| {
+        Arc::new(CollectionInfo {
+            record,
+            indexes: Vec::new(),
+        })
     };
     match session.create_collection(db, name, &Document::new()).await {
         Ok(record) => Ok((created(record), true)),
