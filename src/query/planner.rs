@@ -407,7 +407,7 @@ pub async fn execute_for_update(
 }
 
 /// The residual filter, sort, skip and limit over the rows the store returned.
-fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
+pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
     let mut documents = Vec::with_capacity(rows.len());
     let reverse = plan.sort.as_ref().is_some_and(|spec| {
         spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)

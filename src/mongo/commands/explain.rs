@@ -94,10 +94,9 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     );
     if verbosity != "queryPlanner" {
         let started = Instant::now();
-        let examined = session.scan(&info.record, &plan.scan).await?.len();
-        let returned = planner::execute(session.as_mut(), &info.record, &plan)
-            .await?
-            .len();
+        let rows = session.scan(&info.record, &plan.scan).await?;
+        let examined = rows.len();
+        let returned = planner::finish(rows, &plan)?.len();
         reply.insert("executionStats", doc! {
             "executionSuccess": true,
             "nReturned": returned as i64,

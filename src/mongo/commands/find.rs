@@ -171,17 +171,16 @@ pub(super) fn hinted_indexes(
 
 /// `find`.
 pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    let arguments = FindArguments::parse(request)?;
     let FindArguments {
         filter,
         sort,
         projection,
         skip,
         limit,
-        ..
-    } = arguments;
-    let (single_batch, batch_size, hint) =
-        (arguments.single_batch, arguments.batch_size, arguments.hint);
+        single_batch,
+        batch_size,
+        hint,
+    } = FindArguments::parse(request)?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
