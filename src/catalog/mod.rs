@@ -23,7 +23,19 @@ use moka::future::Cache;
 
 use crate::config::MetadataCacheSettings;
 use crate::query::index_spec::IndexSpec;
-use crate::store::{CollectionRecord, IndexRecord, Store, StoreError, StoreSession};
+use crate::store::{
+    CollectionRecord, IndexRecord, MetaRecord, MetaWrite, Store, StoreError, StoreSession,
+};
+
+/// Key of the cached metadata records: (kind, database or all databases).
+type MetaKey = (String, Option<String>);
+
+/// Metadata records read at one catalog version.
+#[derive(Debug)]
+struct MetaEntry {
+    version: i64,
+    records: Arc<Vec<MetaRecord>>,
+}
 
 /// A secondary index: the store's record and its parsed specification.
 #[derive(Clone, Debug)]
@@ -133,6 +145,9 @@ pub struct Catalog {
     announced_version: Arc<AtomicI64>,
     /// None when `cache.metadata.enabled` is false: every lookup reads the database.
     cache: Option<Cache<(), Arc<CatalogSnapshot>>>,
+    /// Metadata records (users, REST modules, ...) by kind and database; same settings and
+    /// the same invalidation as `cache`.
+    meta_cache: Option<Cache<MetaKey, Arc<MetaEntry>>>,
 }
 
 impl Catalog {
@@ -145,8 +160,16 @@ impl Catalog {
                 .time_to_live(settings.timeout.max(Duration::from_millis(1)))
                 .build()
         });
+        let meta_cache: Option<Cache<MetaKey, Arc<MetaEntry>>> = settings.enabled.then(|| {
+            Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(settings.timeout.max(Duration::from_millis(1)))
+                .build()
+        });
         let announced_version = Arc::new(AtomicI64::new(i64::MIN));
-        if let (Some(cache), Some(mut changes)) = (cache.clone(), store.catalog_changes()) {
+        if let (Some(cache), Some(meta_cache), Some(mut changes)) =
+            (cache.clone(), meta_cache.clone(), store.catalog_changes())
+        {
             let announced = announced_version.clone();
             tokio::spawn(async move {
                 use tokio::sync::broadcast::error::RecvError;
@@ -159,6 +182,7 @@ impl Catalog {
                         Err(RecvError::Closed) => break,
                     }
                     cache.invalidate(&()).await;
+                    meta_cache.invalidate_all();
                 }
             });
         }
@@ -166,6 +190,7 @@ impl Catalog {
             store,
             announced_version,
             cache,
+            meta_cache,
         }
     }
 
@@ -251,11 +276,85 @@ impl Catalog {
         Ok(read_snapshot(session).await?.info(db, name).cloned())
     }
 
-    /// Drops the cached snapshot; call right after committing a catalog change.
+    /// Drops the cached snapshot and metadata records; call right after committing a
+    /// catalog change.
     pub async fn invalidate(&self) {
         if let Some(cache) = &self.cache {
             cache.invalidate(&()).await;
         }
+        if let Some(meta_cache) = &self.meta_cache {
+            meta_cache.invalidate_all();
+        }
+    }
+
+    /// The metadata records of `kind` in `db` (or in every database), from the cache or
+    /// freshly read. Changes made through any docgate instance are seen on the next call
+    /// (the catalog version); rows edited behind docgate's back within
+    /// `cache.metadata.timeout`.
+    pub async fn meta_records(
+        &self,
+        kind: &str,
+        db: Option<&str>,
+    ) -> Result<Arc<Vec<MetaRecord>>, StoreError> {
+        let Some(meta_cache) = &self.meta_cache else {
+            return Ok(self.read_meta(kind, db).await?.records);
+        };
+        let key: MetaKey = (kind.to_owned(), db.map(str::to_owned));
+        if let Some(entry) = meta_cache.get(&key).await {
+            if entry.version >= self.announced_version.load(Ordering::SeqCst) {
+                return Ok(entry.records.clone());
+            }
+        }
+        let entry = Arc::new(self.read_meta(kind, db).await?);
+        meta_cache.insert(key, entry.clone()).await;
+        Ok(entry.records.clone())
+    }
+
+    /// One metadata record (through the cached list of its kind and database).
+    pub async fn meta_record(
+        &self,
+        kind: &str,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<MetaRecord>, StoreError> {
+        Ok(self
+            .meta_records(kind, Some(db))
+            .await?
+            .iter()
+            .find(|record| record.name == name)
+            .cloned())
+    }
+
+    /// Writes a metadata record in its own transaction and drops the cached records, so the
+    /// next lookup on this instance (and, through the catalog version, on every other) sees it.
+    pub async fn put_meta(&self, record: &MetaRecord, mode: MetaWrite) -> Result<bool, StoreError> {
+        let mut session = self.store.session().await?;
+        let written = session.put_meta(record, mode).await;
+        self.invalidate().await;
+        written
+    }
+
+    /// Deletes metadata records (one, or every one of `kind` in `db`) like [`Catalog::put_meta`].
+    pub async fn delete_meta(
+        &self,
+        kind: &str,
+        db: &str,
+        name: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        let mut session = self.store.session().await?;
+        let deleted = session.delete_meta(kind, db, name).await;
+        self.invalidate().await;
+        deleted
+    }
+
+    async fn read_meta(&self, kind: &str, db: Option<&str>) -> Result<MetaEntry, StoreError> {
+        let mut session = self.store.session().await?;
+        let version = session.catalog_version().await?;
+        let records = session.list_meta(kind, db).await?;
+        Ok(MetaEntry {
+            version,
+            records: Arc::new(records),
+        })
     }
 }
 

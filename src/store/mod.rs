@@ -12,6 +12,8 @@
 
 pub mod error;
 mod image;
+#[cfg(test)]
+mod meta_scenario;
 pub mod postgres;
 pub mod scan;
 pub mod sqlite;
@@ -93,6 +95,28 @@ pub struct InsertOutcome {
     pub index_conflicts: Vec<(usize, String)>,
     /// Number of documents written.
     pub inserted: u64,
+}
+
+/// A metadata record kept beside the collections: users and roles (`auth`), REST modules and
+/// OAuth clients (`rest`). `kind` says whose it is, `(kind, db, name)` is the key and `body`
+/// is the owner's JSON. Writing one bumps the catalog version like collection DDL does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetaRecord {
+    pub kind: String,
+    pub db: String,
+    pub name: String,
+    pub body: serde_json::Value,
+}
+
+/// How `put_meta` treats an existing record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaWrite {
+    /// Only a new record: an existing one is `StoreError::AlreadyExists`.
+    Insert,
+    /// Only an existing record: a missing one writes nothing (`Ok(false)`).
+    Update,
+    /// Either.
+    Upsert,
 }
 
 /// Size figures for `collStats` / `dbStats`.
@@ -273,4 +297,32 @@ pub trait StoreSession: Send {
         let _ = (coll, request);
         Ok(Vec::new())
     }
+
+    /// The metadata records of `kind`, of one database or of all, ordered by `(db, name)`.
+    async fn list_meta(
+        &mut self,
+        kind: &str,
+        db: Option<&str>,
+    ) -> Result<Vec<MetaRecord>, StoreError>;
+
+    /// One metadata record.
+    async fn get_meta(
+        &mut self,
+        kind: &str,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<MetaRecord>, StoreError>;
+
+    /// Writes a metadata record (see [`MetaWrite`]) and bumps the catalog version in the same
+    /// transaction; answers whether a record was written.
+    async fn put_meta(&mut self, record: &MetaRecord, mode: MetaWrite) -> Result<bool, StoreError>;
+
+    /// Deletes one record of `kind` in `db` (`name` given) or all of them; bumps the catalog
+    /// version when something was deleted. Answers how many were.
+    async fn delete_meta(
+        &mut self,
+        kind: &str,
+        db: &str,
+        name: Option<&str>,
+    ) -> Result<u64, StoreError>;
 }

@@ -9,6 +9,8 @@
 //! - `docgate.collections(db, name, schema_name, table_name, options, uuid)`: each collection
 //!   is a table in its database's schema; `options` is the BSON of the create options, `uuid`
 //!   16 random bytes (`gen_random_uuid()`).
+//! - `docgate.meta(kind, db, name, body jsonb)`: users, roles, REST modules and OAuth clients
+//!   (see `meta.rs`).
 //! - `docgate.indexes`: secondary indexes and their entries tables (see `index.rs`); they
 //!   are dropped and renamed (moved between schemas) along with their collection.
 //!
@@ -89,6 +91,13 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
              is_unique boolean NOT NULL,
              multikey boolean NOT NULL,
              PRIMARY KEY (db, collection, name)
+         );
+         CREATE TABLE IF NOT EXISTS docgate.meta (
+             kind text NOT NULL,
+             db text NOT NULL,
+             name text NOT NULL,
+             body jsonb NOT NULL,
+             PRIMARY KEY (kind, db, name)
          );",
     )
     .await?;

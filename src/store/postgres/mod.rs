@@ -40,6 +40,7 @@ mod catalog;
 mod conn;
 mod index;
 mod listen;
+mod meta;
 mod session;
 mod sql;
 mod write;

@@ -21,11 +21,11 @@ use deadpool::managed::Object;
 use tokio::runtime::Handle;
 
 use super::super::{
-    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, Predicate, ScanRequest,
-    StoreError, StoreSession, StoredDocument,
+    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
+    Predicate, ScanRequest, StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{Manager, PgConn};
-use super::{catalog, index, sql, write};
+use super::{catalog, index, meta, sql, write};
 
 /// A session of the PostgreSQL backend. Get one from `PostgresStore::postgres_session`
 /// (concrete) or `Store::session` (boxed).
@@ -261,5 +261,35 @@ impl StoreSession for PostgresSession {
         request: &ScanRequest,
     ) -> Result<Vec<String>, StoreError> {
         self.explain_scan(coll, request).await
+    }
+
+    async fn list_meta(
+        &mut self,
+        kind: &str,
+        db: Option<&str>,
+    ) -> Result<Vec<MetaRecord>, StoreError> {
+        meta::list(self.conn()?, kind, db).await
+    }
+
+    async fn get_meta(
+        &mut self,
+        kind: &str,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<MetaRecord>, StoreError> {
+        meta::get(self.conn()?, kind, db, name).await
+    }
+
+    async fn put_meta(&mut self, record: &MetaRecord, mode: MetaWrite) -> Result<bool, StoreError> {
+        meta::put(self.conn()?, record, mode).await
+    }
+
+    async fn delete_meta(
+        &mut self,
+        kind: &str,
+        db: &str,
+        name: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        meta::delete(self.conn()?, kind, db, name).await
     }
 }

@@ -51,7 +51,8 @@ pub(super) fn init_schema(conn: &Connection) -> Result<(), StoreError> {
              );",
         )
         .map_err(db_err)?;
-        conn.execute_batch(index::SCHEMA).map_err(db_err)
+        conn.execute_batch(index::SCHEMA).map_err(db_err)?;
+        conn.execute_batch(super::meta::SCHEMA).map_err(db_err)
     })
 }
 

@@ -19,6 +19,7 @@
 mod catalog;
 mod conn;
 mod index;
+mod meta;
 mod session;
 mod sql;
 mod write;

@@ -22,11 +22,11 @@ use rusqlite::Connection;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::super::{
-    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, Predicate, ScanRequest,
-    StoreError, StoreSession, StoredDocument,
+    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
+    Predicate, ScanRequest, StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{db_err, PooledConn};
-use super::{catalog, index, sql, write};
+use super::{catalog, index, meta, sql, write};
 
 /// A session of the SQLite backend. Get one from `SqliteStore::sqlite_session` (concrete) or
 /// `Store::session` (boxed).
@@ -258,5 +258,42 @@ impl StoreSession for SqliteSession {
         request: &ScanRequest,
     ) -> Result<Vec<String>, StoreError> {
         self.explain_scan(coll, request).await
+    }
+
+    async fn list_meta(
+        &mut self,
+        kind: &str,
+        db: Option<&str>,
+    ) -> Result<Vec<MetaRecord>, StoreError> {
+        let (kind, db) = (kind.to_owned(), db.map(str::to_owned));
+        self.run(move |conn| meta::list(conn, &kind, db.as_deref()))
+            .await
+    }
+
+    async fn get_meta(
+        &mut self,
+        kind: &str,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<MetaRecord>, StoreError> {
+        let (kind, db, name) = (kind.to_owned(), db.to_owned(), name.to_owned());
+        self.run(move |conn| meta::get(conn, &kind, &db, &name))
+            .await
+    }
+
+    async fn put_meta(&mut self, record: &MetaRecord, mode: MetaWrite) -> Result<bool, StoreError> {
+        let record = record.clone();
+        self.run(move |conn| meta::put(conn, &record, mode)).await
+    }
+
+    async fn delete_meta(
+        &mut self,
+        kind: &str,
+        db: &str,
+        name: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        let (kind, db, name) = (kind.to_owned(), db.to_owned(), name.map(str::to_owned));
+        self.run(move |conn| meta::delete(conn, &kind, &db, name.as_deref()))
+            .await
     }
 }
