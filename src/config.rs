@@ -8,8 +8,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
+
+use crate::auth::{AuthMode, AuthSettings, ThrottleSettings, VerifierSettings};
 
 /// Default MongoDB listener: loopback only (DESIGN.md invariant 7).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:27017";
@@ -37,7 +39,9 @@ pub enum LogFormat {
 pub struct Cli {
     /// TOML settings file (keys: backend, listen, rest_listen, log_format, max_connections,
     /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
-    /// cache.metadata.timeout, ttl_monitor_interval).
+    /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.cache.enabled,
+    /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
+    /// security.credentials.lock_time).
     #[arg(long, env = "DOCGATE_CONFIG")]
     pub config: Option<PathBuf>,
     /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`) or
@@ -81,6 +85,57 @@ pub struct Cli {
     /// `ttlMonitorSleepSecs`; default 60s).
     #[arg(long, env = "DOCGATE_TTL_MONITOR_INTERVAL", value_parser = parse_duration)]
     pub ttl_monitor_interval: Option<Duration>,
+    /// Authentication: `on` (default: required once any user exists) or `off` (development
+    /// only; warned about when listening beyond loopback).
+    #[arg(long, env = "DOCGATE_AUTH", value_enum)]
+    pub auth: Option<AuthMode>,
+    /// Remember successful password verifications (PLAIN, HTTP Basic): the fast path
+    /// (`auth.cache.enabled`, default true).
+    #[arg(long, env = "DOCGATE_AUTH_CACHE_ENABLED")]
+    pub auth_cache_enabled: Option<bool>,
+    /// How long a verification is remembered (`auth.cache.timeout`, default 5m).
+    #[arg(long, env = "DOCGATE_AUTH_CACHE_TIMEOUT", value_parser = parse_duration)]
+    pub auth_cache_timeout: Option<Duration>,
+    /// How many verifications are remembered at most (`auth.cache.max_entries`, default 10000).
+    #[arg(long, env = "DOCGATE_AUTH_CACHE_MAX_ENTRIES")]
+    pub auth_cache_max_entries: Option<u64>,
+    /// Failed attempts before a user is locked (ORDS `security.credentials.attempts`,
+    /// default 5; 0 turns throttling off).
+    #[arg(long, env = "DOCGATE_SECURITY_CREDENTIALS_ATTEMPTS")]
+    pub security_credentials_attempts: Option<u32>,
+    /// How long a locked user stays locked (ORDS `security.credentials.lock_time`, default
+    /// 10m).
+    #[arg(long, env = "DOCGATE_SECURITY_CREDENTIALS_LOCK_TIME", value_parser = parse_duration)]
+    pub security_credentials_lock_time: Option<Duration>,
+    /// What to do; without a subcommand docgate serves.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands besides serving.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Manage users without a running server (for bootstrapping the first administrator).
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+/// `docgate user ...`.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Creates a user with SCRAM-SHA-1 and SCRAM-SHA-256 credentials. The password is read
+    /// from DOCGATE_USER_PASSWORD or, if unset, from the first line of standard input.
+    Create {
+        /// The user's name.
+        #[arg(long)]
+        user: String,
+        /// The user's authentication database.
+        #[arg(long, default_value = "admin")]
+        db: String,
+        /// Roles, each `role` (in --db) or `role@db`; e.g. `root`, `readWrite@shop`.
+        #[arg(long, value_delimiter = ',', default_value = "root")]
+        roles: Vec<String>,
+    },
 }
 
 /// Parses a duration: humane (`500ms`, `30s`, `5m`, `1h`, `1d`, a bare number of seconds)
@@ -149,6 +204,40 @@ struct FileSettings {
     pool: FilePool,
     #[serde(default)]
     cache: FileCache,
+    #[serde(default)]
+    auth: FileAuth,
+    #[serde(default)]
+    security: FileSecurity,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuth {
+    mode: Option<AuthMode>,
+    #[serde(default)]
+    cache: FileAuthCache,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuthCache {
+    enabled: Option<bool>,
+    timeout: Option<String>,
+    max_entries: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSecurity {
+    #[serde(default)]
+    credentials: FileCredentials,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCredentials {
+    attempts: Option<u32>,
+    lock_time: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -274,6 +363,7 @@ pub struct Settings {
     pub pool: PoolSettings,
     pub metadata_cache: MetadataCacheSettings,
     pub ttl_monitor_interval: Duration,
+    pub auth: AuthSettings,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -345,6 +435,37 @@ impl Settings {
         if ttl_monitor_interval.is_zero() {
             return Err("ttl_monitor_interval must be positive".into());
         }
+        let auth_defaults = AuthSettings::default();
+        let auth = AuthSettings {
+            mode: cli.auth.or(file.auth.mode).unwrap_or(auth_defaults.mode),
+            verifier: VerifierSettings {
+                enabled: cli
+                    .auth_cache_enabled
+                    .or(file.auth.cache.enabled)
+                    .unwrap_or(auth_defaults.verifier.enabled),
+                timeout: match cli.auth_cache_timeout {
+                    Some(timeout) => timeout,
+                    None => file_duration(file.auth.cache.timeout)?
+                        .unwrap_or(auth_defaults.verifier.timeout),
+                },
+                max_entries: cli
+                    .auth_cache_max_entries
+                    .or(file.auth.cache.max_entries)
+                    .unwrap_or(auth_defaults.verifier.max_entries),
+            },
+            throttle: ThrottleSettings {
+                attempts: cli
+                    .security_credentials_attempts
+                    .or(file.security.credentials.attempts)
+                    .unwrap_or(auth_defaults.throttle.attempts),
+                lock_time: match cli.security_credentials_lock_time {
+                    Some(lock) => lock,
+                    None => file_duration(file.security.credentials.lock_time)?
+                        .unwrap_or(auth_defaults.throttle.lock_time),
+                },
+                max_tracked: auth_defaults.throttle.max_tracked,
+            },
+        };
         Ok(Settings {
             backend: BackendUrl::parse(&backend)?,
             listen: cli.listen.or(file.listen).unwrap_or(default_listen),
@@ -357,6 +478,7 @@ impl Settings {
             pool,
             metadata_cache,
             ttl_monitor_interval,
+            auth,
             argv,
         })
     }

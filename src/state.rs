@@ -1,6 +1,7 @@
 //! `AppState`: everything the front ends share, built once at start — the store (which owns
-//! the one connection pool), the catalog (which owns the one metadata cache), the settings
-//! and the server-wide counters.
+//! the one connection pool), the catalog (which owns the one metadata cache), the
+//! authentication service (users, password verifier), the settings and the server-wide
+//! counters.
 //!
 //! Not for: per-connection state (that lives in `mongo::connection`).
 
@@ -8,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use crate::auth::AuthService;
 use crate::catalog::Catalog;
 use crate::config::{BackendUrl, Settings};
 use crate::store::postgres::{PostgresOptions, PostgresStore};
@@ -44,6 +46,8 @@ pub struct AppState {
     pub settings: Settings,
     pub store: Arc<dyn Store>,
     pub catalog: Catalog,
+    /// Users, roles and password verification (with its fast path), for both front ends.
+    pub auth: Arc<AuthService>,
     pub counters: ServerCounters,
     pub started: Instant,
     pub started_at: SystemTime,
@@ -70,8 +74,11 @@ impl AppState {
                 Arc::new(PostgresStore::connect(url, options).await?)
             }
         };
+        let catalog = Catalog::new(store.clone(), &settings.metadata_cache);
+        let auth = Arc::new(AuthService::open(settings.auth.clone(), catalog.clone()).await?);
         Ok(Arc::new(AppState {
-            catalog: Catalog::new(store.clone(), &settings.metadata_cache),
+            catalog,
+            auth,
             store,
             settings,
             counters: ServerCounters::default(),

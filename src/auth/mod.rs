@@ -2,16 +2,19 @@
 //! (server side), PLAIN parsing, the fast verification path for PLAIN and HTTP Basic, per-user
 //! throttling of failed attempts, and MongoDB's built-in roles as data.
 //!
-//! This module is self-contained: it knows nothing of BSON, the wire protocol or the catalog.
-//! The front ends feed it the raw SASL payloads and the stored credentials and turn its
+//! `service` ties these to the catalog (users and user-defined roles are metadata records,
+//! `users`) as the one [`AuthService`] both front ends share. Nothing here knows BSON, the
+//! wire protocol or HTTP: the front ends feed it the raw SASL payloads and turn its
 //! [`AuthError`]s into MongoDB error documents with [`AuthError::code`] and
-//! [`AuthError::code_name`].
+//! [`AuthError::code_name`] (or HTTP statuses).
 
 pub mod credentials;
 pub mod plain;
 pub mod roles;
 pub mod scram;
+pub mod service;
 pub mod throttle;
+pub mod users;
 pub mod verifier;
 
 pub use credentials::{ScramCredential, ScramMechanism};
@@ -20,11 +23,15 @@ pub use roles::{
     allows, command_privilege, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant,
 };
 pub use scram::{ClientFirst, CredentialLookup, SaslReply, ScramConversation, ScramServer};
+pub use service::{Access, AuthMode, AuthService, AuthSettings, AuthenticatedUser};
 pub use throttle::{Throttle, ThrottleSettings};
+pub use users::{RoleRecord, UserRecord};
 pub use verifier::{PasswordVerifier, VerifierSettings};
 
 /// MongoDB error code 2.
 pub const BAD_VALUE: i32 = 2;
+/// MongoDB error code 6.
+pub const HOST_UNREACHABLE: i32 = 6;
 /// MongoDB error code 13.
 pub const UNAUTHORIZED: i32 = 13;
 /// MongoDB error code 18.
@@ -52,6 +59,9 @@ pub enum AuthError {
     /// the user exists).
     #[error("{0}")]
     BadValue(String),
+    /// 6 HostUnreachable: the users could not be read from the database.
+    #[error("cannot read users: {0}")]
+    Backend(String),
 }
 
 impl AuthError {
@@ -62,6 +72,7 @@ impl AuthError {
             AuthError::MechanismUnavailable(_) => MECHANISM_UNAVAILABLE,
             AuthError::Unauthorized(_) => UNAUTHORIZED,
             AuthError::BadValue(_) => BAD_VALUE,
+            AuthError::Backend(_) => HOST_UNREACHABLE,
         }
     }
 
@@ -72,6 +83,7 @@ impl AuthError {
             AuthError::MechanismUnavailable(_) => "MechanismUnavailable",
             AuthError::Unauthorized(_) => "Unauthorized",
             AuthError::BadValue(_) => "BadValue",
+            AuthError::Backend(_) => "HostUnreachable",
         }
     }
 

@@ -136,7 +136,8 @@ impl CatalogSnapshot {
     }
 }
 
-/// The one metadata cache.
+/// The one metadata cache. Cloning shares it (the caches and the store are shared handles).
+#[derive(Clone)]
 pub struct Catalog {
     store: Arc<dyn Store>,
     /// Highest catalog version announced by the store; a cached snapshot older than this is
