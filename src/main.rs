@@ -9,7 +9,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use docgate::config::{Cli, LogFormat, Settings};
+use docgate::auth::service::derive_credentials_blocking;
+use docgate::auth::users::new_uuid;
+use docgate::auth::{AuthMode, BuiltinRole, RoleGrant, ScramMechanism, UserRecord};
+use docgate::config::{Cli, Command, LogFormat, Settings, UserCommand};
 use docgate::mongo::{listener, MongoServer};
 use docgate::state::AppState;
 use tokio::net::TcpListener;
@@ -62,14 +65,25 @@ async fn run(settings: Settings) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
+    let auth = describe_auth(&state).await;
     tracing::info!(
-        "mongo listening on {address} backend={} ({}) auth=off max_connections={}",
+        "mongo listening on {address} backend={} ({}) auth={auth} max_connections={}",
         state.store.backend_name(),
         state.store.describe(),
         settings.max_connections
     );
     if !address.ip().is_loopback() {
-        tracing::warn!("listening beyond loopback on {address} with authentication off");
+        match settings.auth.mode {
+            AuthMode::Off => tracing::warn!(
+                "AUTHENTICATION IS OFF and docgate listens beyond loopback on {address}: \
+                 anyone who can reach it can read and change all data"
+            ),
+            AuthMode::On if auth == "on (no users yet)" => tracing::warn!(
+                "no users exist yet: only loopback clients are served (create the first \
+                 user from 127.0.0.1, or with `docgate user create`)"
+            ),
+            AuthMode::On => {}
+        }
     }
     if let Some(rest) = settings.rest_listen {
         tracing::warn!(
@@ -94,9 +108,74 @@ async fn run(settings: Settings) -> Result<(), String> {
     Ok(())
 }
 
+/// `on`, `on (no users yet)` or `off`, for the listener's log line.
+async fn describe_auth(state: &AppState) -> &'static str {
+    match state.settings.auth.mode {
+        AuthMode::Off => "off",
+        AuthMode::On => match state.auth.users_exist().await {
+            Ok(true) => "on",
+            _ => "on (no users yet)",
+        },
+    }
+}
+
+/// `docgate user create`: stores a user in the backend directly (no server needed).
+async fn run_user_command(settings: Settings, command: UserCommand) -> Result<(), String> {
+    let UserCommand::Create { user, db, roles } = command;
+    let password = match std::env::var("DOCGATE_USER_PASSWORD") {
+        Ok(password) => password,
+        Err(_) => {
+            eprintln!("password for {user}@{db} (one line on standard input):");
+            let mut line = String::new();
+            std::io::stdin()
+                .read_line(&mut line)
+                .map_err(|e| format!("cannot read the password: {e}"))?;
+            line.trim_end_matches(['\r', '\n']).to_owned()
+        }
+    };
+    let grants = roles
+        .iter()
+        .map(|role| match role.split_once('@') {
+            Some((role, role_db)) => RoleGrant::new(role, role_db),
+            None => RoleGrant::new(role.as_str(), db.as_str()),
+        })
+        .collect::<Vec<_>>();
+    for grant in &grants {
+        match BuiltinRole::from_name(&grant.role) {
+            Some(role) if !role.admin_only() || grant.db == "admin" => {}
+            _ => return Err(format!("no built-in role {}@{}", grant.role, grant.db)),
+        }
+    }
+    let state = AppState::open(settings)
+        .await
+        .map_err(|e| format!("cannot open backend: {e}"))?;
+    let credentials = derive_credentials_blocking(
+        &user,
+        &password,
+        &[ScramMechanism::Sha1, ScramMechanism::Sha256],
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let record = UserRecord {
+        db: db.clone(),
+        name: user.clone(),
+        user_id: new_uuid(),
+        credentials,
+        roles: grants,
+        custom_data: None,
+    };
+    state.auth.create_user(&record).await.map_err(|e| match e {
+        docgate::store::StoreError::AlreadyExists(_) => format!("user {user}@{db} already exists"),
+        other => format!("cannot create user {user}@{db}: {other}"),
+    })?;
+    eprintln!("created user {user}@{db}");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    let command = cli.command.take();
     let settings = match Settings::resolve(cli, argv) {
         Ok(settings) => settings,
         Err(message) => {
@@ -115,7 +194,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(settings)) {
+    let outcome = match command {
+        None => runtime.block_on(run(settings)),
+        Some(Command::User(user_command)) => {
+            runtime.block_on(run_user_command(settings, user_command))
+        }
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             tracing::error!("{message}");

@@ -549,7 +549,7 @@ pub fn command_privilege(command: &str) -> Option<CommandPrivilege> {
     let privilege = match command {
         "hello" | "isMaster" | "ismaster" | "ping" | "buildInfo" | "buildinfo" | "saslStart"
         | "saslContinue" | "logout" | "connectionStatus" | "whatsmyuri" | "listCommands"
-        | "endSessions" => Open,
+        | "endSessions" | "authenticate" => Open,
         "getMore" | "killCursors" => Authenticated,
         "aggregate" | "count" | "distinct" | "find" | "explain" => Actions(&[Find]),
         "findAndModify" => Actions(&[Find, Update]),
@@ -580,6 +580,9 @@ pub fn command_privilege(command: &str) -> Option<CommandPrivilege> {
         "usersInfo" => Actions(&[ViewUser]),
         "grantRolesToUser" => Actions(&[GrantRole]),
         "revokeRolesFromUser" => Actions(&[RevokeRole]),
+        "createRole" => Actions(&[CreateRole]),
+        "dropRole" => Actions(&[DropRole]),
+        "rolesInfo" => Actions(&[ViewRole]),
         _ => return Option::None,
     };
     Some(privilege)

@@ -9,9 +9,10 @@ use std::net::SocketAddr;
 use bson::{Bson, Document};
 use docgate_wire::Compressor;
 
+use super::commands::auth::ConnectionAuth;
 use super::commands::{
-    aggregate, delete, diagnostics, explain, find, find_and_modify, handshake, indexes, insert,
-    namespaces, stats, update,
+    aggregate, auth, delete, diagnostics, explain, find, find_and_modify, handshake, indexes,
+    insert, namespaces, stats, update, users,
 };
 use super::error::{CommandError, CommandResult};
 use super::request::CommandRequest;
@@ -28,6 +29,8 @@ pub struct ConnectionInfo {
     pub compressors: Vec<Compressor>,
     /// Client metadata sent with the first `hello` (driver name, app name).
     pub client_metadata: Option<Document>,
+    /// Who the client authenticated as, and SCRAM conversations in progress.
+    pub auth: ConnectionAuth,
 }
 
 impl ConnectionInfo {
@@ -37,6 +40,7 @@ impl ConnectionInfo {
             peer,
             compressors: Vec::new(),
             client_metadata: None,
+            auth: ConnectionAuth::default(),
         }
     }
 }
@@ -74,17 +78,23 @@ impl CommandContext<'_> {
 
 /// The commands docgate answers, with the help text `listCommands` shows.
 pub const COMMANDS: &[(&str, &str)] = &[
+    ("authenticate", "Legacy authentication (MONGODB-X509 is not offered)."),
     ("aggregate", "Runs an aggregation pipeline ($match, $group, $sort, $skip, $limit, $count, $project, ...)."),
     ("buildInfo", "Build details of this server."),
     ("collStats", "Size and count of a collection."),
     ("connectionStatus", "Authentication state of this connection."),
     ("count", "Counts the documents matching a query."),
     ("create", "Creates a collection."),
+    ("createRole", "Creates a role that bundles built-in roles."),
+    ("createUser", "Creates a user."),
     ("createIndexes", "Builds secondary indexes (single field, compound, unique, sparse, partial, TTL)."),
     ("dbStats", "Size and counts of a database."),
     ("delete", "Deletes documents."),
     ("distinct", "Distinct values of a field."),
     ("drop", "Drops a collection."),
+    ("dropAllUsersFromDatabase", "Drops every user of a database."),
+    ("dropRole", "Drops a user-defined role."),
+    ("dropUser", "Drops a user."),
     ("dropIndexes", "Drops secondary indexes."),
     ("dropDatabase", "Drops a database and all its collections."),
     ("endSessions", "Ends logical sessions and their cursors."),
@@ -95,6 +105,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("getLog", "Recent log messages (startupWarnings)."),
     ("getMore", "Next batch of a cursor."),
     ("getParameter", "Server parameters."),
+    ("grantRolesToUser", "Grants roles to a user."),
     ("hello", "Handshake: server capabilities and limits."),
     ("hostInfo", "The machine this server runs on."),
     ("insert", "Inserts documents."),
@@ -105,10 +116,17 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("listCommands", "Lists the supported commands."),
     ("listDatabases", "Lists databases."),
     ("listIndexes", "Lists the indexes of a collection."),
+    ("logout", "Ends the connection's authentication."),
     ("ping", "Checks that the server answers."),
     ("renameCollection", "Renames a collection, possibly into another database."),
+    ("revokeRolesFromUser", "Revokes roles from a user."),
+    ("rolesInfo", "Built-in and user-defined roles."),
+    ("saslContinue", "Continues a SASL authentication conversation."),
+    ("saslStart", "Starts SASL authentication (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN)."),
     ("serverStatus", "Counters and state of this server."),
     ("update", "Updates documents."),
+    ("updateUser", "Changes a user's password, roles or customData."),
+    ("usersInfo", "Users of a database."),
     ("validate", "Checks a collection's documents and _id index."),
     ("whatsmyuri", "The client's address as the server sees it."),
 ];
@@ -121,6 +139,10 @@ pub async fn dispatch(
 ) -> Document {
     ServerCounters::add(&server.state.counters.op_command, 1);
     let mut context = CommandContext { server, connection };
+    if let Err(error) = auth::authorize(&mut context, &request).await {
+        tracing::debug!(command = %request.name, db = %request.db, %error, "command refused");
+        return error.to_reply();
+    }
     let mut result = run(&mut context, &request).await;
     if let Err(CommandError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
         // Another instance changed the collection's indexes after this one planned the
@@ -145,7 +167,25 @@ pub async fn dispatch(
 
 async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     match request.name.as_str() {
-        "hello" | "isMaster" | "ismaster" => handshake::hello(context, request),
+        "hello" | "isMaster" | "ismaster" => {
+            let mut reply = handshake::hello(context, request)?;
+            auth::add_to_hello(context, request, &mut reply).await;
+            Ok(reply)
+        }
+        "saslStart" => auth::sasl_start(context, request).await,
+        "saslContinue" => auth::sasl_continue(context, request).await,
+        "logout" => auth::logout(context),
+        "authenticate" => auth::authenticate(request),
+        "createUser" => users::create_user(context, request).await,
+        "updateUser" => users::update_user(context, request).await,
+        "dropUser" => users::drop_user(context, request).await,
+        "dropAllUsersFromDatabase" => users::drop_all_users(context, request).await,
+        "usersInfo" => users::users_info(context, request).await,
+        "grantRolesToUser" => users::grant_roles(context, request).await,
+        "revokeRolesFromUser" => users::revoke_roles(context, request).await,
+        "createRole" => users::create_role(context, request).await,
+        "dropRole" => users::drop_role(context, request).await,
+        "rolesInfo" => users::roles_info(context, request).await,
         "ping" => Ok(Document::new()),
         "buildInfo" | "buildinfo" => Ok(handshake::build_info(context)),
         "whatsmyuri" => handshake::whats_my_uri(context),
@@ -155,7 +195,7 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         "getCmdLineOpts" => diagnostics::get_cmd_line_opts(context),
         "getLog" => diagnostics::get_log(request),
         "hostInfo" => diagnostics::host_info(),
-        "connectionStatus" => Ok(diagnostics::connection_status()),
+        "connectionStatus" => auth::connection_status(context),
         "serverStatus" => Ok(diagnostics::server_status(context)),
         "listCommands" => Ok(diagnostics::list_commands()),
         "listDatabases" => namespaces::list_databases(context, request).await,

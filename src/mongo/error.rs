@@ -7,6 +7,7 @@
 use bson::{doc, Document};
 use thiserror::Error;
 
+use crate::auth::AuthError;
 use crate::query::QueryError;
 use crate::store::StoreError;
 
@@ -52,6 +53,24 @@ pub enum CommandError {
     Query(#[from] QueryError),
     #[error("{0}")]
     Store(#[from] StoreError),
+    /// Authentication and authorization failures (18, 13, 334, 2, 6).
+    #[error("{0}")]
+    Auth(#[from] AuthError),
+    /// 11 UserNotFound.
+    #[error("{0}")]
+    UserNotFound(String),
+    /// 31 RoleNotFound.
+    #[error("{0}")]
+    RoleNotFound(String),
+    /// 51003: createUser for a user that exists.
+    #[error("{0}")]
+    UserExists(String),
+    /// 51002: createRole for a role that exists.
+    #[error("{0}")]
+    RoleExists(String),
+    /// 17 ProtocolError: saslContinue without a conversation.
+    #[error("{0}")]
+    ProtocolError(String),
 }
 
 impl CommandError {
@@ -83,6 +102,12 @@ impl CommandError {
             CommandError::DuplicateKey(_) => 11000,
             CommandError::Query(e) => e.code,
             CommandError::Store(e) => store_error_code(e).0,
+            CommandError::Auth(e) => e.code(),
+            CommandError::UserNotFound(_) => 11,
+            CommandError::RoleNotFound(_) => 31,
+            CommandError::UserExists(_) => 51003,
+            CommandError::RoleExists(_) => 51002,
+            CommandError::ProtocolError(_) => 17,
         }
     }
 
@@ -107,6 +132,12 @@ impl CommandError {
             CommandError::DuplicateKey(_) => "DuplicateKey",
             CommandError::Query(e) => e.code_name,
             CommandError::Store(e) => store_error_code(e).1,
+            CommandError::Auth(e) => e.code_name(),
+            CommandError::UserNotFound(_) => "UserNotFound",
+            CommandError::RoleNotFound(_) => "RoleNotFound",
+            CommandError::UserExists(_) => "Location51003",
+            CommandError::RoleExists(_) => "Location51002",
+            CommandError::ProtocolError(_) => "ProtocolError",
         }
     }
 

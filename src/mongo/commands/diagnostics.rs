@@ -109,11 +109,6 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "localhost".to_string())
 }
 
-/// `connectionStatus`: nobody is authenticated (authentication arrives with the auth capability).
-pub fn connection_status() -> Document {
-    doc! {"authInfo": {"authenticatedUsers": [], "authenticatedUserRoles": []}}
-}
-
 /// `serverStatus`: uptime, connections, operation counters.
 pub fn server_status(context: &CommandContext<'_>) -> Document {
     let state = &context.server.state;

@@ -5,6 +5,7 @@
 //! Not for: SQL — handlers reach data through the catalog, the planner and `StoreSession`.
 
 pub mod aggregate;
+pub mod auth;
 pub mod delete;
 pub mod diagnostics;
 pub mod explain;
@@ -16,4 +17,5 @@ pub mod insert;
 pub mod namespaces;
 pub mod stats;
 pub mod update;
+pub mod users;
 mod write_support;

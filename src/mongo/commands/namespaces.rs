@@ -23,10 +23,12 @@ pub async fn list_databases(
     let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
     let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
     let snapshot = context.catalog().fresh_snapshot().await?;
+    let visible = super::auth::visible_databases(context);
     let mut session = open_session(context).await?;
     let mut databases = Vec::new();
     let mut total_size: i64 = 0;
-    for db in snapshot.database_names() {
+    let names = snapshot.database_names().into_iter();
+    for db in names.filter(|db| visible.as_ref().is_none_or(|v| v.contains(db))) {
         let entry = if name_only {
             doc! {"name": &db}
         } else {

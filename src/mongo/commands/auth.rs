@@ -1,0 +1,345 @@
+//! Authentication on the wire: `saslStart` / `saslContinue` (SCRAM-SHA-256, SCRAM-SHA-1,
+//! PLAIN), `saslSupportedMechs` and `speculativeAuthenticate` in `hello`, `logout`,
+//! `authenticate` (MONGODB-X509, not offered), `connectionStatus`, and the check every
+//! command passes before it runs ([`authorize`]).
+//!
+//! PLAIN verifies against the users of the named database; `$external` (what drivers send
+//! for PLAIN by default) means the users of `admin`. It goes through the fast verification
+//! path, so a client reconnecting with the same password pays PBKDF2 once.
+//!
+//! Not for: user and role management (`users.rs`) or the roles themselves (`crate::auth`).
+
+use std::collections::HashMap;
+
+use bson::spec::BinarySubtype;
+use bson::{doc, Binary, Bson, Document};
+
+use crate::auth::{
+    allows, command_privilege, Access, Action, AuthError, AuthenticatedUser, CommandPrivilege,
+    PlainCredentials, ScramConversation, ScramMechanism,
+};
+use crate::mongo::dispatch::CommandContext;
+use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::request::{opt_document, opt_str, CommandRequest};
+
+/// What one connection knows about its authentication.
+#[derive(Debug, Default)]
+pub struct ConnectionAuth {
+    /// The user this connection authenticated as.
+    pub user: Option<AuthenticatedUser>,
+    /// SCRAM conversations in progress, by `conversationId`.
+    conversations: HashMap<i32, PendingConversation>,
+    next_conversation_id: i32,
+    /// Decided by [`authorize`] for the command being run: the access rule, and the user as
+    /// the catalog has it now (roles granted or revoked since authenticating apply at once).
+    pub access: Option<Access>,
+}
+
+#[derive(Debug)]
+struct PendingConversation {
+    db: String,
+    conversation: ScramConversation,
+}
+
+/// Most conversations one connection may leave open (a client that starts many and never
+/// finishes them must not grow memory).
+const MAX_OPEN_CONVERSATIONS: usize = 8;
+
+/// The database PLAIN users on `$external` are looked up in.
+const PLAIN_EXTERNAL_USERS_DB: &str = "admin";
+
+/// `saslStart`.
+pub async fn sasl_start(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    let mechanism = opt_str(&request.body, "mechanism")?
+        .ok_or_else(|| CommandError::missing_field("saslStart.mechanism"))?
+        .to_owned();
+    let payload = payload_of(&request.body)?;
+    let skip_empty = opt_document(&request.body, "options")?
+        .and_then(|options| options.get("skipEmptyExchange"))
+        .is_some_and(|value| matches!(value, Bson::Boolean(true)));
+    start(context, &request.db, &mechanism, &payload, skip_empty).await
+}
+
+async fn start(
+    context: &mut CommandContext<'_>,
+    db: &str,
+    mechanism: &str,
+    payload: &[u8],
+    skip_empty: bool,
+) -> CommandResult {
+    let auth = &context.server.state.auth;
+    if mechanism == "PLAIN" {
+        let credentials = PlainCredentials::parse(payload)?;
+        let users_db = if db == "$external" {
+            PLAIN_EXTERNAL_USERS_DB
+        } else {
+            db
+        };
+        let user = auth
+            .verify_password(users_db, &credentials.username, &credentials.password)
+            .await?;
+        log_authenticated(context, &user, mechanism);
+        context.connection.auth.user = Some(user);
+        return Ok(sasl_reply(1, true, Vec::new()));
+    }
+    let scram = ScramMechanism::from_name(mechanism)
+        .filter(|_| db != "$external")
+        .ok_or_else(|| AuthError::unknown_mechanism(mechanism))?;
+    let (conversation, reply) = auth.scram_start(scram, db, payload, skip_empty).await?;
+    let connection = &mut context.connection.auth;
+    if connection.conversations.len() >= MAX_OPEN_CONVERSATIONS {
+        connection.conversations.clear();
+    }
+    connection.next_conversation_id = connection.next_conversation_id.wrapping_add(1).max(1);
+    let id = connection.next_conversation_id;
+    connection.conversations.insert(
+        id,
+        PendingConversation {
+            db: db.to_owned(),
+            conversation,
+        },
+    );
+    Ok(sasl_reply(id, reply.done, reply.payload))
+}
+
+/// `saslContinue`.
+pub async fn sasl_continue(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
+    let id = match request.body.get("conversationId") {
+        Some(Bson::Int32(id)) => *id,
+        Some(Bson::Int64(id)) => i32::try_from(*id).unwrap_or(-1),
+        Some(Bson::Double(id)) if id.fract() == 0.0 => *id as i32,
+        _ => return Err(CommandError::missing_field("saslContinue.conversationId")),
+    };
+    let payload = payload_of(&request.body)?;
+    let Some(mut pending) = context.connection.auth.conversations.remove(&id) else {
+        return Err(CommandError::ProtocolError(
+            "No SASL session state found".into(),
+        ));
+    };
+    let auth = context.server.state.auth.clone();
+    let (reply, user) = auth
+        .scram_step(&pending.db, &mut pending.conversation, &payload)
+        .await?;
+    if let Some(user) = user {
+        let mechanism = pending.conversation.mechanism().name();
+        log_authenticated(context, &user, mechanism);
+        context.connection.auth.user = Some(user);
+    }
+    if !reply.done {
+        context.connection.auth.conversations.insert(id, pending);
+    }
+    Ok(sasl_reply(id, reply.done, reply.payload))
+}
+
+/// Adds `saslSupportedMechs` and `speculativeAuthenticate` answers to a `hello` reply.
+pub async fn add_to_hello(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+    reply: &mut Document,
+) {
+    if let Some(Bson::String(user)) = request.body.get("saslSupportedMechs") {
+        if let Some((db, name)) = user.split_once('.') {
+            if let Ok(Some(mechanisms)) = context.server.state.auth.mechanisms_of(db, name).await {
+                reply.insert("saslSupportedMechs", mechanisms);
+            }
+        }
+    }
+    let Some(Bson::Document(speculative)) = request.body.get("speculativeAuthenticate") else {
+        return;
+    };
+    // The driver falls back to a normal conversation when the answer is missing.
+    let db = speculative
+        .get_str("db")
+        .unwrap_or(request.db.as_str())
+        .to_owned();
+    let Ok(mechanism) = speculative.get_str("mechanism").map(str::to_owned) else {
+        return;
+    };
+    let Ok(payload) = payload_of(speculative) else {
+        return;
+    };
+    let skip_empty = speculative
+        .get_document("options")
+        .ok()
+        .and_then(|o| o.get_bool("skipEmptyExchange").ok())
+        .unwrap_or(false);
+    match start(context, &db, &mechanism, &payload, skip_empty).await {
+        Ok(mut answer) => {
+            answer.remove("ok");
+            reply.insert("speculativeAuthenticate", answer);
+        }
+        Err(error) => {
+            tracing::debug!(%error, "speculative authentication failed");
+        }
+    }
+}
+
+/// `logout`: forget the connection's user.
+pub fn logout(context: &mut CommandContext<'_>) -> CommandResult {
+    context.connection.auth.user = None;
+    context.connection.auth.conversations.clear();
+    Ok(Document::new())
+}
+
+/// `authenticate` (MONGODB-X509 and the legacy MONGODB-CR): not offered.
+pub fn authenticate(request: &CommandRequest) -> CommandResult {
+    let mechanism = opt_str(&request.body, "mechanism")?.unwrap_or("MONGODB-CR");
+    Err(AuthError::unknown_mechanism(mechanism).into())
+}
+
+/// `connectionStatus`: who this connection is.
+pub fn connection_status(context: &CommandContext<'_>) -> CommandResult {
+    let (users, roles) = match &context.connection.auth.user {
+        Some(user) => (
+            vec![Bson::Document(doc! {"user": &user.name, "db": &user.db})],
+            user.roles
+                .iter()
+                .map(|g| Bson::Document(doc! {"role": &g.role, "db": &g.db}))
+                .collect(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    Ok(doc! {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": roles}})
+}
+
+/// Checks that the connection may run `request`; remembers the access rule and the user's
+/// current roles for the handler. Unknown commands pass (they answer 59 CommandNotFound).
+pub async fn authorize(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> Result<(), CommandError> {
+    let auth = context.server.state.auth.clone();
+    let access = auth
+        .access(context.connection.peer.ip().is_loopback())
+        .await?;
+    context.connection.auth.access = Some(access);
+    if access == Access::Open {
+        return Ok(());
+    }
+    let name = canonical_name(&request.name);
+    let Some(privilege) = command_privilege(name) else {
+        return Ok(());
+    };
+    if privilege == CommandPrivilege::None {
+        return Ok(());
+    }
+    if let Some(user) = context.connection.auth.user.take() {
+        context.connection.auth.user = auth.refresh(&user).await?;
+    }
+    let Some(user) = &context.connection.auth.user else {
+        return Err(AuthError::requires_authentication(name).into());
+    };
+    let allowed = match privilege {
+        CommandPrivilege::None | CommandPrivilege::Authenticated => true,
+        // Every user may list databases; the list shows only theirs without the privilege.
+        CommandPrivilege::Actions(_) if name == "listDatabases" => true,
+        // Every user may look at themselves.
+        CommandPrivilege::Actions(_) if name == "usersInfo" && asks_only_about(request, user) => {
+            true
+        }
+        CommandPrivilege::Actions(actions) => {
+            actions
+                .iter()
+                .all(|action| allows(&user.roles, *action, &request.db))
+                && extra_actions(name, request)
+                    .iter()
+                    .all(|action| allows(&user.roles, *action, &request.db))
+        }
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(AuthError::not_authorized(&request.db, name).into())
+    }
+}
+
+/// Whether the connection's user may see every database (`listDatabases` filters otherwise);
+/// None when no authentication applies.
+pub fn visible_databases(context: &CommandContext<'_>) -> Option<Vec<String>> {
+    if context.connection.auth.access != Some(Access::Required) {
+        return None;
+    }
+    let user = context.connection.auth.user.as_ref()?;
+    if allows(&user.roles, Action::ListDatabases, "admin") {
+        return None;
+    }
+    let mut dbs: Vec<String> = user.roles.iter().map(|g| g.db.clone()).collect();
+    dbs.sort();
+    dbs.dedup();
+    Some(dbs)
+}
+
+/// Actions a command needs beyond its base privilege, from its arguments.
+fn extra_actions(name: &str, request: &CommandRequest) -> Vec<Action> {
+    let flag = |body: &Document, key: &str| matches!(body.get(key), Some(Bson::Boolean(true)));
+    match name {
+        "update" => {
+            let upserts = matches!(request.body.get("updates"), Some(Bson::Array(updates))
+                if updates.iter().any(|u| matches!(u, Bson::Document(u) if flag(u, "upsert"))));
+            if upserts {
+                vec![Action::Insert]
+            } else {
+                Vec::new()
+            }
+        }
+        "findAndModify" if flag(&request.body, "remove") => vec![Action::Remove],
+        "findAndModify" if flag(&request.body, "upsert") => vec![Action::Insert],
+        _ => Vec::new(),
+    }
+}
+
+fn asks_only_about(request: &CommandRequest, user: &AuthenticatedUser) -> bool {
+    match request.target() {
+        Bson::String(name) => *name == user.name && request.db == user.db,
+        Bson::Document(spec) => {
+            spec.get_str("user").is_ok_and(|n| n == user.name)
+                && spec.get_str("db").is_ok_and(|d| d == user.db)
+        }
+        _ => false,
+    }
+}
+
+/// The name the privilege table knows a command by.
+fn canonical_name(name: &str) -> &str {
+    match name {
+        "deleteIndexes" => "dropIndexes",
+        "findandmodify" => "findAndModify",
+        other => other,
+    }
+}
+
+fn payload_of(body: &Document) -> Result<Vec<u8>, CommandError> {
+    match body.get("payload") {
+        Some(Bson::Binary(binary)) => Ok(binary.bytes.clone()),
+        Some(Bson::String(text)) => Ok(text.as_bytes().to_vec()),
+        Some(_) => Err(CommandError::TypeMismatch(
+            "payload must be binary data".into(),
+        )),
+        None => Err(CommandError::missing_field("payload")),
+    }
+}
+
+fn sasl_reply(conversation_id: i32, done: bool, payload: Vec<u8>) -> Document {
+    doc! {
+        "conversationId": conversation_id,
+        "done": done,
+        "payload": Binary { subtype: BinarySubtype::Generic, bytes: payload },
+        "ok": 1.0,
+    }
+}
+
+fn log_authenticated(context: &CommandContext<'_>, user: &AuthenticatedUser, mechanism: &str) {
+    tracing::debug!(
+        connection = context.connection.id,
+        user = %user.name,
+        db = %user.db,
+        mechanism,
+        "authenticated"
+    );
+}
