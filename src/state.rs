@@ -27,6 +27,31 @@ pub struct ServerCounters {
     pub op_delete: AtomicU64,
     pub op_getmore: AtomicU64,
     pub op_command: AtomicU64,
+    /// Authentications per mechanism (serverStatus `security.authentication.mechanisms`).
+    pub auth_scram_sha256: MechanismCounters,
+    pub auth_scram_sha1: MechanismCounters,
+    pub auth_plain: MechanismCounters,
+}
+
+/// MongoDB's per-mechanism authentication counters.
+#[derive(Debug, Default)]
+pub struct MechanismCounters {
+    pub authenticate_received: AtomicU64,
+    pub authenticate_successful: AtomicU64,
+    pub speculative_received: AtomicU64,
+    pub speculative_successful: AtomicU64,
+}
+
+impl ServerCounters {
+    /// The counters of a mechanism by its name, if docgate offers it.
+    pub fn mechanism(&self, name: &str) -> Option<&MechanismCounters> {
+        match name {
+            "SCRAM-SHA-256" => Some(&self.auth_scram_sha256),
+            "SCRAM-SHA-1" => Some(&self.auth_scram_sha1),
+            "PLAIN" => Some(&self.auth_plain),
+            _ => None,
+        }
+    }
 }
 
 impl ServerCounters {

@@ -10,6 +10,7 @@
 //! Not for: user and role management (`users.rs`) or the roles themselves (`crate::auth`).
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
@@ -21,6 +22,7 @@ use crate::auth::{
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_document, opt_str, CommandRequest};
+use crate::state::{MechanismCounters, ServerCounters};
 
 /// What one connection knows about its authentication.
 #[derive(Debug, Default)]
@@ -39,6 +41,8 @@ pub struct ConnectionAuth {
 struct PendingConversation {
     db: String,
     conversation: ScramConversation,
+    /// Started inside `hello` (counted as a speculative authentication).
+    speculative: bool,
 }
 
 /// Most conversations one connection may leave open (a client that starts many and never
@@ -60,7 +64,27 @@ pub async fn sasl_start(
     let skip_empty = opt_document(&request.body, "options")?
         .and_then(|options| options.get("skipEmptyExchange"))
         .is_some_and(|value| matches!(value, Bson::Boolean(true)));
-    start(context, &request.db, &mechanism, &payload, skip_empty).await
+    count(context, &mechanism, |m| &m.authenticate_received);
+    start(
+        context,
+        &request.db,
+        &mechanism,
+        &payload,
+        skip_empty,
+        false,
+    )
+    .await
+}
+
+/// Bumps one of a mechanism's counters.
+fn count(
+    context: &CommandContext<'_>,
+    mechanism: &str,
+    counter: impl Fn(&MechanismCounters) -> &AtomicU64,
+) {
+    if let Some(m) = context.server.state.counters.mechanism(mechanism) {
+        ServerCounters::add(counter(m), 1);
+    }
 }
 
 async fn start(
@@ -69,6 +93,7 @@ async fn start(
     mechanism: &str,
     payload: &[u8],
     skip_empty: bool,
+    speculative: bool,
 ) -> CommandResult {
     let auth = &context.server.state.auth;
     if mechanism == "PLAIN" {
@@ -83,6 +108,7 @@ async fn start(
             .await?;
         log_authenticated(context, &user, mechanism);
         context.connection.auth.user = Some(user);
+        count_success(context, mechanism, speculative);
         return Ok(sasl_reply(1, true, Vec::new()));
     }
     let scram = ScramMechanism::from_name(mechanism)
@@ -100,6 +126,7 @@ async fn start(
         PendingConversation {
             db: db.to_owned(),
             conversation,
+            speculative,
         },
     );
     Ok(sasl_reply(id, reply.done, reply.payload))
@@ -130,6 +157,7 @@ pub async fn sasl_continue(
         let mechanism = pending.conversation.mechanism().name();
         log_authenticated(context, &user, mechanism);
         context.connection.auth.user = Some(user);
+        count_success(context, mechanism, pending.speculative);
     }
     if !reply.done {
         context.connection.auth.conversations.insert(id, pending);
@@ -169,7 +197,8 @@ pub async fn add_to_hello(
         .ok()
         .and_then(|o| o.get_bool("skipEmptyExchange").ok())
         .unwrap_or(false);
-    match start(context, &db, &mechanism, &payload, skip_empty).await {
+    count(context, &mechanism, |m| &m.speculative_received);
+    match start(context, &db, &mechanism, &payload, skip_empty, true).await {
         Ok(mut answer) => {
             answer.remove("ok");
             reply.insert("speculativeAuthenticate", answer);
@@ -331,6 +360,14 @@ fn sasl_reply(conversation_id: i32, done: bool, payload: Vec<u8>) -> Document {
         "done": done,
         "payload": Binary { subtype: BinarySubtype::Generic, bytes: payload },
         "ok": 1.0,
+    }
+}
+
+fn count_success(context: &CommandContext<'_>, mechanism: &str, speculative: bool) {
+    if speculative {
+        count(context, mechanism, |m| &m.speculative_successful);
+    } else {
+        count(context, mechanism, |m| &m.authenticate_successful);
     }
 }
 

@@ -140,6 +140,41 @@ pub fn server_status(context: &CommandContext<'_>) -> Document {
         },
         "metrics": {"cursor": {"open": {"total": context.server.cursors.open_count() as i64}}},
         "storageEngine": {"name": state.store.backend_name()},
+        "security": {"authentication": authentication_status(state)},
+    }
+}
+
+/// `security.authentication`: MongoDB's per-mechanism counters, plus the fast verification
+/// path's (`fastPath`: PBKDF2 runs and cache hits).
+fn authentication_status(state: &crate::state::AppState) -> Document {
+    let mut mechanisms = Document::new();
+    for name in ["SCRAM-SHA-1", "SCRAM-SHA-256", "PLAIN"] {
+        let Some(m) = state.counters.mechanism(name) else {
+            continue;
+        };
+        let get = |counter| ServerCounters::get(counter) as i64;
+        mechanisms.insert(
+            name,
+            doc! {
+                "authenticate": {
+                    "received": get(&m.authenticate_received),
+                    "successful": get(&m.authenticate_successful),
+                },
+                "speculativeAuthenticate": {
+                    "received": get(&m.speculative_received),
+                    "successful": get(&m.speculative_successful),
+                },
+            },
+        );
+    }
+    let verifier = state.auth.verifier();
+    doc! {
+        "mechanisms": mechanisms,
+        "fastPath": {
+            "enabled": verifier.settings().enabled,
+            "pbkdf2Runs": verifier.pbkdf2_runs() as i64,
+            "cacheHits": verifier.cache_hits() as i64,
+        },
     }
 }
 
