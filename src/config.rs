@@ -42,11 +42,11 @@ pub struct Cli {
     /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
     /// security.credentials.lock_time).
-    #[arg(long, env = "DOCGATE_CONFIG")]
+    #[arg(long, env = "DOCGATE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`) or
     /// `postgres://user:pass@host:port/dbname`.
-    #[arg(long, env = "DOCGATE_BACKEND")]
+    #[arg(long, env = "DOCGATE_BACKEND", global = true)]
     pub backend: Option<String>,
     /// Address of the MongoDB protocol listener (default 127.0.0.1:27017).
     #[arg(long, env = "DOCGATE_LISTEN")]
