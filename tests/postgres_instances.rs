@@ -2,7 +2,8 @@
 //! driver against real `docgate` processes: two docgate processes on one PostgreSQL
 //! database, each caching metadata for 10 minutes, see each other's collection and index
 //! changes on the very next command (DESIGN.md invariant 5: only invalidation can explain
-//! that freshness), and each other's documents.
+//! that freshness), each other's documents, and each other's user changes (a new user, a
+//! changed password, a dropped user) although the PLAIN fast path remembers verifications.
 //!
 //! The test creates a fresh database on the PostgreSQL named by env `DOCGATE_TEST_PG_URL`
 //! (dropped when the test passes). `DOCGATE_SKIP_POSTGRES=1` makes it return early with a
@@ -272,6 +273,105 @@ async fn two_instances_body(backend: &str) {
         misses.0.len(),
         misses.0.join("\n  ")
     );
+}
+
+// ---------------------------------------------------------------------------
+// 2. Users across instances
+// ---------------------------------------------------------------------------
+
+/// Users created, changed and dropped through A apply on B at once, although B caches
+/// metadata for 10 minutes and remembers PLAIN verifications (the fast path) for 5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_changed_through_one_instance_apply_on_the_other_at_once() {
+    let Some(db) = TestDb::create().await else {
+        return;
+    };
+    tokio::time::timeout(TEST_TIMEOUT, users_body(&db.url))
+        .await
+        .expect("the users test did not finish in time");
+    db.drop_db().await;
+}
+
+/// Runs `connectionStatus` as `user` on `instance`: Ok with the user seen, or the error.
+async fn login_on(instance: &Docgate, user: &str, password: &str) -> Result<Document, String> {
+    let client = instance.client_as(user, password, "app", "PLAIN").await;
+    let status = bounded(
+        "connectionStatus",
+        client
+            .database("app")
+            .run_command(doc! {"connectionStatus": 1}),
+    )
+    .await
+    .map_err(|e| brief(&e))?;
+    Ok(status)
+}
+
+async fn users_body(backend: &str) {
+    let a = Docgate::start("A", backend, LONG_CACHE);
+    let b = Docgate::start("B", backend, LONG_CACHE);
+    // B caches the (empty) user list before A creates anyone.
+    let anonymous_b = b.client().await;
+    let coll_b = anonymous_b.database("app").collection::<Document>("c");
+    bounded("B: find before users exist", coll_b.find_one(doc! {}))
+        .await
+        .expect("no users yet: the localhost exception serves B's client");
+
+    // The first user, through A's localhost exception.
+    let anonymous_a = a.client().await;
+    ok(
+        "A: createUser boss",
+        bounded(
+            "A: createUser boss",
+            anonymous_a
+                .database("app")
+                .run_command(doc! {"createUser": "boss", "pwd": "bosspw", "roles": ["dbOwner"]}),
+        )
+        .await,
+    );
+    // B requires authentication on its very next command.
+    let refused = bounded("B: anonymous find", coll_b.find_one(doc! {})).await;
+    assert!(
+        matches!(&refused, Err(e) if server_code(e) == Some(13)),
+        "B still served an anonymous client: {}",
+        brief_result(&refused)
+    );
+
+    let boss_a = a.client_as("boss", "bosspw", "app", "SCRAM-SHA-256").await;
+    let app_a = boss_a.database("app");
+    let run = |what: &'static str, command: Document| {
+        let app_a = app_a.clone();
+        async move { ok(what, bounded(what, app_a.run_command(command)).await) }
+    };
+    run(
+        "A: createUser svc",
+        doc! {"createUser": "svc", "pwd": "one", "roles": ["readWrite"]},
+    )
+    .await;
+    for round in 0..2 {
+        let status = login_on(&b, "svc", "one").await;
+        assert!(
+            status.is_ok(),
+            "round {round}: B refused the user A created: {status:?}"
+        );
+    }
+
+    run(
+        "A: updateUser svc",
+        doc! {"updateUser": "svc", "pwd": "two"},
+    )
+    .await;
+    let old = login_on(&b, "svc", "one").await;
+    assert!(
+        old.is_err(),
+        "B accepted the old password after A changed it (a stale fast-path entry): {old:?}"
+    );
+    login_on(&b, "svc", "two")
+        .await
+        .expect("B: the new password");
+
+    run("A: dropUser svc", doc! {"dropUser": "svc"}).await;
+    let dropped = login_on(&b, "svc", "two").await;
+    assert!(dropped.is_err(), "B accepted a user A dropped: {dropped:?}");
 }
 
 #[test]

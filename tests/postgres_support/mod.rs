@@ -229,6 +229,25 @@ impl Docgate {
             .unwrap_or_else(|e| panic!("client for {uri}: {e}"))
     }
 
+    /// Like [`Docgate::client`], authenticating as `user` of `source` with `mechanism`.
+    pub async fn client_as(
+        &self,
+        user: &str,
+        password: &str,
+        source: &str,
+        mechanism: &str,
+    ) -> Client {
+        let uri = format!(
+            "mongodb://{user}:{password}@127.0.0.1:{}/?directConnection=true\
+             &serverSelectionTimeoutMS=10000&connectTimeoutMS=10000&retryWrites=false\
+             &retryReads=false&authSource={source}&authMechanism={mechanism}",
+            self.port
+        );
+        Client::with_uri_str(&uri)
+            .await
+            .unwrap_or_else(|e| panic!("client for {uri}: {e}"))
+    }
+
     /// Panics unless the process is still running.
     pub fn assert_running(&mut self) {
         if let Ok(Some(status)) = self.child.try_wait() {
