@@ -384,10 +384,11 @@ pub fn sample_doc(i: i64) -> bson::Document {
     }
 }
 
-/// p50 / p95 / mean / min / max of a set of durations.
+/// p50 / p90 / p95 / mean / min / max of a set of durations.
 #[derive(Clone, Copy, Debug)]
 pub struct Summary {
     pub p50: Duration,
+    pub p90: Duration,
     pub p95: Duration,
     pub mean: Duration,
     pub min: Duration,
@@ -402,6 +403,7 @@ pub fn summarize(samples: &[Duration]) -> Summary {
     let total: Duration = sorted.iter().sum();
     Summary {
         p50: at(0.50),
+        p90: at(0.90),
         p95: at(0.95),
         mean: total / sorted.len() as u32,
         min: sorted[0],
