@@ -454,6 +454,45 @@ suite_node() {
     return $rc
 }
 
+# Authentication with mongosh and the node driver, on a fresh server with auth on: the first
+# user (root) is created over the localhost exception, then mongosh logs in with
+# --username/--password/--authenticationDatabase and runs auth.js, `show users` is checked,
+# and the node suite (auth_test.mjs) logs in with each mechanism.
+suite_auth_clients() {
+    local backend="$1" out rc=0 user=dgroot pwd=dg-root-pwd-1
+    start_server "$backend" "auth" || return 1
+    out="$WORK/$backend/auth"
+    run_mongosh "$(server_uri admin)" --quiet --eval \
+        "db.createUser({user: '$user', pwd: '$pwd', roles: ['root']}); print('created')" >"$out/create.txt" 2>&1 || rc=$?
+    cat "$out/create.txt"
+    if [[ $rc -eq 0 ]]; then
+        echo "---- mongosh --username $user --authenticationDatabase admin --file auth.js"
+        run_mongosh "$(server_uri test)" --username "$user" --password "$pwd" --authenticationDatabase admin \
+            --quiet --file "$MONGOSH_DIR/auth.js" >"$out/mongosh.txt" 2>&1 || rc=$?
+        cat "$out/mongosh.txt"
+        if [[ $rc -eq 0 && "$(grep -v '^[[:space:]]*$' "$out/mongosh.txt" | tail -n 1)" != "OK" ]]; then
+            echo "auth.js did not print OK last"
+            rc=1
+        fi
+        echo "---- mongosh --eval 'show users'"
+        run_mongosh "$(server_uri admin)" --username "$user" --password "$pwd" --authenticationDatabase admin \
+            --quiet --eval 'show users' >"$out/users.txt" 2>&1 || rc=$?
+        cat "$out/users.txt"
+        if ! grep -q "user: '$user'" "$out/users.txt" || grep -q "credentials" "$out/users.txt"; then
+            echo "show users: expected $user listed, without credentials"
+            rc=1
+        fi
+        echo "---- node --test auth_test.mjs"
+        DOCGATE_URI="$(server_uri)" DOCGATE_ADMIN_USER="$user" DOCGATE_ADMIN_PASSWORD="$pwd" \
+            timeout -k 10 "$CLIENT_TIMEOUT_S" node --test "$NODE_DIR/auth_test.mjs" || rc=$?
+    fi
+    stop_server || rc=1
+    if [[ $rc -ne 0 ]]; then
+        show_server_log
+    fi
+    return $rc
+}
+
 # ------------------------------------------------------------------ main
 
 echo "docgate tests: backends '$BACKENDS', work directory $WORK"
@@ -476,6 +515,7 @@ for backend in $BACKENDS; do
     run_suite "pymongo suite [$backend]" suite_pymongo "$backend"
     run_suite "mongosh scripts [$backend]" suite_mongosh "$backend"
     run_suite "node driver suite [$backend]" suite_node "$backend"
+    run_suite "auth: mongosh and node driver [$backend]" suite_auth_clients "$backend"
 done
 
 summary

@@ -11,11 +11,17 @@ Environment:
   DOCGATE_BACKEND   "sqlite" (default): a fresh data directory per run; any
                     other value is passed verbatim as --backend (for backends
                     whose storage the caller prepared, e.g. a postgres URL)
+
+Suites that need a server of their own (test_auth.py: users must not leak into the
+shared server) build a DocgateServer with fresh_storage=True and extra_args: on
+sqlite (or sqlite:DIR) a new data directory, on a postgres URL a new database made with psql
+in the same cluster.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import socket
@@ -37,18 +43,42 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_fresh_databases = itertools.count()
+
+
+def fresh_postgres_database(url: str) -> str:
+    """Creates an empty database in the cluster of a postgres URL (as tests/run_all.sh's
+    backend_arg_postgres does) and returns the URL of the new database."""
+    if not url.startswith(("postgres://", "postgresql://")):
+        raise RuntimeError(f"cannot make fresh storage for DOCGATE_BACKEND={url!r}")
+    name = f"dg_pytest_{os.getpid()}_{next(_fresh_databases)}_{time.time_ns() % 10**9}"
+    done = subprocess.run(
+        ["psql", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", f"CREATE DATABASE {name}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"psql could not create database {name}: {done.stderr.strip()}")
+    return f"{url.rsplit('/', 1)[0]}/{name}"
+
+
 class DocgateServer:
     """One docgate process listening on 127.0.0.1:port."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, extra_args=(), fresh_storage: bool = False):
         self.workdir = workdir
         self.bin = Path(os.environ.get("DOCGATE_BIN", REPO_ROOT / "target" / "debug" / "docgate"))
         backend = os.environ.get("DOCGATE_BACKEND", "sqlite")
-        if backend == "sqlite":
+        if backend == "sqlite" or (fresh_storage and backend.startswith("sqlite:")):
             data_dir = workdir / "data"
             data_dir.mkdir()
             backend = f"sqlite:{data_dir}"
+        elif fresh_storage:
+            backend = fresh_postgres_database(backend)
         self.backend = backend
+        self.extra_args = [str(a) for a in extra_args]
         self.port = free_port()
         self.log_path = workdir / "docgate.log"
         self.proc: subprocess.Popen | None = None
@@ -76,6 +106,7 @@ class DocgateServer:
                 f"127.0.0.1:{self.port}",
                 "--backend",
                 self.backend,
+                *self.extra_args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -108,6 +139,17 @@ class DocgateServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=5)
+
+    def cli(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        """Runs `docgate --backend <this server's storage> ARGS...` (e.g. `user create`)."""
+        return subprocess.run(
+            [str(self.bin), "--backend", self.backend, *args],
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     def client(self, **kwargs) -> MongoClient:
         kwargs.setdefault("serverSelectionTimeoutMS", 10_000)
