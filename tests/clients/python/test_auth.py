@@ -144,6 +144,10 @@ def test_localhost_exception_lets_the_first_user_be_created(make_server):
         assert c["le"]["x"].find_one() == {"_id": 1}
         users = c.admin.command("usersInfo")["users"]
         assert [u["user"] for u in users] == ["first"]
+        c.admin.command("dropUser", "first")
+    # With no users left the exception applies again (as in MongoDB).
+    with srv.client(maxPoolSize=1) as anon:
+        assert anon["le"]["x"].find_one() == {"_id": 1}
 
 
 def test_unauthenticated_commands_once_a_user_exists(auth_server):
@@ -307,6 +311,58 @@ def test_grant_and_revoke_take_effect_on_the_next_command(auth_server, admin, na
             coll.insert_one({"_id": 2})
         assert_unauthorized(err.value)
         assert list(coll.find()) == [{"_id": 1}]
+
+
+def test_user_admin_of_one_database_cannot_grant_roles_of_another(auth_server, admin, names):
+    """userAdmin on a database manages that database's users and roles only: granting a role
+    of another database needs grantRole there (MongoDB: 13), else userAdmin@shop is root."""
+    user, dbname = names
+    create_user(admin, user, "ua-pwd", ["userAdmin"], db=dbname)
+    with login(auth_server, user, "ua-pwd", source=dbname) as ua:
+        # Its own database's roles it may grant.
+        ua[dbname].command("createUser", user + "_rw", pwd="rw-pwd", roles=["readWrite"])
+        # Each on its own: none of them changes this user's roles but the last.
+        escalations = [
+            ("createUser in admin", lambda: ua.admin.command("createUser", user + "_evil2", pwd="evil-pwd", roles=["root"])),
+            ("createRole inheriting readWriteAnyDatabase@admin", lambda: ua[dbname].command(
+                "createRole", "evil_role", privileges=[], roles=[{"role": "readWriteAnyDatabase", "db": "admin"}])),
+            ("createUser with root@admin", lambda: ua[dbname].command(
+                "createUser", user + "_evil", pwd="evil-pwd", roles=[{"role": "root", "db": "admin"}])),
+            ("grantRolesToUser itself root@admin", lambda: ua[dbname].command(
+                "grantRolesToUser", user, roles=[{"role": "root", "db": "admin"}])),
+        ]
+        refused = []
+        for label, run in escalations:
+            try:
+                run()
+            except OperationFailure as err:
+                refused.append(label)
+                assert_unauthorized(err)
+        allowed = [label for label, _ in escalations if label not in refused]
+        assert allowed == [], f"userAdmin@{dbname} was allowed: {allowed}"
+    (info,) = admin[dbname].command("usersInfo", user)["users"]
+    assert [(r["role"], r["db"]) for r in info["roles"]] == [("userAdmin", dbname)]
+    assert admin[dbname].command("usersInfo", user + "_evil")["users"] == []
+
+
+def test_connection_status_shows_role_changes_at_once(auth_server, admin, names):
+    """Roles are re-read per command: connectionStatus, too, shows the roles of now."""
+    user, dbname = names
+    create_user(admin, user, "csr-pwd", [{"role": "read", "db": dbname}])
+    with login(auth_server, user, "csr-pwd") as c:
+
+        def roles():
+            info = c.admin.command("connectionStatus")["authInfo"]
+            return sorted((r["role"], r["db"]) for r in info["authenticatedUserRoles"])
+
+        assert roles() == [("read", dbname)]
+        admin.admin.command("grantRolesToUser", user, roles=[{"role": "readWrite", "db": dbname}])
+        assert roles() == [("read", dbname), ("readWrite", dbname)]
+        admin.admin.command("revokeRolesFromUser", user, roles=[{"role": "read", "db": dbname}])
+        assert roles() == [("readWrite", dbname)]
+        admin.admin.command("dropUser", user)
+        info = c.admin.command("connectionStatus")["authInfo"]
+        assert info == {"authenticatedUsers": [], "authenticatedUserRoles": []}, info
 
 
 def test_user_defined_role_inherits_built_in_roles(auth_server, admin, names):
@@ -483,6 +539,8 @@ def test_throttling_locks_a_user_for_the_lock_time(make_server):
     with login(srv, "root1", "root1-pwd") as root:
         root["t"]["x"].find_one()
     time.sleep(lock_s + 1)
+    # The lock is over and the count starts again: one more failure does not lock.
+    assert_auth_failed(auth_failure(srv, "locky", "wrong"))
     with login(srv, "locky", "locky-pwd") as c:
         c.admin["x"].find_one()
 
@@ -547,3 +605,20 @@ def test_plain_without_the_verification_cache_runs_pbkdf2_every_time(make_server
         after = server_status_auth(root)
     assert after["fastPath"]["pbkdf2Runs"] == before["fastPath"]["pbkdf2Runs"] + connections, (before, after)
     assert after["fastPath"]["cacheHits"] == before["fastPath"]["cacheHits"], (before, after)
+
+
+def test_plain_verification_cache_expires_after_the_timeout(make_server):
+    srv = make_server("--auth-cache-timeout", "1s")
+    with srv.client() as anon:
+        anon.admin.command("createUser", "root1", pwd="root1-pwd", roles=["root"])
+    with login(srv, "root1", "root1-pwd") as root:
+        before = server_status_auth(root)["fastPath"]
+        for _ in range(2):
+            with login(srv, "root1", "root1-pwd", "PLAIN", "$external") as c:
+                c["t"]["x"].find_one()
+        time.sleep(1.5)
+        with login(srv, "root1", "root1-pwd", "PLAIN", "$external") as c:
+            c["t"]["x"].find_one()
+        after = server_status_auth(root)["fastPath"]
+    assert after["pbkdf2Runs"] == before["pbkdf2Runs"] + 2, (before, after)
+    assert after["cacheHits"] == before["cacheHits"] + 1, (before, after)
