@@ -313,11 +313,13 @@ def test_grant_and_revoke_take_effect_on_the_next_command(auth_server, admin, na
         assert list(coll.find()) == [{"_id": 1}]
 
 
-def test_user_admin_of_one_database_cannot_grant_roles_of_another(auth_server, admin, names):
-    """userAdmin on a database manages that database's users and roles only: granting a role
-    of another database needs grantRole there (MongoDB: 13), else userAdmin@shop is root."""
+@pytest.mark.parametrize("role", ["userAdmin", "dbOwner"])
+def test_user_admin_of_one_database_cannot_grant_roles_of_another(auth_server, admin, names, role):
+    """userAdmin (also part of dbOwner) on a database manages that database's users and roles
+    only: granting a role of another database needs grantRole there (MongoDB: 13), else
+    userAdmin@shop is as good as root."""
     user, dbname = names
-    create_user(admin, user, "ua-pwd", ["userAdmin"], db=dbname)
+    create_user(admin, user, "ua-pwd", [role], db=dbname)
     with login(auth_server, user, "ua-pwd", source=dbname) as ua:
         # Its own database's roles it may grant.
         ua[dbname].command("createUser", user + "_rw", pwd="rw-pwd", roles=["readWrite"])
@@ -339,9 +341,9 @@ def test_user_admin_of_one_database_cannot_grant_roles_of_another(auth_server, a
                 refused.append(label)
                 assert_unauthorized(err)
         allowed = [label for label, _ in escalations if label not in refused]
-        assert allowed == [], f"userAdmin@{dbname} was allowed: {allowed}"
+        assert allowed == [], f"{role}@{dbname} was allowed: {allowed}"
     (info,) = admin[dbname].command("usersInfo", user)["users"]
-    assert [(r["role"], r["db"]) for r in info["roles"]] == [("userAdmin", dbname)]
+    assert [(r["role"], r["db"]) for r in info["roles"]] == [(role, dbname)]
     assert admin[dbname].command("usersInfo", user + "_evil")["users"] == []
 
 
