@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
+use crate::auth::service::AuthSource;
 use crate::auth::{AuthMode, AuthSettings, ThrottleSettings, VerifierSettings};
 
 /// Default MongoDB listener: loopback only (DESIGN.md invariant 7).
@@ -39,7 +40,7 @@ pub enum LogFormat {
 pub struct Cli {
     /// TOML settings file (keys: backend, listen, rest_listen, log_format, max_connections,
     /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
-    /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.cache.enabled,
+    /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.source, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
     /// security.credentials.lock_time).
     #[arg(long, env = "DOCGATE_CONFIG", global = true)]
@@ -89,6 +90,10 @@ pub struct Cli {
     /// only; warned about when listening beyond loopback).
     #[arg(long, env = "DOCGATE_AUTH", value_enum)]
     pub auth: Option<AuthMode>,
+    /// Who checks passwords of `$external` users (`auth.source`): `docgate` (its own users of
+    /// `admin`, the default) or `database` (PostgreSQL roles, verified by a logon).
+    #[arg(long, env = "DOCGATE_AUTH_SOURCE", value_enum)]
+    pub auth_source: Option<AuthSource>,
     /// Remember successful password verifications (PLAIN, HTTP Basic): the fast path
     /// (`auth.cache.enabled`, default true).
     #[arg(long, env = "DOCGATE_AUTH_CACHE_ENABLED")]
@@ -214,6 +219,7 @@ struct FileSettings {
 #[serde(deny_unknown_fields)]
 struct FileAuth {
     mode: Option<AuthMode>,
+    source: Option<AuthSource>,
     #[serde(default)]
     cache: FileAuthCache,
 }
@@ -438,6 +444,10 @@ impl Settings {
         let auth_defaults = AuthSettings::default();
         let auth = AuthSettings {
             mode: cli.auth.or(file.auth.mode).unwrap_or(auth_defaults.mode),
+            source: cli
+                .auth_source
+                .or(file.auth.source)
+                .unwrap_or(auth_defaults.source),
             verifier: VerifierSettings {
                 enabled: cli
                     .auth_cache_enabled

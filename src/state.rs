@@ -100,7 +100,9 @@ impl AppState {
             }
         };
         let catalog = Catalog::new(store.clone(), &settings.metadata_cache);
-        let auth = Arc::new(AuthService::open(settings.auth.clone(), catalog.clone()).await?);
+        let auth = Arc::new(
+            AuthService::open(settings.auth.clone(), catalog.clone(), store.clone()).await?,
+        );
         Ok(Arc::new(AppState {
             catalog,
             auth,

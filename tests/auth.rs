@@ -492,3 +492,78 @@ fn user_create_on_the_command_line_bootstraps_the_first_user() {
     });
     assert!(server.stderr_log().contains("auth=on"));
 }
+
+/// `--auth-source database`: a `$external` user is a PostgreSQL role whose password a
+/// PostgreSQL logon checks once, the fast path after that; its MongoDB roles come from the
+/// `$external` user record. PostgreSQL only.
+#[tokio::test]
+async fn delegated_verification_logs_on_to_postgresql_once() {
+    let backend = std::env::var("DOCGATE_TEST_BACKEND").unwrap_or_default();
+    if !backend.starts_with("postgres") {
+        eprintln!("note: delegated verification needs the PostgreSQL backend; skipped");
+        return;
+    }
+    let server = TestServer::start_with_args(&["--auth-source", "database"]);
+    let role = format!("dg_role_{}", std::process::id());
+    server
+        .backend()
+        .run_postgres_sql(&format!("CREATE ROLE {role} LOGIN PASSWORD 'pg-secret'"))
+        .expect("a PostgreSQL backend");
+    let open = server.client().await;
+    open.database("$external")
+        .run_command(doc! {"createUser": &role, "roles": [
+            {"role": "readWrite", "db": "app"}, {"role": "clusterMonitor", "db": "admin"}
+        ]})
+        .await
+        .expect("createUser in $external without a password");
+
+    let wrong = whoami(&login(&server, &role, "nope", "$external", "PLAIN").await).await;
+    assert!(is_auth_failure(&wrong), "{wrong:?}");
+    for _ in 0..3 {
+        let client = login(&server, &role, "pg-secret", "$external", "PLAIN").await;
+        assert_eq!(
+            whoami(&client).await.expect("PostgreSQL role logs in"),
+            Some(doc! {"user": &role, "db": "$external"})
+        );
+        client
+            .database("app")
+            .collection::<Document>("c")
+            .insert_one(doc! {"by": &role})
+            .await
+            .expect("readWrite on app");
+    }
+    let client = login(&server, &role, "pg-secret", "$external", "PLAIN").await;
+    let status = server_status(&client).await;
+    let fast = ["security", "authentication", "fastPath"];
+    // One logon for the wrong password, one for the first right one; the rest were hits.
+    assert_eq!(
+        counter(&status, &[fast[0], fast[1], fast[2], "databaseLogons"]),
+        2,
+        "{status}"
+    );
+    server
+        .backend()
+        .run_postgres_sql(&format!("DROP ROLE {role}"));
+}
+
+#[test]
+fn delegated_verification_is_refused_on_sqlite_at_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_docgate"))
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--auth-source",
+            "database",
+            "--backend",
+        ])
+        .arg(format!("sqlite:{}", dir.path().display()))
+        .output()
+        .expect("run docgate");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("auth.source = database needs the PostgreSQL backend"),
+        "{stderr}"
+    );
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 cluster for tests of the PostgreSQL store.
 #
-#   tests/pg_cluster.sh start DIR   initdb (trust auth) into DIR/data, start on a free port,
+#   tests/pg_cluster.sh start DIR   initdb into DIR/data (the `postgres` superuser is trusted;
+#                                   every other role logs on with its password, which the
+#                                   delegated-verification tests need), start on a free port,
 #                                   print exactly one line: postgres://postgres@127.0.0.1:PORT/postgres
 #                                   (on an existing DIR/data, after `stop`: start it again with
 #                                   its data, on its previous port when that is still free)
@@ -51,6 +53,11 @@ start)
             cat "$dir/initdb.log" >&2
             exit 1
         }
+        as_owner sh -c "cat >'$dir/data/pg_hba.conf'" <<'HBA'
+local all all trust
+host all postgres 127.0.0.1/32 trust
+host all all 127.0.0.1/32 scram-sha-256
+HBA
     fi
     # A cluster started here before comes back on its old port (clients keep their URL);
     # if that port was taken meanwhile, a new one is chosen and printed.

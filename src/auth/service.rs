@@ -15,7 +15,11 @@
 //!
 //! Not for: wire or HTTP shapes (the front ends turn results into replies).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use super::credentials::{random_bytes, ScramCredential, ScramMechanism};
 use super::roles::RoleGrant;
@@ -25,7 +29,12 @@ use super::users::{expand_grants, RoleRecord, UserRecord, ROLE_KIND, USER_KIND};
 use super::verifier::{PasswordVerifier, VerifierSettings};
 use super::AuthError;
 use crate::catalog::Catalog;
-use crate::store::{MetaRecord, MetaWrite, StoreError};
+use crate::store::{MetaRecord, MetaWrite, Store, StoreError};
+
+/// The database name drivers send for PLAIN.
+const EXTERNAL_DB: &str = "$external";
+/// Whose users `$external` means when docgate checks the passwords itself.
+const EXTERNAL_USERS_DB: &str = "admin";
 
 /// Metadata record kind of server secrets.
 const SECRET_KIND: &str = "secret";
@@ -42,10 +51,23 @@ pub enum AuthMode {
     Off,
 }
 
+/// `auth.source`: who checks clear-text passwords of `$external` users.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthSource {
+    /// docgate's own users: `$external` means the users of `admin`.
+    Docgate,
+    /// The database: a `$external` user is a PostgreSQL role, its password checked by a
+    /// PostgreSQL logon (then remembered by the fast path); its MongoDB roles come from the
+    /// `$external` user record (`createUser` in `$external`, without a password).
+    Database,
+}
+
 /// Everything `AuthService` is configured with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthSettings {
     pub mode: AuthMode,
+    pub source: AuthSource,
     /// `auth.cache.*`.
     pub verifier: VerifierSettings,
     /// `security.credentials.*`.
@@ -56,6 +78,7 @@ impl Default for AuthSettings {
     fn default() -> Self {
         AuthSettings {
             mode: AuthMode::On,
+            source: AuthSource::Docgate,
             verifier: VerifierSettings::default(),
             throttle: ThrottleSettings::default(),
         }
@@ -85,6 +108,10 @@ pub enum Access {
 pub struct AuthService {
     settings: AuthSettings,
     catalog: Catalog,
+    /// For delegated verification (`auth.source = database`).
+    store: Arc<dyn Store>,
+    /// Logons made to the database to check a password (the delegated slow path).
+    database_logons: AtomicU64,
     verifier: PasswordVerifier,
     scram: ScramServer,
     throttle: Throttle,
@@ -100,9 +127,21 @@ impl std::fmt::Debug for AuthService {
 
 impl AuthService {
     /// Builds the service; reads (or creates) the shared fake-salt secret.
-    pub async fn open(settings: AuthSettings, catalog: Catalog) -> Result<Self, StoreError> {
+    pub async fn open(
+        settings: AuthSettings,
+        catalog: Catalog,
+        store: Arc<dyn Store>,
+    ) -> Result<Self, StoreError> {
+        if settings.source == AuthSource::Database && store.backend_name() != "postgres" {
+            return Err(StoreError::Unsupported(format!(
+                "auth.source = database needs the PostgreSQL backend, not {}",
+                store.backend_name()
+            )));
+        }
         let secret = shared_secret(&catalog).await?;
         Ok(AuthService {
+            store,
+            database_logons: AtomicU64::new(0),
             verifier: PasswordVerifier::new(settings.verifier.clone()),
             throttle: Throttle::new(settings.throttle.clone()),
             scram: ScramServer::with_secret(secret),
@@ -119,6 +158,11 @@ impl AuthService {
     /// The fast verification path (for counters and tests).
     pub fn verifier(&self) -> &PasswordVerifier {
         &self.verifier
+    }
+
+    /// How many database logons delegated verification has made.
+    pub fn database_logons(&self) -> u64 {
+        self.database_logons.load(Ordering::Relaxed)
     }
 
     /// Whether any user exists (in any database).
@@ -209,27 +253,38 @@ impl AuthService {
     }
 
     /// Verifies a clear-text password (PLAIN, HTTP Basic) for user `name` of `db` through the
-    /// fast path. Unknown users, wrong passwords and locked users all get 18 after the same
-    /// work.
+    /// fast path. `$external` means the users of `admin`, or with `auth.source = database`
+    /// PostgreSQL roles. Unknown users, wrong passwords and locked users all get 18 after the
+    /// same work.
     pub async fn verify_password(
         &self,
         db: &str,
         name: &str,
         password: &str,
     ) -> Result<AuthenticatedUser, AuthError> {
+        let delegated = db == EXTERNAL_DB && self.settings.source == AuthSource::Database;
+        let db = if db == EXTERNAL_DB && !delegated {
+            EXTERNAL_USERS_DB
+        } else {
+            db
+        };
         let throttle_key = format!("{db}.{name}");
         let locked = self.throttle.check(&throttle_key).await.is_err();
         let record = self.user(db, name).await.map_err(backend)?;
-        let credential = match &record {
-            Some(user) => user
-                .credential(ScramMechanism::Sha256)
-                .or_else(|| user.credential(ScramMechanism::Sha1))
-                .cloned(),
-            None => None,
+        let verified = if delegated {
+            self.verify_by_logon(name, password, record.as_ref()).await
+        } else {
+            let credential = match &record {
+                Some(user) => user
+                    .credential(ScramMechanism::Sha256)
+                    .or_else(|| user.credential(ScramMechanism::Sha1))
+                    .cloned(),
+                None => None,
+            };
+            let credential = credential
+                .unwrap_or_else(|| self.scram.fake_credential(ScramMechanism::Sha256, name));
+            self.verifier.verify(name, password, &credential).await
         };
-        let credential =
-            credential.unwrap_or_else(|| self.scram.fake_credential(ScramMechanism::Sha256, name));
-        let verified = self.verifier.verify(name, password, &credential).await;
         match record {
             Some(user) if verified && !locked => {
                 self.throttle.record_success(&throttle_key).await;
@@ -240,6 +295,33 @@ impl AuthService {
                 Err(AuthError::AuthenticationFailed)
             }
         }
+    }
+
+    /// Delegated verification: a logon as `name` decides, remembered by the fast path for
+    /// this user record (dropping and re-creating the user starts afresh).
+    async fn verify_by_logon(
+        &self,
+        name: &str,
+        password: &str,
+        record: Option<&UserRecord>,
+    ) -> bool {
+        let mut fingerprint = Sha256::new();
+        fingerprint.update(b"database logon\0");
+        fingerprint.update(name.as_bytes());
+        fingerprint.update(b"\0");
+        fingerprint.update(record.map_or("", |r| r.user_id.as_str()).as_bytes());
+        self.verifier
+            .verify_with(name, password, fingerprint.finalize().into(), || async {
+                self.database_logons.fetch_add(1, Ordering::Relaxed);
+                match self.store.verify_login(name, password).await {
+                    Ok(verified) => verified,
+                    Err(error) => {
+                        tracing::warn!(%error, "delegated password verification failed");
+                        false
+                    }
+                }
+            })
+            .await
     }
 
     /// `saslStart` for SCRAM: looks the user up and answers `server-first-message`. A locked

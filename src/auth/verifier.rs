@@ -120,10 +120,29 @@ impl PasswordVerifier {
         if !credential.is_valid() {
             return false;
         }
+        self.verify_with(user, password, fingerprint(credential), || {
+            self.run_pbkdf2(user, password, credential)
+        })
+        .await
+    }
+
+    /// Like [`PasswordVerifier::verify`] with another slow path (a logon to the database for
+    /// delegated verification): `slow` decides, a success is remembered under `fingerprint`
+    /// (which must change whenever the answer could).
+    pub async fn verify_with<F, Fut>(
+        &self,
+        user: &str,
+        password: &str,
+        fingerprint: [u8; 32],
+        slow: F,
+    ) -> bool
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
         let Some(cache) = &self.cache else {
-            return self.run_pbkdf2(user, password, credential).await;
+            return slow().await;
         };
-        let fingerprint = fingerprint(credential);
         let matches = |entry: &Entry| {
             *entry.user == *user && bool::from(entry.fingerprint.ct_eq(&fingerprint))
         };
@@ -136,10 +155,10 @@ impl PasswordVerifier {
             // Verified against another credential (the password changed): check afresh.
             cache.invalidate(&key).await;
         }
-        // Concurrent verifications of the same pair share one PBKDF2 run; a failure is
+        // Concurrent verifications of the same pair share one slow run; a failure is
         // handed to the waiting callers but never stored.
         let init = async {
-            if self.run_pbkdf2(user, password, credential).await {
+            if slow().await {
                 Ok(Entry {
                     user: Arc::from(user),
                     fingerprint,

@@ -151,6 +151,16 @@ pub trait Store: Send + Sync + 'static {
     fn catalog_changes(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
         None
     }
+
+    /// Whether `user` can log on to the backend with `password` (delegated verification:
+    /// database roles as users). Backends without logons answer `Unsupported`.
+    async fn verify_login(&self, user: &str, password: &str) -> Result<bool, StoreError> {
+        let _ = (user, password);
+        Err(StoreError::Unsupported(format!(
+            "the {} backend has no logons to delegate verification to",
+            self.backend_name()
+        )))
+    }
 }
 
 /// One pooled connection. Outside `begin`/`commit` every call is its own transaction; inside,

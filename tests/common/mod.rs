@@ -57,6 +57,17 @@ impl TestBackend {
         }
     }
 
+    /// Runs `sql` as the PostgreSQL superuser of the test cluster; None on SQLite.
+    pub fn run_postgres_sql(&self, sql: &str) -> Option<()> {
+        match self {
+            TestBackend::Sqlite { .. } => None,
+            TestBackend::Postgres { admin_url, .. } => {
+                psql(admin_url, sql);
+                Some(())
+            }
+        }
+    }
+
     /// The `--backend` argument: the single place it is built.
     pub fn arg(&self) -> String {
         match self {

@@ -4,8 +4,9 @@
 //! command passes before it runs ([`authorize`]).
 //!
 //! PLAIN verifies against the users of the named database; `$external` (what drivers send
-//! for PLAIN by default) means the users of `admin`. It goes through the fast verification
-//! path, so a client reconnecting with the same password pays PBKDF2 once.
+//! for PLAIN by default) means the users of `admin`, or PostgreSQL roles with
+//! `auth.source = database`. It goes through the fast verification path, so a client
+//! reconnecting with the same password pays PBKDF2 (or the database logon) once.
 //!
 //! Not for: user and role management (`users.rs`) or the roles themselves (`crate::auth`).
 
@@ -48,9 +49,6 @@ struct PendingConversation {
 /// Most conversations one connection may leave open (a client that starts many and never
 /// finishes them must not grow memory).
 const MAX_OPEN_CONVERSATIONS: usize = 8;
-
-/// The database PLAIN users on `$external` are looked up in.
-const PLAIN_EXTERNAL_USERS_DB: &str = "admin";
 
 /// `saslStart`.
 pub async fn sasl_start(
@@ -98,13 +96,8 @@ async fn start(
     let auth = &context.server.state.auth;
     if mechanism == "PLAIN" {
         let credentials = PlainCredentials::parse(payload)?;
-        let users_db = if db == "$external" {
-            PLAIN_EXTERNAL_USERS_DB
-        } else {
-            db
-        };
         let user = auth
-            .verify_password(users_db, &credentials.username, &credentials.password)
+            .verify_password(db, &credentials.username, &credentials.password)
             .await?;
         log_authenticated(context, &user, mechanism);
         context.connection.auth.user = Some(user);

@@ -173,6 +173,7 @@ fn authentication_status(state: &crate::state::AppState) -> Document {
         "fastPath": {
             "enabled": verifier.settings().enabled,
             "pbkdf2Runs": verifier.pbkdf2_runs() as i64,
+            "databaseLogons": state.auth.database_logons() as i64,
             "cacheHits": verifier.cache_hits() as i64,
         },
     }

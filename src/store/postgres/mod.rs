@@ -96,6 +96,8 @@ pub struct PostgresStore {
     description: String,
     changes: broadcast::Sender<i64>,
     _stop_listener: oneshot::Sender<()>,
+    /// The connection settings, for logons as other roles (`verify_login`).
+    config: Config,
 }
 
 impl PostgresStore {
@@ -143,7 +145,7 @@ impl PostgresStore {
         }
         let (changes, _) = broadcast::channel(64);
         let (stop, stopped) = oneshot::channel();
-        let listening = listen::spawn(config, changes.clone(), stopped);
+        let listening = listen::spawn(config.clone(), changes.clone(), stopped);
         // Changes committed after `connect` returns are seen; if LISTEN is slow, go on
         // anyway (the listener keeps trying, and broadcasts once it is in place).
         let _ = tokio::time::timeout(wait, listening).await;
@@ -153,6 +155,7 @@ impl PostgresStore {
             description,
             changes,
             _stop_listener: stop,
+            config,
         })
     }
 
@@ -216,5 +219,36 @@ impl Store for PostgresStore {
 
     fn catalog_changes(&self) -> Option<broadcast::Receiver<i64>> {
         Some(self.changes.subscribe())
+    }
+
+    /// A logon as `user` to the same database and server, closed at once: PostgreSQL checks
+    /// the password (the delegated, slow verification path).
+    async fn verify_login(&self, user: &str, password: &str) -> Result<bool, StoreError> {
+        let mut config = self.config.clone();
+        config
+            .user(user)
+            .password(password)
+            .application_name("docgate-login");
+        match config.connect(NoTls).await {
+            Ok((client, connection)) => {
+                drop(client);
+                let _ = connection.await;
+                Ok(true)
+            }
+            Err(error) => {
+                use tokio_postgres::error::SqlState;
+                let refused = error.code().is_some_and(|code| {
+                    *code == SqlState::INVALID_PASSWORD
+                        || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                });
+                if refused {
+                    Ok(false)
+                } else {
+                    Err(StoreError::Unavailable(format!(
+                        "PostgreSQL logon: {error}"
+                    )))
+                }
+            }
+        }
     }
 }
