@@ -195,7 +195,7 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         "getCmdLineOpts" => diagnostics::get_cmd_line_opts(context),
         "getLog" => diagnostics::get_log(request),
         "hostInfo" => diagnostics::host_info(),
-        "connectionStatus" => auth::connection_status(context),
+        "connectionStatus" => auth::connection_status(context).await,
         "serverStatus" => Ok(diagnostics::server_status(context)),
         "listCommands" => Ok(diagnostics::list_commands()),
         "listDatabases" => namespaces::list_databases(context, request).await,

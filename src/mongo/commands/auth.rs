@@ -215,8 +215,12 @@ pub fn authenticate(request: &CommandRequest) -> CommandResult {
     Err(AuthError::unknown_mechanism(mechanism).into())
 }
 
-/// `connectionStatus`: who this connection is.
-pub fn connection_status(context: &CommandContext<'_>) -> CommandResult {
+/// `connectionStatus`: who this connection is, with the roles the catalog has now (a dropped
+/// user is no longer authenticated).
+pub async fn connection_status(context: &mut CommandContext<'_>) -> CommandResult {
+    if let Some(user) = context.connection.auth.user.take() {
+        context.connection.auth.user = context.server.state.auth.refresh(&user).await?;
+    }
     let (users, roles) = match &context.connection.auth.user {
         Some(user) => (
             vec![Bson::Document(doc! {"user": &user.name, "db": &user.db})],
@@ -269,9 +273,9 @@ pub async fn authorize(
             actions
                 .iter()
                 .all(|action| allows(&user.roles, *action, &request.db))
-                && extra_actions(name, request)
+                && extra_privileges(name, request)
                     .iter()
-                    .all(|action| allows(&user.roles, *action, &request.db))
+                    .all(|(action, db)| allows(&user.roles, *action, db))
         }
     };
     if allowed {
@@ -297,23 +301,62 @@ pub fn visible_databases(context: &CommandContext<'_>) -> Option<Vec<String>> {
     Some(dbs)
 }
 
-/// Actions a command needs beyond its base privilege, from its arguments.
-fn extra_actions(name: &str, request: &CommandRequest) -> Vec<Action> {
+/// Privileges a command needs beyond its base one, from its arguments: `(action, database)`.
+fn extra_privileges(name: &str, request: &CommandRequest) -> Vec<(Action, String)> {
+    let db = || request.db.clone();
     let flag = |body: &Document, key: &str| matches!(body.get(key), Some(Bson::Boolean(true)));
     match name {
         "update" => {
             let upserts = matches!(request.body.get("updates"), Some(Bson::Array(updates))
                 if updates.iter().any(|u| matches!(u, Bson::Document(u) if flag(u, "upsert"))));
             if upserts {
-                vec![Action::Insert]
+                vec![(Action::Insert, db())]
             } else {
                 Vec::new()
             }
         }
-        "findAndModify" if flag(&request.body, "remove") => vec![Action::Remove],
-        "findAndModify" if flag(&request.body, "upsert") => vec![Action::Insert],
+        "findAndModify" | "findandmodify" if flag(&request.body, "remove") => {
+            vec![(Action::Remove, db())]
+        }
+        "findAndModify" | "findandmodify" if flag(&request.body, "upsert") => {
+            vec![(Action::Insert, db())]
+        }
+        // explain needs what the explained command needs.
+        "explain" => match request.target() {
+            Bson::Document(explained) => {
+                let inner = explained.keys().next().map(String::as_str).unwrap_or("");
+                let actions: &[Action] = match canonical_name(inner) {
+                    "update" => &[Action::Update],
+                    "delete" => &[Action::Remove],
+                    "findAndModify" => &[Action::Update, Action::Remove],
+                    _ => &[],
+                };
+                actions.iter().map(|a| (*a, db())).collect()
+            }
+            _ => Vec::new(),
+        },
+        // Granting a role needs grantRole on the role's own database (revoking, revokeRole):
+        // a userAdmin of one database must not hand out roles of another.
+        "createUser" | "updateUser" | "grantRolesToUser" | "createRole" => role_databases(request)
+            .map(|role_db| (Action::GrantRole, role_db))
+            .collect(),
+        "revokeRolesFromUser" => role_databases(request)
+            .map(|role_db| (Action::RevokeRole, role_db))
+            .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The databases of the roles a user command names (`"read"` is in the command's database).
+fn role_databases(request: &CommandRequest) -> impl Iterator<Item = String> + '_ {
+    let roles = match request.body.get("roles") {
+        Some(Bson::Array(roles)) => roles.as_slice(),
+        _ => &[],
+    };
+    roles.iter().map(|role| match role {
+        Bson::Document(spec) => spec.get_str("db").unwrap_or(&request.db).to_owned(),
+        _ => request.db.clone(),
+    })
 }
 
 fn asks_only_about(request: &CommandRequest, user: &AuthenticatedUser) -> bool {

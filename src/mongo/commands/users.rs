@@ -34,6 +34,11 @@ pub async fn create_user(
     )?;
     let name = target_name(request, "createUser")?;
     let db = request.db.as_str();
+    if db == "local" {
+        return Err(CommandError::BadValue(
+            "Cannot create users in the local database".into(),
+        ));
+    }
     let roles_value = opt_array(&request.body, "roles")?
         .ok_or_else(|| CommandError::missing_field("createUser.roles"))?;
     let roles = parse_roles(context, db, roles_value).await?;
