@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use docgate::config::{Cli, LogFormat, Settings};
+use docgate::mongo::tls::ListenerTls;
 use docgate::mongo::{listener, MongoServer};
 use docgate::state::AppState;
 use tokio::net::TcpListener;
@@ -55,6 +56,7 @@ async fn shutdown_signal() {
 }
 
 async fn run(settings: Settings) -> Result<(), String> {
+    let tls = ListenerTls::from_settings(&settings.tls).map_err(|e| e.to_string())?;
     let state = AppState::open(settings.clone())
         .await
         .map_err(|e| format!("cannot open backend: {e}"))?;
@@ -63,10 +65,11 @@ async fn run(settings: Settings) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!(
-        "mongo listening on {address} backend={} ({}) auth=off max_connections={}",
+        "mongo listening on {address} backend={} ({}) auth=off max_connections={} tls={}",
         state.store.backend_name(),
         state.store.describe(),
-        settings.max_connections
+        settings.max_connections,
+        settings.tls.mode
     );
     if !address.ip().is_loopback() {
         tracing::warn!("listening beyond loopback on {address} with authentication off");
@@ -84,7 +87,7 @@ async fn run(settings: Settings) -> Result<(), String> {
         shutdown_rx.clone(),
     ));
     let server = Arc::new(MongoServer::new(state));
-    let serving = tokio::spawn(listener::serve(server, listener, shutdown_rx));
+    let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);
