@@ -66,6 +66,7 @@ fn logs_one_line_per_listener_with_address_backend_and_auth() {
     };
     assert!(line.contains(backend), "{line}");
     assert!(line.contains("auth=off"), "{line}");
+    assert!(line.contains("tls=disabled"), "{line}");
     assert_eq!(log.matches("listening").count(), 1, "{log}");
     assert!(server.terminate().success());
 }
