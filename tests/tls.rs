@@ -1,8 +1,8 @@
 //! TLS on the MongoDB listener, driven by the Rust `mongodb` driver against the real binary
 //! with the test certificates in `fixtures/tls`: `required` serves TLS clients and refuses
 //! plain ones, `allowed` serves both, a client that trusts another CA is refused, a broken
-//! or silent handshake costs one connection for at most the handshake timeout, and bad TLS settings stop the
-//! server at start with a message that names the problem.
+//! or silent handshake costs one connection for at most the handshake timeout and nothing
+//! else, and bad TLS settings stop the server at start with a message naming the problem.
 
 mod common;
 
