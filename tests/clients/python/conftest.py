@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 from pymongo import MongoClient
@@ -38,10 +39,12 @@ def free_port() -> int:
 
 
 class DocgateServer:
-    """One docgate process listening on 127.0.0.1:port."""
+    """One docgate process listening on 127.0.0.1:port, started with `extra_args`
+    after --listen and --backend (e.g. TLS flags)."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, extra_args: Sequence[str] = ()):
         self.workdir = workdir
+        self.extra_args = list(extra_args)
         self.bin = Path(os.environ.get("DOCGATE_BIN", REPO_ROOT / "target" / "debug" / "docgate"))
         backend = os.environ.get("DOCGATE_BACKEND", "sqlite")
         if backend == "sqlite":
@@ -76,6 +79,7 @@ class DocgateServer:
                 f"127.0.0.1:{self.port}",
                 "--backend",
                 self.backend,
+                *self.extra_args,
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
