@@ -1,7 +1,7 @@
 //! TLS on the MongoDB listener: builds the rustls server configuration from the settings
 //! (certificate chain and private key from PEM files, the ring crypto provider) and secures
 //! each accepted connection according to the mode — a handshake on every connection
-//! (`required`), a handshake only for clients whose first byte opens a TLS record
+//! (`required`), a handshake only for clients whose first bytes open a TLS handshake record
 //! (`allowed`), or none (`disabled`). Negotiation is bounded by [`NEGOTIATION_TIMEOUT`], so
 //! a client that connects and stays silent cannot hold a connection slot.
 //!
@@ -35,7 +35,7 @@ const TLS_RECORD_VERSION_MINORS: std::ops::RangeInclusive<u8> = 0x01..=0x04;
 /// How long to wait before peeking again when only part of the record header has arrived.
 const PEEK_RETRY: Duration = Duration::from_millis(5);
 
-/// Why the TLS configuration could not be built at start-up; each names the file at fault.
+/// Why the TLS configuration could not be built at start-up, naming the file at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {
     #[error("cannot read TLS certificate file {}: {source}", path.display())]
@@ -56,6 +56,8 @@ pub enum TlsSetupError {
     },
     #[error("TLS mode {0} needs a certificate and a private key")]
     MissingIdentity(TlsMode),
+    #[error("the TLS crypto provider refuses the default protocol versions: {0}")]
+    ProtocolVersions(rustls::Error),
 }
 
 /// How the listener secures each accepted connection.
@@ -154,7 +156,7 @@ fn server_config(identity: &TlsIdentityFiles) -> Result<ServerConfig, TlsSetupEr
     };
     ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
-        .map_err(identity_error)?
+        .map_err(TlsSetupError::ProtocolVersions)?
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(identity_error)
@@ -176,4 +178,42 @@ fn read_certificate_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, T
         });
     }
     Ok(chain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpListener;
+
+    /// Writes `chunks` from a client, one after the other with a pause in between, and
+    /// classifies what the server side sees first.
+    async fn classify(chunks: &[&[u8]]) -> bool {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        for chunk in chunks {
+            client.write_all(chunk).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if chunks.is_empty() {
+            drop(client);
+        }
+        opens_with_tls(&server).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_client_hello_is_told_from_a_mongodb_message() {
+        assert!(classify(&[&[0x16, 0x03, 0x01, 0x02, 0x00]]).await);
+        // The record header in pieces, as a slow client may send it.
+        assert!(classify(&[&[0x16], &[0x03], &[0x03, 0x00]]).await);
+        // MongoDB messages of 278 and 790 bytes start with 0x16 too.
+        assert!(!classify(&[&[0x16, 0x01, 0x00, 0x00]]).await);
+        assert!(!classify(&[&[0x16, 0x03, 0x00, 0x00]]).await);
+        assert!(!classify(&[&[0x3f, 0x00, 0x00, 0x00]]).await);
+        // A client that closes at once is left to the plain path.
+        assert!(!classify(&[]).await);
+    }
 }
