@@ -30,6 +30,29 @@ pub enum LogFormat {
     Json,
 }
 
+/// Whether the MongoDB listener speaks TLS (MongoDB's `net.tls.mode`, without the
+/// `preferTLS` nuance: docgate has no replica-set peers to prefer it for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    /// Plain TCP only.
+    Disabled,
+    /// TLS or plain, told apart by the first byte a client sends.
+    Allowed,
+    /// TLS on every connection; a plain client is refused.
+    Required,
+}
+
+impl std::fmt::Display for TlsMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsMode::Disabled => "disabled",
+            TlsMode::Allowed => "allowed",
+            TlsMode::Required => "required",
+        })
+    }
+}
+
 /// The command line. Every flag also reads a `DOCGATE_*` environment variable.
 #[derive(Debug, Parser)]
 #[command(
@@ -42,7 +65,7 @@ pub struct Cli {
     /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
     /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.source, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
-    /// security.credentials.lock_time).
+    /// security.credentials.lock_time, tls.cert, tls.key, tls.mode).
     #[arg(long, env = "DOCGATE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`) or
@@ -112,6 +135,16 @@ pub struct Cli {
     /// 10m).
     #[arg(long, env = "DOCGATE_SECURITY_CREDENTIALS_LOCK_TIME", value_parser = parse_duration)]
     pub security_credentials_lock_time: Option<Duration>,
+    /// PEM file with the MongoDB listener's certificate chain, leaf first.
+    #[arg(long, env = "DOCGATE_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM file with the private key of `--tls-cert` (PKCS#8, RSA or EC).
+    #[arg(long, env = "DOCGATE_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// TLS on the MongoDB listener (default: `required` with a certificate, `disabled`
+    /// without one).
+    #[arg(long, env = "DOCGATE_TLS_MODE", value_enum)]
+    pub tls_mode: Option<TlsMode>,
     /// What to do; without a subcommand docgate serves.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -213,6 +246,8 @@ struct FileSettings {
     auth: FileAuth,
     #[serde(default)]
     security: FileSecurity,
+    #[serde(default)]
+    tls: FileTls,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -253,6 +288,14 @@ struct FilePool {
     max: Option<usize>,
     wait_timeout: Option<String>,
     statement_cache: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTls {
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    mode: Option<TlsMode>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -302,6 +345,52 @@ impl Default for MetadataCacheSettings {
             enabled: true,
             timeout: Duration::from_secs(60),
         }
+    }
+}
+
+/// The certificate chain and private key the MongoDB listener presents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsIdentityFiles {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, RSA or EC).
+    pub key: PathBuf,
+}
+
+/// TLS on the MongoDB listener: the mode, and the identity whenever the mode is not
+/// `disabled` (resolving enforces it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub mode: TlsMode,
+    pub identity: Option<TlsIdentityFiles>,
+}
+
+impl TlsSettings {
+    /// Pairs the certificate with its key and picks the default mode: `required` with a
+    /// certificate, `disabled` without one.
+    fn resolve(
+        cert: Option<PathBuf>,
+        key: Option<PathBuf>,
+        mode: Option<TlsMode>,
+    ) -> Result<TlsSettings, String> {
+        let identity = match (cert, key) {
+            (Some(cert), Some(key)) => Some(TlsIdentityFiles { cert, key }),
+            (None, None) => None,
+            (Some(_), None) => return Err("--tls-cert needs --tls-key (tls.key)".into()),
+            (None, Some(_)) => return Err("--tls-key needs --tls-cert (tls.cert)".into()),
+        };
+        let mode = mode.unwrap_or(if identity.is_some() {
+            TlsMode::Required
+        } else {
+            TlsMode::Disabled
+        });
+        if mode != TlsMode::Disabled && identity.is_none() {
+            return Err(format!(
+                "--tls-mode {mode} needs a certificate and key: give --tls-cert and --tls-key \
+                 (tls.cert, tls.key)"
+            ));
+        }
+        Ok(TlsSettings { mode, identity })
     }
 }
 
@@ -370,6 +459,7 @@ pub struct Settings {
     pub metadata_cache: MetadataCacheSettings,
     pub ttl_monitor_interval: Duration,
     pub auth: AuthSettings,
+    pub tls: TlsSettings,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -476,6 +566,11 @@ impl Settings {
                 max_tracked: auth_defaults.throttle.max_tracked,
             },
         };
+        let tls = TlsSettings::resolve(
+            cli.tls_cert.or(file.tls.cert),
+            cli.tls_key.or(file.tls.key),
+            cli.tls_mode.or(file.tls.mode),
+        )?;
         Ok(Settings {
             backend: BackendUrl::parse(&backend)?,
             listen: cli.listen.or(file.listen).unwrap_or(default_listen),
@@ -489,6 +584,7 @@ impl Settings {
             metadata_cache,
             ttl_monitor_interval,
             auth,
+            tls,
             argv,
         })
     }
@@ -578,6 +674,65 @@ mod tests {
         assert!(!BackendUrl::parse("mysql://app:s3cret@db")
             .unwrap_err()
             .contains("s3cret"));
+    }
+
+    #[test]
+    fn tls_mode_defaults_to_the_presence_of_a_certificate() {
+        let settings = Settings::resolve(Cli::parse_from(["docgate"]), vec![]).unwrap();
+        assert_eq!(settings.tls.mode, TlsMode::Disabled);
+        let cli = Cli::parse_from(["docgate", "--tls-cert", "c.pem", "--tls-key", "k.pem"]);
+        let settings = Settings::resolve(cli, vec![]).unwrap();
+        assert_eq!(settings.tls.mode, TlsMode::Required);
+        assert_eq!(
+            settings.tls.identity,
+            Some(TlsIdentityFiles {
+                cert: PathBuf::from("c.pem"),
+                key: PathBuf::from("k.pem"),
+            })
+        );
+    }
+
+    #[test]
+    fn tls_needs_both_certificate_and_key() {
+        for args in [
+            &["docgate", "--tls-mode", "required"][..],
+            &["docgate", "--tls-mode", "allowed"],
+            &["docgate", "--tls-cert", "c.pem"],
+            &["docgate", "--tls-key", "k.pem", "--tls-mode", "disabled"],
+        ] {
+            let error = Settings::resolve(Cli::parse_from(args), vec![]).unwrap_err();
+            assert!(error.contains("--tls-"), "{args:?}: {error}");
+        }
+        let cli = Cli::parse_from(["docgate", "--tls-mode", "disabled"]);
+        assert_eq!(
+            Settings::resolve(cli, vec![]).unwrap().tls.mode,
+            TlsMode::Disabled
+        );
+    }
+
+    #[test]
+    fn tls_keys_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("docgate.toml");
+        std::fs::write(
+            &file,
+            "tls.cert = \"c.pem\"\ntls.key = \"k.pem\"\ntls.mode = \"allowed\"\n",
+        )
+        .unwrap();
+        let cli = Cli::parse_from(["docgate", "--config", file.to_str().unwrap()]);
+        let settings = Settings::resolve(cli, vec![]).unwrap();
+        assert_eq!(settings.tls.mode, TlsMode::Allowed);
+        let cli = Cli::parse_from([
+            "docgate",
+            "--config",
+            file.to_str().unwrap(),
+            "--tls-mode",
+            "required",
+        ]);
+        assert_eq!(
+            Settings::resolve(cli, vec![]).unwrap().tls.mode,
+            TlsMode::Required
+        );
     }
 
     #[test]

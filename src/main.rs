@@ -13,6 +13,7 @@ use docgate::auth::service::derive_credentials_blocking;
 use docgate::auth::users::new_uuid;
 use docgate::auth::{AuthMode, BuiltinRole, RoleGrant, ScramMechanism, UserRecord};
 use docgate::config::{Cli, Command, LogFormat, Settings, UserCommand};
+use docgate::mongo::tls::ListenerTls;
 use docgate::mongo::{listener, MongoServer};
 use docgate::state::AppState;
 use tokio::net::TcpListener;
@@ -58,6 +59,7 @@ async fn shutdown_signal() {
 }
 
 async fn run(settings: Settings) -> Result<(), String> {
+    let tls = ListenerTls::from_settings(&settings.tls).map_err(|e| e.to_string())?;
     let state = AppState::open(settings.clone())
         .await
         .map_err(|e| format!("cannot open backend: {e}"))?;
@@ -67,10 +69,11 @@ async fn run(settings: Settings) -> Result<(), String> {
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let auth = describe_auth(&state).await;
     tracing::info!(
-        "mongo listening on {address} backend={} ({}) auth={auth} max_connections={}",
+        "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={}",
         state.store.backend_name(),
         state.store.describe(),
-        settings.max_connections
+        settings.max_connections,
+        settings.tls.mode
     );
     if !address.ip().is_loopback() {
         match settings.auth.mode {
@@ -98,7 +101,7 @@ async fn run(settings: Settings) -> Result<(), String> {
         shutdown_rx.clone(),
     ));
     let server = Arc::new(MongoServer::new(state));
-    let serving = tokio::spawn(listener::serve(server, listener, shutdown_rx));
+    let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);

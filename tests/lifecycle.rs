@@ -65,7 +65,8 @@ fn logs_one_line_per_listener_with_address_backend_and_auth() {
         common::TestBackend::Postgres { .. } => "backend=postgres",
     };
     assert!(line.contains(backend), "{line}");
-    assert!(line.contains("auth=off"), "{line}");
+    assert!(line.contains("auth=on (no users yet)"), "{line}");
+    assert!(line.contains("tls=disabled"), "{line}");
     assert_eq!(log.matches("listening").count(), 1, "{log}");
     assert!(server.terminate().success());
 }

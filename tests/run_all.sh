@@ -11,7 +11,9 @@
 #   DOCGATE_TEST_BACKENDS (default "sqlite postgres"):
 #   6. pymongo suite                   (pytest tests/clients/python; it starts its own server)
 #   7. mongosh scripts                 (each script, and the `show` helpers, on a fresh server)
-#   8. node driver suite               (node --test tests/clients/node/crud_test.mjs)
+#   8. mongosh over TLS                (tests/clients/mongosh/tls/*.js with --tls on a server
+#                                       with --tls-mode required; a plain mongosh is refused)
+#   9. node driver suite               (node --test tests/clients/node/crud_test.mjs)
 #
 # Every server runs on 127.0.0.1 on a free port over fresh storage, and is killed at exit.
 # The last line is "N passed, N failed" (N counts suites); the exit code is 0 only if all passed.
@@ -46,6 +48,7 @@ VENV="$TEST_ENV/venv"
 PY_DIR="$REPO_ROOT/tests/clients/python"
 NODE_DIR="$REPO_ROOT/tests/clients/node"
 MONGOSH_DIR="$REPO_ROOT/tests/clients/mongosh"
+TLS_CERTS="$REPO_ROOT/fixtures/tls"
 MONGOSH="$NODE_DIR/node_modules/.bin/mongosh"
 START_TIMEOUT_S=20
 # A server that accepts connections and never answers must not hang the run.
@@ -170,16 +173,18 @@ backend_arg() {
     "backend_arg_$backend" "$dir"
 }
 
-# start_server BACKEND NAME: starts docgate on fresh storage; sets SERVER_PID, SERVER_PORT, SERVER_LOG.
+# start_server BACKEND NAME [FLAGS...]: starts docgate on fresh storage with extra FLAGS;
+# sets SERVER_PID, SERVER_PORT, SERVER_LOG.
 start_server() {
     local backend="$1" name="$2"
+    shift 2
     local dir="$WORK/$backend/$name"
     mkdir -p "$dir" || return 1
     local arg
     arg="$(backend_arg "$backend" "$dir")" || return 1
     SERVER_PORT="$(free_port)" || return 1
     SERVER_LOG="$dir/docgate.log"
-    "$DOCGATE_BIN" --listen "127.0.0.1:$SERVER_PORT" --backend "$arg" >"$SERVER_LOG" 2>&1 </dev/null &
+    "$DOCGATE_BIN" --listen "127.0.0.1:$SERVER_PORT" --backend "$arg" "$@" >"$SERVER_LOG" 2>&1 </dev/null &
     SERVER_PID=$!
     SERVER_PIDS+=("$SERVER_PID")
     local deadline=$((SECONDS + START_TIMEOUT_S))
@@ -442,6 +447,42 @@ suite_mongosh() {
     [[ $failures -eq 0 ]]
 }
 
+# Each script of tests/clients/mongosh/tls through `mongosh --tls` (the server name
+# `localhost` is in the test certificate), then a plain mongosh, which must be refused.
+suite_mongosh_tls() {
+    local backend="$1" file name out rc=0
+    start_server "$backend" "mongosh-tls" --tls-mode required \
+        --tls-cert "$TLS_CERTS/server.pem" --tls-key "$TLS_CERTS/server.key" || return 1
+    out="$WORK/$backend/mongosh-tls"
+    local uri="mongodb://localhost:$SERVER_PORT/test?directConnection=true"
+    for file in "$MONGOSH_DIR"/tls/*.js; do
+        name="$(basename "$file" .js)"
+        echo "---- mongosh --tls --file tls/$name.js"
+        if ! run_mongosh --tls --tlsCAFile "$TLS_CERTS/ca.pem" "$uri" --quiet --file "$file" \
+            >"$out/$name.txt" 2>&1; then
+            rc=1
+        elif [[ "$(grep -v '^[[:space:]]*$' "$out/$name.txt" | tail -n 1)" != "OK" ]]; then
+            echo "script did not print OK last"
+            rc=1
+        fi
+        cat "$out/$name.txt"
+    done
+    echo "---- plain mongosh (must be refused)"
+    if run_mongosh "$uri&serverSelectionTimeoutMS=2000" --quiet --eval 'db.runCommand({ping: 1})' \
+        >"$out/plain.txt" 2>&1; then
+        cat "$out/plain.txt"
+        echo "a plain mongosh was served by a --tls-mode required server"
+        rc=1
+    else
+        echo "refused: $(tail -n 1 "$out/plain.txt")"
+    fi
+    stop_server || rc=1
+    if [[ $rc -ne 0 ]]; then
+        show_server_log
+    fi
+    return $rc
+}
+
 suite_node() {
     local backend="$1" rc=0
     start_server "$backend" "node" || return 1
@@ -514,6 +555,7 @@ setup_mongosh_config
 for backend in $BACKENDS; do
     run_suite "pymongo suite [$backend]" suite_pymongo "$backend"
     run_suite "mongosh scripts [$backend]" suite_mongosh "$backend"
+    run_suite "mongosh over TLS [$backend]" suite_mongosh_tls "$backend"
     run_suite "node driver suite [$backend]" suite_node "$backend"
     run_suite "auth: mongosh and node driver [$backend]" suite_auth_clients "$backend"
 done

@@ -16,7 +16,7 @@ use docgate_wire::{
     op_code, Compressor, Incoming, Message, MessageCodec, MsgFlags, Op, OpMsg, OpReply, WireError,
 };
 use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::codec::Framed;
 
@@ -25,13 +25,16 @@ use super::request::CommandRequest;
 use super::MongoServer;
 use crate::state::ServerCounters;
 
-/// Serves one connection until the client closes it, framing breaks, or shutdown.
-pub async fn handle_connection(
+/// Serves one connection until the client closes it, framing breaks, or shutdown. The
+/// stream is a TCP socket or a TLS session over one (see `tls`).
+pub async fn handle_connection<S>(
     server: Arc<MongoServer>,
-    stream: TcpStream,
+    stream: S,
     peer: SocketAddr,
     mut shutdown: watch::Receiver<bool>,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let counters = &server.state.counters;
     ServerCounters::add(&counters.connections_current, 1);
     ServerCounters::add(&counters.connections_total, 1);

@@ -3,6 +3,9 @@
 //! shutdown — on the shutdown signal the loop stops accepting, each connection finishes the
 //! command it is running and closes, and `serve` returns once they are all gone.
 //!
+//! Each connection task first secures its stream (TLS handshake or not, see `tls`), so a
+//! slow handshake never holds up the accept loop.
+//!
 //! Not for: what happens on a connection (see `connection`).
 
 use std::sync::Arc;
@@ -14,6 +17,7 @@ use tokio_util::task::TaskTracker;
 
 use super::connection::handle_connection;
 use super::cursors::CURSOR_IDLE_TIMEOUT;
+use super::tls::{ClientStream, ListenerTls};
 use super::MongoServer;
 
 /// How often idle cursors are looked for.
@@ -21,10 +25,11 @@ const REAPER_INTERVAL: Duration = Duration::from_secs(30);
 /// How long shutdown waits for connections to finish their command before giving up.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
-/// Serves connections from `listener` until `shutdown` turns true.
+/// Serves connections from `listener`, secured as `tls` says, until `shutdown` turns true.
 pub async fn serve(
     server: Arc<MongoServer>,
     listener: TcpListener,
+    tls: ListenerTls,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let limit = Arc::new(Semaphore::new(server.state.settings.max_connections));
@@ -71,8 +76,17 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let connection_server = server.clone();
         let connection_shutdown = shutdown.clone();
+        let connection_tls = tls.clone();
         tracker.spawn(async move {
-            handle_connection(connection_server, stream, peer, connection_shutdown).await;
+            match connection_tls.secure(stream).await {
+                Ok(ClientStream::Plain(stream)) => {
+                    handle_connection(connection_server, stream, peer, connection_shutdown).await
+                }
+                Ok(ClientStream::Tls(stream)) => {
+                    handle_connection(connection_server, stream, peer, connection_shutdown).await
+                }
+                Err(error) => tracing::debug!(%peer, %error, "TLS negotiation failed; closing"),
+            }
             drop(permit);
         });
     }

@@ -1,5 +1,5 @@
 //! The MongoDB front end: a TCP listener speaking the wire protocol to drivers and mongosh,
-//! one task per connection, command dispatch, cursors.
+//! optionally over TLS, one task per connection, command dispatch, cursors.
 //!
 //! Not for: SQL (commands talk to the core — `query`, `catalog` — and to the `Store` trait
 //! with neutral requests), or framing details (those live in the `docgate-wire` crate).
@@ -12,6 +12,7 @@ pub mod error;
 pub mod listener;
 pub mod namespace;
 pub mod request;
+pub mod tls;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

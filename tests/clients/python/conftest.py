@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 from pymongo import MongoClient
@@ -65,9 +66,10 @@ def fresh_postgres_database(url: str) -> str:
 
 
 class DocgateServer:
-    """One docgate process listening on 127.0.0.1:port."""
+    """One docgate process listening on 127.0.0.1:port, started with `extra_args`
+    after --listen and --backend (e.g. TLS flags)."""
 
-    def __init__(self, workdir: Path, extra_args=(), fresh_storage: bool = False):
+    def __init__(self, workdir: Path, extra_args: Sequence[str] = (), fresh_storage: bool = False):
         self.workdir = workdir
         self.bin = Path(os.environ.get("DOCGATE_BIN", REPO_ROOT / "target" / "debug" / "docgate"))
         backend = os.environ.get("DOCGATE_BACKEND", "sqlite")
