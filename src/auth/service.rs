@@ -95,6 +95,20 @@ pub struct AuthenticatedUser {
     pub roles: Vec<RoleGrant>,
 }
 
+/// The cached user and role lists an identity was computed from (see
+/// [`AuthService::refresh`]).
+#[derive(Debug, Clone)]
+pub struct IdentitySource {
+    users: Arc<Vec<MetaRecord>>,
+    roles: Arc<Vec<MetaRecord>>,
+}
+
+impl IdentitySource {
+    fn same_as(&self, other: &IdentitySource) -> bool {
+        Arc::ptr_eq(&self.users, &other.users) && Arc::ptr_eq(&self.roles, &other.roles)
+    }
+}
+
 /// Whether a client must authenticate before running commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -232,16 +246,34 @@ impl AuthService {
         }))
     }
 
-    /// The current identity of a user who authenticated earlier: None once the user was
-    /// dropped, and the roles as they are now (grants and revocations apply at once).
+    /// Brings an identity established earlier up to date: None once the user was dropped,
+    /// and the roles as they are now (grants and revocations apply at once). `seen` remembers
+    /// which cached user and role lists the identity was computed from; while the catalog
+    /// hands out the same lists nothing changed, and nothing is re-read or re-parsed.
     pub async fn refresh(
         &self,
-        user: &AuthenticatedUser,
-    ) -> Result<Option<AuthenticatedUser>, StoreError> {
-        match self.user(&user.db, &user.name).await? {
-            Some(record) => Ok(Some(self.identity(&record).await?)),
-            None => Ok(None),
+        user: &mut Option<AuthenticatedUser>,
+        seen: &mut Option<IdentitySource>,
+    ) -> Result<(), StoreError> {
+        let Some(current) = user.as_ref() else {
+            return Ok(());
+        };
+        let source = IdentitySource {
+            users: self
+                .catalog
+                .meta_records(USER_KIND, Some(&current.db))
+                .await?,
+            roles: self.catalog.meta_records(ROLE_KIND, None).await?,
+        };
+        if seen.as_ref().is_some_and(|seen| seen.same_as(&source)) {
+            return Ok(());
         }
+        *user = match self.user(&current.db, &current.name).await? {
+            Some(record) => Some(self.identity(&record).await?),
+            None => None,
+        };
+        *seen = Some(source);
+        Ok(())
     }
 
     async fn identity(&self, record: &UserRecord) -> Result<AuthenticatedUser, StoreError> {

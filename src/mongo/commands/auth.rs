@@ -16,6 +16,7 @@ use std::sync::atomic::AtomicU64;
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
 
+use crate::auth::service::IdentitySource;
 use crate::auth::{
     allows, command_privilege, Access, Action, AuthError, AuthenticatedUser, CommandPrivilege,
     PlainCredentials, ScramConversation, ScramMechanism,
@@ -30,12 +31,22 @@ use crate::state::{MechanismCounters, ServerCounters};
 pub struct ConnectionAuth {
     /// The user this connection authenticated as.
     pub user: Option<AuthenticatedUser>,
+    /// What `user` was last computed from (see `AuthService::refresh`).
+    identity_source: Option<IdentitySource>,
     /// SCRAM conversations in progress, by `conversationId`.
     conversations: HashMap<i32, PendingConversation>,
     next_conversation_id: i32,
     /// Decided by [`authorize`] for the command being run: the access rule, and the user as
     /// the catalog has it now (roles granted or revoked since authenticating apply at once).
     pub access: Option<Access>,
+}
+
+impl ConnectionAuth {
+    /// The connection is now `user` (roles as of now).
+    fn set_user(&mut self, user: AuthenticatedUser) {
+        self.user = Some(user);
+        self.identity_source = None;
+    }
 }
 
 #[derive(Debug)]
@@ -100,7 +111,7 @@ async fn start(
             .verify_password(db, &credentials.username, &credentials.password)
             .await?;
         log_authenticated(context, &user, mechanism);
-        context.connection.auth.user = Some(user);
+        context.connection.auth.set_user(user);
         count_success(context, mechanism, speculative);
         return Ok(sasl_reply(1, true, Vec::new()));
     }
@@ -149,7 +160,7 @@ pub async fn sasl_continue(
     if let Some(user) = user {
         let mechanism = pending.conversation.mechanism().name();
         log_authenticated(context, &user, mechanism);
-        context.connection.auth.user = Some(user);
+        context.connection.auth.set_user(user);
         count_success(context, mechanism, pending.speculative);
     }
     if !reply.done {
@@ -205,6 +216,7 @@ pub async fn add_to_hello(
 /// `logout`: forget the connection's user.
 pub fn logout(context: &mut CommandContext<'_>) -> CommandResult {
     context.connection.auth.user = None;
+    context.connection.auth.identity_source = None;
     context.connection.auth.conversations.clear();
     Ok(Document::new())
 }
@@ -218,9 +230,10 @@ pub fn authenticate(request: &CommandRequest) -> CommandResult {
 /// `connectionStatus`: who this connection is, with the roles the catalog has now (a dropped
 /// user is no longer authenticated).
 pub async fn connection_status(context: &mut CommandContext<'_>) -> CommandResult {
-    if let Some(user) = context.connection.auth.user.take() {
-        context.connection.auth.user = context.server.state.auth.refresh(&user).await?;
-    }
+    let connection = &mut context.connection.auth;
+    let auth = &context.server.state.auth;
+    auth.refresh(&mut connection.user, &mut connection.identity_source)
+        .await?;
     let (users, roles) = match &context.connection.auth.user {
         Some(user) => (
             vec![Bson::Document(doc! {"user": &user.name, "db": &user.db})],
@@ -255,9 +268,9 @@ pub async fn authorize(
     if privilege == CommandPrivilege::None {
         return Ok(());
     }
-    if let Some(user) = context.connection.auth.user.take() {
-        context.connection.auth.user = auth.refresh(&user).await?;
-    }
+    let connection = &mut context.connection.auth;
+    auth.refresh(&mut connection.user, &mut connection.identity_source)
+        .await?;
     let Some(user) = &context.connection.auth.user else {
         return Err(AuthError::requires_authentication(name).into());
     };
