@@ -108,6 +108,25 @@ pub struct MetaRecord {
     pub body: serde_json::Value,
 }
 
+impl MetaRecord {
+    /// A record as a backend stores it (the body as JSON text).
+    pub(crate) fn from_stored(
+        kind: String,
+        db: String,
+        name: String,
+        body: &str,
+    ) -> Result<MetaRecord, StoreError> {
+        let body = serde_json::from_str(body)
+            .map_err(|e| StoreError::Corrupt(format!("{kind} {db}.{name}: {e}")))?;
+        Ok(MetaRecord {
+            kind,
+            db,
+            name,
+            body,
+        })
+    }
+}
+
 /// How `put_meta` treats an existing record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetaWrite {

@@ -20,6 +20,9 @@ use crate::mongo::error::{CommandError, CommandResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_str, CommandRequest};
 use crate::store::StoreError;
 
+/// The fields of `createUser` and `updateUser` besides the name.
+const USER_FIELDS: &[&str] = &["pwd", "roles", "customData", "mechanisms", "digestPassword"];
+
 /// Fields every user command may carry besides its own.
 const COMMON_FIELDS: &[&str] = &["writeConcern", "comment"];
 
@@ -28,10 +31,7 @@ pub async fn create_user(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    check_fields(
-        request,
-        &["pwd", "roles", "customData", "mechanisms", "digestPassword"],
-    )?;
+    check_fields(request, USER_FIELDS)?;
     let name = target_name(request, "createUser")?;
     let db = request.db.as_str();
     if db == "local" {
@@ -87,10 +87,7 @@ pub async fn update_user(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    check_fields(
-        request,
-        &["pwd", "roles", "customData", "mechanisms", "digestPassword"],
-    )?;
+    check_fields(request, USER_FIELDS)?;
     let name = target_name(request, "updateUser")?;
     let mut user = existing_user(context, &request.db, name).await?;
     if let Some(roles) = opt_array(&request.body, "roles")? {

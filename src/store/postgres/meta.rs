@@ -17,15 +17,7 @@ fn record(row: &Row) -> Result<MetaRecord, StoreError> {
         row.try_get(i)
             .map_err(|e| StoreError::Corrupt(format!("meta row: {e}")))
     };
-    let (kind, db, name, body) = (get(0)?, get(1)?, get(2)?, get(3)?);
-    let body = serde_json::from_str(&body)
-        .map_err(|e| StoreError::Corrupt(format!("{kind} {db}.{name}: {e}")))?;
-    Ok(MetaRecord {
-        kind,
-        db,
-        name,
-        body,
-    })
+    MetaRecord::from_stored(get(0)?, get(1)?, get(2)?, &get(3)?)
 }
 
 pub(super) async fn list(

@@ -20,17 +20,6 @@ pub(super) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS dg_meta (
      PRIMARY KEY (kind, db, name)
  );";
 
-fn record(kind: String, db: String, name: String, body: String) -> Result<MetaRecord, StoreError> {
-    let body = serde_json::from_str(&body)
-        .map_err(|e| StoreError::Corrupt(format!("{kind} {db}.{name}: {e}")))?;
-    Ok(MetaRecord {
-        kind,
-        db,
-        name,
-        body,
-    })
-}
-
 pub(super) fn list(
     conn: &Connection,
     kind: &str,
@@ -49,8 +38,8 @@ pub(super) fn list(
         .map_err(db_err)?;
     let mut out = Vec::new();
     for row in rows {
-        let (kind, db, name, body) = row.map_err(db_err)?;
-        out.push(record(kind, db, name, body)?);
+        let (kind, db, name, body): (String, String, String, String) = row.map_err(db_err)?;
+        out.push(MetaRecord::from_stored(kind, db, name, &body)?);
     }
     Ok(out)
 }
@@ -68,7 +57,7 @@ pub(super) fn get(
                 .optional()
         })
         .map_err(db_err)?;
-    body.map(|body| record(kind.to_owned(), db.to_owned(), name.to_owned(), body))
+    body.map(|body| MetaRecord::from_stored(kind.to_owned(), db.to_owned(), name.to_owned(), &body))
         .transpose()
 }
 
