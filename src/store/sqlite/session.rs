@@ -9,6 +9,10 @@
 //! lock. Outside any runtime the call simply runs inline. Because the connection lives in the
 //! session between calls, a transaction opened by `begin` spans any number of calls.
 //!
+//! A point read (`_id` equality, at most one row) runs right on the worker thread instead:
+//! in WAL mode a read never waits for a lock and such a statement takes microseconds, less
+//! than handing the worker's other tasks over to another thread would cost.
+//!
 //! Cancellation: a call cannot be interrupted under `block_in_place`. If the future of a
 //! `spawn_blocking` call is dropped, the connection is dropped when the blocking task ends
 //! (rolling back an open transaction, see `conn::PooledConn`) and this session answers
@@ -62,6 +66,19 @@ impl SqliteSession {
                 result
             }
             Err(_) => f(self.conn.as_deref().ok_or_else(lost)?),
+        }
+    }
+
+    /// Runs `f`, a statement that finishes in microseconds and never waits, on the worker
+    /// thread itself (see the module doc); elsewhere like [`SqliteSession::run`].
+    async fn run_short<R, F>(&mut self, f: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    {
+        match Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(RuntimeFlavor::MultiThread) | Err(_) => f(self.conn.as_deref().ok_or_else(lost)?),
+            Ok(_) => self.run(f).await,
         }
     }
 
@@ -161,7 +178,7 @@ impl StoreSession for SqliteSession {
         request: &ScanRequest,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
         let sql = sql::select(&coll.table, "doc", request);
-        self.run(move |conn| {
+        let read = move |conn: &Connection| {
             let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
             let rows = stmt
                 .query_map(rusqlite::params_from_iter(sql.params.iter()), |row| {
@@ -169,8 +186,12 @@ impl StoreSession for SqliteSession {
                 })
                 .map_err(db_err)?;
             rows.collect::<Result<Vec<Vec<u8>>, _>>().map_err(db_err)
-        })
-        .await
+        };
+        if matches!(request.filter, Predicate::KeyEquals(_)) {
+            self.run_short(read).await
+        } else {
+            self.run(read).await
+        }
     }
 
     async fn count(
