@@ -16,8 +16,10 @@ use crate::auth::{AuthMode, AuthSettings, ThrottleSettings, VerifierSettings};
 
 /// Default MongoDB listener: loopback only (DESIGN.md invariant 7).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:27017";
-/// Default REST listener, reserved for the REST front end.
+/// Default REST listener: loopback only, ORDS's usual port.
 pub const DEFAULT_REST_LISTEN: &str = "127.0.0.1:8080";
+/// The `--rest-listen` value that turns the REST front end off.
+pub const REST_LISTEN_OFF: &str = "off";
 /// Default backend: an embedded SQLite database in `./docgate-data`.
 pub const DEFAULT_BACKEND: &str = "sqlite:./docgate-data";
 /// Default bound on simultaneous client connections.
@@ -75,9 +77,9 @@ pub struct Cli {
     /// Address of the MongoDB protocol listener (default 127.0.0.1:27017).
     #[arg(long, env = "DOCGATE_LISTEN")]
     pub listen: Option<SocketAddr>,
-    /// Address of the REST listener (reserved: the REST front end is not built yet).
+    /// Address of the REST (ORDS-style HTTP) listener (default 127.0.0.1:8080), or `off`.
     #[arg(long, env = "DOCGATE_REST_LISTEN")]
-    pub rest_listen: Option<SocketAddr>,
+    pub rest_listen: Option<String>,
     /// Log format on stderr.
     #[arg(long, env = "DOCGATE_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -227,6 +229,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value * scale).map_err(|_| invalid())
 }
 
+/// Parses a REST listener setting: an address, or `off` for no REST front end.
+pub fn parse_rest_listen(text: &str) -> Result<Option<SocketAddr>, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case(REST_LISTEN_OFF) {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|e| format!("invalid rest_listen {text:?} ({e}): use HOST:PORT or `off`"))
+}
+
 /// Keys accepted in the `--config` TOML file. Pool and cache keys use ORDS's names:
 /// `pool.max = 20` or a `[pool]` table, `cache.metadata.timeout = "30s"`.
 #[derive(Debug, Default, Deserialize)]
@@ -234,7 +247,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 struct FileSettings {
     backend: Option<String>,
     listen: Option<SocketAddr>,
-    rest_listen: Option<SocketAddr>,
+    rest_listen: Option<String>,
     log_format: Option<LogFormat>,
     max_connections: Option<usize>,
     ttl_monitor_interval: Option<String>,
@@ -574,7 +587,12 @@ impl Settings {
         Ok(Settings {
             backend: BackendUrl::parse(&backend)?,
             listen: cli.listen.or(file.listen).unwrap_or(default_listen),
-            rest_listen: cli.rest_listen.or(file.rest_listen),
+            rest_listen: parse_rest_listen(
+                cli.rest_listen
+                    .or(file.rest_listen)
+                    .as_deref()
+                    .unwrap_or(DEFAULT_REST_LISTEN),
+            )?,
             log_format: cli
                 .log_format
                 .or(file.log_format)

@@ -68,6 +68,15 @@ async fn run(settings: Settings) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let auth = describe_auth(&state).await;
+    // Both listeners are bound before either is announced, so "listening" means both are.
+    let rest_listener = match settings.rest_listen {
+        Some(rest) => Some(
+            TcpListener::bind(rest)
+                .await
+                .map_err(|e| format!("cannot listen on {rest} (--rest-listen): {e}"))?,
+        ),
+        None => None,
+    };
     tracing::info!(
         "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={}",
         state.store.backend_name(),
@@ -88,9 +97,11 @@ async fn run(settings: Settings) -> Result<(), String> {
             AuthMode::On => {}
         }
     }
-    if let Some(rest) = settings.rest_listen {
-        tracing::warn!(
-            "--rest-listen {rest} is reserved: the REST front end is not part of this build yet"
+    if let Some(rest) = &rest_listener {
+        let rest_address = rest.local_addr().map_err(|e| e.to_string())?;
+        tracing::info!(
+            "rest listening on {rest_address} backend={} auth={auth}",
+            state.store.backend_name(),
         );
     }
 
@@ -100,12 +111,22 @@ async fn run(settings: Settings) -> Result<(), String> {
         settings.ttl_monitor_interval,
         shutdown_rx.clone(),
     ));
+    let rest_serving = rest_listener.map(|rest| {
+        tokio::spawn(docgate::rest::serve(
+            state.clone(),
+            rest,
+            shutdown_rx.clone(),
+        ))
+    });
     let server = Arc::new(MongoServer::new(state));
     let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;
+    if let Some(rest_serving) = rest_serving {
+        let _ = rest_serving.await;
+    }
     let _ = ttl_monitor.await;
     tracing::info!("stopped");
     Ok(())

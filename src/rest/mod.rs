@@ -1,0 +1,72 @@
+//! The REST front end: an axum router in the style of Oracle REST Data Services, served in
+//! the same process and over the same `AppState` as the mongo front end (one catalog cache,
+//! one pool). Routes live under `/ords/{db}/`:
+//! - `soda/latest/…` — the document API (`soda`);
+//!
+//! Every error is a JSON body with the right status (`error`); unknown routes are 404 and
+//! known routes with another method 405, in the same shape.
+//!
+//! Not for: the wire protocol, or SQL (requests reach data through `operations`, which runs
+//! the core's planner and the store's sessions).
+
+pub mod error;
+pub mod extjson;
+pub mod extract;
+pub mod operations;
+pub mod page;
+pub mod soda;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::Uri;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::state::AppState;
+use error::RestError;
+
+/// The largest request body accepted: MongoDB's largest message (a bulk insert).
+pub const MAX_BODY_BYTES: usize = 48_000_000;
+
+/// The whole REST router over the shared state.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .merge(soda::routes())
+        .fallback(route_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+async fn route_not_found(uri: Uri) -> RestError {
+    RestError::NotFound(format!("no REST resource at {}", uri.path()))
+}
+
+async fn method_not_allowed(uri: Uri) -> RestError {
+    RestError::MethodNotAllowed(format!("this method is not allowed on {}", uri.path()))
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` turns true, then lets requests in
+/// flight finish.
+pub async fn serve(
+    state: Arc<AppState>,
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let app = router(state);
+    let stopping = async move {
+        while !*shutdown.borrow_and_update() {
+            if shutdown.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    if let Err(error) = axum::serve(listener, app)
+        .with_graceful_shutdown(stopping)
+        .await
+    {
+        tracing::error!(%error, "rest listener failed");
+    }
+}
