@@ -78,6 +78,22 @@ pub fn id_from_segment(segment: &str) -> Bson {
     }
 }
 
+/// Every `_id` a module's `:id` segment may name: the ObjectId when it is 24 hex digits,
+/// the number when it is a JSON integer, and always the string itself.
+pub fn id_candidates(segment: &str) -> Vec<Bson> {
+    let mut candidates = Vec::with_capacity(2);
+    if let Bson::ObjectId(oid) = id_from_segment(segment) {
+        candidates.push(Bson::ObjectId(oid));
+    }
+    if let Ok(number) = segment.parse::<i64>() {
+        if number.to_string() == segment {
+            candidates.push(i32::try_from(number).map_or(Bson::Int64(number), Bson::Int32));
+        }
+    }
+    candidates.push(Bson::String(segment.to_string()));
+    candidates
+}
+
 /// The path segment that names `id`: ObjectId hex, the string itself, or the relaxed
 /// Extended JSON text of other types (which no path segment parses back to).
 pub fn id_to_segment(id: &Bson) -> String {
@@ -110,6 +126,11 @@ mod tests {
         assert_eq!(id_to_segment(&Bson::ObjectId(oid)), oid.to_hex());
         assert_eq!(id_from_segment("alice"), Bson::String("alice".into()));
         assert_eq!(id_to_segment(&Bson::Int32(5)), "5");
+        assert_eq!(
+            id_candidates("5"),
+            [Bson::Int32(5), Bson::String("5".into())]
+        );
+        assert_eq!(id_candidates("05"), [Bson::String("05".into())]);
     }
 
     #[test]

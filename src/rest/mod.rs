@@ -2,6 +2,9 @@
 //! the same process and over the same `AppState` as the mongo front end (one catalog cache,
 //! one pool). Routes live under `/ords/{db}/`:
 //! - `soda/latest/…` — the document API (`soda`);
+//! - `_/modules/…` — REST module administration (`modules::admin`);
+//! - anything else — the handlers of the database's published REST modules
+//!   (`modules::dispatch`).
 //!
 //! Every error is a JSON body with the right status (`error`); unknown routes are 404 and
 //! known routes with another method 405, in the same shape.
@@ -12,9 +15,12 @@
 pub mod error;
 pub mod extjson;
 pub mod extract;
+pub mod modules;
 pub mod operations;
 pub mod page;
+pub mod security;
 pub mod soda;
+pub mod tokens;
 
 use std::sync::Arc;
 
@@ -34,14 +40,11 @@ pub const MAX_BODY_BYTES: usize = 48_000_000;
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .merge(soda::routes())
-        .fallback(route_not_found)
+        .merge(modules::admin::routes())
+        .fallback(modules::dispatch::serve)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
-}
-
-async fn route_not_found(uri: Uri) -> RestError {
-    RestError::NotFound(format!("no REST resource at {}", uri.path()))
 }
 
 async fn method_not_allowed(uri: Uri) -> RestError {
@@ -63,6 +66,7 @@ pub async fn serve(
             }
         }
     };
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     if let Err(error) = axum::serve(listener, app)
         .with_graceful_shutdown(stopping)
         .await

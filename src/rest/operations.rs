@@ -279,3 +279,24 @@ pub async fn delete_matching(
     ServerCounters::add(&state.counters.op_delete, 1);
     Ok(deleted)
 }
+
+/// Runs an aggregation pipeline over `db.name` (a missing collection is empty) with the
+/// `aggregate` command's code.
+pub async fn aggregate(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    stages: &[Document],
+) -> RestResult<Vec<Document>> {
+    let pipeline = crate::query::aggregate::Pipeline::parse(stages)?;
+    ServerCounters::add(&state.counters.op_query, 1);
+    let mut session = state.store.session().await?;
+    Ok(crate::mongo::commands::aggregate::run_pipeline(
+        &state.catalog,
+        session.as_mut(),
+        db,
+        name,
+        &pipeline,
+    )
+    .await?)
+}

@@ -112,6 +112,21 @@ impl Envelope {
     }
 }
 
+/// `{"items":[{"id":…,"_id":…}],"hasMore":false,"count":…}`: what an insert answers, `id`
+/// being the path segment that names each document.
+pub fn inserted_items(ids: &[bson::Bson]) -> Value {
+    let items: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            serde_json::json!({
+                "id": super::extjson::id_to_segment(id),
+                "_id": id.clone().into_relaxed_extjson(),
+            })
+        })
+        .collect();
+    serde_json::json!({"items": items, "hasMore": false, "count": ids.len()})
+}
+
 /// `http://host` as the client addressed us (the `Host` header).
 pub fn request_base(uri: &Uri, headers: &HeaderMap) -> String {
     let host = headers

@@ -18,6 +18,10 @@
 //! document. A POST to a missing collection creates it, as MongoDB's `insert` does; reads
 //! of a missing collection are 404.
 //!
+//! Callers need the role actions MongoDB's commands need: `find` to read, `insert`, `update`
+//! and `remove` to write, `createCollection`/`dropCollection`/`listCollections` (see
+//! `security` for when credentials are required at all).
+//!
 //! Not for: how documents are read and written (that is `operations`) or who may do it
 //! (that is `security`).
 
@@ -35,7 +39,11 @@ use super::error::{RestError, RestResult};
 use super::extjson::{self, id_from_segment, id_to_segment};
 use super::extract::{Body, Params, Segments};
 use super::operations::{self, PageRequest, UpdateOutcome};
-use super::page::{request_base, Envelope, Paging, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+use super::page::{
+    inserted_items, request_base, Envelope, Paging, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
+};
+use super::security::Caller;
+use crate::auth::roles::Action;
 use crate::query::update::UpdateSpec;
 use crate::state::AppState;
 
@@ -63,11 +71,13 @@ pub fn routes() -> Router<Arc<AppState>> {
 /// GET `/`: the collections of `db`, by name.
 async fn list_collections(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments(db): Segments<String>,
     params: Params,
     uri: Uri,
     headers: HeaderMap,
 ) -> RestResult<Json<Envelope>> {
+    caller.require_action(Action::ListCollections, &db)?;
     let paging = Paging::from_params(params.get("limit"), params.get("offset"), MAX_PAGE_SIZE)?;
     let snapshot = state.catalog.snapshot().await?;
     let mut names = snapshot
@@ -85,8 +95,10 @@ async fn list_collections(
 /// PUT `/{coll}`: 201 when created, 200 when it was there already.
 async fn create_collection(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
 ) -> RestResult<StatusCode> {
+    caller.require_action(Action::CreateCollection, &db)?;
     let created = operations::create_collection(&state, &db, &coll).await?;
     Ok(if created {
         StatusCode::CREATED
@@ -98,8 +110,10 @@ async fn create_collection(
 /// DELETE `/{coll}`.
 async fn drop_collection(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
 ) -> RestResult<StatusCode> {
+    caller.require_action(Action::DropCollection, &db)?;
     operations::drop_collection(&state, &db, &coll).await?;
     Ok(StatusCode::OK)
 }
@@ -143,11 +157,13 @@ async fn page_of(
 /// GET `/{coll}?limit&offset&q&sort`.
 async fn list_documents(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
     params: Params,
     uri: Uri,
     headers: HeaderMap,
 ) -> RestResult<Json<Envelope>> {
+    caller.require_action(Action::Find, &db)?;
     let filter = extjson::parse_document_text(params.get("q").unwrap_or(""), "q")?;
     page_of(&state, (&db, &coll), &filter, &params, &uri, &headers).await
 }
@@ -155,12 +171,20 @@ async fn list_documents(
 /// POST `/{coll}` with `action` = none (insert one), `query`, `insert` or `delete`.
 async fn post_to_collection(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
     params: Params,
     uri: Uri,
     headers: HeaderMap,
     Body(body): Body,
 ) -> RestResult<Response> {
+    let action = match params.get("action") {
+        None | Some("insert") => Action::Insert,
+        Some("query") => Action::Find,
+        Some("delete") => Action::Remove,
+        Some(_) => Action::Find,
+    };
+    caller.require_action(action, &db)?;
     match params.get("action") {
         None => {
             let document = match extjson::parse_body(&body, Value::Null)? {
@@ -180,7 +204,7 @@ async fn post_to_collection(
                     id_to_segment(id)
                 )
             });
-            let mut response = (StatusCode::CREATED, Json(inserted_envelope(&ids))).into_response();
+            let mut response = (StatusCode::CREATED, Json(inserted_items(&ids))).into_response();
             if let Some(value) = location.and_then(|l| l.parse().ok()) {
                 response.headers_mut().insert(header::LOCATION, value);
             }
@@ -190,7 +214,7 @@ async fn post_to_collection(
             let value = extjson::parse_body(&body, Value::Null)?;
             let documents = extjson::to_documents(value, "the documents")?;
             let ids = operations::insert_documents(&state, &db, &coll, documents).await?;
-            Ok((StatusCode::OK, Json(inserted_envelope(&ids))).into_response())
+            Ok((StatusCode::OK, Json(inserted_items(&ids))).into_response())
         }
         Some("query") => {
             let value = extjson::parse_body(&body, json!({}))?;
@@ -213,20 +237,13 @@ async fn post_to_collection(
     }
 }
 
-/// `{"items":[{"id":…,"_id":…}],…}` for inserted documents.
-fn inserted_envelope(ids: &[Bson]) -> Value {
-    let items: Vec<Value> = ids
-        .iter()
-        .map(|id| json!({"id": id_to_segment(id), "_id": id.clone().into_relaxed_extjson()}))
-        .collect();
-    json!({"items": items, "hasMore": false, "count": ids.len()})
-}
-
 /// GET `/{coll}/{id}`.
 async fn get_document(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
 ) -> RestResult<Json<Value>> {
+    caller.require_action(Action::Find, &db)?;
     let collection = operations::existing_collection(&state, &db, &coll).await?;
     let id = id_from_segment(&id);
     match operations::find_by_id(&state, &collection, &id).await? {
@@ -242,9 +259,12 @@ fn not_found(db: &str, coll: &str, id: &Bson) -> RestError {
 /// PUT `/{coll}/{id}`: replace, or create with that `_id` (201).
 async fn put_document(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
     Body(body): Body,
 ) -> RestResult<Response> {
+    caller.require_action(Action::Update, &db)?;
+    caller.require_action(Action::Insert, &db)?;
     let id = id_from_segment(&id);
     let mut document =
         extjson::to_document(extjson::parse_body(&body, Value::Null)?, "the document")?;
@@ -276,15 +296,17 @@ async fn put_document(
         UpdateOutcome::Updated(_) => StatusCode::OK,
         UpdateOutcome::NotFound => return Err(not_found(&db, &coll, &id)),
     };
-    Ok((status, Json(inserted_envelope(std::slice::from_ref(&id)))).into_response())
+    Ok((status, Json(inserted_items(std::slice::from_ref(&id)))).into_response())
 }
 
 /// PATCH `/{coll}/{id}`: update operators or a pipeline; answers the updated document.
 async fn patch_document(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
     Body(body): Body,
 ) -> RestResult<Json<Value>> {
+    caller.require_action(Action::Update, &db)?;
     let id = id_from_segment(&id);
     let update = match extjson::parse_body(&body, Value::Null)? {
         Value::Array(stages) => {
@@ -313,8 +335,10 @@ async fn patch_document(
 /// DELETE `/{coll}/{id}`.
 async fn delete_document(
     State(state): State<Arc<AppState>>,
+    caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
 ) -> RestResult<Json<Value>> {
+    caller.require_action(Action::Remove, &db)?;
     let id = id_from_segment(&id);
     let filter = doc! {"_id": id.clone()};
     match operations::delete_matching(&state, &db, &coll, &filter, true).await? {

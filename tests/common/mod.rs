@@ -270,6 +270,28 @@ impl TestServer {
         &self.backend
     }
 
+    /// Runs SQL directly on the server's backend database, behind docgate's back: on SQLite
+    /// through rusqlite on the data directory's database file, on PostgreSQL with psql.
+    pub fn run_backend_sql(&self, sql: &str) {
+        match &self.backend {
+            TestBackend::Sqlite { dir } => {
+                let path = dir.join(docgate::store::sqlite::DATABASE_FILE);
+                let connection = rusqlite::Connection::open(&path)
+                    .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+                connection
+                    .busy_timeout(Duration::from_secs(10))
+                    .expect("busy timeout");
+                connection
+                    .execute_batch(sql)
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+            TestBackend::Postgres {
+                admin_url,
+                database,
+            } => psql(&with_database(admin_url, database), sql),
+        }
+    }
+
     /// Everything the server wrote to stderr in all its runs so far.
     pub fn stderr_log(&self) -> String {
         let mut all = String::new();
