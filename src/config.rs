@@ -147,6 +147,22 @@ pub struct Cli {
     /// without one).
     #[arg(long, env = "DOCGATE_TLS_MODE", value_enum)]
     pub tls_mode: Option<TlsMode>,
+    /// Lifetime of the access tokens `POST /ords/{db}/oauth/token` issues (default 1h).
+    #[arg(long, env = "DOCGATE_REST_TOKEN_LIFETIME", value_parser = parse_duration)]
+    pub rest_token_lifetime: Option<Duration>,
+    /// JWKS file (JSON Web Key Set) of an external identity provider whose JWTs the REST
+    /// front end accepts as bearer tokens.
+    #[arg(long, env = "DOCGATE_REST_JWKS")]
+    pub rest_jwks: Option<PathBuf>,
+    /// Required `iss` of external JWTs.
+    #[arg(long, env = "DOCGATE_REST_JWT_ISSUER")]
+    pub rest_jwt_issuer: Option<String>,
+    /// Required `aud` of external JWTs.
+    #[arg(long, env = "DOCGATE_REST_JWT_AUDIENCE")]
+    pub rest_jwt_audience: Option<String>,
+    /// Claim of external JWTs that lists the caller's roles (default `roles`).
+    #[arg(long, env = "DOCGATE_REST_JWT_ROLES_CLAIM")]
+    pub rest_jwt_roles_claim: Option<String>,
     /// What to do; without a subcommand docgate serves.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -158,6 +174,27 @@ pub enum Command {
     /// Manage users without a running server (for bootstrapping the first administrator).
     #[command(subcommand)]
     User(UserCommand),
+    /// Manage REST modules without a running server.
+    #[command(subcommand)]
+    Rest(RestCommand),
+    /// Loads the concert sample (collections artists, venues, events; REST module `concert`;
+    /// role `concert_user` and the demo user `fan`, password `fan`, in database `concert`),
+    /// then serves.
+    Demo,
+}
+
+/// `docgate rest ...`.
+#[derive(Debug, Subcommand)]
+pub enum RestCommand {
+    /// Stores the REST module(s) of a JSON file (one module document, or an array of them)
+    /// in database --db, replacing modules of the same name.
+    Apply {
+        /// The JSON file.
+        file: PathBuf,
+        /// The database the modules belong to (`/ords/{db}/…`).
+        #[arg(long)]
+        db: String,
+    },
 }
 
 /// `docgate user ...`.
@@ -460,6 +497,35 @@ impl BackendUrl {
     }
 }
 
+/// Settings of the REST front end's bearer tokens.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestSettings {
+    /// Lifetime of the OAuth2 access tokens docgate issues.
+    pub token_lifetime: Duration,
+    /// JWKS file of an external identity provider.
+    pub jwks: Option<PathBuf>,
+    pub jwt_issuer: Option<String>,
+    pub jwt_audience: Option<String>,
+    pub jwt_roles_claim: String,
+}
+
+impl RestSettings {
+    /// ORDS's access token lifetime.
+    pub const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+}
+
+impl Default for RestSettings {
+    fn default() -> Self {
+        RestSettings {
+            token_lifetime: RestSettings::DEFAULT_TOKEN_LIFETIME,
+            jwks: None,
+            jwt_issuer: None,
+            jwt_audience: None,
+            jwt_roles_claim: "roles".to_string(),
+        }
+    }
+}
+
 /// Resolved settings.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -473,6 +539,7 @@ pub struct Settings {
     pub ttl_monitor_interval: Duration,
     pub auth: AuthSettings,
     pub tls: TlsSettings,
+    pub rest: RestSettings,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -603,6 +670,17 @@ impl Settings {
             ttl_monitor_interval,
             auth,
             tls,
+            rest: RestSettings {
+                token_lifetime: cli
+                    .rest_token_lifetime
+                    .unwrap_or(RestSettings::DEFAULT_TOKEN_LIFETIME),
+                jwks: cli.rest_jwks,
+                jwt_issuer: cli.rest_jwt_issuer,
+                jwt_audience: cli.rest_jwt_audience,
+                jwt_roles_claim: cli
+                    .rest_jwt_roles_claim
+                    .unwrap_or_else(|| "roles".to_string()),
+            },
             argv,
         })
     }

@@ -294,7 +294,7 @@ async fn privileges_answer_401_and_403_with_basic_credentials() {
     assert!(refused.headers.contains_key("www-authenticate"));
     refused.expect_error(401);
     anonymous
-        .with_authorization(&basic("concert.other", "other-pw"))
+        .with_authorization(&basic("other", "other-pw"))
         .put(&format!("{ADMIN}/concert"), &module)
         .await
         .expect_error(403);
@@ -313,16 +313,16 @@ async fn privileges_answer_401_and_403_with_basic_credentials() {
     );
     missing.expect_error(401);
     anonymous
-        .with_authorization(&basic("concert.fan", "wrong"))
+        .with_authorization(&basic("fan", "wrong"))
         .get(feed)
         .await
         .expect_error(401);
     anonymous
-        .with_authorization(&basic("concert.other", "other-pw"))
+        .with_authorization(&basic("other", "other-pw"))
         .get(feed)
         .await
         .expect_error(403);
-    let fan = anonymous.with_authorization(&basic("concert.fan", "fan-pw"));
+    let fan = anonymous.with_authorization(&basic("fan", "fan-pw"));
     assert_eq!(
         titles(&fan.get(feed).await.expect(200)),
         ["Opening", "Jazz"]
@@ -348,7 +348,7 @@ async fn privileges_answer_401_and_403_with_basic_credentials() {
         .await
         .expect_error(403);
     anonymous
-        .with_authorization(&basic("concert.other", "other-pw"))
+        .with_authorization(&basic("other", "other-pw"))
         .get("/ords/concert/soda/latest/events")
         .await
         .expect(200);

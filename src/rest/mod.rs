@@ -3,6 +3,7 @@
 //! one pool). Routes live under `/ords/{db}/`:
 //! - `soda/latest/…` — the document API (`soda`);
 //! - `_/modules/…` — REST module administration (`modules::admin`);
+//! - `_/oauth/clients`, `oauth/token` — OAuth2 client credentials (`oauth`);
 //! - anything else — the handlers of the database's published REST modules
 //!   (`modules::dispatch`).
 //!
@@ -12,10 +13,12 @@
 //! Not for: the wire protocol, or SQL (requests reach data through `operations`, which runs
 //! the core's planner and the store's sessions).
 
+pub mod demo;
 pub mod error;
 pub mod extjson;
 pub mod extract;
 pub mod modules;
+pub mod oauth;
 pub mod operations;
 pub mod page;
 pub mod security;
@@ -36,11 +39,36 @@ use error::RestError;
 /// The largest request body accepted: MongoDB's largest message (a bulk insert).
 pub const MAX_BODY_BYTES: usize = 48_000_000;
 
+/// What REST handlers share: the process's `AppState` (reached through `Deref`) and the
+/// REST front end's token service.
+pub struct RestState {
+    pub app: Arc<AppState>,
+    pub tokens: tokens::TokenService,
+}
+
+impl std::ops::Deref for RestState {
+    type Target = AppState;
+
+    fn deref(&self) -> &AppState {
+        &self.app
+    }
+}
+
+impl RestState {
+    /// The REST state over `app`; fails when the token settings cannot be used (an
+    /// unreadable JWKS file).
+    pub fn new(app: Arc<AppState>) -> Result<Arc<RestState>, String> {
+        let tokens = tokens::TokenService::new(&app.settings.rest)?;
+        Ok(Arc::new(RestState { app, tokens }))
+    }
+}
+
 /// The whole REST router over the shared state.
-pub fn router(state: Arc<AppState>) -> Router {
+pub fn router(state: Arc<RestState>) -> Router {
     Router::new()
         .merge(soda::routes())
         .merge(modules::admin::routes())
+        .merge(oauth::routes())
         .fallback(modules::dispatch::serve)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -54,7 +82,7 @@ async fn method_not_allowed(uri: Uri) -> RestError {
 /// Serves `router(state)` on `listener` until `shutdown` turns true, then lets requests in
 /// flight finish.
 pub async fn serve(
-    state: Arc<AppState>,
+    state: Arc<RestState>,
     listener: TcpListener,
     mut shutdown: watch::Receiver<bool>,
 ) {

@@ -1,9 +1,9 @@
 //! Who is calling the REST front end, and whether they may. Credentials come in the
 //! `Authorization` header:
 //! - `Basic` — a docgate user and password, checked by the shared password verifier (the
-//!   fast path, throttled per user, the same as PLAIN on the wire). The user name `name`
-//!   authenticates against the `admin` database; `db.name` (split at the first dot) against
-//!   `db`, so `admin.a.b` is user `a.b` of `admin`.
+//!   fast path, throttled per user, the same as PLAIN on the wire). The user is the one of
+//!   that name in the request's database (`/ords/{db}/…`) if it exists, else the one in
+//!   `admin`.
 //! - `Bearer` — an access token from `POST /ords/{db}/oauth/token`, or a JWT from an external
 //!   identity provider (`tokens`).
 //!
@@ -27,6 +27,7 @@ use axum::http::{header, HeaderMap};
 use base64::Engine;
 
 use super::error::{RestError, RestResult};
+use super::RestState;
 use crate::auth::roles::{allows, Action, RoleGrant};
 use crate::auth::service::Access;
 use crate::auth::AuthError;
@@ -105,19 +106,13 @@ impl Caller {
     }
 }
 
-/// Splits Basic credentials' user name into (auth db, user).
-pub fn basic_user(user: &str) -> (&str, &str) {
-    match user.split_once('.') {
-        Some((db, name)) if !db.is_empty() && !name.is_empty() => (db, name),
-        _ => (DEFAULT_AUTH_DB, user),
-    }
-}
-
-/// Identifies the caller from the request headers and peer address.
+/// Identifies the caller of a request to database `db` from the request headers and peer
+/// address.
 pub async fn identify(
-    state: &AppState,
+    state: &RestState,
     headers: &HeaderMap,
     peer: Option<SocketAddr>,
+    db: &str,
 ) -> RestResult<Caller> {
     let Some(authorization) = headers.get(header::AUTHORIZATION) else {
         let loopback = peer.is_some_and(|addr| addr.ip().is_loopback());
@@ -135,9 +130,9 @@ pub async fn identify(
     let (scheme, credentials) = text.split_once(' ').unwrap_or((text, ""));
     let credentials = credentials.trim();
     let principal = if scheme.eq_ignore_ascii_case("basic") {
-        basic_principal(state, credentials).await?
+        basic_principal(state, credentials, db).await?
     } else if scheme.eq_ignore_ascii_case("bearer") {
-        super::tokens::verify_bearer(state, credentials).await?
+        state.tokens.verify(&state.catalog, credentials, db).await?
     } else {
         return Err(RestError::unauthorized(format!(
             "unsupported authorization scheme {scheme:?}: use Basic or Bearer"
@@ -146,15 +141,20 @@ pub async fn identify(
     Ok(Caller::Authenticated(principal))
 }
 
-async fn basic_principal(state: &AppState, credentials: &str) -> RestResult<Principal> {
+async fn basic_principal(state: &AppState, credentials: &str, db: &str) -> RestResult<Principal> {
     let malformed = || RestError::unauthorized("malformed Basic credentials");
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(credentials)
         .map_err(|_| malformed())?;
     let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
     let (user, password) = decoded.split_once(':').ok_or_else(malformed)?;
-    let (db, name) = basic_user(user);
-    match state.auth.verify_password(db, name, password).await {
+    // The user of the request's database if there is one, else the `admin` user (a
+    // missing one still costs a password verification).
+    let auth_db = match state.auth.user(db, user).await? {
+        Some(_) => db,
+        None => DEFAULT_AUTH_DB,
+    };
+    match state.auth.verify_password(auth_db, user, password).await {
         Ok(user) => Ok(Principal {
             name: user.name,
             grants: user.roles,
@@ -164,18 +164,26 @@ async fn basic_principal(state: &AppState, credentials: &str) -> RestResult<Prin
     }
 }
 
-impl FromRequestParts<Arc<AppState>> for Caller {
+/// The database a request path names (`/ords/{db}/…`).
+pub fn request_db(path: &str) -> &str {
+    path.strip_prefix("/ords/")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+}
+
+impl FromRequestParts<Arc<RestState>> for Caller {
     type Rejection = RestError;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &Arc<AppState>,
+        state: &Arc<RestState>,
     ) -> Result<Self, Self::Rejection> {
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| *addr);
-        identify(state, &parts.headers, peer).await
+        let db = request_db(parts.uri.path());
+        identify(state, &parts.headers, peer, db).await
     }
 }
 
@@ -188,14 +196,6 @@ mod tests {
             name: "u".into(),
             grants: grants.iter().map(|(r, d)| RoleGrant::new(*r, *d)).collect(),
         })
-    }
-
-    #[test]
-    fn basic_user_names_choose_their_database() {
-        assert_eq!(basic_user("ada"), ("admin", "ada"));
-        assert_eq!(basic_user("shop.ada"), ("shop", "ada"));
-        assert_eq!(basic_user("admin.a.b"), ("admin", "a.b"));
-        assert_eq!(basic_user(".x"), ("admin", ".x"));
     }
 
     #[test]

@@ -45,10 +45,11 @@ use super::page::{
 use super::security::Caller;
 use crate::auth::roles::Action;
 use crate::query::update::UpdateSpec;
+use crate::rest::RestState;
 use crate::state::AppState;
 
 /// The document API's routes.
-pub fn routes() -> Router<Arc<AppState>> {
+pub fn routes() -> Router<Arc<RestState>> {
     Router::new()
         .route("/ords/{db}/soda/latest", get(list_collections))
         .route("/ords/{db}/soda/latest/", get(list_collections))
@@ -70,7 +71,7 @@ pub fn routes() -> Router<Arc<AppState>> {
 
 /// GET `/`: the collections of `db`, by name.
 async fn list_collections(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments(db): Segments<String>,
     params: Params,
@@ -94,7 +95,7 @@ async fn list_collections(
 
 /// PUT `/{coll}`: 201 when created, 200 when it was there already.
 async fn create_collection(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
 ) -> RestResult<StatusCode> {
@@ -109,7 +110,7 @@ async fn create_collection(
 
 /// DELETE `/{coll}`.
 async fn drop_collection(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
 ) -> RestResult<StatusCode> {
@@ -156,7 +157,7 @@ async fn page_of(
 
 /// GET `/{coll}?limit&offset&q&sort`.
 async fn list_documents(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
     params: Params,
@@ -170,7 +171,7 @@ async fn list_documents(
 
 /// POST `/{coll}` with `action` = none (insert one), `query`, `insert` or `delete`.
 async fn post_to_collection(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll)): Segments<(String, String)>,
     params: Params,
@@ -239,7 +240,7 @@ async fn post_to_collection(
 
 /// GET `/{coll}/{id}`.
 async fn get_document(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
 ) -> RestResult<Json<Value>> {
@@ -258,7 +259,7 @@ fn not_found(db: &str, coll: &str, id: &Bson) -> RestError {
 
 /// PUT `/{coll}/{id}`: replace, or create with that `_id` (201).
 async fn put_document(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
     Body(body): Body,
@@ -301,7 +302,7 @@ async fn put_document(
 
 /// PATCH `/{coll}/{id}`: update operators or a pipeline; answers the updated document.
 async fn patch_document(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
     Body(body): Body,
@@ -334,7 +335,7 @@ async fn patch_document(
 
 /// DELETE `/{coll}/{id}`.
 async fn delete_document(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
 ) -> RestResult<Json<Value>> {

@@ -23,6 +23,7 @@ use crate::rest::error::{RestError, RestResult};
 use crate::rest::extjson;
 use crate::rest::extract::{Body, Segments};
 use crate::rest::security::Caller;
+use crate::rest::RestState;
 use crate::state::AppState;
 use crate::store::{MetaRecord, MetaWrite, StoreError};
 
@@ -31,7 +32,7 @@ use crate::store::{MetaRecord, MetaWrite, StoreError};
 pub const ADMIN_ACTION: Action = Action::CollMod;
 
 /// The admin routes.
-pub fn routes() -> Router<Arc<AppState>> {
+pub fn routes() -> Router<Arc<RestState>> {
     Router::new()
         .route("/ords/{db}/_/modules", get(list_modules))
         .route(
@@ -68,7 +69,7 @@ pub async fn apply_module(
 }
 
 async fn list_modules(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments(db): Segments<String>,
 ) -> RestResult<Json<Value>> {
@@ -81,7 +82,7 @@ async fn list_modules(
 }
 
 async fn get_module(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, name)): Segments<(String, String)>,
 ) -> RestResult<Json<Value>> {
@@ -95,7 +96,7 @@ async fn get_module(
 }
 
 async fn put_module(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, name)): Segments<(String, String)>,
     Body(body): Body,
@@ -111,7 +112,7 @@ async fn put_module(
 }
 
 async fn delete_module(
-    State(state): State<Arc<AppState>>,
+    State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, name)): Segments<(String, String)>,
 ) -> RestResult<StatusCode> {
@@ -126,4 +127,35 @@ async fn delete_module(
         ))),
         _ => Ok(StatusCode::OK),
     }
+}
+
+/// `docgate rest apply FILE --db DB`: stores the module, or each module of an array, that
+/// the JSON file holds; answers one line per module.
+pub async fn apply_module_file(
+    state: &AppState,
+    db: &str,
+    path: &std::path::Path,
+) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let modules = match value {
+        Value::Array(modules) => modules,
+        module => vec![module],
+    };
+    let mut lines = Vec::with_capacity(modules.len());
+    for module in modules {
+        let name = module
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)")
+            .to_string();
+        let created = apply_module(state, db, None, module)
+            .await
+            .map_err(|e| format!("module {name}: {e}"))?;
+        let verb = if created { "created" } else { "replaced" };
+        lines.push(format!("{verb} REST module {name} in {db}"));
+    }
+    Ok(lines)
 }

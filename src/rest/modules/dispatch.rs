@@ -24,6 +24,7 @@ use crate::rest::error::{RestError, RestResult};
 use crate::rest::extjson;
 use crate::rest::page::{Paging, DEFAULT_PAGE_SIZE};
 use crate::rest::security;
+use crate::rest::RestState;
 use crate::state::AppState;
 
 /// The published modules of `db`, parsed (a stored module that no longer parses is skipped
@@ -55,14 +56,14 @@ fn split_ords_path(path: &str) -> Option<(&str, &str)> {
 }
 
 /// The router's fallback: serves a module handler, or answers 404.
-pub async fn serve(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub async fn serve(State(state): State<Arc<RestState>>, request: Request) -> Response {
     match serve_request(&state, request).await {
         Ok(response) => response,
         Err(error) => axum::response::IntoResponse::into_response(error),
     }
 }
 
-async fn serve_request(state: &Arc<AppState>, request: Request) -> RestResult<Response> {
+async fn serve_request(state: &Arc<RestState>, request: Request) -> RestResult<Response> {
     let uri = request.uri().clone();
     let not_found = || RestError::NotFound(format!("no REST resource at {}", uri.path()));
     let (db, below) = split_ords_path(uri.path()).ok_or_else(not_found)?;
@@ -89,7 +90,7 @@ async fn serve_request(state: &Arc<AppState>, request: Request) -> RestResult<Re
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| *addr);
     let headers = request.headers().clone();
-    let caller = security::identify(state, &headers, peer).await?;
+    let caller = security::identify(state, &headers, peer, db).await?;
     for privilege in module.privileges_for(relative) {
         caller.require_role(
             &privilege.roles,
