@@ -80,7 +80,7 @@ impl TestBackend {
     }
 
     /// Removes what `for_new_server` created outside the temp dir.
-    fn release(&self) {
+    pub fn release(&self) {
         if let TestBackend::Postgres {
             admin_url,
             database,
