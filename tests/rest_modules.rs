@@ -3,7 +3,7 @@
 //! after an edit behind docgate's back (direct SQL) within `cache.metadata.timeout`; every
 //! source type (`collection_feed`, `collection_item`, `query`, `dml`, `pipeline`) with binds
 //! from the URI, the query string, the body and `:current_user`; unpublished modules and
-//! unknown routes 404; privileges 401/403 with HTTP Basic.
+//! unknown routes 404; privileges 401/403 with HTTP Basic; the OpenAPI catalog.
 
 mod common;
 mod rest_support;
@@ -140,6 +140,27 @@ async fn every_source_type_runs_with_binds() {
     assert_eq!(deleted["itemsDeleted"], json!(1));
 
     rest.get(&format!("{base}/nothing")).await.expect_error(404);
+
+    let openapi = rest
+        .get("/ords/concert/open-api-catalog/")
+        .await
+        .expect(200);
+    assert_eq!(openapi["openapi"], json!("3.0.0"));
+    let paths = openapi["paths"].as_object().expect("paths");
+    let mut names: Vec<&String> = paths.keys().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "/ords/concert/concert/authuser/v1/events/",
+            "/ords/concert/concert/authuser/v1/events/{id}",
+            "/ords/concert/concert/authuser/v1/stats",
+            "/ords/concert/concert/authuser/v1/venues/{venue}/events",
+        ]
+    );
+    let item = &paths["/ords/concert/concert/authuser/v1/events/{id}"];
+    let methods: Vec<&String> = item.as_object().expect("methods").keys().collect();
+    assert_eq!(methods, ["get", "patch", "delete"]);
     rest.send(reqwest::Method::PUT, &format!("{base}/stats"), None)
         .await
         .expect_error(405);

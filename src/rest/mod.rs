@@ -4,6 +4,7 @@
 //! - `soda/latest/…` — the document API (`soda`);
 //! - `_/modules/…` — REST module administration (`modules::admin`);
 //! - `_/oauth/clients`, `oauth/token` — OAuth2 client credentials (`oauth`);
+//! - `open-api-catalog/` — OpenAPI 3 description of the published modules (`openapi`);
 //! - anything else — the handlers of the database's published REST modules
 //!   (`modules::dispatch`).
 //!
@@ -19,6 +20,7 @@ pub mod extjson;
 pub mod extract;
 pub mod modules;
 pub mod oauth;
+pub mod openapi;
 pub mod operations;
 pub mod page;
 pub mod security;
@@ -69,6 +71,7 @@ pub fn router(state: Arc<RestState>) -> Router {
         .merge(soda::routes())
         .merge(modules::admin::routes())
         .merge(oauth::routes())
+        .merge(openapi::routes())
         .fallback(modules::dispatch::serve)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
