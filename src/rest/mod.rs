@@ -41,11 +41,13 @@ use error::RestError;
 /// The largest request body accepted: MongoDB's largest message (a bulk insert).
 pub const MAX_BODY_BYTES: usize = 48_000_000;
 
-/// What REST handlers share: the process's `AppState` (reached through `Deref`) and the
-/// REST front end's token service.
+/// What REST handlers share: the process's `AppState` (reached through `Deref`), the REST
+/// front end's token service and its parsed modules.
 pub struct RestState {
     pub app: Arc<AppState>,
     pub tokens: tokens::TokenService,
+    /// REST modules parsed from the catalog's cached records.
+    pub modules: modules::dispatch::ParsedModules,
 }
 
 impl std::ops::Deref for RestState {
@@ -61,7 +63,11 @@ impl RestState {
     /// unreadable JWKS file).
     pub fn new(app: Arc<AppState>) -> Result<Arc<RestState>, String> {
         let tokens = tokens::TokenService::new(&app.settings.rest)?;
-        Ok(Arc::new(RestState { app, tokens }))
+        Ok(Arc::new(RestState {
+            app,
+            tokens,
+            modules: Default::default(),
+        }))
     }
 }
 

@@ -30,6 +30,7 @@ use super::error::{RestError, RestResult};
 use super::RestState;
 use crate::auth::roles::{allows, Action, RoleGrant};
 use crate::auth::service::Access;
+use crate::auth::users::USER_KIND;
 use crate::auth::AuthError;
 use crate::state::AppState;
 
@@ -150,9 +151,11 @@ async fn basic_principal(state: &AppState, credentials: &str, db: &str) -> RestR
     let (user, password) = decoded.split_once(':').ok_or_else(malformed)?;
     // The user of the request's database if there is one, else the `admin` user (a
     // missing one still costs a password verification).
-    let auth_db = match state.auth.user(db, user).await? {
-        Some(_) => db,
-        None => DEFAULT_AUTH_DB,
+    let users_of_db = state.catalog.meta_records(USER_KIND, Some(db)).await?;
+    let auth_db = if users_of_db.iter().any(|record| record.name == user) {
+        db
+    } else {
+        DEFAULT_AUTH_DB
     };
     match state.auth.verify_password(auth_db, user, password).await {
         Ok(user) => Ok(Principal {

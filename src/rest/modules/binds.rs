@@ -75,6 +75,15 @@ impl Binds {
         self.values.get(name)
     }
 
+    /// A document with every placeholder replaced.
+    pub fn substitute_document(&self, spec: &Document) -> RestResult<Document> {
+        let mut out = Document::new();
+        for (key, value) in spec {
+            out.insert(key.clone(), self.substitute(value)?);
+        }
+        Ok(out)
+    }
+
     /// `spec` with every placeholder replaced; an unbound placeholder is a 400.
     pub fn substitute(&self, spec: &Bson) -> RestResult<Bson> {
         match spec {
@@ -84,13 +93,7 @@ impl Binds {
                 }),
                 None => Ok(spec.clone()),
             },
-            Bson::Document(document) => {
-                let mut out = Document::new();
-                for (key, value) in document {
-                    out.insert(key.clone(), self.substitute(value)?);
-                }
-                Ok(Bson::Document(out))
-            }
+            Bson::Document(document) => Ok(Bson::Document(self.substitute_document(document)?)),
             Bson::Array(items) => Ok(Bson::Array(
                 items
                     .iter()

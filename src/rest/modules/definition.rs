@@ -21,10 +21,12 @@
 
 use std::collections::HashMap;
 
+use bson::{Bson, Document};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::rest::error::{RestError, RestResult};
+use crate::rest::extjson::to_document;
 
 /// Metadata record kind of REST modules.
 pub const MODULE_KIND: &str = "rest_module";
@@ -59,6 +61,39 @@ pub struct HandlerDefinition {
     pub source: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items_per_page: Option<u64>,
+    /// `source` parsed once, when the module is parsed.
+    #[serde(skip)]
+    pub compiled: CompiledSource,
+}
+
+/// A handler's source as it runs: the collection (always a literal) and the rest of the
+/// spec as BSON, its `":name"` placeholders still in place.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompiledSource {
+    pub collection: String,
+    pub spec: Document,
+}
+
+impl CompiledSource {
+    /// Parses a handler's source: a collection name, or a JSON spec (text or object, Extended
+    /// JSON allowed) with a literal `"collection"`.
+    fn compile(source: &Value) -> RestResult<CompiledSource> {
+        let bad = |why: String| RestError::BadRequest(format!("invalid handler source: {why}"));
+        let value = match source {
+            Value::String(text) if text.trim_start().starts_with('{') => {
+                serde_json::from_str(text).map_err(|e| bad(e.to_string()))?
+            }
+            Value::String(name) => serde_json::json!({"collection": name}),
+            Value::Object(_) => source.clone(),
+            _ => return Err(bad("a collection name or a JSON object".into())),
+        };
+        let mut spec = to_document(value, "the handler source")?;
+        let collection = match spec.remove("collection") {
+            Some(Bson::String(name)) if !name.starts_with(':') && !name.is_empty() => name,
+            _ => return Err(bad("it needs a literal \"collection\" name".into())),
+        };
+        Ok(CompiledSource { collection, spec })
+    }
 }
 
 /// A URI template and its handlers.
@@ -132,6 +167,7 @@ impl ModuleDefinition {
             template.uri_template = template.uri_template.trim_start_matches('/').to_string();
             for handler in &mut template.handlers {
                 handler.method = handler.method.to_ascii_uppercase();
+                handler.compiled = CompiledSource::compile(&handler.source)?;
                 if !METHODS.contains(&handler.method.as_str()) {
                     return Err(RestError::BadRequest(format!(
                         "handler method {:?} of template {:?} is not one of {METHODS:?}",
@@ -291,7 +327,7 @@ mod tests {
                 "templates": [
                     {"uri_template": "events/", "handlers": [{"method": "get", "source_type": "collection_feed", "source": "events"}]},
                     {"uri_template": "events/:id", "handlers": [{"method": "GET", "source_type": "collection_item", "source": "events"}]},
-                    {"uri_template": "events/latest", "handlers": []}
+                    {"uri_template": "events/latest", "handlers": [{"method": "GET", "source_type": "query", "source": "{\"collection\": \"events\", \"sort\": {\"date\": -1}}"}]}
                 ],
                 "privileges": [{"name": "p", "roles": ["concert_user"], "patterns": ["/events/*"]}]
             }),
@@ -326,6 +362,9 @@ mod tests {
         );
         assert!(module.match_template("venues/1").is_none());
         assert_eq!(module.templates[0].handlers[0].method, "GET");
+        let latest = &module.templates[2].handlers[0].compiled;
+        assert_eq!(latest.collection, "events");
+        assert_eq!(latest.spec, bson::doc! {"sort": {"date": -1}});
     }
 
     #[test]
@@ -360,5 +399,17 @@ mod tests {
             None
         )
         .is_err());
+        let bad_source = |source: Value| {
+            ModuleDefinition::parse(
+                json!({"name": "a", "base_path": "/x/", "templates": [{"uri_template": "t", "handlers": [
+                    {"method": "GET", "source_type": "query", "source": source}]}]}),
+                None,
+            )
+            .is_err()
+        };
+        assert!(bad_source(json!("{not json")));
+        assert!(bad_source(json!({"collection": ":coll"})));
+        assert!(bad_source(json!({"filter": {}})));
+        assert!(bad_source(json!(5)));
     }
 }

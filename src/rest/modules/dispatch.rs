@@ -10,8 +10,9 @@
 //!
 //! Not for: what a source does (`sources`), or module administration (`admin`).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, FromRequest, Request, State};
@@ -25,12 +26,70 @@ use crate::rest::extjson;
 use crate::rest::page::{Paging, DEFAULT_PAGE_SIZE};
 use crate::rest::security;
 use crate::rest::RestState;
-use crate::state::AppState;
+use crate::store::MetaRecord;
+
+/// Parsed modules per database, kept while the catalog hands out the same record list (an
+/// `Arc` the metadata cache shares until the records change or expire), so a cached request
+/// parses nothing. With the metadata cache off every request gets a fresh list and parses it.
+#[derive(Default)]
+pub struct ParsedModules {
+    by_db: Mutex<HashMap<String, ParsedEntry>>,
+}
+
+struct ParsedEntry {
+    records: Arc<Vec<MetaRecord>>,
+    published: Arc<Vec<ModuleDefinition>>,
+}
+
+/// Databases whose parsed modules are kept at most (only databases that have modules count).
+const MAX_PARSED_DATABASES: usize = 1024;
+
+impl ParsedModules {
+    fn lookup(
+        &self,
+        db: &str,
+        records: &Arc<Vec<MetaRecord>>,
+    ) -> Option<Arc<Vec<ModuleDefinition>>> {
+        let by_db = self
+            .by_db
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        by_db
+            .get(db)
+            .filter(|entry| Arc::ptr_eq(&entry.records, records))
+            .map(|entry| entry.published.clone())
+    }
+
+    fn remember(
+        &self,
+        db: &str,
+        records: Arc<Vec<MetaRecord>>,
+        published: Arc<Vec<ModuleDefinition>>,
+    ) {
+        let mut by_db = self
+            .by_db
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if by_db.len() >= MAX_PARSED_DATABASES && !by_db.contains_key(db) {
+            by_db.clear();
+        }
+        by_db.insert(db.to_string(), ParsedEntry { records, published });
+    }
+}
 
 /// The published modules of `db`, parsed (a stored module that no longer parses is skipped
 /// with a warning: one bad row must not take the others down).
-pub async fn published_modules(state: &AppState, db: &str) -> RestResult<Vec<ModuleDefinition>> {
+pub async fn published_modules(
+    state: &RestState,
+    db: &str,
+) -> RestResult<Arc<Vec<ModuleDefinition>>> {
     let records = state.catalog.meta_records(MODULE_KIND, Some(db)).await?;
+    if records.is_empty() {
+        return Ok(Arc::new(Vec::new()));
+    }
+    if let Some(published) = state.modules.lookup(db, &records) {
+        return Ok(published);
+    }
     let mut modules = Vec::with_capacity(records.len());
     for record in records.iter() {
         match ModuleDefinition::parse(record.body.clone(), Some(&record.name)) {
@@ -45,7 +104,9 @@ pub async fn published_modules(state: &AppState, db: &str) -> RestResult<Vec<Mod
             }
         }
     }
-    Ok(modules)
+    let published = Arc::new(modules);
+    state.modules.remember(db, records, published.clone());
+    Ok(published)
 }
 
 /// `(db, path after /ords/{db})` of a request path.

@@ -44,44 +44,17 @@ pub struct HandlerCall<'a> {
     pub headers: &'a HeaderMap,
 }
 
-/// A handler's source spec, with its collection and the rest of the spec bound.
+/// A handler's source with the request's values bound.
 struct BoundSource {
     collection: String,
     spec: Document,
 }
 
-/// Reads the handler's source: a collection name or a JSON spec (text or object).
-fn source_spec(handler: &HandlerDefinition) -> RestResult<Document> {
-    let value = match &handler.source {
-        Value::String(text) if text.trim_start().starts_with('{') => serde_json::from_str(text)
-            .map_err(|e| RestError::Internal(format!("handler source is not valid JSON: {e}")))?,
-        Value::String(name) => json!({"collection": name}),
-        Value::Object(_) => handler.source.clone(),
-        _ => {
-            return Err(RestError::Internal(
-                "handler source must be a collection name or a JSON object".into(),
-            ))
-        }
-    };
-    extjson::to_document(value, "the handler source")
-        .map_err(|e| RestError::Internal(e.to_string()))
-}
-
 fn bind_source(handler: &HandlerDefinition, binds: &Binds) -> RestResult<BoundSource> {
-    let mut spec = source_spec(handler)?;
-    let collection = match spec.remove("collection") {
-        Some(Bson::String(name)) if !name.starts_with(':') && !name.is_empty() => name,
-        _ => {
-            return Err(RestError::Internal(
-                "handler source needs a literal \"collection\" name".into(),
-            ))
-        }
-    };
-    let spec = match binds.substitute(&Bson::Document(spec))? {
-        Bson::Document(spec) => spec,
-        _ => Document::new(),
-    };
-    Ok(BoundSource { collection, spec })
+    Ok(BoundSource {
+        collection: handler.compiled.collection.clone(),
+        spec: binds.substitute_document(&handler.compiled.spec)?,
+    })
 }
 
 fn optional_document<'a>(spec: &'a Document, field: &str) -> RestResult<Option<&'a Document>> {
