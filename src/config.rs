@@ -16,8 +16,10 @@ use crate::auth::{AuthMode, AuthSettings, ThrottleSettings, VerifierSettings};
 
 /// Default MongoDB listener: loopback only (DESIGN.md invariant 7).
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:27017";
-/// Default REST listener, reserved for the REST front end.
+/// Default REST listener: loopback only, ORDS's usual port.
 pub const DEFAULT_REST_LISTEN: &str = "127.0.0.1:8080";
+/// The `--rest-listen` value that turns the REST front end off.
+pub const REST_LISTEN_OFF: &str = "off";
 /// Default backend: an embedded SQLite database in `./docgate-data`.
 pub const DEFAULT_BACKEND: &str = "sqlite:./docgate-data";
 /// Default bound on simultaneous client connections.
@@ -75,9 +77,9 @@ pub struct Cli {
     /// Address of the MongoDB protocol listener (default 127.0.0.1:27017).
     #[arg(long, env = "DOCGATE_LISTEN")]
     pub listen: Option<SocketAddr>,
-    /// Address of the REST listener (reserved: the REST front end is not built yet).
+    /// Address of the REST (ORDS-style HTTP) listener (default 127.0.0.1:8080), or `off`.
     #[arg(long, env = "DOCGATE_REST_LISTEN")]
-    pub rest_listen: Option<SocketAddr>,
+    pub rest_listen: Option<String>,
     /// Log format on stderr.
     #[arg(long, env = "DOCGATE_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -145,6 +147,22 @@ pub struct Cli {
     /// without one).
     #[arg(long, env = "DOCGATE_TLS_MODE", value_enum)]
     pub tls_mode: Option<TlsMode>,
+    /// Lifetime of the access tokens `POST /ords/{db}/oauth/token` issues (default 1h).
+    #[arg(long, env = "DOCGATE_REST_TOKEN_LIFETIME", value_parser = parse_duration)]
+    pub rest_token_lifetime: Option<Duration>,
+    /// JWKS file (JSON Web Key Set) of an external identity provider whose JWTs the REST
+    /// front end accepts as bearer tokens.
+    #[arg(long, env = "DOCGATE_REST_JWKS")]
+    pub rest_jwks: Option<PathBuf>,
+    /// Required `iss` of external JWTs.
+    #[arg(long, env = "DOCGATE_REST_JWT_ISSUER")]
+    pub rest_jwt_issuer: Option<String>,
+    /// Required `aud` of external JWTs.
+    #[arg(long, env = "DOCGATE_REST_JWT_AUDIENCE")]
+    pub rest_jwt_audience: Option<String>,
+    /// Claim of external JWTs that lists the caller's roles (default `roles`).
+    #[arg(long, env = "DOCGATE_REST_JWT_ROLES_CLAIM")]
+    pub rest_jwt_roles_claim: Option<String>,
     /// What to do; without a subcommand docgate serves.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -156,6 +174,27 @@ pub enum Command {
     /// Manage users without a running server (for bootstrapping the first administrator).
     #[command(subcommand)]
     User(UserCommand),
+    /// Manage REST modules without a running server.
+    #[command(subcommand)]
+    Rest(RestCommand),
+    /// Loads the concert sample (collections artists, venues, events; REST module `concert`;
+    /// role `concert_user` and the demo user `fan`, password `fan`, in database `concert`),
+    /// then serves.
+    Demo,
+}
+
+/// `docgate rest ...`.
+#[derive(Debug, Subcommand)]
+pub enum RestCommand {
+    /// Stores the REST module(s) of a JSON file (one module document, or an array of them)
+    /// in database --db, replacing modules of the same name.
+    Apply {
+        /// The JSON file.
+        file: PathBuf,
+        /// The database the modules belong to (`/ords/{db}/…`).
+        #[arg(long)]
+        db: String,
+    },
 }
 
 /// `docgate user ...`.
@@ -227,6 +266,17 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value * scale).map_err(|_| invalid())
 }
 
+/// Parses a REST listener setting: an address, or `off` for no REST front end.
+pub fn parse_rest_listen(text: &str) -> Result<Option<SocketAddr>, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case(REST_LISTEN_OFF) {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|e| format!("invalid rest_listen {text:?} ({e}): use HOST:PORT or `off`"))
+}
+
 /// Keys accepted in the `--config` TOML file. Pool and cache keys use ORDS's names:
 /// `pool.max = 20` or a `[pool]` table, `cache.metadata.timeout = "30s"`.
 #[derive(Debug, Default, Deserialize)]
@@ -234,7 +284,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 struct FileSettings {
     backend: Option<String>,
     listen: Option<SocketAddr>,
-    rest_listen: Option<SocketAddr>,
+    rest_listen: Option<String>,
     log_format: Option<LogFormat>,
     max_connections: Option<usize>,
     ttl_monitor_interval: Option<String>,
@@ -447,6 +497,35 @@ impl BackendUrl {
     }
 }
 
+/// Settings of the REST front end's bearer tokens.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RestSettings {
+    /// Lifetime of the OAuth2 access tokens docgate issues.
+    pub token_lifetime: Duration,
+    /// JWKS file of an external identity provider.
+    pub jwks: Option<PathBuf>,
+    pub jwt_issuer: Option<String>,
+    pub jwt_audience: Option<String>,
+    pub jwt_roles_claim: String,
+}
+
+impl RestSettings {
+    /// ORDS's access token lifetime.
+    pub const DEFAULT_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+}
+
+impl Default for RestSettings {
+    fn default() -> Self {
+        RestSettings {
+            token_lifetime: RestSettings::DEFAULT_TOKEN_LIFETIME,
+            jwks: None,
+            jwt_issuer: None,
+            jwt_audience: None,
+            jwt_roles_claim: "roles".to_string(),
+        }
+    }
+}
+
 /// Resolved settings.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -460,6 +539,7 @@ pub struct Settings {
     pub ttl_monitor_interval: Duration,
     pub auth: AuthSettings,
     pub tls: TlsSettings,
+    pub rest: RestSettings,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -574,7 +654,12 @@ impl Settings {
         Ok(Settings {
             backend: BackendUrl::parse(&backend)?,
             listen: cli.listen.or(file.listen).unwrap_or(default_listen),
-            rest_listen: cli.rest_listen.or(file.rest_listen),
+            rest_listen: parse_rest_listen(
+                cli.rest_listen
+                    .or(file.rest_listen)
+                    .as_deref()
+                    .unwrap_or(DEFAULT_REST_LISTEN),
+            )?,
             log_format: cli
                 .log_format
                 .or(file.log_format)
@@ -585,6 +670,17 @@ impl Settings {
             ttl_monitor_interval,
             auth,
             tls,
+            rest: RestSettings {
+                token_lifetime: cli
+                    .rest_token_lifetime
+                    .unwrap_or(RestSettings::DEFAULT_TOKEN_LIFETIME),
+                jwks: cli.rest_jwks,
+                jwt_issuer: cli.rest_jwt_issuer,
+                jwt_audience: cli.rest_jwt_audience,
+                jwt_roles_claim: cli
+                    .rest_jwt_roles_claim
+                    .unwrap_or_else(|| "roles".to_string()),
+            },
             argv,
         })
     }

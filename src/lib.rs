@@ -1,7 +1,6 @@
 //! docgate: a MongoDB-compatible document server over SQL databases.
 //!
-//! One process, two front ends (the MongoDB wire protocol in [`mongo`], HTTP REST later in
-//! `rest`), one core ([`query`], [`catalog`]) and one store ([`store`]). Data flows one way:
+//! One process, two front ends (the MongoDB wire protocol in [`mongo`], HTTP REST in [`rest`]), one core ([`query`], [`catalog`]) and one store ([`store`]). Data flows one way:
 //! front end → core → store. See DESIGN.md for the invariants every module keeps.
 
 pub mod auth;
@@ -11,5 +10,6 @@ pub mod catalog;
 pub mod config;
 pub mod mongo;
 pub mod query;
+pub mod rest;
 pub mod state;
 pub mod store;

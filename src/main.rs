@@ -12,7 +12,7 @@ use clap::Parser;
 use docgate::auth::service::derive_credentials_blocking;
 use docgate::auth::users::new_uuid;
 use docgate::auth::{AuthMode, BuiltinRole, RoleGrant, ScramMechanism, UserRecord};
-use docgate::config::{Cli, Command, LogFormat, Settings, UserCommand};
+use docgate::config::{Cli, Command, LogFormat, RestCommand, Settings, UserCommand};
 use docgate::mongo::tls::ListenerTls;
 use docgate::mongo::{listener, MongoServer};
 use docgate::state::AppState;
@@ -68,6 +68,16 @@ async fn run(settings: Settings) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let auth = describe_auth(&state).await;
+    // Both listeners are bound before either is announced, so "listening" means both are.
+    let rest_listener = match settings.rest_listen {
+        Some(rest) => Some((
+            TcpListener::bind(rest)
+                .await
+                .map_err(|e| format!("cannot listen on {rest} (--rest-listen): {e}"))?,
+            docgate::rest::RestState::new(state.clone())?,
+        )),
+        None => None,
+    };
     tracing::info!(
         "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={}",
         state.store.backend_name(),
@@ -88,9 +98,16 @@ async fn run(settings: Settings) -> Result<(), String> {
             AuthMode::On => {}
         }
     }
-    if let Some(rest) = settings.rest_listen {
-        tracing::warn!(
-            "--rest-listen {rest} is reserved: the REST front end is not part of this build yet"
+    if let Some((rest, rest_state)) = &rest_listener {
+        let rest_address = rest.local_addr().map_err(|e| e.to_string())?;
+        let jwt = if rest_state.tokens.accepts_external() {
+            " jwt=jwks"
+        } else {
+            ""
+        };
+        tracing::info!(
+            "rest listening on {rest_address} backend={} auth={auth}{jwt}",
+            state.store.backend_name(),
         );
     }
 
@@ -100,12 +117,18 @@ async fn run(settings: Settings) -> Result<(), String> {
         settings.ttl_monitor_interval,
         shutdown_rx.clone(),
     ));
+    let rest_serving = rest_listener.map(|(rest, rest_state)| {
+        tokio::spawn(docgate::rest::serve(rest_state, rest, shutdown_rx.clone()))
+    });
     let server = Arc::new(MongoServer::new(state));
     let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;
+    if let Some(rest_serving) = rest_serving {
+        let _ = rest_serving.await;
+    }
     let _ = ttl_monitor.await;
     tracing::info!("stopped");
     Ok(())
@@ -175,6 +198,38 @@ async fn run_user_command(settings: Settings, command: UserCommand) -> Result<()
     Ok(())
 }
 
+/// `docgate rest apply FILE --db DB`: stores REST modules in the backend directly.
+async fn run_rest_apply(
+    settings: Settings,
+    db: &str,
+    file: &std::path::Path,
+) -> Result<(), String> {
+    let state = AppState::open(settings)
+        .await
+        .map_err(|e| format!("cannot open backend: {e}"))?;
+    for line in docgate::rest::modules::admin::apply_module_file(&state, db, file).await? {
+        eprintln!("{line}");
+    }
+    Ok(())
+}
+
+/// `docgate demo`: loads the concert sample, then serves.
+async fn run_demo(settings: Settings) -> Result<(), String> {
+    {
+        let state = AppState::open(settings.clone())
+            .await
+            .map_err(|e| format!("cannot open backend: {e}"))?;
+        docgate::rest::demo::load_concert_sample(&state).await?;
+    }
+    let (user, password) = docgate::rest::demo::DEMO_USER;
+    tracing::warn!(
+        "demo: loaded the concert sample into database {}; demo user {user} (password {password}) holds role {}",
+        docgate::rest::demo::DEMO_DB,
+        docgate::rest::demo::DEMO_ROLE
+    );
+    run(settings).await
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let mut cli = Cli::parse();
@@ -202,6 +257,10 @@ fn main() -> ExitCode {
         Some(Command::User(user_command)) => {
             runtime.block_on(run_user_command(settings, user_command))
         }
+        Some(Command::Rest(RestCommand::Apply { file, db })) => {
+            runtime.block_on(run_rest_apply(settings, &db, &file))
+        }
+        Some(Command::Demo) => runtime.block_on(run_demo(settings)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

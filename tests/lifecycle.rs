@@ -67,7 +67,18 @@ fn logs_one_line_per_listener_with_address_backend_and_auth() {
     assert!(line.contains(backend), "{line}");
     assert!(line.contains("auth=on (no users yet)"), "{line}");
     assert!(line.contains("tls=disabled"), "{line}");
-    assert_eq!(log.matches("listening").count(), 1, "{log}");
+    assert_eq!(log.matches("mongo listening").count(), 1, "{log}");
+    let rest_line = log
+        .lines()
+        .find(|line| line.contains("rest listening"))
+        .unwrap_or_else(|| panic!("no rest listening line in\n{log}"));
+    assert!(
+        rest_line.contains(&format!("127.0.0.1:{}", server.rest_port())),
+        "{rest_line}"
+    );
+    assert!(rest_line.contains(backend), "{rest_line}");
+    assert!(rest_line.contains("auth=on (no users yet)"), "{rest_line}");
+    assert_eq!(log.matches("rest listening").count(), 1, "{log}");
     assert!(server.terminate().success());
 }
 

@@ -78,16 +78,19 @@ impl Backend {
 pub struct Server {
     child: Child,
     pub port: u16,
+    /// The REST front end's port (`--rest-listen`).
+    pub rest_port: u16,
     log: PathBuf,
 }
 
 impl Server {
-    /// Starts `docgate --listen 127.0.0.1:<free port> --backend <backend>` and waits until it
-    /// accepts TCP connections. `log_dir` receives its stderr.
+    /// Starts `docgate --listen 127.0.0.1:<free port> --rest-listen 127.0.0.1:<free port>
+    /// --backend <backend>` and waits until it accepts TCP connections. `log_dir` receives its stderr.
     pub fn start(backend: &Backend, log_dir: &Path, extra_args: &[&str]) -> Server {
         let mut last = String::new();
         for attempt in 0..3 {
             let port = free_port();
+            let rest_port = free_port();
             let log = log_dir.join(format!("docgate-{port}-{attempt}.log"));
             let stderr = File::create(&log).expect("create server log");
             let mut child = Command::new(env!("CARGO_BIN_EXE_docgate"))
@@ -95,6 +98,8 @@ impl Server {
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--backend")
                 .arg(backend.arg())
+                .arg("--rest-listen")
+                .arg(format!("127.0.0.1:{rest_port}"))
                 .args(extra_args)
                 .env("DOCGATE_LOG", "warn")
                 .stdin(Stdio::null())
@@ -105,7 +110,12 @@ impl Server {
             let deadline = Instant::now() + START_TIMEOUT;
             loop {
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Server { child, port, log };
+                    return Server {
+                        child,
+                        port,
+                        rest_port,
+                        log,
+                    };
                 }
                 if let Ok(Some(status)) = child.try_wait() {
                     last = format!(

@@ -152,7 +152,7 @@ impl AuthService {
                 store.backend_name()
             )));
         }
-        let secret = shared_secret(&catalog).await?;
+        let secret = shared_secret(&catalog, FAKE_SALT_SECRET).await?;
         Ok(AuthService {
             store,
             database_logons: AtomicU64::new(0),
@@ -512,8 +512,10 @@ fn backend(error: StoreError) -> AuthError {
     AuthError::Backend(error.to_string())
 }
 
-/// The secret every instance on this database uses for fake salts, created on first use.
-async fn shared_secret(catalog: &Catalog) -> Result<[u8; 32], StoreError> {
+/// A 32-byte secret every instance on this database shares (a metadata record of kind
+/// `secret` named `name`), created on first use: the seed of fake salts, the REST front end's
+/// token signing key.
+pub async fn shared_secret(catalog: &Catalog, name: &str) -> Result<[u8; 32], StoreError> {
     let decode = |record: &MetaRecord| -> Option<[u8; 32]> {
         let hex = record.body.get("hex")?.as_str()?;
         let bytes: Vec<u8> = (0..hex.len())
@@ -523,10 +525,7 @@ async fn shared_secret(catalog: &Catalog) -> Result<[u8; 32], StoreError> {
         bytes.try_into().ok()
     };
     for _ in 0..3 {
-        if let Some(record) = catalog
-            .meta_record(SECRET_KIND, "", FAKE_SALT_SECRET)
-            .await?
-        {
+        if let Some(record) = catalog.meta_record(SECRET_KIND, "", name).await? {
             return decode(&record)
                 .ok_or_else(|| StoreError::Corrupt("the shared auth secret".into()));
         }
@@ -537,7 +536,7 @@ async fn shared_secret(catalog: &Catalog) -> Result<[u8; 32], StoreError> {
         let record = MetaRecord {
             kind: SECRET_KIND.into(),
             db: String::new(),
-            name: FAKE_SALT_SECRET.into(),
+            name: name.into(),
             body: json!({ "hex": hex }),
         };
         match catalog.put_meta(&record, MetaWrite::Insert).await {

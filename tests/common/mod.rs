@@ -80,7 +80,7 @@ impl TestBackend {
     }
 
     /// Removes what `for_new_server` created outside the temp dir.
-    fn release(&self) {
+    pub fn release(&self) {
         if let TestBackend::Postgres {
             admin_url,
             database,
@@ -150,6 +150,8 @@ pub struct TestServer {
     /// Extra flags given to every run of the server.
     extra_args: Vec<String>,
     port: u16,
+    /// The port of the REST front end (`--rest-listen`) of the current run.
+    rest_port: u16,
     /// Holds the data directory and the stderr logs; deleted on drop.
     dir: TempDir,
     /// Incremented on every spawn, so each run of the server has its own log file.
@@ -179,6 +181,7 @@ impl TestServer {
             extra_args: args.iter().map(|a| a.to_string()).collect(),
             child: None,
             port: 0,
+            rest_port: 0,
             dir,
             runs: 0,
             backend,
@@ -220,6 +223,16 @@ impl TestServer {
         self.port
     }
 
+    /// The port the current server's REST front end listens on.
+    pub fn rest_port(&self) -> u16 {
+        self.rest_port
+    }
+
+    /// `http://127.0.0.1:<rest port>`: prefix of every REST URL of the current server.
+    pub fn rest_base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.rest_port)
+    }
+
     /// A connection string for the current server (direct connection, short
     /// server-selection timeout so a dead server fails a test instead of hanging it).
     pub fn uri(&self) -> String {
@@ -257,6 +270,28 @@ impl TestServer {
         &self.backend
     }
 
+    /// Runs SQL directly on the server's backend database, behind docgate's back: on SQLite
+    /// through rusqlite on the data directory's database file, on PostgreSQL with psql.
+    pub fn run_backend_sql(&self, sql: &str) {
+        match &self.backend {
+            TestBackend::Sqlite { dir } => {
+                let path = dir.join(docgate::store::sqlite::DATABASE_FILE);
+                let connection = rusqlite::Connection::open(&path)
+                    .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+                connection
+                    .busy_timeout(Duration::from_secs(10))
+                    .expect("busy timeout");
+                connection
+                    .execute_batch(sql)
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+            TestBackend::Postgres {
+                admin_url,
+                database,
+            } => psql(&with_database(admin_url, database), sql),
+        }
+    }
+
     /// Everything the server wrote to stderr in all its runs so far.
     pub fn stderr_log(&self) -> String {
         let mut all = String::new();
@@ -278,12 +313,15 @@ impl TestServer {
         for attempt in 1..=START_ATTEMPTS {
             self.runs += 1;
             let port = free_port();
+            let rest_port = free_port();
             let log = File::create(self.log_path(self.runs)).expect("create stderr log");
             let child = Command::new(env!("CARGO_BIN_EXE_docgate"))
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--backend")
                 .arg(self.backend.arg())
+                .arg("--rest-listen")
+                .arg(format!("127.0.0.1:{rest_port}"))
                 .args(&self.extra_args)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -292,6 +330,7 @@ impl TestServer {
                 .expect("spawn docgate");
             self.child = Some(child);
             self.port = port;
+            self.rest_port = rest_port;
             match self.wait_until_accepting() {
                 Ok(()) => return,
                 Err(why) => {

@@ -167,6 +167,8 @@ pub struct Docgate {
     name: &'static str,
     child: Child,
     port: u16,
+    /// The REST front end's port.
+    rest_port: u16,
     /// Holds the stderr log.
     dir: TempDir,
 }
@@ -181,6 +183,7 @@ impl Docgate {
                 .tempdir()
                 .expect("create temp dir");
             let port = free_port();
+            let rest_port = free_port();
             let log_path = dir.path().join("docgate.log");
             let log = File::create(&log_path).expect("create stderr log");
             let mut child = Command::new(env!("CARGO_BIN_EXE_docgate"))
@@ -188,6 +191,8 @@ impl Docgate {
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--backend")
                 .arg(backend)
+                .arg("--rest-listen")
+                .arg(format!("127.0.0.1:{rest_port}"))
                 .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -200,6 +205,7 @@ impl Docgate {
                         name,
                         child,
                         port,
+                        rest_port,
                         dir,
                     }
                 }
@@ -214,6 +220,11 @@ impl Docgate {
             }
         }
         panic!("docgate {name} did not start: {last_error}");
+    }
+
+    /// `http://127.0.0.1:<rest port>`: prefix of this instance's REST URLs.
+    pub fn rest_base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.rest_port)
     }
 
     /// A client with short connect/selection timeouts and no driver-side retries, so the

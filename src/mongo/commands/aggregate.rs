@@ -72,33 +72,49 @@ pub async fn aggregate(
     let namespace = format!("{}.{name}", request.db);
 
     let mut session = open_session(context).await?;
-    let catalog = &context.server.state.catalog;
-    let input = match catalog
-        .collection_info_in(session.as_mut(), &request.db, name)
-        .await?
-    {
+    let results = run_pipeline(
+        &context.server.state.catalog,
+        session.as_mut(),
+        &request.db,
+        name,
+        &pipeline,
+    )
+    .await?;
+    drop(session);
+    Ok(first_batch_reply(
+        context, request, &namespace, results, batch_size, false,
+    ))
+}
+
+/// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
+/// planned into the scan, the collections `$lookup`/`$unionWith` read are read whole, then
+/// the stages run in Rust. Shared with the REST front end's `pipeline` handlers.
+pub(crate) async fn run_pipeline(
+    catalog: &crate::catalog::Catalog,
+    session: &mut dyn crate::store::StoreSession,
+    db: &str,
+    name: &str,
+    pipeline: &Pipeline,
+) -> Result<Vec<Document>, CommandError> {
+    let input = match catalog.collection_info_in(session, db, name).await? {
         None => Vec::new(),
         Some(info) => {
             let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
             let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
-            planner::execute(session.as_mut(), &info.record, &plan).await?
+            planner::execute(session, &info.record, &plan).await?
         }
     };
     // $lookup and $unionWith read other collections of the same database.
     let mut foreign = ForeignDocuments::new();
     for other in pipeline.foreign_collections() {
-        let documents = match catalog.collection(&request.db, &other).await? {
+        let documents = match catalog.collection(db, &other).await? {
             None => Vec::new(),
             Some(record) => {
                 let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
-                planner::execute(session.as_mut(), &record, &plan).await?
+                planner::execute(session, &record, &plan).await?
             }
         };
         foreign.insert(other, documents);
     }
-    drop(session);
-    let results = pipeline.run_with(input, &foreign)?;
-    Ok(first_batch_reply(
-        context, request, &namespace, results, batch_size, false,
-    ))
+    Ok(pipeline.run_with(input, &foreign)?)
 }

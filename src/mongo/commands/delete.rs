@@ -19,10 +19,10 @@ use crate::store::StoreSession;
 
 const STATEMENT_FIELDS: &[&str] = &["q", "limit", "collation", "hint"];
 
-/// A parsed delete statement.
-struct DeleteStatement {
-    filter: Filter,
-    just_one: bool,
+/// A parsed delete statement (also what the REST front end deletes with).
+pub(crate) struct DeleteStatement {
+    pub filter: Filter,
+    pub just_one: bool,
 }
 
 fn parse_statement(value: &Bson) -> Result<DeleteStatement, CommandError> {
@@ -60,7 +60,8 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, CommandError> {
     Ok(DeleteStatement { filter, just_one })
 }
 
-async fn run_statement(
+/// Deletes what one statement selects, inside the caller's transaction; returns how many.
+pub(crate) async fn run_statement(
     session: &mut dyn StoreSession,
     collection: &CollectionInfo,
     statement: DeleteStatement,

@@ -88,7 +88,8 @@ pub async fn find_and_modify(
         Some(collection) => Some(collection),
         None if upsert => {
             let (collection, was_created) =
-                collection_for_write(context, session.as_mut(), &request.db, name).await?;
+                collection_for_write(context.catalog(), session.as_mut(), &request.db, name)
+                    .await?;
             created = was_created;
             Some(collection)
         }

@@ -92,7 +92,7 @@ pub async fn create_indexes(
     let mut session = open_session(context).await?;
     session.begin().await?;
     let (info, created_collection) =
-        collection_for_write(context, session.as_mut(), &request.db, name).await?;
+        collection_for_write(context.catalog(), session.as_mut(), &request.db, name).await?;
     let before = info.indexes.len() + 1;
     let to_build = new_indexes(&info, &specs)?;
     if before + to_build.len() > MAX_INDEXES {

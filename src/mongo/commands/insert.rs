@@ -72,7 +72,7 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let mut session = open_session(context).await?;
     session.begin().await?;
     let (info, created) =
-        collection_for_write(context, session.as_mut(), &request.db, name).await?;
+        collection_for_write(context.catalog(), session.as_mut(), &request.db, name).await?;
     let batch: Vec<StoredDocument> = prepared.iter().map(|(_, p)| p.stored.clone()).collect();
     let outcome = session.insert(&info.record, &batch, ordered).await?;
     let new_multikey: BTreeSet<usize> = prepared

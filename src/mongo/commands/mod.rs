@@ -18,4 +18,4 @@ pub mod namespaces;
 pub mod stats;
 pub mod update;
 pub mod users;
-mod write_support;
+pub(crate) mod write_support;

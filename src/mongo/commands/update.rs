@@ -29,7 +29,7 @@ use crate::store::{StoreSession, StoredDocument};
 use std::collections::BTreeSet;
 
 /// A parsed update statement (also the core of `findAndModify`).
-pub(super) struct UpdateStatement {
+pub(crate) struct UpdateStatement {
     pub filter: Filter,
     pub update: UpdateSpec,
     pub context: UpdateContext,
@@ -51,7 +51,7 @@ const STATEMENT_FIELDS: &[&str] = &[
 ];
 
 /// Parses an update given as a document (replacement or operators) or a pipeline.
-pub(super) fn parse_update(value: Option<&Bson>, field: &str) -> Result<UpdateSpec, CommandError> {
+pub(crate) fn parse_update(value: Option<&Bson>, field: &str) -> Result<UpdateSpec, CommandError> {
     match value {
         Some(Bson::Document(update)) => Ok(UpdateSpec::parse(update)?),
         Some(Bson::Array(stages)) => {
@@ -171,8 +171,13 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
         let result = match parse_statement(value) {
             Ok(statement) => {
                 if statement.upsert && collection.is_none() {
-                    let (new_collection, was_created) =
-                        collection_for_write(context, session.as_mut(), &request.db, name).await?;
+                    let (new_collection, was_created) = collection_for_write(
+                        context.catalog(),
+                        session.as_mut(),
+                        &request.db,
+                        name,
+                    )
+                    .await?;
                     created |= was_created;
                     collection = Some(new_collection);
                 }
@@ -226,7 +231,7 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
 /// Why a statement failed: a write error for the client, or a store failure that aborts the
 /// whole command.
-pub(super) enum StatementFailure {
+pub(crate) enum StatementFailure {
     Error(CommandError),
     /// A unique secondary index collision: the `writeErrors` entry, index to be set.
     IndexDuplicate {
@@ -240,7 +245,7 @@ pub(super) enum StatementFailure {
 }
 
 impl StatementFailure {
-    pub(super) fn into_write_error(self, index: usize) -> Document {
+    pub(crate) fn into_write_error(self, index: usize) -> Document {
         match self {
             StatementFailure::Error(error) => command_write_error(index, &error),
             StatementFailure::Duplicate { namespace, id } => {
@@ -281,7 +286,7 @@ impl From<crate::store::StoreError> for StatementFailure {
 
 /// The documents a statement changed, before and after, and what it upserted.
 #[derive(Default)]
-pub(super) struct AppliedStatement {
+pub(crate) struct AppliedStatement {
     pub matched: Vec<Document>,
     /// The documents after the update, in the order of `matched`.
     pub updated: Vec<Document>,
@@ -293,7 +298,7 @@ pub(super) struct AppliedStatement {
 
 /// Runs one statement: everything is computed in Rust first and written in one batch, so a
 /// statement that fails half-way writes nothing.
-pub(super) async fn apply_statement(
+pub(crate) async fn apply_statement(
     session: &mut dyn StoreSession,
     collection: &CollectionInfo,
     statement: &UpdateStatement,

@@ -29,16 +29,12 @@ pub async fn open_session(
 /// open transaction. Returns whether it was created (the caller invalidates the catalog
 /// after commit).
 pub async fn collection_for_write(
-    context: &CommandContext<'_>,
+    catalog: &crate::catalog::Catalog,
     session: &mut dyn StoreSession,
     db: &str,
     name: &str,
 ) -> Result<(Arc<CollectionInfo>, bool), CommandError> {
-    if let Some(existing) = context
-        .catalog()
-        .collection_info_in(session, db, name)
-        .await?
-    {
+    if let Some(existing) = catalog.collection_info_in(session, db, name).await? {
         return Ok((existing, false));
     }
     check_collection_name(db, name)?;

@@ -108,6 +108,8 @@ class DocgateServer:
                 f"127.0.0.1:{self.port}",
                 "--backend",
                 self.backend,
+                "--rest-listen",
+                "off",
                 *self.extra_args,
             ],
             stdin=subprocess.DEVNULL,

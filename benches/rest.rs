@@ -1,0 +1,335 @@
+//! The REST front end under ORDS's two published tests, against the concert sample of
+//! `docgate demo` on the real release binary:
+//!
+//! 1. Oracle's sequential test: `DOCGATE_BENCH_SEQUENTIAL` (100) sequential GETs of the
+//!    concert `events` feed over one keep-alive connection, with HTTP Basic (the demo user,
+//!    through the fast verification path), with a bearer token (OAuth2 client credentials),
+//!    and with no authentication (the same feed in an unprotected module); k6-style
+//!    avg/min/med/max/p90/p95 side by side, after a warm-up that pays the first PBKDF2. Target:
+//!    Basic within 10% of bearer.
+//! 2. Kris Rice's throughput test: 80 concurrent clients (`DOCGATE_BENCH_CLIENTS`) for
+//!    `DOCGATE_BENCH_SECONDS` (5) each against the unprotected feed with
+//!    `cache.metadata.enabled` false, then true, and against a minimal hand-written axum
+//!    handler in this process that runs the same read (catalog, planner, store) on an
+//!    `AppState` over the same database, with the same envelope; requests/s side by side.
+//!    Targets: cached ≥ 5× uncached, cached within 8% of hand-written.
+//!
+//! The load generator shares the machine with the server: on a small machine the absolute
+//! numbers say as much about the client as about docgate; the ratios are the point. Nothing
+//! is asserted. SQLite always; PostgreSQL as described in `common/mod.rs`.
+//!
+//! Run: `cargo bench --bench rest` (`DOCGATE_BENCH_PG=0` for SQLite only).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Uri};
+use axum::routing::get;
+use axum::{Json, Router};
+use bson::doc;
+use clap::Parser;
+use common::{backends, env_usize, print_table, ratio, us, Backend, Server};
+use docgate::config::{Cli, Settings};
+use docgate::rest::operations::{self, PageRequest};
+use docgate::rest::page::{Envelope, Paging};
+use docgate::state::AppState;
+use serde_json::{json, Value};
+
+const FEED: &str = "/ords/concert/authuser/v1/events/";
+const OPEN_FEED: &str = "/ords/concert/open/v1/events/";
+const ADMIN: (&str, &str) = ("bench-admin", "bench-admin-pw");
+
+/// The same feed as the concert module's, without a privilege.
+fn open_module() -> Value {
+    json!({
+        "name": "concert_open", "base_path": "/open/v1/",
+        "templates": [{"uri_template": "events/", "handlers": [
+            {"method": "GET", "source_type": "collection_feed",
+             "source": {"collection": "events", "sort": {"date": 1}}}]}]
+    })
+}
+
+/// Runs `docgate <args>` on `backend` to completion (setup steps before serving).
+fn docgate(backend: &Backend, args: &[&str], env: &[(&str, &str)]) {
+    let output = Command::new(env!("CARGO_BIN_EXE_docgate"))
+        .args(["--backend", &backend.arg(), "--rest-listen", "off"])
+        .args(args)
+        .envs(env.iter().copied())
+        .env("DOCGATE_LOG", "warn")
+        .output()
+        .expect("run docgate");
+    assert!(
+        output.status.success(),
+        "docgate {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The demo sample, an unprotected copy of its feed and an administrator.
+fn prepare(backend: &Backend, dir: &Path) {
+    let file = dir.join(format!("open-module-{}.json", backend.name()));
+    std::fs::write(&file, open_module().to_string()).expect("write module");
+    let file = file.to_string_lossy().to_string();
+    docgate(backend, &["rest", "apply", &file, "--db", "concert"], &[]);
+    docgate(
+        backend,
+        &[
+            "user", "create", "--user", ADMIN.0, "--db", "admin", "--roles", "root",
+        ],
+        &[("DOCGATE_USER_PASSWORD", ADMIN.1)],
+    );
+}
+
+fn base(server: &Server) -> String {
+    format!("http://127.0.0.1:{}", server.rest_port)
+}
+
+async fn get_ok(http: &reqwest::Client, url: &str, authorization: Option<&str>) {
+    let mut request = http.get(url);
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    let response = request.send().await.expect("GET");
+    let status = response.status();
+    let body = response.bytes().await.expect("body");
+    assert!(status.is_success(), "GET {url}: {status} {body:?}");
+}
+
+/// An access token for a new OAuth client holding `concert_user`.
+async fn bearer_token(http: &reqwest::Client, base: &str) -> String {
+    let client: Value = http
+        .post(format!("{base}/ords/concert/_/oauth/clients"))
+        .basic_auth(ADMIN.0, Some(ADMIN.1))
+        .json(&json!({"name": "bench", "roles": ["concert_user"]}))
+        .send()
+        .await
+        .expect("register client")
+        .json()
+        .await
+        .expect("client json");
+    let token: Value = http
+        .post(format!("{base}/ords/concert/oauth/token"))
+        .basic_auth(
+            client["client_id"].as_str().unwrap_or_default(),
+            client["client_secret"].as_str(),
+        )
+        .form(&[("grant_type", "client_credentials")])
+        .send()
+        .await
+        .expect("token")
+        .json()
+        .await
+        .expect("token json");
+    format!(
+        "Bearer {}",
+        token["access_token"].as_str().expect("access_token")
+    )
+}
+
+/// k6's figures of one series.
+fn k6_row(name: &str, samples: &[Duration]) -> Vec<String> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let at = |q: f64| sorted[((sorted.len() as f64 - 1.0) * q).round() as usize];
+    let avg: Duration = sorted.iter().sum::<Duration>() / sorted.len() as u32;
+    vec![
+        name.to_string(),
+        us(avg),
+        us(sorted[0]),
+        us(at(0.5)),
+        us(sorted[sorted.len() - 1]),
+        us(at(0.9)),
+        us(at(0.95)),
+    ]
+}
+
+async fn sequential(server: &Server, count: usize) -> Vec<(String, Vec<Duration>)> {
+    let http = reqwest::Client::new();
+    let base = base(server);
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "fan:fan")
+    );
+    let bearer = bearer_token(&http, &base).await;
+    let modes: [(&str, &str, Option<&str>); 3] = [
+        ("basic", FEED, Some(&basic)),
+        ("bearer", FEED, Some(&bearer)),
+        ("no auth", OPEN_FEED, None),
+    ];
+    let mut out = Vec::new();
+    for (name, path, authorization) in modes {
+        let url = format!("{base}{path}");
+        for _ in 0..10 {
+            get_ok(&http, &url, authorization).await;
+        }
+        let mut samples = Vec::with_capacity(count);
+        for _ in 0..count {
+            let started = Instant::now();
+            get_ok(&http, &url, authorization).await;
+            samples.push(started.elapsed());
+        }
+        out.push((name.to_string(), samples));
+    }
+    out
+}
+
+/// Requests per second that `clients` concurrent keep-alive clients get from `url`.
+async fn throughput(url: &str, clients: usize, seconds: u64) -> f64 {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(clients)
+        .build()
+        .expect("client");
+    for _ in 0..20 {
+        get_ok(&http, url, None).await;
+    }
+    let done = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (http, url, done) = (http.clone(), url.to_string(), done.clone());
+            tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    get_ok(&http, &url, None).await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("client task");
+    }
+    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The hand-written baseline: one route, the same read and envelope, nothing else.
+async fn hand_written_events(
+    State(state): State<Arc<AppState>>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Json<Envelope> {
+    let paging = Paging {
+        offset: 0,
+        limit: 25,
+    };
+    let sort = doc! {"date": 1};
+    let filter = doc! {};
+    let collection = operations::existing_collection(&state, "concert", "events")
+        .await
+        .expect("events");
+    let page = operations::find_page(
+        &state,
+        &collection,
+        PageRequest {
+            filter: &filter,
+            sort: Some(&sort),
+            offset: paging.offset,
+            limit: paging.limit,
+        },
+    )
+    .await
+    .expect("page");
+    let items = page
+        .items
+        .into_iter()
+        .map(docgate::rest::extjson::from_document)
+        .collect();
+    Json(Envelope::new(items, page.has_more, paging, &uri, &headers))
+}
+
+async fn hand_written_server(backend: &Backend) -> (String, tokio::task::JoinHandle<()>) {
+    let cli = Cli::parse_from([
+        "docgate",
+        "--backend",
+        &backend.arg(),
+        "--rest-listen",
+        "off",
+    ]);
+    let settings = Settings::resolve(cli, Vec::new()).expect("settings");
+    let state = AppState::open(settings).await.expect("open backend");
+    let app = Router::new()
+        .route("/events/", get(hand_written_events))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/events/", listener.local_addr().expect("addr"));
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, task)
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    let count = env_usize("DOCGATE_BENCH_SEQUENTIAL", 100);
+    let clients = env_usize("DOCGATE_BENCH_CLIENTS", 80);
+    let seconds = env_usize("DOCGATE_BENCH_SECONDS", 5) as u64;
+    let dir = tempfile::Builder::new()
+        .prefix("docgate-bench-rest-")
+        .tempdir()
+        .expect("temp dir");
+    let (backends, _pg) = backends(dir.path());
+    println!(
+        "rest: concert events feed (8 documents); {count} sequential GETs per mode; \
+         {clients} clients x {seconds}s per throughput run"
+    );
+    for backend in &backends {
+        prepare(backend, dir.path());
+        let cached = Server::start(backend, dir.path(), &["demo"]);
+        let series = sequential(&cached, count).await;
+        println!("\n[{}] sequential, microseconds", backend.name());
+        let rows: Vec<Vec<String>> = series.iter().map(|(n, s)| k6_row(n, s)).collect();
+        print_table(&["mode", "avg", "min", "med", "max", "p90", "p95"], &rows);
+        let mean = |name: &str| {
+            let samples = &series.iter().find(|(n, _)| n == name).expect("series").1;
+            samples.iter().sum::<Duration>() / samples.len() as u32
+        };
+        println!(
+            "basic/bearer (avg): {}   target within 1.10x",
+            ratio(mean("basic"), mean("bearer"))
+        );
+
+        let cached_rps =
+            throughput(&format!("{}{OPEN_FEED}", base(&cached)), clients, seconds).await;
+        drop(cached);
+        let uncached = Server::start(backend, dir.path(), &["--cache-metadata-enabled", "false"]);
+        let uncached_rps =
+            throughput(&format!("{}{OPEN_FEED}", base(&uncached)), clients, seconds).await;
+        drop(uncached);
+        let (hand_url, hand_task) = hand_written_server(backend).await;
+        let hand_rps = throughput(&hand_url, clients, seconds).await;
+        hand_task.abort();
+
+        println!("\n[{}] throughput, requests/s", backend.name());
+        print_table(
+            &["handler", "req/s", "vs hand-written"],
+            &[
+                ("metadata cache off", uncached_rps),
+                ("metadata cache on", cached_rps),
+                ("hand-written axum", hand_rps),
+            ]
+            .iter()
+            .map(|(name, rps)| {
+                vec![
+                    name.to_string(),
+                    format!("{rps:.0}"),
+                    format!("{:.2}x", rps / hand_rps),
+                ]
+            })
+            .collect::<Vec<_>>(),
+        );
+        println!(
+            "cached/uncached: {:.2}x (target >= 5x)   cached/hand-written: {:.2}x (target >= 0.92x)",
+            cached_rps / uncached_rps,
+            cached_rps / hand_rps
+        );
+    }
+}

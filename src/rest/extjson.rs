@@ -1,0 +1,148 @@
+//! Documents over HTTP: request bodies and `q=` parameters are parsed as MongoDB Extended
+//! JSON (canonical or relaxed: `{"$oid": …}`, `{"$date": …}`, `{"$numberLong": …}`), and
+//! documents go out as relaxed Extended JSON with their key order kept.
+//!
+//! A document's id in a URL path (`/{coll}/{id}`) is the ObjectId's 24 hex digits when the
+//! segment parses as one, and the string itself otherwise; ids of other types are reached
+//! with a filter (`q={"_id":5}`).
+//!
+//! Not for: deciding what a request means (the handlers do).
+
+use bson::oid::ObjectId;
+use bson::{Bson, Document};
+use serde_json::Value;
+
+use super::error::{RestError, RestResult};
+
+/// Parses a request body as JSON; an empty body is `default`.
+pub fn parse_body(body: &[u8], default: Value) -> RestResult<Value> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(default);
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| RestError::BadRequest(format!("request body is not valid JSON: {e}")))
+}
+
+/// A JSON object (Extended JSON) as a BSON document; `what` names it in errors.
+pub fn to_document(value: Value, what: &str) -> RestResult<Document> {
+    match value {
+        Value::Object(map) => Document::try_from(map)
+            .map_err(|e| RestError::BadRequest(format!("{what} is not valid Extended JSON: {e}"))),
+        other => Err(RestError::BadRequest(format!(
+            "{what} must be a JSON object, not {}",
+            json_type(&other)
+        ))),
+    }
+}
+
+/// A JSON value (Extended JSON) as a BSON value.
+pub fn to_bson(value: Value, what: &str) -> RestResult<Bson> {
+    Bson::try_from(value)
+        .map_err(|e| RestError::BadRequest(format!("{what} is not valid Extended JSON: {e}")))
+}
+
+/// A JSON array of objects as documents.
+pub fn to_documents(value: Value, what: &str) -> RestResult<Vec<Document>> {
+    match value {
+        Value::Array(items) => items
+            .into_iter()
+            .map(|item| to_document(item, what))
+            .collect(),
+        other => Err(RestError::BadRequest(format!(
+            "{what} must be a JSON array of objects, not {}",
+            json_type(&other)
+        ))),
+    }
+}
+
+/// A JSON text parameter (such as `q=`) as a document; empty text is the empty document.
+pub fn parse_document_text(text: &str, what: &str) -> RestResult<Document> {
+    if text.trim().is_empty() {
+        return Ok(Document::new());
+    }
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| RestError::BadRequest(format!("{what} is not valid JSON: {e}")))?;
+    to_document(value, what)
+}
+
+/// A document as relaxed Extended JSON.
+pub fn from_document(document: Document) -> Value {
+    Bson::Document(document).into_relaxed_extjson()
+}
+
+/// The `_id` a path segment names (see the module comment).
+pub fn id_from_segment(segment: &str) -> Bson {
+    match ObjectId::parse_str(segment) {
+        Ok(oid) if segment.len() == 24 => Bson::ObjectId(oid),
+        _ => Bson::String(segment.to_string()),
+    }
+}
+
+/// Every `_id` a module's `:id` segment may name: the ObjectId when it is 24 hex digits,
+/// the number when it is a JSON integer, and always the string itself.
+pub fn id_candidates(segment: &str) -> Vec<Bson> {
+    let mut candidates = Vec::with_capacity(2);
+    if let Bson::ObjectId(oid) = id_from_segment(segment) {
+        candidates.push(Bson::ObjectId(oid));
+    }
+    if let Ok(number) = segment.parse::<i64>() {
+        if number.to_string() == segment {
+            candidates.push(i32::try_from(number).map_or(Bson::Int64(number), Bson::Int32));
+        }
+    }
+    candidates.push(Bson::String(segment.to_string()));
+    candidates
+}
+
+/// The path segment that names `id`: ObjectId hex, the string itself, or the relaxed
+/// Extended JSON text of other types (which no path segment parses back to).
+pub fn id_to_segment(id: &Bson) -> String {
+    match id {
+        Bson::ObjectId(oid) => oid.to_hex(),
+        Bson::String(text) => text.clone(),
+        other => other.clone().into_relaxed_extjson().to_string(),
+    }
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_through_path_segments() {
+        let oid = ObjectId::new();
+        assert_eq!(id_from_segment(&oid.to_hex()), Bson::ObjectId(oid));
+        assert_eq!(id_to_segment(&Bson::ObjectId(oid)), oid.to_hex());
+        assert_eq!(id_from_segment("alice"), Bson::String("alice".into()));
+        assert_eq!(id_to_segment(&Bson::Int32(5)), "5");
+        assert_eq!(
+            id_candidates("5"),
+            [Bson::Int32(5), Bson::String("5".into())]
+        );
+        assert_eq!(id_candidates("05"), [Bson::String("05".into())]);
+    }
+
+    #[test]
+    fn extended_json_keeps_types_and_key_order() {
+        let value: Value = serde_json::from_str(
+            r#"{"z":1,"a":{"$numberLong":"7"},"_id":{"$oid":"0123456789abcdef01234567"}}"#,
+        )
+        .unwrap();
+        let document = to_document(value, "body").unwrap();
+        let keys: Vec<&str> = document.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["z", "a", "_id"]);
+        assert_eq!(document.get("a"), Some(&Bson::Int64(7)));
+        assert!(to_document(Value::Array(vec![]), "body").is_err());
+    }
+}

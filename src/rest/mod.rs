@@ -1,0 +1,113 @@
+//! The REST front end: an axum router in the style of Oracle REST Data Services, served in
+//! the same process and over the same `AppState` as the mongo front end (one catalog cache,
+//! one pool). Routes live under `/ords/{db}/`:
+//! - `soda/latest/…` — the document API (`soda`);
+//! - `_/modules/…` — REST module administration (`modules::admin`);
+//! - `_/oauth/clients`, `oauth/token` — OAuth2 client credentials (`oauth`);
+//! - `open-api-catalog/` — OpenAPI 3 description of the published modules (`openapi`);
+//! - anything else — the handlers of the database's published REST modules
+//!   (`modules::dispatch`).
+//!
+//! Every error is a JSON body with the right status (`error`); unknown routes are 404 and
+//! known routes with another method 405, in the same shape.
+//!
+//! Not for: the wire protocol, or SQL (requests reach data through `operations`, which runs
+//! the core's planner and the store's sessions).
+
+pub mod demo;
+pub mod error;
+pub mod extjson;
+pub mod extract;
+pub mod modules;
+pub mod oauth;
+pub mod openapi;
+pub mod operations;
+pub mod page;
+pub mod security;
+pub mod soda;
+pub mod tokens;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::Uri;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::state::AppState;
+use error::RestError;
+
+/// The largest request body accepted: MongoDB's largest message (a bulk insert).
+pub const MAX_BODY_BYTES: usize = 48_000_000;
+
+/// What REST handlers share: the process's `AppState` (reached through `Deref`), the REST
+/// front end's token service and its parsed modules.
+pub struct RestState {
+    pub app: Arc<AppState>,
+    pub tokens: tokens::TokenService,
+    /// REST modules parsed from the catalog's cached records.
+    pub modules: modules::dispatch::ParsedModules,
+}
+
+impl std::ops::Deref for RestState {
+    type Target = AppState;
+
+    fn deref(&self) -> &AppState {
+        &self.app
+    }
+}
+
+impl RestState {
+    /// The REST state over `app`; fails when the token settings cannot be used (an
+    /// unreadable JWKS file).
+    pub fn new(app: Arc<AppState>) -> Result<Arc<RestState>, String> {
+        let tokens = tokens::TokenService::new(&app.settings.rest)?;
+        Ok(Arc::new(RestState {
+            app,
+            tokens,
+            modules: Default::default(),
+        }))
+    }
+}
+
+/// The whole REST router over the shared state.
+pub fn router(state: Arc<RestState>) -> Router {
+    Router::new()
+        .merge(soda::routes())
+        .merge(modules::admin::routes())
+        .merge(oauth::routes())
+        .merge(openapi::routes())
+        .fallback(modules::dispatch::serve)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+async fn method_not_allowed(uri: Uri) -> RestError {
+    RestError::MethodNotAllowed(format!("this method is not allowed on {}", uri.path()))
+}
+
+/// Serves `router(state)` on `listener` until `shutdown` turns true, then lets requests in
+/// flight finish.
+pub async fn serve(
+    state: Arc<RestState>,
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let app = router(state);
+    let stopping = async move {
+        while !*shutdown.borrow_and_update() {
+            if shutdown.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    if let Err(error) = axum::serve(listener, app)
+        .with_graceful_shutdown(stopping)
+        .await
+    {
+        tracing::error!(%error, "rest listener failed");
+    }
+}

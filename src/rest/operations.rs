@@ -1,0 +1,302 @@
+//! The document operations the REST front end runs — read a page, insert, update or replace
+//! one document, delete by filter — on the same core paths as the wire commands: filters,
+//! sorts and updates parsed by `query`, reads planned by `query::planner` (so indexes are
+//! used), documents prepared and written by the same functions `insert`, `update` and
+//! `delete` use, one transaction per operation, the catalog invalidated after DDL.
+//!
+//! Both the document API (`soda`) and the metadata-defined handlers run through here.
+//!
+//! Not for: HTTP shapes (envelopes, status codes, parameters) or SQL.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use bson::{doc, Bson, Document};
+
+use super::error::{RestError, RestResult};
+use crate::catalog::CollectionInfo;
+use crate::mongo::commands::delete::{run_statement, DeleteStatement};
+use crate::mongo::commands::update::{apply_statement, StatementFailure, UpdateStatement};
+use crate::mongo::commands::write_support::{
+    collection_for_write, mark_multikey, prepare_for_storage,
+};
+use crate::mongo::namespace::check_collection_name;
+use crate::query::filter::Filter;
+use crate::query::planner::{self, ReadPlan};
+use crate::query::sort::SortSpec;
+use crate::query::update::{UpdateContext, UpdateSpec};
+use crate::state::{AppState, ServerCounters};
+use crate::store::StoreError;
+
+/// One page of a read: the documents and whether more follow.
+pub struct FoundPage {
+    pub items: Vec<Document>,
+    pub has_more: bool,
+}
+
+/// What to read: a filter, an optional sort, and the page.
+pub struct PageRequest<'a> {
+    pub filter: &'a Document,
+    pub sort: Option<&'a Document>,
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// The collection `db.name` with its indexes, or 404.
+pub async fn existing_collection(
+    state: &AppState,
+    db: &str,
+    name: &str,
+) -> RestResult<Arc<CollectionInfo>> {
+    state
+        .catalog
+        .collection_info(db, name)
+        .await?
+        .ok_or_else(|| RestError::NotFound(format!("collection {db}.{name} does not exist")))
+}
+
+/// Reads one page (fetching one document more than asked, to know whether more follow).
+pub async fn find_page(
+    state: &AppState,
+    collection: &CollectionInfo,
+    request: PageRequest<'_>,
+) -> RestResult<FoundPage> {
+    let filter = Filter::parse(request.filter)?;
+    let sort = request.sort.map(SortSpec::parse).transpose()?;
+    let plan = ReadPlan::new(
+        filter,
+        sort,
+        request.offset,
+        Some(request.limit.saturating_add(1)),
+        &collection.indexes,
+    );
+    ServerCounters::add(&state.counters.op_query, 1);
+    let mut session = state.store.session().await?;
+    let mut items = planner::execute(session.as_mut(), &collection.record, &plan).await?;
+    let has_more = items.len() as u64 > request.limit;
+    items.truncate(usize::try_from(request.limit).unwrap_or(usize::MAX));
+    Ok(FoundPage { items, has_more })
+}
+
+/// The document whose `_id` is `id`, if any.
+pub async fn find_by_id(
+    state: &AppState,
+    collection: &CollectionInfo,
+    id: &Bson,
+) -> RestResult<Option<Document>> {
+    let filter = doc! {"_id": id.clone()};
+    let page = find_page(
+        state,
+        collection,
+        PageRequest {
+            filter: &filter,
+            sort: None,
+            offset: 0,
+            limit: 1,
+        },
+    )
+    .await?;
+    Ok(page.items.into_iter().next())
+}
+
+/// Creates `db.name`; answers whether it was created (false: it existed already).
+pub async fn create_collection(state: &AppState, db: &str, name: &str) -> RestResult<bool> {
+    check_collection_name(db, name)?;
+    let mut session = state.store.session().await?;
+    match session.create_collection(db, name, &Document::new()).await {
+        Ok(_) => {
+            state.catalog.invalidate().await;
+            Ok(true)
+        }
+        Err(StoreError::AlreadyExists(_)) => Ok(false),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Drops `db.name` and its data, or 404.
+pub async fn drop_collection(state: &AppState, db: &str, name: &str) -> RestResult<()> {
+    let collection = existing_collection(state, db, name).await?;
+    let mut session = state.store.session().await?;
+    session.drop_collection(&collection.record).await?;
+    state.catalog.invalidate().await;
+    Ok(())
+}
+
+/// Inserts `documents` into `db.name` (created if missing, as MongoDB's `insert` does) in
+/// one transaction: all are written or none (a duplicate `_id` or unique key is 409).
+/// Returns the `_id` of each, in order (ObjectIds assigned where absent).
+pub async fn insert_documents(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    documents: Vec<Document>,
+) -> RestResult<Vec<Bson>> {
+    if documents.is_empty() {
+        return Err(RestError::BadRequest("nothing to insert".into()));
+    }
+    let mut session = state.store.session().await?;
+    session.begin().await?;
+    let (collection, created) =
+        collection_for_write(&state.catalog, session.as_mut(), db, name).await?;
+    let mut stored = Vec::with_capacity(documents.len());
+    let mut ids = Vec::with_capacity(documents.len());
+    let mut new_multikey = BTreeSet::new();
+    for document in documents {
+        let prepared = prepare_for_storage(document, &collection.indexes)?;
+        new_multikey.extend(prepared.new_multikey);
+        ids.push(prepared.id);
+        stored.push(prepared.stored);
+    }
+    let outcome = session.insert(&collection.record, &stored, true).await?;
+    if let Some(position) = outcome.conflicts.first() {
+        session.rollback().await?;
+        let index = outcome
+            .index_conflicts
+            .iter()
+            .find(|(p, _)| p == position)
+            .map_or("_id_", |(_, index)| index.as_str());
+        let id = ids.get(*position).cloned().unwrap_or(Bson::Null);
+        return Err(RestError::Conflict(format!(
+            "E11000 duplicate key error collection: {db}.{name} index: {index} (document _id {id}); nothing was inserted"
+        )));
+    }
+    let marked = mark_multikey(session.as_mut(), &collection.indexes, &new_multikey).await?;
+    session.commit().await?;
+    if created || marked {
+        state.catalog.invalidate().await;
+    }
+    ServerCounters::add(&state.counters.op_insert, outcome.inserted);
+    Ok(ids)
+}
+
+/// What an update of one document did.
+pub enum UpdateOutcome {
+    /// No document matched (and no upsert was asked for).
+    NotFound,
+    /// The document as it is now.
+    Updated(Document),
+    /// The document inserted by an upsert.
+    Inserted(Document),
+}
+
+/// Applies `update` (operators, a pipeline or a replacement) to the first document that
+/// `filter` selects in `db.name`, inserting one when `upsert` and none matches.
+pub async fn update_one(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    filter: &Document,
+    update: UpdateSpec,
+    upsert: bool,
+) -> RestResult<UpdateOutcome> {
+    let statement = UpdateStatement {
+        filter: Filter::parse(filter)?,
+        update,
+        context: UpdateContext::default(),
+        upsert,
+        multi: false,
+        sort: None,
+    };
+    let namespace = format!("{db}.{name}");
+    let mut session = state.store.session().await?;
+    session.begin().await?;
+    let (collection, created) = if upsert {
+        collection_for_write(&state.catalog, session.as_mut(), db, name).await?
+    } else {
+        match state
+            .catalog
+            .collection_info_in(session.as_mut(), db, name)
+            .await?
+        {
+            Some(collection) => (collection, false),
+            None => return Ok(UpdateOutcome::NotFound),
+        }
+    };
+    let applied = match apply_statement(session.as_mut(), &collection, &statement, &namespace).await
+    {
+        Ok(applied) => applied,
+        Err(failure) => {
+            session.rollback().await?;
+            return Err(statement_failure(failure));
+        }
+    };
+    let marked =
+        mark_multikey(session.as_mut(), &collection.indexes, &applied.new_multikey).await?;
+    session.commit().await?;
+    if created || marked {
+        state.catalog.invalidate().await;
+    }
+    ServerCounters::add(&state.counters.op_update, 1);
+    if let Some((_, document)) = applied.upserted {
+        return Ok(UpdateOutcome::Inserted(document));
+    }
+    Ok(match applied.updated.into_iter().next() {
+        Some(document) => UpdateOutcome::Updated(document),
+        None => UpdateOutcome::NotFound,
+    })
+}
+
+fn statement_failure(failure: StatementFailure) -> RestError {
+    match failure {
+        StatementFailure::Error(error) => error.into(),
+        StatementFailure::Store(error) => error.into(),
+        StatementFailure::Duplicate { namespace, id } => RestError::Conflict(format!(
+            "E11000 duplicate key error collection: {namespace} index: _id_ dup key: {{ _id: {id} }}"
+        )),
+        StatementFailure::IndexDuplicate { entry } => RestError::Conflict(
+            entry
+                .get_str("errmsg")
+                .unwrap_or("E11000 duplicate key error")
+                .to_string(),
+        ),
+    }
+}
+
+/// Deletes every document `filter` selects in `db.name` (just the first with `just_one`),
+/// in one transaction; a missing collection deletes nothing.
+pub async fn delete_matching(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    filter: &Document,
+    just_one: bool,
+) -> RestResult<u64> {
+    let statement = DeleteStatement {
+        filter: Filter::parse(filter)?,
+        just_one,
+    };
+    let mut session = state.store.session().await?;
+    session.begin().await?;
+    let Some(collection) = state
+        .catalog
+        .collection_info_in(session.as_mut(), db, name)
+        .await?
+    else {
+        return Ok(0);
+    };
+    let deleted = run_statement(session.as_mut(), &collection, statement).await?;
+    session.commit().await?;
+    ServerCounters::add(&state.counters.op_delete, 1);
+    Ok(deleted)
+}
+
+/// Runs an aggregation pipeline over `db.name` (a missing collection is empty) with the
+/// `aggregate` command's code.
+pub async fn aggregate(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    stages: &[Document],
+) -> RestResult<Vec<Document>> {
+    let pipeline = crate::query::aggregate::Pipeline::parse(stages)?;
+    ServerCounters::add(&state.counters.op_query, 1);
+    let mut session = state.store.session().await?;
+    Ok(crate::mongo::commands::aggregate::run_pipeline(
+        &state.catalog,
+        session.as_mut(),
+        db,
+        name,
+        &pipeline,
+    )
+    .await?)
+}

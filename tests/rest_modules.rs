@@ -1,0 +1,384 @@
+//! Metadata-defined REST handlers through real HTTP against the real binary: modules PUT,
+//! listed, read and deleted through `/ords/{db}/_/modules`, served at once (caching on) and
+//! after an edit behind docgate's back (direct SQL) within `cache.metadata.timeout`; every
+//! source type (`collection_feed`, `collection_item`, `query`, `dml`, `pipeline`) with binds
+//! from the URI, the query string, the body and `:current_user`; unpublished modules and
+//! unknown routes 404; privileges 401/403 with HTTP Basic; the OpenAPI catalog.
+
+mod common;
+mod rest_support;
+
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use mongodb::bson::doc;
+use rest_support::Rest;
+use serde_json::{json, Value};
+
+const ADMIN: &str = "/ords/concert/_/modules";
+
+fn events_module(feed_filter: Value) -> Value {
+    json!({
+        "base_path": "/concert/authuser/v1/",
+        "items_per_page": 2,
+        "templates": [
+            {"uri_template": "events/", "handlers": [
+                {"method": "GET", "source_type": "collection_feed",
+                 "source": {"collection": "events", "filter": feed_filter, "sort": {"_id": 1}}},
+                {"method": "POST", "source_type": "dml",
+                 "source": {"collection": "events", "insert": {"title": ":title", "venue": ":venue", "by": ":current_user"}}}
+            ]},
+            {"uri_template": "events/:id", "handlers": [
+                {"method": "GET", "source_type": "collection_item", "source": "events"},
+                {"method": "PATCH", "source_type": "dml",
+                 "source": {"collection": "events", "update": {"filter": {"_id": ":id"}, "update": {"$set": {"title": ":title"}}}}},
+                {"method": "DELETE", "source_type": "dml",
+                 "source": {"collection": "events", "delete": {"_id": ":id"}}}
+            ]},
+            {"uri_template": "venues/:venue/events", "handlers": [
+                {"method": "GET", "source_type": "query",
+                 "source": "{\"collection\": \"events\", \"filter\": {\"venue\": \":venue\", \"year\": {\"$gte\": \":from\"}}, \"projection\": {\"title\": 1, \"_id\": 0}}"}
+            ]},
+            {"uri_template": "stats", "handlers": [
+                {"method": "GET", "source_type": "pipeline",
+                 "source": {"collection": "events", "pipeline": [
+                     {"$group": {"_id": "$venue", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}]}}
+            ]}
+        ]
+    })
+}
+
+async fn seed_events(server: &TestServer) {
+    let client = server.client().await;
+    client
+        .database("concert")
+        .collection::<mongodb::bson::Document>("events")
+        .insert_many([
+            doc! {"_id": 1, "title": "Opening", "venue": "hall", "year": 2025},
+            doc! {"_id": 2, "title": "Jazz", "venue": "club", "year": 2026},
+            doc! {"_id": 3, "title": "Strings", "venue": "hall", "year": 2026},
+        ])
+        .await
+        .expect("seed events");
+}
+
+fn titles(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| item["title"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn every_source_type_runs_with_binds() {
+    let server = TestServer::start();
+    seed_events(&server).await;
+    let rest = Rest::new(server.rest_base());
+    rest.put(&format!("{ADMIN}/concert"), &events_module(json!({})))
+        .await
+        .expect(201);
+    let base = "/ords/concert/concert/authuser/v1";
+
+    let feed = rest.get(&format!("{base}/events/")).await.expect(200);
+    assert_eq!(titles(&feed), ["Opening", "Jazz"]);
+    assert_eq!(feed["hasMore"], json!(true));
+    let second = rest
+        .get(&format!("{base}/events/?offset=2"))
+        .await
+        .expect(200);
+    assert_eq!(titles(&second), ["Strings"]);
+
+    let one = rest.get(&format!("{base}/events/2")).await.expect(200);
+    assert_eq!(one["title"], json!("Jazz"));
+    rest.get(&format!("{base}/events/99"))
+        .await
+        .expect_error(404);
+
+    let at_hall = rest
+        .get(&format!("{base}/venues/hall/events?from=2026"))
+        .await
+        .expect(200);
+    assert_eq!(at_hall["items"], json!([{"title": "Strings"}]));
+    rest.get(&format!("{base}/venues/hall/events"))
+        .await
+        .expect_error(400);
+
+    let stats = rest.get(&format!("{base}/stats")).await.expect(200);
+    assert_eq!(
+        stats["items"],
+        json!([{"_id": "club", "n": 1}, {"_id": "hall", "n": 2}])
+    );
+
+    let created = rest
+        .post(
+            &format!("{base}/events/"),
+            &json!({"title": "Late", "venue": "club"}),
+        )
+        .await
+        .expect(201);
+    let id = created["items"][0]["id"].as_str().expect("id").to_string();
+    let late = rest.get(&format!("{base}/events/{id}")).await.expect(200);
+    assert_eq!(late["by"], Value::Null, "anonymous :current_user is null");
+    assert_eq!(late["venue"], json!("club"));
+
+    // An operator smuggled in through a bind value is refused.
+    rest.post(
+        &format!("{base}/events/"),
+        &json!({"title": {"$ne": null}, "venue": "x"}),
+    )
+    .await
+    .expect_error(400);
+
+    let renamed = rest
+        .patch(&format!("{base}/events/2"), &json!({"title": "Jazz Night"}))
+        .await
+        .expect(200);
+    assert_eq!(renamed["title"], json!("Jazz Night"));
+    let deleted = rest.delete(&format!("{base}/events/3")).await.expect(200);
+    assert_eq!(deleted["itemsDeleted"], json!(1));
+
+    rest.get(&format!("{base}/nothing")).await.expect_error(404);
+
+    let openapi = rest
+        .get("/ords/concert/open-api-catalog/")
+        .await
+        .expect(200);
+    assert_eq!(openapi["openapi"], json!("3.0.0"));
+    let paths = openapi["paths"].as_object().expect("paths");
+    let mut names: Vec<&String> = paths.keys().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "/ords/concert/concert/authuser/v1/events/",
+            "/ords/concert/concert/authuser/v1/events/{id}",
+            "/ords/concert/concert/authuser/v1/stats",
+            "/ords/concert/concert/authuser/v1/venues/{venue}/events",
+        ]
+    );
+    let item = &paths["/ords/concert/concert/authuser/v1/events/{id}"];
+    let methods: Vec<&String> = item.as_object().expect("methods").keys().collect();
+    assert_eq!(methods, ["get", "patch", "delete"]);
+    rest.send(reqwest::Method::PUT, &format!("{base}/stats"), None)
+        .await
+        .expect_error(405);
+}
+
+#[tokio::test]
+async fn modules_are_managed_and_changes_are_served_on_the_next_request() {
+    let server = TestServer::start();
+    seed_events(&server).await;
+    let rest = Rest::new(server.rest_base());
+    let feed = "/ords/concert/concert/authuser/v1/events/";
+    rest.get(feed).await.expect_error(404);
+
+    rest.put(
+        &format!("{ADMIN}/concert"),
+        &events_module(json!({"venue": "hall"})),
+    )
+    .await
+    .expect(201);
+    assert_eq!(
+        titles(&rest.get(feed).await.expect(200)),
+        ["Opening", "Strings"]
+    );
+
+    // Edited through docgate: served on the very next request, cache on.
+    rest.put(
+        &format!("{ADMIN}/concert"),
+        &events_module(json!({"venue": "club"})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(titles(&rest.get(feed).await.expect(200)), ["Jazz"]);
+
+    let stored = rest.get(&format!("{ADMIN}/concert")).await.expect(200);
+    assert_eq!(stored["name"], json!("concert"));
+    assert_eq!(stored["base_path"], json!("/concert/authuser/v1/"));
+    let listing = rest.get(ADMIN).await.expect(200);
+    assert_eq!(listing["count"], json!(1));
+
+    let mut unpublished = events_module(json!({}));
+    unpublished["status"] = json!("unpublished");
+    rest.put(&format!("{ADMIN}/concert"), &unpublished)
+        .await
+        .expect(200);
+    rest.get(feed).await.expect_error(404);
+
+    rest.put(
+        &format!("{ADMIN}/concert"),
+        &json!({"base_path": "/x/", "bogus": 1}),
+    )
+    .await
+    .expect_error(400);
+    rest.put(
+        &format!("{ADMIN}/other"),
+        &json!({"name": "concert", "base_path": "/x/"}),
+    )
+    .await
+    .expect_error(400);
+
+    rest.delete(&format!("{ADMIN}/concert")).await.expect(200);
+    rest.delete(&format!("{ADMIN}/concert"))
+        .await
+        .expect_error(404);
+    rest.get(&format!("{ADMIN}/concert"))
+        .await
+        .expect_error(404);
+}
+
+#[tokio::test]
+async fn a_module_edited_by_direct_sql_is_served_within_the_cache_timeout() {
+    let server = TestServer::start_with_args(&["--cache-metadata-timeout", "1s"]);
+    seed_events(&server).await;
+    let rest = Rest::new(server.rest_base());
+    let feed = "/ords/concert/concert/authuser/v1/events/";
+    rest.put(
+        &format!("{ADMIN}/concert"),
+        &events_module(json!({"venue": "hall"})),
+    )
+    .await
+    .expect(201);
+    assert_eq!(
+        titles(&rest.get(feed).await.expect(200)),
+        ["Opening", "Strings"]
+    );
+
+    let mut edited = events_module(json!({"venue": "club"}));
+    edited["name"] = json!("concert");
+    let body = edited.to_string().replace('\'', "''");
+    let sql = match server.backend() {
+        common::TestBackend::Sqlite { .. } => format!(
+            "UPDATE dg_meta SET body = '{body}' WHERE kind = 'rest_module' AND db = 'concert' AND name = 'concert'"
+        ),
+        common::TestBackend::Postgres { .. } => format!(
+            "UPDATE docgate.meta SET body = '{body}'::jsonb WHERE kind = 'rest_module' AND db = 'concert' AND name = 'concert'"
+        ),
+    };
+    let edited_at = Instant::now();
+    server.run_backend_sql(&sql);
+    loop {
+        let page = rest.get(feed).await.expect(200);
+        if titles(&page) == ["Jazz"] {
+            break;
+        }
+        assert!(
+            edited_at.elapsed() < Duration::from_millis(2500),
+            "still served the old handler after {:?}: {page}",
+            edited_at.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn privileges_answer_401_and_403_with_basic_credentials() {
+    let server = TestServer::start();
+    seed_events(&server).await;
+    // The first user through the localhost exception, the others as that user.
+    server
+        .client()
+        .await
+        .database("admin")
+        .run_command(doc! {"createUser": "boss", "pwd": "boss-pw", "roles": ["root"]})
+        .await
+        .expect("createUser boss");
+    let client = server
+        .client_with_uri(&format!(
+            "mongodb://boss:boss-pw@127.0.0.1:{}/?directConnection=true&authSource=admin",
+            server.port()
+        ))
+        .await;
+    let concert = client.database("concert");
+    concert
+        .run_command(doc! {"createRole": "concert_user", "privileges": [], "roles": []})
+        .await
+        .expect("createRole");
+    concert
+        .run_command(doc! {"createUser": "fan", "pwd": "fan-pw", "roles": ["concert_user"]})
+        .await
+        .expect("createUser fan");
+    concert
+        .run_command(doc! {"createUser": "other", "pwd": "other-pw", "roles": ["read"]})
+        .await
+        .expect("createUser other");
+
+    let anonymous = Rest::new(server.rest_base());
+    let boss = anonymous.with_authorization(&basic("boss", "boss-pw"));
+    let mut module = events_module(json!({}));
+    module["privileges"] =
+        json!([{"name": "concert_priv", "roles": ["concert_user"], "patterns": ["/events/*"]}]);
+    // Users exist now: the admin endpoints need an administrator.
+    let refused = anonymous.put(&format!("{ADMIN}/concert"), &module).await;
+    assert!(refused.headers.contains_key("www-authenticate"));
+    refused.expect_error(401);
+    anonymous
+        .with_authorization(&basic("other", "other-pw"))
+        .put(&format!("{ADMIN}/concert"), &module)
+        .await
+        .expect_error(403);
+    boss.put(&format!("{ADMIN}/concert"), &module)
+        .await
+        .expect(201);
+
+    let feed = "/ords/concert/concert/authuser/v1/events/";
+    let missing = anonymous.get(feed).await;
+    assert_eq!(
+        missing
+            .headers
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some("Basic realm=\"docgate\", Bearer realm=\"docgate\"")
+    );
+    missing.expect_error(401);
+    anonymous
+        .with_authorization(&basic("fan", "wrong"))
+        .get(feed)
+        .await
+        .expect_error(401);
+    anonymous
+        .with_authorization(&basic("other", "other-pw"))
+        .get(feed)
+        .await
+        .expect_error(403);
+    let fan = anonymous.with_authorization(&basic("fan", "fan-pw"));
+    assert_eq!(
+        titles(&fan.get(feed).await.expect(200)),
+        ["Opening", "Jazz"]
+    );
+    // :current_user is the authenticated user.
+    let created = fan
+        .post(feed, &json!({"title": "Fan night", "venue": "club"}))
+        .await
+        .expect(201);
+    let id = created["items"][0]["id"].as_str().expect("id").to_string();
+    let mine = fan.get(&format!("{feed}{id}")).await.expect(200);
+    assert_eq!(mine["by"], json!("fan"));
+    // Paths no privilege covers stay public; the document API needs a role that allows it.
+    anonymous
+        .get("/ords/concert/concert/authuser/v1/stats")
+        .await
+        .expect(200);
+    anonymous
+        .get("/ords/concert/soda/latest/events")
+        .await
+        .expect_error(401);
+    fan.get("/ords/concert/soda/latest/events")
+        .await
+        .expect_error(403);
+    anonymous
+        .with_authorization(&basic("other", "other-pw"))
+        .get("/ords/concert/soda/latest/events")
+        .await
+        .expect(200);
+}
+
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
+}
