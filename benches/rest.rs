@@ -8,11 +8,14 @@
 //!    avg/min/med/max/p90/p95 side by side, after a warm-up that pays the first PBKDF2. Target:
 //!    Basic within 10% of bearer.
 //! 2. Kris Rice's throughput test: 80 concurrent clients (`DOCGATE_BENCH_CLIENTS`) for
-//!    `DOCGATE_BENCH_SECONDS` (5) each against the unprotected feed with
-//!    `cache.metadata.enabled` false, then true, and against a minimal hand-written axum
-//!    handler in this process that runs the same read (catalog, planner, store) on an
-//!    `AppState` over the same database, with the same envelope; requests/s side by side.
-//!    Targets: cached ≥ 5× uncached, cached within 8% of hand-written.
+//!    `DOCGATE_BENCH_SECONDS` (5) each against the unprotected feed served by docgate's REST
+//!    router with `cache.metadata.enabled` false, then true, and against a minimal
+//!    hand-written axum handler that runs the same read (catalog, planner, store) with the
+//!    same envelope. All three are served from this process — the cached router and the
+//!    hand-written handler over one and the same `AppState` (one pool, one catalog cache) —
+//!    so the only difference is what docgate does per request (module lookup, privilege
+//!    check, binds); requests/s side by side. Targets: cached ≥ 5× uncached, cached within 8%
+//!    of hand-written.
 //!
 //! The load generator shares the machine with the server: on a small machine the absolute
 //! numbers say as much about the client as about docgate; the ratios are the point. Nothing
@@ -244,27 +247,44 @@ async fn hand_written_events(
     Json(Envelope::new(items, page.has_more, paging, &uri, &headers))
 }
 
-async fn hand_written_server(backend: &Backend) -> (String, tokio::task::JoinHandle<()>) {
+/// An `AppState` over `backend` with the metadata cache on or off.
+async fn app_state(backend: &Backend, cache: bool) -> Arc<AppState> {
+    let cache = cache.to_string();
     let cli = Cli::parse_from([
         "docgate",
         "--backend",
         &backend.arg(),
-        "--rest-listen",
-        "off",
+        "--cache-metadata-enabled",
+        &cache,
     ]);
     let settings = Settings::resolve(cli, Vec::new()).expect("settings");
-    let state = AppState::open(settings).await.expect("open backend");
-    let app = Router::new()
-        .route("/events/", get(hand_written_events))
-        .with_state(state);
+    AppState::open(settings).await.expect("open backend")
+}
+
+/// Serves `app` on a free port of this process; answers its base URL.
+async fn serve_in_process(app: Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let url = format!("http://{}/events/", listener.local_addr().expect("addr"));
-    let task = tokio::spawn(async move {
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    (url, task)
+    base
+}
+
+/// docgate's REST router over `state`.
+async fn docgate_router(state: Arc<AppState>) -> String {
+    let rest = docgate::rest::RestState::new(state).expect("rest state");
+    serve_in_process(docgate::rest::router(rest)).await
+}
+
+/// The hand-written handler over `state`.
+async fn hand_written(state: Arc<AppState>) -> String {
+    let app = Router::new()
+        .route("/events/", get(hand_written_events))
+        .with_state(state);
+    format!("{}/events/", serve_in_process(app).await)
 }
 
 #[tokio::main(flavor = "multi_thread")]
@@ -297,16 +317,17 @@ async fn main() {
             ratio(mean("basic"), mean("bearer"))
         );
 
-        let cached_rps =
-            throughput(&format!("{}{OPEN_FEED}", base(&cached)), clients, seconds).await;
         drop(cached);
-        let uncached = Server::start(backend, dir.path(), &["--cache-metadata-enabled", "false"]);
-        let uncached_rps =
-            throughput(&format!("{}{OPEN_FEED}", base(&uncached)), clients, seconds).await;
-        drop(uncached);
-        let (hand_url, hand_task) = hand_written_server(backend).await;
+
+        // In this process: docgate's router and the hand-written handler over one AppState.
+        let shared = app_state(backend, true).await;
+        let cached_url = format!("{}{OPEN_FEED}", docgate_router(shared.clone()).await);
+        let hand_url = hand_written(shared).await;
+        let uncached_state = app_state(backend, false).await;
+        let uncached_url = format!("{}{OPEN_FEED}", docgate_router(uncached_state).await);
+        let uncached_rps = throughput(&uncached_url, clients, seconds).await;
+        let cached_rps = throughput(&cached_url, clients, seconds).await;
         let hand_rps = throughput(&hand_url, clients, seconds).await;
-        hand_task.abort();
 
         println!("\n[{}] throughput, requests/s", backend.name());
         print_table(
