@@ -84,12 +84,20 @@ pub async fn find_by_id(
     collection: &CollectionInfo,
     id: &Bson,
 ) -> RestResult<Option<Document>> {
-    let filter = doc! {"_id": id.clone()};
+    find_first(state, collection, &doc! {"_id": id.clone()}).await
+}
+
+/// The first document `filter` selects, if any.
+pub async fn find_first(
+    state: &AppState,
+    collection: &CollectionInfo,
+    filter: &Document,
+) -> RestResult<Option<Document>> {
     let page = find_page(
         state,
         collection,
         PageRequest {
-            filter: &filter,
+            filter,
             sort: None,
             offset: 0,
             limit: 1,

@@ -127,18 +127,8 @@ async fn item(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respon
     let filter = doc! {"_id": {"$in": candidates}};
     let collection =
         operations::existing_collection(call.state, call.db, &source.collection).await?;
-    let found = operations::find_page(
-        call.state,
-        &collection,
-        PageRequest {
-            filter: &filter,
-            sort: None,
-            offset: 0,
-            limit: 1,
-        },
-    )
-    .await?;
-    match found.items.into_iter().next() {
+    let found = operations::find_first(call.state, &collection, &filter).await?;
+    match found {
         Some(document) => Ok(Json(extjson::from_document(document)).into_response()),
         None => Err(RestError::NotFound(format!(
             "no document with _id {segment:?} in {}.{}",
