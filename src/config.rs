@@ -67,7 +67,8 @@ pub struct Cli {
     /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
     /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.source, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
-    /// security.credentials.lock_time, tls.cert, tls.key, tls.mode).
+    /// security.credentials.lock_time, tls.cert, tls.key, tls.mode, rest.token_lifetime,
+    /// rest.jwks, rest.jwt_issuer, rest.jwt_audience, rest.jwt_roles_claim).
     #[arg(long, env = "DOCGATE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`) or
@@ -298,6 +299,18 @@ struct FileSettings {
     security: FileSecurity,
     #[serde(default)]
     tls: FileTls,
+    #[serde(default)]
+    rest: FileRest,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRest {
+    token_lifetime: Option<String>,
+    jwks: Option<PathBuf>,
+    jwt_issuer: Option<String>,
+    jwt_audience: Option<String>,
+    jwt_roles_claim: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -671,14 +684,17 @@ impl Settings {
             auth,
             tls,
             rest: RestSettings {
-                token_lifetime: cli
-                    .rest_token_lifetime
-                    .unwrap_or(RestSettings::DEFAULT_TOKEN_LIFETIME),
-                jwks: cli.rest_jwks,
-                jwt_issuer: cli.rest_jwt_issuer,
-                jwt_audience: cli.rest_jwt_audience,
+                token_lifetime: match cli.rest_token_lifetime {
+                    Some(lifetime) => lifetime,
+                    None => file_duration(file.rest.token_lifetime)?
+                        .unwrap_or(RestSettings::DEFAULT_TOKEN_LIFETIME),
+                },
+                jwks: cli.rest_jwks.or(file.rest.jwks),
+                jwt_issuer: cli.rest_jwt_issuer.or(file.rest.jwt_issuer),
+                jwt_audience: cli.rest_jwt_audience.or(file.rest.jwt_audience),
                 jwt_roles_claim: cli
                     .rest_jwt_roles_claim
+                    .or(file.rest.jwt_roles_claim)
                     .unwrap_or_else(|| "roles".to_string()),
             },
             argv,
@@ -761,6 +777,33 @@ mod tests {
         assert_eq!(settings.pool.wait_timeout, Duration::from_secs(2));
         assert!(!settings.metadata_cache.enabled);
         assert_eq!(settings.metadata_cache.timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn rest_and_auth_keys_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("docgate.toml");
+        std::fs::write(
+            &file,
+            "[rest]\ntoken_lifetime = \"15m\"\njwt_issuer = \"https://idp\"\n\
+             [auth]\nmode = \"off\"\ncache.timeout = \"30s\"\n\
+             [security.credentials]\nattempts = 3\n",
+        )
+        .unwrap();
+        let cli = Cli::parse_from([
+            "docgate",
+            "--config",
+            file.to_str().unwrap(),
+            "--rest-jwt-roles-claim",
+            "groups",
+        ]);
+        let settings = Settings::resolve(cli, vec![]).unwrap();
+        assert_eq!(settings.rest.token_lifetime, Duration::from_secs(900));
+        assert_eq!(settings.rest.jwt_issuer.as_deref(), Some("https://idp"));
+        assert_eq!(settings.rest.jwt_roles_claim, "groups");
+        assert_eq!(settings.auth.mode, AuthMode::Off);
+        assert_eq!(settings.auth.verifier.timeout, Duration::from_secs(30));
+        assert_eq!(settings.auth.throttle.attempts, 3);
     }
 
     #[test]
