@@ -18,8 +18,8 @@ use bson::{doc, Binary, Bson, Document};
 
 use crate::auth::service::IdentitySource;
 use crate::auth::{
-    allows, command_privilege, Access, Action, AuthError, AuthenticatedUser, CommandPrivilege,
-    PlainCredentials, ScramConversation, ScramMechanism,
+    allows, command_privilege, may_run, Access, Action, AuthError, AuthenticatedUser,
+    CommandPrivilege, PlainCredentials, ScramConversation, ScramMechanism,
 };
 use crate::mongo::dispatch::CommandContext;
 use crate::mongo::error::{CommandError, CommandResult};
@@ -274,18 +274,13 @@ pub async fn authorize(
     let Some(user) = &context.connection.auth.user else {
         return Err(AuthError::requires_authentication(name).into());
     };
-    let allowed = match privilege {
-        CommandPrivilege::None | CommandPrivilege::Authenticated => true,
+    let allowed = match name {
         // Every user may list databases; the list shows only theirs without the privilege.
-        CommandPrivilege::Actions(_) if name == "listDatabases" => true,
+        "listDatabases" => true,
         // Every user may look at themselves.
-        CommandPrivilege::Actions(_) if name == "usersInfo" && asks_only_about(request, user) => {
-            true
-        }
-        CommandPrivilege::Actions(actions) => {
-            actions
-                .iter()
-                .all(|action| allows(&user.roles, *action, &request.db))
+        "usersInfo" if asks_only_about(request, user) => true,
+        _ => {
+            may_run(&user.roles, true, name, &request.db)
                 && extra_privileges(name, request)
                     .iter()
                     .all(|(action, db)| allows(&user.roles, *action, db))

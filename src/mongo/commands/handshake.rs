@@ -2,8 +2,8 @@
 //! (limits, wire version, compression negotiation), `buildInfo`, `whatsmyuri`,
 //! `endSessions`, `killAllSessions`.
 //!
-//! Not for: authentication (a later capability adds `saslSupportedMechs` and
-//! `speculativeAuthenticate` here).
+//! Not for: authentication (`saslSupportedMechs` and `speculativeAuthenticate` are answered
+//! by `auth.rs`, which dispatch calls after `hello`).
 
 use bson::{doc, Bson, DateTime, Document};
 use docgate_wire::{Compressor, MAX_MESSAGE_SIZE_BYTES};
