@@ -454,9 +454,11 @@ pub async fn count(
     Ok(execute(session, collection, &plan).await?.len() as u64)
 }
 
-/// Parses stored BSON bytes.
+/// Parses stored BSON bytes (in place: no copy of the bytes is made first).
 pub fn decode_document(bytes: &[u8]) -> Result<Document, StoreError> {
-    Document::from_reader(bytes).map_err(|e| StoreError::Corrupt(e.to_string()))
+    bson::RawDocument::from_bytes(bytes)
+        .and_then(Document::try_from)
+        .map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 #[cfg(test)]
