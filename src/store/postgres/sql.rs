@@ -87,8 +87,11 @@ pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Resul
     let mut sql = Sql::new(format!("SELECT {columns} FROM {from} WHERE "));
     sql.walked = request.order_index.clone();
     push_predicate(&request.filter, &mut sql);
+    // `k` is the primary key: a lookup by one `_id` finds at most one row, which needs no sort.
+    let single_row = matches!(request.filter, Predicate::KeyEquals(_));
     sql.text
         .push_str(match (&request.order_index, request.order) {
+            (None, _) if single_row => "",
             (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC",
             (Some(_), _) => " ORDER BY dg_o.dg_ik",
             (None, Some(KeyOrder::Ascending)) => " ORDER BY k",
