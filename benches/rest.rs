@@ -7,18 +7,21 @@
 //!    and with no authentication (the same feed in an unprotected module); k6-style
 //!    avg/min/med/max/p90/p95 side by side, after a warm-up that pays the first PBKDF2. Target:
 //!    Basic within 10% of bearer.
-//! 2. Kris Rice's throughput test: 80 concurrent clients (`DOCGATE_BENCH_CLIENTS`) for
-//!    `DOCGATE_BENCH_SECONDS` (5) each against the unprotected feed served by docgate's REST
-//!    router with `cache.metadata.enabled` false, then true, and against a minimal
-//!    hand-written axum handler that runs the same read (catalog, planner, store) with the
-//!    same envelope. All three are served from this process — the cached router and the
+//! 2. Kris Rice's throughput test: 80 concurrent keep-alive clients (`DOCGATE_BENCH_CLIENTS`)
+//!    for `DOCGATE_BENCH_SECONDS` (6) per side against the unprotected feed served by
+//!    docgate's REST router with `cache.metadata.enabled` false, then true, and against a
+//!    minimal hand-written axum handler that runs the same read (catalog, planner, store) with
+//!    the same envelope. All three are served from this process — the cached router and the
 //!    hand-written handler over one and the same `AppState` (one pool, one catalog cache) —
 //!    so the only difference is what docgate does per request (module lookup, privilege
-//!    check, binds); requests/s side by side. Targets: cached ≥ 5× uncached, cached within 8%
-//!    of hand-written.
+//!    check, binds); requests/s side by side. The time is cut into `DOCGATE_BENCH_ROUNDS` (6)
+//!    rounds that rotate the order of the sides. Targets: cached ≥ 5× uncached, cached
+//!    within 8% of hand-written.
 //!
-//! The load generator shares the machine with the server: on a small machine the absolute
-//! numbers say as much about the client as about docgate; the ratios are the point. Nothing
+//! The load generator shares the machine with the server, so it is a minimal HTTP/1.1 client
+//! (a prepared request, a response read to its `Content-Length`) rather than a full one: on
+//! a small machine the absolute numbers still say as much about the client as about docgate;
+//! the ratios are the point. Nothing
 //! is asserted. SQLite always; PostgreSQL as described in `common/mod.rs`.
 //!
 //! Run: `cargo bench --bench rest` (`DOCGATE_BENCH_PG=0` for SQLite only).
@@ -183,24 +186,83 @@ async fn sequential(server: &Server, count: usize) -> Vec<(String, Vec<Duration>
     out
 }
 
-/// Requests per second that `clients` concurrent keep-alive clients get from `url`.
-async fn throughput(url: &str, clients: usize, seconds: u64) -> f64 {
-    let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(clients)
-        .build()
-        .expect("client");
-    for _ in 0..20 {
-        get_ok(&http, url, None).await;
+/// One keep-alive HTTP/1.1 connection that sends the same GET again and again. The load
+/// generator shares two cores with the server, so it is written to cost as little as it can:
+/// a request prepared once, and a response read as far as its `Content-Length`. Every
+/// response must be a 200.
+struct LoadConnection {
+    stream: tokio::net::TcpStream,
+    request: Vec<u8>,
+    buffer: Vec<u8>,
+}
+
+impl LoadConnection {
+    async fn open(url: &str) -> LoadConnection {
+        let rest = url.strip_prefix("http://").expect("http URL");
+        let (authority, path) = rest.split_at(rest.find('/').expect("path"));
+        let stream = tokio::net::TcpStream::connect(authority)
+            .await
+            .expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        let request = format!("GET {path} HTTP/1.1\r\nhost: {authority}\r\n\r\n").into_bytes();
+        LoadConnection {
+            stream,
+            request,
+            buffer: Vec::with_capacity(16 * 1024),
+        }
+    }
+
+    /// Sends the GET and reads its whole response.
+    async fn get(&mut self) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        self.stream.write_all(&self.request).await.expect("send");
+        self.buffer.clear();
+        let mut header_end = None;
+        let mut total = usize::MAX;
+        while self.buffer.len() < total {
+            let mut chunk = [0u8; 8192];
+            let n = self.stream.read(&mut chunk).await.expect("read");
+            assert!(n > 0, "server closed the connection");
+            self.buffer.extend_from_slice(&chunk[..n]);
+            if header_end.is_none() {
+                if let Some(at) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = std::str::from_utf8(&self.buffer[..at]).expect("head");
+                    assert!(head.starts_with("HTTP/1.1 200"), "not a 200: {head}");
+                    let length: usize = head
+                        .lines()
+                        .find_map(|line| {
+                            let (name, value) = line.split_once(':')?;
+                            name.eq_ignore_ascii_case("content-length")
+                                .then(|| value.trim().parse().ok())?
+                        })
+                        .expect("content-length");
+                    header_end = Some(at + 4);
+                    total = at + 4 + length;
+                }
+            }
+        }
+        assert_eq!(self.buffer.len(), total, "one response at a time");
+    }
+}
+
+/// Requests that `clients` concurrent keep-alive connections complete against `url` in
+/// `window` (connections are opened and warmed before the window starts).
+async fn requests_in_window(url: &str, clients: usize, window: Duration) -> u64 {
+    let mut connections = Vec::with_capacity(clients);
+    for _ in 0..clients {
+        let mut connection = LoadConnection::open(url).await;
+        connection.get().await;
+        connections.push(connection);
     }
     let done = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|_| {
-            let (http, url, done) = (http.clone(), url.to_string(), done.clone());
+    let deadline = Instant::now() + window;
+    let tasks: Vec<_> = connections
+        .into_iter()
+        .map(|mut connection| {
+            let done = done.clone();
             tokio::spawn(async move {
                 while Instant::now() < deadline {
-                    get_ok(&http, &url, None).await;
+                    connection.get().await;
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             })
@@ -209,7 +271,28 @@ async fn throughput(url: &str, clients: usize, seconds: u64) -> f64 {
     for task in tasks {
         task.await.expect("client task");
     }
-    done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64()
+    done.load(Ordering::Relaxed)
+}
+
+/// Requests/s of each of `urls` under `clients` concurrent clients, measured side by side:
+/// `rounds` rounds of one window per URL, the order rotating each round, so that a noisy
+/// moment of the machine falls on every side alike. Each side's figure is its requests over
+/// all rounds divided by its total time.
+async fn throughput_side_by_side(
+    urls: &[&str],
+    clients: usize,
+    rounds: usize,
+    window: Duration,
+) -> Vec<f64> {
+    let mut completed = vec![0u64; urls.len()];
+    for round in 0..rounds {
+        for step in 0..urls.len() {
+            let side = (round + step) % urls.len();
+            completed[side] += requests_in_window(urls[side], clients, window).await;
+        }
+    }
+    let total = window.as_secs_f64() * rounds as f64;
+    completed.iter().map(|n| *n as f64 / total).collect()
 }
 
 /// The hand-written baseline: one route, the same read and envelope, nothing else.
@@ -291,7 +374,8 @@ async fn hand_written(state: Arc<AppState>) -> String {
 async fn main() {
     let count = env_usize("DOCGATE_BENCH_SEQUENTIAL", 100);
     let clients = env_usize("DOCGATE_BENCH_CLIENTS", 80);
-    let seconds = env_usize("DOCGATE_BENCH_SECONDS", 5) as u64;
+    let seconds = env_usize("DOCGATE_BENCH_SECONDS", 6) as u64;
+    let rounds = env_usize("DOCGATE_BENCH_ROUNDS", 6).max(1);
     let dir = tempfile::Builder::new()
         .prefix("docgate-bench-rest-")
         .tempdir()
@@ -299,7 +383,7 @@ async fn main() {
     let (backends, _pg) = backends(dir.path());
     println!(
         "rest: concert events feed (8 documents); {count} sequential GETs per mode; \
-         {clients} clients x {seconds}s per throughput run"
+         {clients} clients x {seconds}s per throughput side, in {rounds} interleaved rounds"
     );
     for backend in &backends {
         prepare(backend, dir.path());
@@ -325,9 +409,14 @@ async fn main() {
         let hand_url = hand_written(shared).await;
         let uncached_state = app_state(backend, false).await;
         let uncached_url = format!("{}{OPEN_FEED}", docgate_router(uncached_state).await);
-        let uncached_rps = throughput(&uncached_url, clients, seconds).await;
-        let cached_rps = throughput(&cached_url, clients, seconds).await;
-        let hand_rps = throughput(&hand_url, clients, seconds).await;
+        let rps = throughput_side_by_side(
+            &[&uncached_url, &cached_url, &hand_url],
+            clients,
+            rounds,
+            Duration::from_secs_f64(seconds as f64 / rounds as f64),
+        )
+        .await;
+        let (uncached_rps, cached_rps, hand_rps) = (rps[0], rps[1], rps[2]);
 
         println!("\n[{}] throughput, requests/s", backend.name());
         print_table(

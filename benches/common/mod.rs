@@ -8,7 +8,7 @@
 //! Environment shared by every bench:
 //! - `DOCGATE_BENCH_PG_URL=postgres://…`: use that PostgreSQL (a fresh database is created on
 //!   it with `psql` and dropped afterwards) instead of starting a cluster.
-//! - `DOCGATE_BENCH_PG=0`: SQLite only.
+//! - `DOCGATE_BENCH_PG=0`: SQLite only; `DOCGATE_BENCH_SQLITE=0`: PostgreSQL only.
 
 #![allow(dead_code)]
 
@@ -300,7 +300,10 @@ fn with_database(url: &str, database: &str) -> String {
 pub fn backends(dir: &Path) -> (Vec<Backend>, Option<Postgres>) {
     let sqlite_dir = dir.join("sqlite");
     std::fs::create_dir_all(&sqlite_dir).expect("create sqlite dir");
-    let mut out = vec![Backend::Sqlite { dir: sqlite_dir }];
+    let mut out = Vec::new();
+    if std::env::var("DOCGATE_BENCH_SQLITE").as_deref() != Ok("0") {
+        out.push(Backend::Sqlite { dir: sqlite_dir });
+    }
     let pg = Postgres::obtain();
     if let Some(pg) = &pg {
         out.push(Backend::Postgres {
