@@ -300,7 +300,7 @@ async fn hand_written_events(
     State(state): State<Arc<AppState>>,
     uri: Uri,
     headers: HeaderMap,
-) -> Json<Envelope> {
+) -> Json<Envelope<docgate::rest::extjson::RelaxedDocument>> {
     let paging = Paging {
         offset: 0,
         limit: 25,
@@ -325,7 +325,7 @@ async fn hand_written_events(
     let items = page
         .items
         .into_iter()
-        .map(docgate::rest::extjson::from_document)
+        .map(docgate::rest::extjson::RelaxedDocument)
         .collect();
     Json(Envelope::new(items, page.has_more, paging, &uri, &headers))
 }

@@ -10,6 +10,7 @@
 
 use bson::oid::ObjectId;
 use bson::{Bson, Document};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use super::error::{RestError, RestResult};
@@ -68,6 +69,47 @@ pub fn parse_document_text(text: &str, what: &str) -> RestResult<Document> {
 /// A document as relaxed Extended JSON.
 pub fn from_document(document: Document) -> Value {
     Bson::Document(document).into_relaxed_extjson()
+}
+
+/// A document that serializes as relaxed Extended JSON: the same text as
+/// `from_document(document)`, written straight from the BSON values instead of through a
+/// `serde_json::Value` tree (pages of documents are the hot path of every listing). The
+/// types JSON has (strings, numbers, booleans, null, objects, arrays) are written directly;
+/// the others go through `Bson::into_relaxed_extjson`, so they cannot differ.
+#[derive(Debug)]
+pub struct RelaxedDocument(pub Document);
+
+impl Serialize for RelaxedDocument {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_fields(&self.0, serializer)
+    }
+}
+
+/// One BSON value written as relaxed Extended JSON.
+struct RelaxedValue<'a>(&'a Bson);
+
+impl Serialize for RelaxedValue<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Bson::Double(number) if number.is_finite() => serializer.serialize_f64(*number),
+            Bson::String(text) => serializer.serialize_str(text),
+            Bson::Document(document) => serialize_fields(document, serializer),
+            Bson::Array(items) => serializer.collect_seq(items.iter().map(RelaxedValue)),
+            Bson::Boolean(flag) => serializer.serialize_bool(*flag),
+            Bson::Null => serializer.serialize_unit(),
+            Bson::Int32(number) => serializer.serialize_i32(*number),
+            Bson::Int64(number) => serializer.serialize_i64(*number),
+            other => other.clone().into_relaxed_extjson().serialize(serializer),
+        }
+    }
+}
+
+fn serialize_fields<S: Serializer>(document: &Document, serializer: S) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(Some(document.len()))?;
+    for (key, value) in document {
+        map.serialize_entry(key, &RelaxedValue(value))?;
+    }
+    map.end()
 }
 
 /// The `_id` a path segment names (see the module comment).
@@ -131,6 +173,30 @@ mod tests {
             [Bson::Int32(5), Bson::String("5".into())]
         );
         assert_eq!(id_candidates("05"), [Bson::String("05".into())]);
+    }
+
+    #[test]
+    fn relaxed_documents_serialize_like_their_json_values() {
+        use bson::spec::BinarySubtype;
+        use bson::{doc, Binary, DateTime, Decimal128, Regex, Timestamp};
+        let document = doc! {
+            "z": 1, "a": 2.5, "whole": 3.0, "negative_zero": -0.0, "nan": f64::NAN,
+            "infinite": f64::NEG_INFINITY, "long": i64::MAX, "small": i32::MIN,
+            "text": "quote \" and \u{e9} and \n", "flag": true, "nothing": Bson::Null,
+            "nested": {"b": [1, "two", {"c": [] }], "empty": {}},
+            "_id": ObjectId::parse_str("0123456789abcdef01234567").unwrap(),
+            "when": DateTime::from_millis(1_700_000_000_123),
+            "before_1970": DateTime::from_millis(-5),
+            "bytes": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "regex": Regex { pattern: "^a".try_into().unwrap(), options: "mi".try_into().unwrap() },
+            "ts": Timestamp { time: 5, increment: 6 },
+            "decimal": "1.5".parse::<Decimal128>().unwrap(),
+            "max": Bson::MaxKey, "min": Bson::MinKey, "undefined": Bson::Undefined,
+        };
+        let direct = serde_json::to_string(&RelaxedDocument(document.clone())).unwrap();
+        let through_value = serde_json::to_string(&from_document(document)).unwrap();
+        assert_eq!(direct, through_value);
+        assert!(direct.starts_with(r#"{"z":1,"a":2.5,"whole":3.0,"negative_zero":-0.0,"#));
     }
 
     #[test]

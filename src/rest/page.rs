@@ -55,11 +55,12 @@ pub struct Link {
     pub href: String,
 }
 
-/// A page in ORDS's envelope.
+/// A page in ORDS's envelope; items are JSON values, or documents written as relaxed
+/// Extended JSON (`extjson::RelaxedDocument`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Envelope {
-    pub items: Vec<Value>,
+pub struct Envelope<Item: Serialize = Value> {
+    pub items: Vec<Item>,
     pub has_more: bool,
     pub limit: u64,
     pub offset: u64,
@@ -67,15 +68,15 @@ pub struct Envelope {
     pub links: Vec<Link>,
 }
 
-impl Envelope {
+impl<Item: Serialize> Envelope<Item> {
     /// The envelope of `items`, with `self`, `prev` and `next` links built from the request.
     pub fn new(
-        items: Vec<Value>,
+        items: Vec<Item>,
         has_more: bool,
         paging: Paging,
         uri: &Uri,
         headers: &HeaderMap,
-    ) -> Envelope {
+    ) -> Envelope<Item> {
         let base = request_base(uri, headers);
         let mut links = vec![Link {
             rel: "self",
@@ -186,7 +187,7 @@ mod tests {
         let uri: Uri = "/ords/db/soda/latest/c?q=%7B%7D&limit=2".parse().unwrap();
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, "example:8080".parse().unwrap());
-        let page = Envelope::new(
+        let page: Envelope = Envelope::new(
             vec![],
             true,
             Paging {

@@ -20,14 +20,14 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bson::{doc, Bson, Document};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::binds::Binds;
 use super::definition::{HandlerDefinition, SourceType};
 use crate::query::projection::Projection;
 use crate::query::update::UpdateSpec;
 use crate::rest::error::{RestError, RestResult};
-use crate::rest::extjson::{self, id_candidates};
+use crate::rest::extjson::{self, id_candidates, RelaxedDocument};
 use crate::rest::operations::{self, PageRequest, UpdateOutcome};
 use crate::rest::page::{inserted_items, Envelope, Paging};
 use crate::state::AppState;
@@ -105,7 +105,7 @@ async fn page(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respon
             Some(projection) => projection.apply(&document)?,
             None => document,
         };
-        items.push(extjson::from_document(document));
+        items.push(RelaxedDocument(document));
     }
     let envelope = Envelope::new(items, found.has_more, call.paging, call.uri, call.headers);
     Ok(Json(envelope).into_response())
@@ -203,11 +203,7 @@ async fn pipeline(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Re
     let offset = usize::try_from(call.paging.offset).unwrap_or(usize::MAX);
     let limit = usize::try_from(call.paging.limit).unwrap_or(usize::MAX);
     let mut rest = results.into_iter().skip(offset);
-    let items: Vec<Value> = rest
-        .by_ref()
-        .take(limit)
-        .map(extjson::from_document)
-        .collect();
+    let items: Vec<RelaxedDocument> = rest.by_ref().take(limit).map(RelaxedDocument).collect();
     let has_more = rest.next().is_some();
     let envelope = Envelope::new(items, has_more, call.paging, call.uri, call.headers);
     Ok(Json(envelope).into_response())
