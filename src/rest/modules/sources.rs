@@ -27,7 +27,7 @@ use super::definition::{HandlerDefinition, SourceType};
 use crate::query::projection::Projection;
 use crate::query::update::UpdateSpec;
 use crate::rest::error::{RestError, RestResult};
-use crate::rest::extjson::{self, id_candidates, RelaxedDocument};
+use crate::rest::extjson::{id_candidates, RelaxedDocument};
 use crate::rest::operations::{self, PageRequest, UpdateOutcome};
 use crate::rest::page::{inserted_items, Envelope, Paging};
 use crate::state::AppState;
@@ -129,7 +129,7 @@ async fn item(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respon
         operations::existing_collection(call.state, call.db, &source.collection).await?;
     let found = operations::find_first(call.state, &collection, &filter).await?;
     match found {
-        Some(document) => Ok(Json(extjson::from_document(document)).into_response()),
+        Some(document) => Ok(Json(RelaxedDocument(document)).into_response()),
         None => Err(RestError::NotFound(format!(
             "no document with _id {segment:?} in {}.{}",
             call.db, source.collection
@@ -162,11 +162,9 @@ async fn dml(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respons
         let upsert = matches!(update.get("upsert"), Some(Bson::Boolean(true)));
         let spec = UpdateSpec::parse(operators)?;
         return match operations::update_one(call.state, db, name, filter, spec, upsert).await? {
-            UpdateOutcome::Updated(document) => {
-                Ok(Json(extjson::from_document(document)).into_response())
-            }
+            UpdateOutcome::Updated(document) => Ok(Json(RelaxedDocument(document)).into_response()),
             UpdateOutcome::Inserted(document) => {
-                Ok((StatusCode::CREATED, Json(extjson::from_document(document))).into_response())
+                Ok((StatusCode::CREATED, Json(RelaxedDocument(document))).into_response())
             }
             UpdateOutcome::NotFound => Err(RestError::NotFound(format!(
                 "no document in {db}.{name} matches"
