@@ -724,19 +724,23 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn flags_win_over_file_over_defaults() {
+    /// The settings of `docgate --config FILE <flags>` with `toml` in FILE.
+    fn settings_with_file(toml: &str, flags: &[&str]) -> Result<Settings, String> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("docgate.toml");
-        std::fs::write(&file, "listen = \"127.0.0.1:3000\"\nmax_connections = 7\n").unwrap();
-        let cli = Cli::parse_from([
-            "docgate",
-            "--config",
-            file.to_str().unwrap(),
-            "--max-connections",
-            "9",
-        ]);
-        let settings = Settings::resolve(cli, vec![]).unwrap();
+        std::fs::write(&file, toml).unwrap();
+        let args = ["docgate", "--config", file.to_str().unwrap()];
+        let cli = Cli::parse_from(args.iter().chain(flags));
+        Settings::resolve(cli, vec![])
+    }
+
+    #[test]
+    fn flags_win_over_file_over_defaults() {
+        let settings = settings_with_file(
+            "listen = \"127.0.0.1:3000\"\nmax_connections = 7\n",
+            &["--max-connections", "9"],
+        )
+        .unwrap();
         assert_eq!(settings.listen, "127.0.0.1:3000".parse().unwrap());
         assert_eq!(settings.max_connections, 9);
         assert_eq!(
@@ -764,15 +768,11 @@ mod tests {
 
     #[test]
     fn ords_style_keys_in_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("docgate.toml");
-        std::fs::write(
-            &file,
+        let settings = settings_with_file(
             "pool.max = 4\npool.wait_timeout = \"PT2S\"\ncache.metadata.enabled = false\ncache.metadata.timeout = \"30s\"\n",
+            &[],
         )
         .unwrap();
-        let cli = Cli::parse_from(["docgate", "--config", file.to_str().unwrap()]);
-        let settings = Settings::resolve(cli, vec![]).unwrap();
         assert_eq!(settings.pool.max, 4);
         assert_eq!(settings.pool.wait_timeout, Duration::from_secs(2));
         assert!(!settings.metadata_cache.enabled);
@@ -781,23 +781,13 @@ mod tests {
 
     #[test]
     fn rest_and_auth_keys_in_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("docgate.toml");
-        std::fs::write(
-            &file,
+        let settings = settings_with_file(
             "[rest]\ntoken_lifetime = \"15m\"\njwt_issuer = \"https://idp\"\n\
              [auth]\nmode = \"off\"\ncache.timeout = \"30s\"\n\
              [security.credentials]\nattempts = 3\n",
+            &["--rest-jwt-roles-claim", "groups"],
         )
         .unwrap();
-        let cli = Cli::parse_from([
-            "docgate",
-            "--config",
-            file.to_str().unwrap(),
-            "--rest-jwt-roles-claim",
-            "groups",
-        ]);
-        let settings = Settings::resolve(cli, vec![]).unwrap();
         assert_eq!(settings.rest.token_lifetime, Duration::from_secs(900));
         assert_eq!(settings.rest.jwt_issuer.as_deref(), Some("https://idp"));
         assert_eq!(settings.rest.jwt_roles_claim, "groups");
@@ -851,35 +841,15 @@ mod tests {
 
     #[test]
     fn tls_keys_in_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("docgate.toml");
-        std::fs::write(
-            &file,
-            "tls.cert = \"c.pem\"\ntls.key = \"k.pem\"\ntls.mode = \"allowed\"\n",
-        )
-        .unwrap();
-        let cli = Cli::parse_from(["docgate", "--config", file.to_str().unwrap()]);
-        let settings = Settings::resolve(cli, vec![]).unwrap();
+        let toml = "tls.cert = \"c.pem\"\ntls.key = \"k.pem\"\ntls.mode = \"allowed\"\n";
+        let settings = settings_with_file(toml, &[]).unwrap();
         assert_eq!(settings.tls.mode, TlsMode::Allowed);
-        let cli = Cli::parse_from([
-            "docgate",
-            "--config",
-            file.to_str().unwrap(),
-            "--tls-mode",
-            "required",
-        ]);
-        assert_eq!(
-            Settings::resolve(cli, vec![]).unwrap().tls.mode,
-            TlsMode::Required
-        );
+        let settings = settings_with_file(toml, &["--tls-mode", "required"]).unwrap();
+        assert_eq!(settings.tls.mode, TlsMode::Required);
     }
 
     #[test]
     fn unknown_file_keys_are_rejected() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("docgate.toml");
-        std::fs::write(&file, "listne = \"127.0.0.1:3000\"\n").unwrap();
-        let cli = Cli::parse_from(["docgate", "--config", file.to_str().unwrap()]);
-        assert!(Settings::resolve(cli, vec![]).is_err());
+        assert!(settings_with_file("listne = \"127.0.0.1:3000\"\n", &[]).is_err());
     }
 }
