@@ -66,14 +66,10 @@ pub fn parse_document_text(text: &str, what: &str) -> RestResult<Document> {
     to_document(value, what)
 }
 
-/// A document as relaxed Extended JSON.
-pub fn from_document(document: Document) -> Value {
-    Bson::Document(document).into_relaxed_extjson()
-}
-
 /// A document that serializes as relaxed Extended JSON: the same text as
-/// `from_document(document)`, written straight from the BSON values instead of through a
-/// `serde_json::Value` tree (pages of documents are the hot path of every listing). The
+/// `Bson::Document(document).into_relaxed_extjson()`, written straight from the BSON values
+/// instead of through a `serde_json::Value` tree (pages of documents are the hot path of
+/// every listing). The
 /// types JSON has (strings, numbers, booleans, null, objects, arrays) are written directly;
 /// the others go through `Bson::into_relaxed_extjson`, so they cannot differ.
 #[derive(Debug)]
@@ -194,7 +190,8 @@ mod tests {
             "max": Bson::MaxKey, "min": Bson::MinKey, "undefined": Bson::Undefined,
         };
         let direct = serde_json::to_string(&RelaxedDocument(document.clone())).unwrap();
-        let through_value = serde_json::to_string(&from_document(document)).unwrap();
+        let through_value =
+            serde_json::to_string(&Bson::Document(document).into_relaxed_extjson()).unwrap();
         assert_eq!(direct, through_value);
         assert!(direct.starts_with(r#"{"z":1,"a":2.5,"whole":3.0,"negative_zero":-0.0,"#));
     }

@@ -59,7 +59,7 @@ pub struct Link {
 /// Extended JSON (`extjson::RelaxedDocument`).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Envelope<Item: Serialize = Value> {
+pub struct Envelope<Item = Value> {
     pub items: Vec<Item>,
     pub has_more: bool,
     pub limit: u64,

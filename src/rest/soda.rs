@@ -243,12 +243,12 @@ async fn get_document(
     State(state): State<Arc<RestState>>,
     caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
-) -> RestResult<Json<Value>> {
+) -> RestResult<Json<RelaxedDocument>> {
     caller.require_action(Action::Find, &db)?;
     let collection = operations::existing_collection(&state, &db, &coll).await?;
     let id = id_from_segment(&id);
     match operations::find_by_id(&state, &collection, &id).await? {
-        Some(document) => Ok(Json(extjson::from_document(document))),
+        Some(document) => Ok(Json(RelaxedDocument(document))),
         None => Err(not_found(&db, &coll, &id)),
     }
 }
@@ -306,7 +306,7 @@ async fn patch_document(
     caller: Caller,
     Segments((db, coll, id)): Segments<(String, String, String)>,
     Body(body): Body,
-) -> RestResult<Json<Value>> {
+) -> RestResult<Json<RelaxedDocument>> {
     caller.require_action(Action::Update, &db)?;
     let id = id_from_segment(&id);
     let update = match extjson::parse_body(&body, Value::Null)? {
@@ -327,7 +327,7 @@ async fn patch_document(
     let filter = doc! {"_id": id.clone()};
     match operations::update_one(&state, &db, &coll, &filter, update, false).await? {
         UpdateOutcome::Updated(document) | UpdateOutcome::Inserted(document) => {
-            Ok(Json(extjson::from_document(document)))
+            Ok(Json(RelaxedDocument(document)))
         }
         UpdateOutcome::NotFound => Err(not_found(&db, &coll, &id)),
     }
