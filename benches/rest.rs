@@ -217,14 +217,14 @@ impl LoadConnection {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         self.stream.write_all(&self.request).await.expect("send");
         self.buffer.clear();
-        let mut header_end = None;
+        // The response's length, known once its head is in.
         let mut total = usize::MAX;
         while self.buffer.len() < total {
             let mut chunk = [0u8; 8192];
             let n = self.stream.read(&mut chunk).await.expect("read");
             assert!(n > 0, "server closed the connection");
             self.buffer.extend_from_slice(&chunk[..n]);
-            if header_end.is_none() {
+            if total == usize::MAX {
                 if let Some(at) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
                     let head = std::str::from_utf8(&self.buffer[..at]).expect("head");
                     assert!(head.starts_with("HTTP/1.1 200"), "not a 200: {head}");
@@ -236,7 +236,6 @@ impl LoadConnection {
                                 .then(|| value.trim().parse().ok())?
                         })
                         .expect("content-length");
-                    header_end = Some(at + 4);
                     total = at + 4 + length;
                 }
             }
@@ -245,9 +244,10 @@ impl LoadConnection {
     }
 }
 
-/// Requests that `clients` concurrent keep-alive connections complete against `url` in
-/// `window` (connections are opened and warmed before the window starts).
-async fn requests_in_window(url: &str, clients: usize, window: Duration) -> u64 {
+/// Requests that `clients` concurrent keep-alive connections complete against `url` when
+/// they start new ones for `window`, and the time until the last one finished
+/// (connections are opened and warmed before the clock starts).
+async fn requests_in_window(url: &str, clients: usize, window: Duration) -> (u64, Duration) {
     let mut connections = Vec::with_capacity(clients);
     for _ in 0..clients {
         let mut connection = LoadConnection::open(url).await;
@@ -255,7 +255,8 @@ async fn requests_in_window(url: &str, clients: usize, window: Duration) -> u64 
         connections.push(connection);
     }
     let done = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + window;
+    let started = Instant::now();
+    let deadline = started + window;
     let tasks: Vec<_> = connections
         .into_iter()
         .map(|mut connection| {
@@ -271,28 +272,33 @@ async fn requests_in_window(url: &str, clients: usize, window: Duration) -> u64 
     for task in tasks {
         task.await.expect("client task");
     }
-    done.load(Ordering::Relaxed)
+    (done.load(Ordering::Relaxed), started.elapsed())
 }
 
 /// Requests/s of each of `urls` under `clients` concurrent clients, measured side by side:
 /// `rounds` rounds of one window per URL, the order rotating each round, so that a noisy
 /// moment of the machine falls on every side alike. Each side's figure is its requests over
-/// all rounds divided by its total time.
+/// all rounds divided by its total time (including the requests in flight at each window's
+/// end).
 async fn throughput_side_by_side(
     urls: &[&str],
     clients: usize,
     rounds: usize,
     window: Duration,
 ) -> Vec<f64> {
-    let mut completed = vec![0u64; urls.len()];
+    let mut completed = vec![(0u64, Duration::ZERO); urls.len()];
     for round in 0..rounds {
         for step in 0..urls.len() {
             let side = (round + step) % urls.len();
-            completed[side] += requests_in_window(urls[side], clients, window).await;
+            let (requests, took) = requests_in_window(urls[side], clients, window).await;
+            completed[side].0 += requests;
+            completed[side].1 += took;
         }
     }
-    let total = window.as_secs_f64() * rounds as f64;
-    completed.iter().map(|n| *n as f64 / total).collect()
+    completed
+        .iter()
+        .map(|(requests, took)| *requests as f64 / took.as_secs_f64())
+        .collect()
 }
 
 /// The hand-written baseline: one route, the same read and envelope, nothing else.
