@@ -179,9 +179,18 @@ impl AuthService {
         self.database_logons.load(Ordering::Relaxed)
     }
 
-    /// Whether any user exists (in any database).
+    /// Whether any user exists (in any database). "None" opens the localhost exception, so
+    /// it is confirmed against the database like a catalog miss: a user created through
+    /// another instance closes it on the next command, without waiting for the announcement.
     pub async fn users_exist(&self) -> Result<bool, StoreError> {
-        Ok(!self.catalog.meta_records(USER_KIND, None).await?.is_empty())
+        if !self.catalog.meta_records(USER_KIND, None).await?.is_empty() {
+            return Ok(true);
+        }
+        Ok(!self
+            .catalog
+            .fresh_meta_records(USER_KIND, None)
+            .await?
+            .is_empty())
     }
 
     /// Whether a client, from loopback or not, must authenticate.

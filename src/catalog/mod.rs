@@ -311,6 +311,22 @@ impl Catalog {
         Ok(entry.records.clone())
     }
 
+    /// The metadata records of `kind` in `db` (or in every database) read from the database
+    /// now, and cached: for a caller that must not act on a cached answer, such as "no users
+    /// exist", which another instance may have just made false.
+    pub async fn fresh_meta_records(
+        &self,
+        kind: &str,
+        db: Option<&str>,
+    ) -> Result<Arc<Vec<MetaRecord>>, StoreError> {
+        let entry = Arc::new(self.read_meta(kind, db).await?);
+        if let Some(meta_cache) = &self.meta_cache {
+            let key: MetaKey = (kind.to_owned(), db.map(str::to_owned));
+            meta_cache.insert(key, entry.clone()).await;
+        }
+        Ok(entry.records.clone())
+    }
+
     /// One metadata record (through the cached list of its kind and database).
     pub async fn meta_record(
         &self,
