@@ -233,6 +233,20 @@ async fn pool_exhaustion_body(db: &TestDb) {
         );
     }
 
+    // A new client's handshake (`hello`, with no user yet) and `ping` need no database
+    // connection: they are answered while the pool is busy, so drivers keep the server
+    // selectable and can retry.
+    let newcomer = server.client().await;
+    let pong = bounded(
+        "ping from a new client with the pool busy",
+        newcomer.database("admin").run_command(doc! {"ping": 1}),
+    )
+    .await;
+    assert!(
+        pong.is_ok(),
+        "a new client's handshake or ping failed while the pool was busy: {pong:?}"
+    );
+
     // Release the lock: the blocked find completes, and the pool serves again.
     lock.rollback().await.expect("ROLLBACK");
     let found = bounded("the blocked find", blocked)

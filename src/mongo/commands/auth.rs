@@ -249,23 +249,27 @@ pub async fn connection_status(context: &mut CommandContext<'_>) -> CommandResul
 
 /// Checks that the connection may run `request`; remembers the access rule and the user's
 /// current roles for the handler. Unknown commands pass (they answer 59 CommandNotFound).
+///
+/// Commands open to everyone (`hello`, `ping`, `saslStart`, ...) are answered without
+/// deciding the access rule: that decision may read the user list from the database, and a
+/// handshake must not wait for (or fail with) a busy pool.
 pub async fn authorize(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> Result<(), CommandError> {
+    let name = canonical_name(&request.name);
+    let Some(privilege) = command_privilege(name) else {
+        return Ok(());
+    };
+    if privilege == CommandPrivilege::None {
+        return Ok(());
+    }
     let auth = context.server.state.auth.clone();
     let access = auth
         .access(context.connection.peer.ip().is_loopback())
         .await?;
     context.connection.auth.access = Some(access);
     if access == Access::Open {
-        return Ok(());
-    }
-    let name = canonical_name(&request.name);
-    let Some(privilege) = command_privilege(name) else {
-        return Ok(());
-    };
-    if privilege == CommandPrivilege::None {
         return Ok(());
     }
     let connection = &mut context.connection.auth;
