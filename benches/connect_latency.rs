@@ -25,14 +25,17 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
-use common::{backends, env_usize, print_table, ratio, sample_doc, summarize, us, Backend, Server};
+use common::{
+    backends, env_usize, print_table, ratio, sample_doc, summarize, us, Backend, Server,
+    BENCH_PASSWORD, BENCH_USER,
+};
 
 const DB: &str = "bench";
 const COLL: &str = "connect";
 const DOCS: i64 = 10;
 const WARMUP: usize = 5;
-const USER: &str = "bench";
-const PASSWORD: &str = "bench-password";
+const USER: &str = BENCH_USER;
+const PASSWORD: &str = BENCH_PASSWORD;
 
 /// One measured way of connecting.
 struct Side {
@@ -174,27 +177,10 @@ async fn run(backend: &Backend, dir: &Path, iterations: usize) {
     );
 }
 
-/// Loads the documents and creates the user (through the localhost exception; on a shared
-/// PostgreSQL database the second server finds the user already there).
+/// Creates the user (through the localhost exception; on a shared PostgreSQL database the
+/// second server finds the user already there) and loads the documents.
 async fn prepare(server: &Server) {
     let client = server.client().await;
-    let created = client
-        .database("admin")
-        .run_command(doc! {"createUser": USER, "pwd": PASSWORD, "roles": ["root"]})
-        .await;
-    if let Err(error) = created {
-        let duplicate = matches!(&*error.kind,
-            mongodb::error::ErrorKind::Command(c) if c.code == 51003);
-        let needs_login = matches!(&*error.kind,
-            mongodb::error::ErrorKind::Command(c) if c.code == 13);
-        assert!(duplicate || needs_login, "createUser: {error}");
-    }
-    client.shutdown().await;
-    let uri = format!(
-        "mongodb://{USER}:{PASSWORD}@127.0.0.1:{}/?directConnection=true",
-        server.port
-    );
-    let client = mongodb::Client::with_uri_str(&uri).await.expect("client");
     let coll = client.database(DB).collection::<Document>(COLL);
     coll.drop().await.expect("drop");
     coll.insert_many((0..DOCS).map(sample_doc))

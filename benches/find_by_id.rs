@@ -2,7 +2,8 @@
 //! `DOCGATE_BENCH_DOCS` (10,000) documents, three ways, interleaved in one run:
 //!
 //! - (a) docgate over the wire: the `mongodb` driver's `find_one({_id})` against the real
-//!   release binary (wire protocol, command layer, catalog, planner, store, backend);
+//!   release binary (wire protocol, command layer with its authorization check, catalog,
+//!   planner, store, backend), signed in as a user like a production application;
 //! - (b) the store in-process: a `docgate::store` session's `scan(KeyEquals, limit 1)` on the
 //!   same table — the request the planner makes for `find_one` (pool checkout and the store's
 //!   SQL, no wire protocol or command layer);

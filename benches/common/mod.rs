@@ -148,13 +148,59 @@ impl Server {
         )
     }
 
-    /// A driver client for this server.
-    pub async fn client(&self) -> mongodb::Client {
+    /// A driver client for this server, without credentials.
+    pub async fn anonymous_client(&self) -> mongodb::Client {
         mongodb::Client::with_uri_str(self.uri(""))
             .await
             .expect("driver client")
     }
+
+    /// A driver client signed in as the benchmark user (`BENCH_USER`, role `root`), the way
+    /// an application runs against a production server. The user is created first through
+    /// the localhost exception; a server that already has users (another server on the same
+    /// PostgreSQL database made it) is fine. The anonymous "no users yet" mode is not what a
+    /// benchmark should measure: there every command confirms with the database that still
+    /// no user exists.
+    pub async fn client(&self) -> mongodb::Client {
+        let anonymous = self.anonymous_client().await;
+        let created = anonymous
+            .database("admin")
+            .run_command(bson::doc! {
+                "createUser": BENCH_USER, "pwd": BENCH_PASSWORD, "roles": ["root"]
+            })
+            .await;
+        if let Err(error) = created {
+            let code = match &*error.kind {
+                mongodb::error::ErrorKind::Command(c) => Some(c.code),
+                _ => None,
+            };
+            // 51003: the user exists; 13: users exist, so the exception is closed.
+            assert!(
+                matches!(code, Some(51003) | Some(13)),
+                "createUser {BENCH_USER}: {error}"
+            );
+        }
+        anonymous.shutdown().await;
+        self.client_as(BENCH_USER, BENCH_PASSWORD, "").await
+    }
+
+    /// A driver client signed in as `user` with extra URI `options` (`k=v&…`).
+    pub async fn client_as(&self, user: &str, password: &str, options: &str) -> mongodb::Client {
+        let sep = if options.is_empty() { "" } else { "&" };
+        let uri = format!(
+            "mongodb://{user}:{password}@127.0.0.1:{}/?directConnection=true&serverSelectionTimeoutMS=10000{sep}{options}",
+            self.port
+        );
+        mongodb::Client::with_uri_str(&uri)
+            .await
+            .expect("driver client")
+    }
 }
+
+/// The user `Server::client` signs in as.
+pub const BENCH_USER: &str = "bench";
+/// `BENCH_USER`'s password.
+pub const BENCH_PASSWORD: &str = "bench-password";
 
 impl Drop for Server {
     fn drop(&mut self) {
