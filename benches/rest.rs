@@ -306,7 +306,7 @@ async fn hand_written_events(
     State(state): State<Arc<AppState>>,
     uri: Uri,
     headers: HeaderMap,
-) -> Json<Envelope<docgate::rest::extjson::RelaxedDocument>> {
+) -> Json<Envelope<docgate::rest::extjson::RelaxedRaw>> {
     let paging = Paging {
         offset: 0,
         limit: 25,
@@ -331,7 +331,7 @@ async fn hand_written_events(
     let items = page
         .items
         .into_iter()
-        .map(docgate::rest::extjson::RelaxedDocument)
+        .map(docgate::rest::extjson::RelaxedRaw)
         .collect();
     Json(Envelope::new(items, page.has_more, paging, &uri, &headers))
 }

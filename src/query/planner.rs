@@ -15,6 +15,7 @@
 //!
 //! Not for: SQL text (the store spells it), or MongoDB command shapes.
 
+use bson::raw::{RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use super::filter::{FieldPredicate, Filter};
@@ -406,18 +407,22 @@ pub async fn execute_for_update(
     finish(rows, plan)
 }
 
+/// Like [`execute`], answering each selected document in its stored BSON bytes, for a
+/// caller that only passes the documents on (a REST page): a document is decoded only when
+/// the residual filter must look at it, and a sort reads just the fields it sorts by.
+pub async fn execute_raw(
+    session: &mut dyn StoreSession,
+    collection: &CollectionRecord,
+    plan: &ReadPlan,
+) -> Result<Vec<RawDocumentBuf>, StoreError> {
+    let rows = session.scan(collection, &plan.scan).await?;
+    finish_raw(rows, plan)
+}
+
 /// The residual filter, sort, skip and limit over the rows the store returned.
 pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
     let mut documents = Vec::with_capacity(rows.len());
-    let reverse = plan.sort.as_ref().is_some_and(|spec| {
-        spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
-    });
-    let rows: Box<dyn Iterator<Item = Vec<u8>>> = if reverse {
-        Box::new(rows.into_iter().rev())
-    } else {
-        Box::new(rows.into_iter())
-    };
-    for row in rows {
+    for row in in_scan_order(rows, plan) {
         let document = decode_document(&row)?;
         if plan
             .residual
@@ -427,17 +432,77 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
             documents.push(document);
         }
     }
-    if let Some(sort) = plan.sort.as_ref().filter(|spec| !spec.keys.is_empty()) {
+    if let Some(sort) = sort_in_rust(plan) {
         sort.sort(&mut documents);
     }
+    Ok(skip_and_limit(documents, plan))
+}
+
+/// [`finish`] keeping the documents in their stored bytes (see [`execute_raw`]).
+pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocumentBuf>, StoreError> {
+    let mut selected = Vec::with_capacity(rows.len());
+    for row in in_scan_order(rows, plan) {
+        let raw = RawDocumentBuf::from_bytes(row).map_err(corrupt)?;
+        if let Some(filter) = &plan.residual {
+            if !filter.matches(&decode_document(raw.as_bytes())?) {
+                continue;
+            }
+        }
+        selected.push(raw);
+    }
+    if let Some(sort) = sort_in_rust(plan) {
+        selected =
+            sort.sorted_by_keys(selected, |raw| Ok(sort.keys_of(&sorted_fields(raw, sort)?)))?;
+    }
+    Ok(skip_and_limit(selected, plan))
+}
+
+/// The rows in the order the plan reads them (a `$natural: -1` sort reverses the scan).
+fn in_scan_order(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Box<dyn Iterator<Item = Vec<u8>>> {
+    let reverse = plan.sort.as_ref().is_some_and(|spec| {
+        spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
+    });
+    if reverse {
+        Box::new(rows.into_iter().rev())
+    } else {
+        Box::new(rows.into_iter())
+    }
+}
+
+/// The sort the plan leaves to Rust, if any.
+fn sort_in_rust(plan: &ReadPlan) -> Option<&SortSpec> {
+    plan.sort.as_ref().filter(|spec| !spec.keys.is_empty())
+}
+
+/// The plan's Rust-side skip and limit applied to `items`.
+fn skip_and_limit<T>(mut items: Vec<T>, plan: &ReadPlan) -> Vec<T> {
     let skip = usize::try_from(plan.skip).unwrap_or(usize::MAX);
     if skip > 0 {
-        documents.drain(..skip.min(documents.len()));
+        items.drain(..skip.min(items.len()));
     }
     if let Some(limit) = plan.limit {
-        documents.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        items.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
-    Ok(documents)
+    items
+}
+
+/// The top-level fields of `raw` that `sort`'s paths start with, decoded: enough for the
+/// document's sort key.
+fn sorted_fields(raw: &RawDocument, sort: &SortSpec) -> Result<Document, StoreError> {
+    let mut fields = Document::new();
+    for name in sort.top_level_fields() {
+        if fields.contains_key(name) {
+            continue;
+        }
+        if let Some(value) = raw.get(name).map_err(corrupt)? {
+            fields.insert(name, Bson::try_from(value).map_err(corrupt)?);
+        }
+    }
+    Ok(fields)
+}
+
+fn corrupt(error: bson::error::Error) -> StoreError {
+    StoreError::Corrupt(error.to_string())
 }
 
 /// Counts what a filter matches: a SQL `COUNT` when the pushdown is exact.
@@ -456,9 +521,9 @@ pub async fn count(
 
 /// Parses stored BSON bytes (in place: no copy of the bytes is made first).
 pub fn decode_document(bytes: &[u8]) -> Result<Document, StoreError> {
-    bson::RawDocument::from_bytes(bytes)
+    RawDocument::from_bytes(bytes)
         .and_then(Document::try_from)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))
+        .map_err(corrupt)
 }
 
 #[cfg(test)]
@@ -543,6 +608,57 @@ mod tests {
         );
         assert_eq!(plan.scan.order, None);
         assert_eq!(finish(docs, &plan).unwrap(), vec![doc! {"_id": 1}]);
+    }
+
+    #[test]
+    fn stored_bytes_are_selected_and_ordered_like_decoded_documents() {
+        let docs = [
+            doc! {"_id": 1, "kind": "a", "when": {"day": 3, "at": [2, 9]}, "name": "one"},
+            doc! {"_id": 2, "kind": "b", "when": {"day": 1}, "name": "two"},
+            doc! {"_id": 3, "kind": "a", "when": {"day": 1, "at": [5]}, "name": "three"},
+            doc! {"_id": 4, "kind": "a", "name": "four"},
+            doc! {"_id": 5, "kind": "a", "when": {"day": 1, "at": [1, 7]}, "name": "five"},
+            doc! {"_id": 6, "kind": ["a", "c"], "when": {"day": 2}, "name": "six"},
+        ];
+        let rows = || -> Vec<Vec<u8>> { docs.iter().map(|d| d.to_vec().unwrap()).collect() };
+        let cases = [
+            (
+                doc! {"kind": "a"},
+                doc! {"when.day": 1, "when.at": -1},
+                1,
+                Some(3),
+            ),
+            (doc! {}, doc! {"name": -1}, 0, None),
+            (
+                doc! {"kind": {"$ne": "b"}},
+                doc! {"$natural": -1},
+                2,
+                Some(2),
+            ),
+            (
+                doc! {"when.at": {"$gt": 4}},
+                doc! {"when": 1, "_id": -1},
+                0,
+                Some(10),
+            ),
+        ];
+        for (filter, sort, skip, limit) in cases {
+            let plan = ReadPlan::new(
+                Filter::parse(&filter).unwrap(),
+                Some(SortSpec::parse(&sort).unwrap()),
+                skip,
+                limit,
+                &[],
+            );
+            let decoded = finish(rows(), &plan).unwrap();
+            let raw: Vec<Document> = finish_raw(rows(), &plan)
+                .unwrap()
+                .iter()
+                .map(|raw| decode_document(raw.as_bytes()).unwrap())
+                .collect();
+            assert!(!decoded.is_empty(), "{filter} {sort} selects something");
+            assert_eq!(raw, decoded, "filter {filter}, sort {sort}");
+        }
     }
 
     #[test]

@@ -83,32 +83,45 @@ impl SortSpec {
     }
 
     /// Sorts in place, stably (sort keys computed once per document).
-    pub fn sort(&self, docs: &mut [Document]) {
+    pub fn sort(&self, docs: &mut Vec<Document>) {
         if self.keys.is_empty() {
             return;
         }
-        let mut keyed: Vec<(Vec<Bson>, usize)> = docs
+        let unsorted = std::mem::take(docs);
+        let sorted = self.sorted_by_keys(unsorted, |doc| {
+            Ok::<_, std::convert::Infallible>(self.keys_of(doc))
+        });
+        *docs = sorted.unwrap_or_else(|never| match never {});
+    }
+
+    /// The sort key of `doc` (one value per spec key, from [`sort_key`]).
+    pub fn keys_of(&self, doc: &Document) -> Vec<Bson> {
+        self.keys
             .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                (
-                    self.keys
-                        .iter()
-                        .map(|(path, direction)| sort_key(d, path, *direction))
-                        .collect(),
-                    i,
-                )
-            })
-            .collect();
-        keyed.sort_by(|(ka, _), (kb, _)| self.compare_keys(ka, kb));
-        let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
-        let mut taken: Vec<Option<Document>> =
-            docs.iter_mut().map(|d| Some(std::mem::take(d))).collect();
-        for (slot, index) in docs.iter_mut().zip(order) {
-            if let Some(d) = taken.get_mut(index).and_then(Option::take) {
-                *slot = d;
-            }
-        }
+            .map(|(path, direction)| sort_key(doc, path, *direction))
+            .collect()
+    }
+
+    /// The top-level fields the sort paths start with: a document holding just these has
+    /// the same sort key as the whole document.
+    pub fn top_level_fields(&self) -> impl Iterator<Item = &str> {
+        self.keys
+            .iter()
+            .map(|(path, _)| path.split('.').next().unwrap_or(path))
+    }
+
+    /// `items` sorted stably by the keys `keys_of` computes (once per item).
+    pub fn sorted_by_keys<T, E>(
+        &self,
+        items: Vec<T>,
+        mut keys_of: impl FnMut(&T) -> Result<Vec<Bson>, E>,
+    ) -> Result<Vec<T>, E> {
+        let mut keyed = items
+            .into_iter()
+            .map(|item| Ok((keys_of(&item)?, item)))
+            .collect::<Result<Vec<_>, E>>()?;
+        keyed.sort_by(|(a, _), (b, _)| self.compare_keys(a, b));
+        Ok(keyed.into_iter().map(|(_, item)| item).collect())
     }
 
     /// Compares precomputed sort keys (one per spec key, from [`sort_key`]).

@@ -9,8 +9,9 @@
 //! Not for: deciding what a request means (the handlers do).
 
 use bson::oid::ObjectId;
+use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use super::error::{RestError, RestResult};
@@ -108,6 +109,58 @@ fn serialize_fields<S: Serializer>(document: &Document, serializer: S) -> Result
     map.end()
 }
 
+/// A stored document, still in its BSON bytes, that serializes as relaxed Extended JSON:
+/// the same text as [`RelaxedDocument`] of the decoded document, written while walking the
+/// bytes, so a page of documents read only to be sent is never decoded into maps.
+#[derive(Debug)]
+pub struct RelaxedRaw(pub RawDocumentBuf);
+
+impl Serialize for RelaxedRaw {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize_raw_fields(&self.0, serializer)
+    }
+}
+
+/// One BSON value, still in its bytes, written as relaxed Extended JSON.
+struct RelaxedRawValue<'a>(RawBsonRef<'a>);
+
+impl Serialize for RelaxedRawValue<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            RawBsonRef::Double(number) if number.is_finite() => serializer.serialize_f64(number),
+            RawBsonRef::String(text) => serializer.serialize_str(text),
+            RawBsonRef::Document(document) => serialize_raw_fields(document, serializer),
+            RawBsonRef::Array(items) => {
+                let mut seq = serializer.serialize_seq(None)?;
+                for item in items {
+                    seq.serialize_element(&RelaxedRawValue(item.map_err(S::Error::custom)?))?;
+                }
+                seq.end()
+            }
+            RawBsonRef::Boolean(flag) => serializer.serialize_bool(flag),
+            RawBsonRef::Null => serializer.serialize_unit(),
+            RawBsonRef::Int32(number) => serializer.serialize_i32(number),
+            RawBsonRef::Int64(number) => serializer.serialize_i64(number),
+            other => Bson::try_from(other)
+                .map_err(S::Error::custom)?
+                .into_relaxed_extjson()
+                .serialize(serializer),
+        }
+    }
+}
+
+fn serialize_raw_fields<S: Serializer>(
+    document: &RawDocument,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    for element in document {
+        let (key, value) = element.map_err(S::Error::custom)?;
+        map.serialize_entry(key.as_str(), &RelaxedRawValue(value))?;
+    }
+    map.end()
+}
+
 /// The `_id` a path segment names (see the module comment).
 pub fn id_from_segment(segment: &str) -> Bson {
     match ObjectId::parse_str(segment) {
@@ -172,7 +225,7 @@ mod tests {
     }
 
     #[test]
-    fn relaxed_documents_serialize_like_their_json_values() {
+    fn relaxed_documents_and_their_bytes_serialize_like_their_json_values() {
         use bson::spec::BinarySubtype;
         use bson::{doc, Binary, DateTime, Decimal128, Regex, Timestamp};
         let document = doc! {
@@ -190,9 +243,12 @@ mod tests {
             "max": Bson::MaxKey, "min": Bson::MinKey, "undefined": Bson::Undefined,
         };
         let direct = serde_json::to_string(&RelaxedDocument(document.clone())).unwrap();
+        let raw = RawDocumentBuf::try_from(&document).unwrap();
+        let from_bytes = serde_json::to_string(&RelaxedRaw(raw)).unwrap();
         let through_value =
             serde_json::to_string(&Bson::Document(document).into_relaxed_extjson()).unwrap();
         assert_eq!(direct, through_value);
+        assert_eq!(from_bytes, through_value);
         assert!(direct.starts_with(r#"{"z":1,"a":2.5,"whole":3.0,"negative_zero":-0.0,"#));
     }
 

@@ -11,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use bson::raw::RawDocumentBuf;
 use bson::{doc, Bson, Document};
 
 use super::error::{RestError, RestResult};
@@ -28,9 +29,10 @@ use crate::query::update::{UpdateContext, UpdateSpec};
 use crate::state::{AppState, ServerCounters};
 use crate::store::StoreError;
 
-/// One page of a read: the documents and whether more follow.
+/// One page of a read: the documents, in their stored bytes (a page is mostly sent on as it
+/// is, see `extjson::RelaxedRaw`), and whether more follow.
 pub struct FoundPage {
-    pub items: Vec<Document>,
+    pub items: Vec<RawDocumentBuf>,
     pub has_more: bool,
 }
 
@@ -72,7 +74,7 @@ pub async fn find_page(
     );
     ServerCounters::add(&state.counters.op_query, 1);
     let mut session = state.store.session().await?;
-    let mut items = planner::execute(session.as_mut(), &collection.record, &plan).await?;
+    let mut items = planner::execute_raw(session.as_mut(), &collection.record, &plan).await?;
     let has_more = items.len() as u64 > request.limit;
     items.truncate(usize::try_from(request.limit).unwrap_or(usize::MAX));
     Ok(FoundPage { items, has_more })
@@ -104,7 +106,11 @@ pub async fn find_first(
         },
     )
     .await?;
-    Ok(page.items.into_iter().next())
+    page.items
+        .first()
+        .map(|raw| planner::decode_document(raw.as_bytes()))
+        .transpose()
+        .map_err(Into::into)
 }
 
 /// Creates `db.name`; answers whether it was created (false: it existed already).

@@ -36,7 +36,7 @@ use bson::{doc, Bson, Document};
 use serde_json::{json, Value};
 
 use super::error::{RestError, RestResult};
-use super::extjson::{self, id_from_segment, id_to_segment, RelaxedDocument};
+use super::extjson::{self, id_from_segment, id_to_segment, RelaxedDocument, RelaxedRaw};
 use super::extract::{Body, Params, Segments};
 use super::operations::{self, PageRequest, UpdateOutcome};
 use super::page::{
@@ -127,7 +127,7 @@ async fn page_of(
     params: &Params,
     uri: &Uri,
     headers: &HeaderMap,
-) -> RestResult<Json<Envelope<RelaxedDocument>>> {
+) -> RestResult<Json<Envelope<RelaxedRaw>>> {
     let paging = Paging::from_params(params.get("limit"), params.get("offset"), DEFAULT_PAGE_SIZE)?;
     let sort = params
         .get("sort")
@@ -145,7 +145,7 @@ async fn page_of(
         },
     )
     .await?;
-    let items = page.items.into_iter().map(RelaxedDocument).collect();
+    let items = page.items.into_iter().map(RelaxedRaw).collect();
     Ok(Json(Envelope::new(
         items,
         page.has_more,
@@ -163,7 +163,7 @@ async fn list_documents(
     params: Params,
     uri: Uri,
     headers: HeaderMap,
-) -> RestResult<Json<Envelope<RelaxedDocument>>> {
+) -> RestResult<Json<Envelope<RelaxedRaw>>> {
     caller.require_action(Action::Find, &db)?;
     let filter = extjson::parse_document_text(params.get("q").unwrap_or(""), "q")?;
     page_of(&state, (&db, &coll), &filter, &params, &uri, &headers).await

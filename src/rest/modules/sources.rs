@@ -24,10 +24,11 @@ use serde_json::json;
 
 use super::binds::Binds;
 use super::definition::{HandlerDefinition, SourceType};
+use crate::query::planner::decode_document;
 use crate::query::projection::Projection;
 use crate::query::update::UpdateSpec;
 use crate::rest::error::{RestError, RestResult};
-use crate::rest::extjson::{id_candidates, RelaxedDocument};
+use crate::rest::extjson::{id_candidates, RelaxedDocument, RelaxedRaw};
 use crate::rest::operations::{self, PageRequest, UpdateOutcome};
 use crate::rest::page::{inserted_items, Envelope, Paging};
 use crate::state::AppState;
@@ -99,16 +100,32 @@ async fn page(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respon
         },
     )
     .await?;
+    let Some(projection) = projection else {
+        let items = found.items.into_iter().map(RelaxedRaw).collect();
+        return Ok(page_response(items, found.has_more, call));
+    };
     let mut items = Vec::with_capacity(found.items.len());
-    for document in found.items {
-        let document = match &projection {
-            Some(projection) => projection.apply(&document)?,
-            None => document,
-        };
-        items.push(RelaxedDocument(document));
+    for raw in &found.items {
+        let document = decode_document(raw.as_bytes())?;
+        items.push(RelaxedDocument(projection.apply(&document)?));
     }
-    let envelope = Envelope::new(items, found.has_more, call.paging, call.uri, call.headers);
-    Ok(Json(envelope).into_response())
+    Ok(page_response(items, found.has_more, call))
+}
+
+/// `items` in the ORDS page envelope.
+fn page_response<Item: serde::Serialize>(
+    items: Vec<Item>,
+    has_more: bool,
+    call: &HandlerCall<'_>,
+) -> Response {
+    Json(Envelope::new(
+        items,
+        has_more,
+        call.paging,
+        call.uri,
+        call.headers,
+    ))
+    .into_response()
 }
 
 async fn item(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Response> {
