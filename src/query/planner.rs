@@ -15,7 +15,7 @@
 //!
 //! Not for: SQL text (the store spells it), or MongoDB command shapes.
 
-use bson::raw::{RawDocument, RawDocumentBuf};
+use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use super::filter::{FieldPredicate, Filter};
@@ -451,8 +451,7 @@ pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocument
         selected.push(raw);
     }
     if let Some(sort) = sort_in_rust(plan) {
-        selected =
-            sort.sorted_by_keys(selected, |raw| Ok(sort.keys_of(&sorted_fields(raw, sort)?)))?;
+        selected = sort.sorted_by_keys(selected, |raw| raw_sort_key(raw, sort))?;
     }
     Ok(skip_and_limit(selected, plan))
 }
@@ -484,6 +483,29 @@ fn skip_and_limit<T>(mut items: Vec<T>, plan: &ReadPlan) -> Vec<T> {
         items.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     }
     items
+}
+
+/// The sort key of a stored document. A top-level field that is not an array is its own
+/// key (a missing one is null), read straight from the bytes; other paths are resolved on
+/// the decoded top-level fields they start with.
+fn raw_sort_key(raw: &RawDocument, sort: &SortSpec) -> Result<Vec<Bson>, StoreError> {
+    let mut key = Vec::with_capacity(sort.keys.len());
+    for (path, _) in &sort.keys {
+        let own_key = if path.contains('.') {
+            None
+        } else {
+            match raw.get(path).map_err(corrupt)? {
+                None => Some(Bson::Null),
+                Some(RawBsonRef::Array(_)) => None,
+                Some(value) => Some(Bson::try_from(value).map_err(corrupt)?),
+            }
+        };
+        match own_key {
+            Some(value) => key.push(value),
+            None => return Ok(sort.keys_of(&sorted_fields(raw, sort)?)),
+        }
+    }
+    Ok(key)
 }
 
 /// The top-level fields of `raw` that `sort`'s paths start with, decoded: enough for the
@@ -641,6 +663,8 @@ mod tests {
                 0,
                 Some(10),
             ),
+            (doc! {}, doc! {"kind": -1, "name": 1}, 0, None),
+            (doc! {}, doc! {"when": -1, "missing": 1, "_id": 1}, 1, None),
         ];
         for (filter, sort, skip, limit) in cases {
             let plan = ReadPlan::new(
