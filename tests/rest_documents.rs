@@ -294,3 +294,31 @@ async fn one_document_is_read_replaced_patched_and_deleted_by_id() {
     assert_eq!(deleted["itemsDeleted"], json!(1));
     rest.delete(&item).await.expect_error(404);
 }
+
+/// Bodies beyond axum's 2 MB default are accepted up to MongoDB's message size: a bulk
+/// insert of about 4 MB lands whole.
+#[tokio::test]
+async fn large_bulk_inserts_are_accepted() {
+    let server = TestServer::start();
+    let rest = rest(&server);
+    let filler = "x".repeat(4_000);
+    let documents: Vec<Value> = (0..1_000)
+        .map(|i| json!({"_id": i, "filler": filler}))
+        .collect();
+    let inserted = rest
+        .post(
+            &format!("{SODA}/bulky?action=insert"),
+            &Value::Array(documents),
+        )
+        .await
+        .expect(200);
+    assert_eq!(inserted["count"], json!(1_000));
+    let client = server.client().await;
+    let stored = client
+        .database("shop")
+        .collection::<mongodb::bson::Document>("bulky")
+        .count_documents(doc! {})
+        .await
+        .expect("count");
+    assert_eq!(stored, 1_000);
+}

@@ -105,6 +105,20 @@ impl Binds {
     }
 }
 
+/// Whether `spec` holds any `":name"` placeholder (a spec without one is used as it is).
+pub fn has_placeholders(spec: &Document) -> bool {
+    spec.values().any(value_has_placeholders)
+}
+
+fn value_has_placeholders(value: &Bson) -> bool {
+    match value {
+        Bson::String(text) => placeholder(text).is_some(),
+        Bson::Document(document) => has_placeholders(document),
+        Bson::Array(items) => items.iter().any(value_has_placeholders),
+        _ => false,
+    }
+}
+
 /// `":name"` → `name`, for identifiers only.
 fn placeholder(text: &str) -> Option<&str> {
     let name = text.strip_prefix(':')?;

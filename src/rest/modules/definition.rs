@@ -72,6 +72,8 @@ pub struct HandlerDefinition {
 pub struct CompiledSource {
     pub collection: String,
     pub spec: Document,
+    /// Whether `spec` has placeholders to bind (without, it is used as it is).
+    pub has_placeholders: bool,
 }
 
 impl CompiledSource {
@@ -92,7 +94,12 @@ impl CompiledSource {
             Some(Bson::String(name)) if !name.starts_with(':') && !name.is_empty() => name,
             _ => return Err(bad("it needs a literal \"collection\" name".into())),
         };
-        Ok(CompiledSource { collection, spec })
+        let has_placeholders = super::binds::has_placeholders(&spec);
+        Ok(CompiledSource {
+            collection,
+            spec,
+            has_placeholders,
+        })
     }
 }
 

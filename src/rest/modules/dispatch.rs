@@ -185,9 +185,14 @@ async fn serve_request(state: &Arc<RestState>, request: Request) -> RestResult<R
         query.get("offset").map(String::as_str),
         default_limit,
     )?;
-    let body = axum::body::to_bytes(body, crate::rest::MAX_BODY_BYTES)
-        .await
-        .map_err(|e| RestError::PayloadTooLarge(format!("cannot read the request body: {e}")))?;
+    // Most requests (every GET) have no body: nothing to collect then.
+    let body = if axum::body::HttpBody::is_end_stream(&body) {
+        axum::body::Bytes::new()
+    } else {
+        axum::body::to_bytes(body, crate::rest::MAX_BODY_BYTES)
+            .await
+            .map_err(|e| RestError::PayloadTooLarge(format!("cannot read the request body: {e}")))?
+    };
     let body = match extjson::parse_body(&body, serde_json::Value::Null)? {
         serde_json::Value::Null => None,
         value => Some(extjson::to_bson(value, "the request body")?),

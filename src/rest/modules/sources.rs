@@ -14,6 +14,7 @@
 //!
 //! Not for: matching requests to handlers or checking privileges (`dispatch`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -45,16 +46,23 @@ pub struct HandlerCall<'a> {
     pub headers: &'a HeaderMap,
 }
 
-/// A handler's source with the request's values bound.
-struct BoundSource {
-    collection: String,
-    spec: Document,
+/// A handler's source with the request's values bound (the compiled spec itself when it
+/// has no placeholders).
+struct BoundSource<'a> {
+    collection: &'a str,
+    spec: Cow<'a, Document>,
 }
 
-fn bind_source(handler: &HandlerDefinition, binds: &Binds) -> RestResult<BoundSource> {
+fn bind_source<'a>(handler: &'a HandlerDefinition, binds: &Binds) -> RestResult<BoundSource<'a>> {
+    let compiled = &handler.compiled;
+    let spec = if compiled.has_placeholders {
+        Cow::Owned(binds.substitute_document(&compiled.spec)?)
+    } else {
+        Cow::Borrowed(&compiled.spec)
+    };
     Ok(BoundSource {
-        collection: handler.compiled.collection.clone(),
-        spec: binds.substitute_document(&handler.compiled.spec)?,
+        collection: &compiled.collection,
+        spec,
     })
 }
 
@@ -79,7 +87,7 @@ pub async fn run(handler: &HandlerDefinition, call: HandlerCall<'_>) -> RestResu
     }
 }
 
-async fn page(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Response> {
+async fn page(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResult<Response> {
     let empty = Document::new();
     let filter = optional_document(&source.spec, "filter")?.unwrap_or(&empty);
     let sort = optional_document(&source.spec, "sort")?;
@@ -88,7 +96,7 @@ async fn page(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respon
         .map(Projection::parse)
         .transpose()?;
     let collection =
-        operations::existing_collection(call.state, call.db, &source.collection).await?;
+        operations::existing_collection(call.state, call.db, source.collection).await?;
     let found = operations::find_page(
         call.state,
         &collection,
@@ -128,7 +136,7 @@ fn page_response<Item: serde::Serialize>(
     .into_response()
 }
 
-async fn item(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Response> {
+async fn item(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResult<Response> {
     let segment = call
         .segments
         .get("id")
@@ -143,7 +151,7 @@ async fn item(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respon
     let candidates = id_candidates(segment);
     let filter = doc! {"_id": {"$in": candidates}};
     let collection =
-        operations::existing_collection(call.state, call.db, &source.collection).await?;
+        operations::existing_collection(call.state, call.db, source.collection).await?;
     let found = operations::find_first(call.state, &collection, &filter).await?;
     match found {
         Some(document) => Ok(Json(RelaxedDocument(document)).into_response()),
@@ -154,8 +162,8 @@ async fn item(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respon
     }
 }
 
-async fn dml(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Response> {
-    let (db, name) = (call.db, source.collection.as_str());
+async fn dml(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResult<Response> {
+    let (db, name) = (call.db, source.collection);
     if let Some(insert) = source.spec.get("insert") {
         let documents = match insert {
             Bson::Document(document) => vec![document.clone()],
@@ -197,7 +205,7 @@ async fn dml(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Respons
     ))
 }
 
-async fn pipeline(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Response> {
+async fn pipeline(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResult<Response> {
     let stages = match source.spec.get("pipeline") {
         Some(Bson::Array(stages)) => stages
             .iter()
@@ -214,7 +222,7 @@ async fn pipeline(call: &HandlerCall<'_>, source: &BoundSource) -> RestResult<Re
             ))
         }
     };
-    let results = operations::aggregate(call.state, call.db, &source.collection, &stages).await?;
+    let results = operations::aggregate(call.state, call.db, source.collection, &stages).await?;
     let offset = usize::try_from(call.paging.offset).unwrap_or(usize::MAX);
     let limit = usize::try_from(call.paging.limit).unwrap_or(usize::MAX);
     let mut rest = results.into_iter().skip(offset);
