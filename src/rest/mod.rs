@@ -71,16 +71,18 @@ impl RestState {
     }
 }
 
-/// The whole REST router over the shared state.
+/// The whole REST router over the shared state. The body limit is raised for the built-in
+/// routes (their extractors read bodies); the module dispatcher, the fallback, reads its
+/// body itself under the same limit, so it is added after the layer and pays nothing for it.
 pub fn router(state: Arc<RestState>) -> Router {
     Router::new()
         .merge(soda::routes())
         .merge(modules::admin::routes())
         .merge(oauth::routes())
         .merge(openapi::routes())
-        .fallback(modules::dispatch::serve)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .fallback(modules::dispatch::serve)
         .with_state(state)
 }
 
