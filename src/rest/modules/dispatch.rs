@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header;
@@ -31,9 +31,14 @@ use crate::store::MetaRecord;
 /// Parsed modules per database, kept while the catalog hands out the same record list (an
 /// `Arc` the metadata cache shares until the records change or expire), so a cached request
 /// parses nothing. With the metadata cache off every request gets a fresh list and parses it.
+///
+/// Every request to a module reads this map, from as many threads as the runtime has
+/// (SQLite calls hand their worker's tasks to other threads): a read-write lock lets the
+/// readers pass each other, where a mutex would queue them behind any holder the OS
+/// preempted.
 #[derive(Default)]
 pub struct ParsedModules {
-    by_db: Mutex<HashMap<String, ParsedEntry>>,
+    by_db: RwLock<HashMap<String, ParsedEntry>>,
 }
 
 struct ParsedEntry {
@@ -52,7 +57,7 @@ impl ParsedModules {
     ) -> Option<Arc<Vec<ModuleDefinition>>> {
         let by_db = self
             .by_db
-            .lock()
+            .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         by_db
             .get(db)
@@ -68,7 +73,7 @@ impl ParsedModules {
     ) {
         let mut by_db = self
             .by_db
-            .lock()
+            .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         if by_db.len() >= MAX_PARSED_DATABASES && !by_db.contains_key(db) {
             by_db.clear();
