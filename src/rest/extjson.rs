@@ -70,9 +70,11 @@ pub fn parse_document_text(text: &str, what: &str) -> RestResult<Document> {
 /// A document that serializes as relaxed Extended JSON: the same text as
 /// `Bson::Document(document).into_relaxed_extjson()`, written straight from the BSON values
 /// instead of through a `serde_json::Value` tree (pages of documents are the hot path of
-/// every listing). The
-/// types JSON has (strings, numbers, booleans, null, objects, arrays) are written directly;
-/// the others go through `Bson::into_relaxed_extjson`, so they cannot differ.
+/// every listing). The types JSON has (strings, numbers, booleans, null, objects, arrays)
+/// and dates are written directly; the others go through `Bson::into_relaxed_extjson`, so
+/// they cannot differ. Dates differ in one case, on purpose: one after the year 9999 is
+/// written in canonical form (`{"$numberLong": …}`), as the Extended JSON specification
+/// says, where `into_relaxed_extjson` would clamp it to 9999-12-31 and lose it.
 #[derive(Debug)]
 pub struct RelaxedDocument(pub Document);
 
@@ -96,6 +98,7 @@ impl Serialize for RelaxedValue<'_> {
             Bson::Null => serializer.serialize_unit(),
             Bson::Int32(number) => serializer.serialize_i32(*number),
             Bson::Int64(number) => serializer.serialize_i64(*number),
+            Bson::DateTime(date) => serialize_date(*date, serializer),
             other => other.clone().into_relaxed_extjson().serialize(serializer),
         }
     }
@@ -141,12 +144,34 @@ impl Serialize for RelaxedRawValue<'_> {
             RawBsonRef::Null => serializer.serialize_unit(),
             RawBsonRef::Int32(number) => serializer.serialize_i32(number),
             RawBsonRef::Int64(number) => serializer.serialize_i64(number),
+            RawBsonRef::DateTime(date) => serialize_date(date, serializer),
             other => Bson::try_from(other)
                 .map_err(S::Error::custom)?
                 .into_relaxed_extjson()
                 .serialize(serializer),
         }
     }
+}
+
+/// The first instant relaxed Extended JSON no longer writes as an ISO-8601 string
+/// (10000-01-01T00:00:00Z), in milliseconds since the epoch.
+const YEAR_10000_MILLIS: i64 = 253_402_300_800_000;
+
+/// A date as relaxed Extended JSON: `{"$date": "<ISO-8601>"}` from 1970 through 9999,
+/// `{"$date": {"$numberLong": "<millis>"}}` otherwise (what `into_relaxed_extjson` writes).
+fn serialize_date<S: Serializer>(date: bson::DateTime, serializer: S) -> Result<S::Ok, S::Error> {
+    let millis = date.timestamp_millis();
+    let mut map = serializer.serialize_map(Some(1))?;
+    match date.try_to_rfc3339_string() {
+        Ok(text) if (0..YEAR_10000_MILLIS).contains(&millis) => {
+            map.serialize_entry("$date", &text)?;
+        }
+        _ => {
+            let number_long = [("$numberLong", millis.to_string())];
+            map.serialize_entry("$date", &std::collections::BTreeMap::from(number_long))?;
+        }
+    }
+    map.end()
 }
 
 fn serialize_raw_fields<S: Serializer>(
@@ -236,6 +261,8 @@ mod tests {
             "_id": ObjectId::parse_str("0123456789abcdef01234567").unwrap(),
             "when": DateTime::from_millis(1_700_000_000_123),
             "before_1970": DateTime::from_millis(-5),
+            "last_of_9999": DateTime::from_millis(253_402_300_799_999),
+            "epoch": DateTime::from_millis(0),
             "bytes": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
             "regex": Regex { pattern: "^a".try_into().unwrap(), options: "mi".try_into().unwrap() },
             "ts": Timestamp { time: 5, increment: 6 },
@@ -250,6 +277,23 @@ mod tests {
         assert_eq!(direct, through_value);
         assert_eq!(from_bytes, through_value);
         assert!(direct.starts_with(r#"{"z":1,"a":2.5,"whole":3.0,"negative_zero":-0.0,"#));
+    }
+
+    /// Relaxed Extended JSON writes a date after 9999 in canonical form. (`bson`'s
+    /// `into_relaxed_extjson` clamps such a date to the last instant of 9999 instead, so
+    /// these documents do not go through it.)
+    #[test]
+    fn dates_after_9999_keep_their_exact_value() {
+        use bson::DateTime;
+        let late = DateTime::from_millis(YEAR_10000_MILLIS + 1_234);
+        let document = bson::doc! {"late": late};
+        let expected = r#"{"late":{"$date":{"$numberLong":"253402300801234"}}}"#;
+        let raw = RawDocumentBuf::try_from(&document).unwrap();
+        assert_eq!(serde_json::to_string(&RelaxedRaw(raw)).unwrap(), expected);
+        let text = serde_json::to_string(&RelaxedDocument(document.clone())).unwrap();
+        assert_eq!(text, expected);
+        let back = to_document(serde_json::from_str(&text).unwrap(), "date").unwrap();
+        assert_eq!(back, document);
     }
 
     #[test]
