@@ -114,10 +114,13 @@ pub async fn published_modules(
     Ok(published)
 }
 
-/// `(db, path after /ords/{db})` of a request path.
+/// `(db, path below /ords/{db})` of a request path; the path below starts with `/`.
 fn split_ords_path(path: &str) -> Option<(&str, &str)> {
     let rest = path.strip_prefix("/ords/")?;
-    let (db, below) = rest.split_once('/').unwrap_or((rest, ""));
+    let (db, below) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => (rest, "/"),
+    };
     (!db.is_empty()).then_some((db, below))
 }
 
@@ -132,17 +135,16 @@ pub async fn serve(State(state): State<Arc<RestState>>, request: Request) -> Res
 async fn serve_request(state: &Arc<RestState>, request: Request) -> RestResult<Response> {
     let uri = request.uri().clone();
     let not_found = || RestError::NotFound(format!("no REST resource at {}", uri.path()));
-    let (db, below) = split_ords_path(uri.path()).ok_or_else(not_found)?;
-    let path = format!("/{below}");
+    let (db, path) = split_ords_path(uri.path()).ok_or_else(not_found)?;
     let modules = published_modules(state, db).await?;
     let module = modules
         .iter()
-        .filter(|module| module.relative_path(&path).is_some())
+        .filter(|module| module.relative_path(path).is_some())
         .max_by_key(|module| module.base_path.len())
         .ok_or_else(not_found)?;
-    let relative = module.relative_path(&path).unwrap_or_default();
+    let relative = module.relative_path(path).unwrap_or_default();
     let (template, segments) = module.match_template(relative).ok_or_else(not_found)?;
-    let method = request.method().as_str().to_string();
+    let method = request.method().as_str();
     let handler = template
         .handlers
         .iter()
@@ -235,9 +237,10 @@ mod tests {
     fn ords_paths_split_into_database_and_rest() {
         assert_eq!(
             split_ords_path("/ords/concert/a/b"),
-            Some(("concert", "a/b"))
+            Some(("concert", "/a/b"))
         );
-        assert_eq!(split_ords_path("/ords/concert"), Some(("concert", "")));
+        assert_eq!(split_ords_path("/ords/concert"), Some(("concert", "/")));
+        assert_eq!(split_ords_path("/ords/concert/"), Some(("concert", "/")));
         assert_eq!(split_ords_path("/ords//x"), None);
         assert_eq!(split_ords_path("/other"), None);
         assert_eq!(
