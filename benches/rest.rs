@@ -9,14 +9,14 @@
 //!    warm-up that pays the first PBKDF2. Target: Basic within 10% of bearer (printed for the
 //!    average, and for the median, which one slow moment of the machine cannot move).
 //! 2. Kris Rice's throughput test: 80 concurrent keep-alive clients (`DOCGATE_BENCH_CLIENTS`)
-//!    for `DOCGATE_BENCH_SECONDS` (6) per side against the unprotected feed served by
+//!    for `DOCGATE_BENCH_SECONDS` (24) per side against the unprotected feed served by
 //!    docgate's REST router with `cache.metadata.enabled` false, then true, and against a
 //!    minimal hand-written axum handler that runs the same read (catalog, planner, store) with
 //!    the same envelope. All three are served from this process — the cached router and the
 //!    hand-written handler over one and the same `AppState` (one pool, one catalog cache) —
 //!    so the only difference is what docgate does per request (module lookup, privilege
-//!    check, binds); requests/s side by side. The time is cut into `DOCGATE_BENCH_ROUNDS` (6)
-//!    rounds that rotate the order of the sides. Targets: cached ≥ 5× uncached, cached
+//!    check, binds); requests/s side by side. The time is cut into `DOCGATE_BENCH_ROUNDS` (12)
+//!    rounds that rotate the order of the sides (shorter runs have shown ±6% between runs). Targets: cached ≥ 5× uncached, cached
 //!    within 8% of hand-written.
 //!
 //! The load generator shares the machine with the server, so it is a minimal HTTP/1.1 client
@@ -390,8 +390,8 @@ async fn hand_written(state: Arc<AppState>) -> String {
 async fn main() {
     let count = env_usize("DOCGATE_BENCH_SEQUENTIAL", 100);
     let clients = env_usize("DOCGATE_BENCH_CLIENTS", 80);
-    let seconds = env_usize("DOCGATE_BENCH_SECONDS", 6) as u64;
-    let rounds = env_usize("DOCGATE_BENCH_ROUNDS", 6).max(1);
+    let seconds = env_usize("DOCGATE_BENCH_SECONDS", 24) as u64;
+    let rounds = env_usize("DOCGATE_BENCH_ROUNDS", 12).max(1);
     let dir = tempfile::Builder::new()
         .prefix("docgate-bench-rest-")
         .tempdir()
