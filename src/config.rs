@@ -87,7 +87,7 @@ pub struct Cli {
     /// Maximum simultaneous client connections; more wait in the accept queue.
     #[arg(long, env = "DOCGATE_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
-    /// Connections the pool keeps open (ORDS `pool.min`; PostgreSQL).
+    /// Connections the pool opens at start and keeps open (ORDS `pool.min`).
     #[arg(long, env = "DOCGATE_POOL_MIN")]
     pub pool_min: Option<usize>,
     /// Most connections the pool opens (ORDS `pool.max`).
@@ -387,7 +387,7 @@ pub struct PoolSettings {
 impl Default for PoolSettings {
     fn default() -> Self {
         PoolSettings {
-            min: 1,
+            min: 2,
             max: 16,
             wait_timeout: Duration::from_secs(10),
             statement_cache: true,
@@ -586,9 +586,14 @@ impl Settings {
         let defaults = PoolSettings::default();
         let file_duration =
             |value: Option<String>| value.as_deref().map(parse_duration).transpose();
+        let pool_max = cli.pool_max.or(file.pool.max).unwrap_or(defaults.max);
         let pool = PoolSettings {
-            min: cli.pool_min.or(file.pool.min).unwrap_or(defaults.min),
-            max: cli.pool_max.or(file.pool.max).unwrap_or(defaults.max),
+            // The default minimum shrinks to fit a smaller maximum; a given one must fit.
+            min: cli
+                .pool_min
+                .or(file.pool.min)
+                .unwrap_or(defaults.min.min(pool_max)),
+            max: pool_max,
             wait_timeout: match cli.pool_wait_timeout {
                 Some(timeout) => timeout,
                 None => file_duration(file.pool.wait_timeout)?.unwrap_or(defaults.wait_timeout),
@@ -747,6 +752,16 @@ mod tests {
             settings.backend,
             BackendUrl::Sqlite(PathBuf::from("./docgate-data"))
         );
+    }
+
+    #[test]
+    fn the_default_pool_minimum_fits_a_smaller_maximum() {
+        let default = settings_with_file("", &[]).unwrap().pool;
+        assert_eq!((default.min, default.max), (2, 16));
+        let one = settings_with_file("", &["--pool-max", "1"]).unwrap().pool;
+        assert_eq!((one.min, one.max), (1, 1));
+        let given = settings_with_file("", &["--pool-min", "3", "--pool-max", "2"]);
+        assert!(given.unwrap_err().contains("must not exceed"));
     }
 
     #[test]

@@ -87,7 +87,9 @@ impl AppState {
                     pool_max: settings.pool.max,
                     pool_wait_timeout: settings.pool.wait_timeout,
                 };
-                Arc::new(SqliteStore::open(dir, options)?)
+                let store = SqliteStore::open(dir, options)?;
+                store.open_connections(settings.pool.min).await?;
+                Arc::new(store)
             }
             BackendUrl::Postgres(url) => {
                 let options = PostgresOptions {

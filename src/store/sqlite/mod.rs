@@ -100,6 +100,17 @@ impl SqliteStore {
         &self.file
     }
 
+    /// Opens up to `count` pooled connections now (ORDS's `pool.min`), so that the first
+    /// requests that need them do not pay for opening one (a few milliseconds: the file,
+    /// WAL mode, the schema).
+    pub async fn open_connections(&self, count: usize) -> Result<(), StoreError> {
+        let mut opened = Vec::with_capacity(count);
+        while opened.len() < count.min(self.options.pool_max.max(1)) {
+            opened.push(self.sqlite_session().await?);
+        }
+        Ok(())
+    }
+
     /// A session with its concrete type (for `explain_scan` and tests).
     pub async fn sqlite_session(&self) -> Result<SqliteSession, StoreError> {
         let conn = self
