@@ -451,7 +451,11 @@ pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocument
         selected.push(raw);
     }
     if let Some(sort) = sort_in_rust(plan) {
-        selected = sort.sorted_by_keys(selected, |raw| raw_sort_key(raw, sort))?;
+        let keyed = selected
+            .into_iter()
+            .map(|raw| Ok((raw_sort_key(&raw, sort)?, raw)))
+            .collect::<Result<_, StoreError>>()?;
+        selected = sort.order_by_keys(keyed);
     }
     Ok(skip_and_limit(selected, plan))
 }

@@ -87,11 +87,11 @@ impl SortSpec {
         if self.keys.is_empty() {
             return;
         }
-        let unsorted = std::mem::take(docs);
-        let sorted = self.sorted_by_keys(unsorted, |doc| {
-            Ok::<_, std::convert::Infallible>(self.keys_of(doc))
-        });
-        *docs = sorted.unwrap_or_else(|never| match never {});
+        let keyed = std::mem::take(docs)
+            .into_iter()
+            .map(|doc| (self.keys_of(&doc), doc))
+            .collect();
+        *docs = self.order_by_keys(keyed);
     }
 
     /// The sort key of `doc` (one value per spec key, from [`sort_key`]).
@@ -110,18 +110,10 @@ impl SortSpec {
             .map(|(path, _)| path.split('.').next().unwrap_or(path))
     }
 
-    /// `items` sorted stably by the keys `keys_of` computes (once per item).
-    pub fn sorted_by_keys<T, E>(
-        &self,
-        items: Vec<T>,
-        mut keys_of: impl FnMut(&T) -> Result<Vec<Bson>, E>,
-    ) -> Result<Vec<T>, E> {
-        let mut keyed = items
-            .into_iter()
-            .map(|item| Ok((keys_of(&item)?, item)))
-            .collect::<Result<Vec<_>, E>>()?;
+    /// The items of `keyed` ordered stably by their precomputed sort keys.
+    pub fn order_by_keys<T>(&self, mut keyed: Vec<(Vec<Bson>, T)>) -> Vec<T> {
         keyed.sort_by(|(a, _), (b, _)| self.compare_keys(a, b));
-        Ok(keyed.into_iter().map(|(_, item)| item).collect())
+        keyed.into_iter().map(|(_, item)| item).collect()
     }
 
     /// Compares precomputed sort keys (one per spec key, from [`sort_key`]).
