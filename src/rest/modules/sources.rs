@@ -228,6 +228,5 @@ async fn pipeline(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResul
     let mut rest = results.into_iter().skip(offset);
     let items: Vec<RelaxedDocument> = rest.by_ref().take(limit).map(RelaxedDocument).collect();
     let has_more = rest.next().is_some();
-    let envelope = Envelope::new(items, has_more, call.paging, call.uri, call.headers);
-    Ok(Json(envelope).into_response())
+    Ok(page_response(items, has_more, call))
 }
