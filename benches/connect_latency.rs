@@ -34,8 +34,6 @@ const DB: &str = "bench";
 const COLL: &str = "connect";
 const DOCS: i64 = 10;
 const WARMUP: usize = 5;
-const USER: &str = BENCH_USER;
-const PASSWORD: &str = BENCH_PASSWORD;
 
 /// One measured way of connecting.
 struct Side {
@@ -119,10 +117,7 @@ async fn run(backend: &Backend, dir: &Path, iterations: usize) {
             let server = &servers[side.server];
             match side.auth {
                 None => server.uri(""),
-                Some(options) => format!(
-                    "mongodb://{USER}:{PASSWORD}@127.0.0.1:{}/?directConnection=true&{options}",
-                    server.port
-                ),
+                Some(options) => server.uri_as(BENCH_USER, BENCH_PASSWORD, options),
             }
         })
         .collect();

@@ -15,15 +15,15 @@
 //!    the same envelope. All three are served from this process — the cached router and the
 //!    hand-written handler over one and the same `AppState` (one pool, one catalog cache) —
 //!    so the only difference is what docgate does per request (module lookup, privilege
-//!    check, binds); requests/s side by side. The time is cut into `DOCGATE_BENCH_ROUNDS` (12)
-//!    rounds that rotate the order of the sides (shorter runs have shown ±6% between runs). Targets: cached ≥ 5× uncached, cached
-//!    within 8% of hand-written.
+//!    check, binds); requests/s side by side. The time is cut into `DOCGATE_BENCH_ROUNDS`
+//!    (12) rounds that rotate the order of the sides (shorter runs have shown ±6% between
+//!    runs). Targets: cached ≥ 5× uncached, cached within 8% of hand-written.
 //!
 //! The load generator shares the machine with the server, so it is a minimal HTTP/1.1 client
 //! (a prepared request, a response read to its `Content-Length`) rather than a full one: on
 //! a small machine the absolute numbers still say as much about the client as about docgate;
-//! the ratios are the point. Nothing
-//! is asserted. SQLite always; PostgreSQL as described in `common/mod.rs`.
+//! the ratios are the point. Nothing is asserted. SQLite always; PostgreSQL as described in
+//! `common/mod.rs`.
 //!
 //! Run: `cargo bench --bench rest` (`DOCGATE_BENCH_PG=0` for SQLite only).
 
@@ -42,7 +42,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use bson::doc;
 use clap::Parser;
-use common::{backends, env_usize, print_table, ratio, us, Backend, Server};
+use common::{backends, env_usize, print_table, ratio, summarize, us, Backend, Server};
 use docgate::config::{Cli, Settings};
 use docgate::rest::operations::{self, PageRequest};
 use docgate::rest::page::{Envelope, Paging};
@@ -142,18 +142,15 @@ async fn bearer_token(http: &reqwest::Client, base: &str) -> String {
 
 /// k6's figures of one series.
 fn k6_row(name: &str, samples: &[Duration]) -> Vec<String> {
-    let mut sorted = samples.to_vec();
-    sorted.sort_unstable();
-    let at = |q: f64| sorted[((sorted.len() as f64 - 1.0) * q).round() as usize];
-    let avg: Duration = sorted.iter().sum::<Duration>() / sorted.len() as u32;
+    let summary = summarize(samples);
     vec![
         name.to_string(),
-        us(avg),
-        us(sorted[0]),
-        us(at(0.5)),
-        us(sorted[sorted.len() - 1]),
-        us(at(0.9)),
-        us(at(0.95)),
+        us(summary.mean),
+        us(summary.min),
+        us(summary.p50),
+        us(summary.max),
+        us(summary.p90),
+        us(summary.p95),
     ]
 }
 
@@ -408,28 +405,13 @@ async fn main() {
         println!("\n[{}] sequential, microseconds", backend.name());
         let rows: Vec<Vec<String>> = series.iter().map(|(n, s)| k6_row(n, s)).collect();
         print_table(&["mode", "avg", "min", "med", "max", "p90", "p95"], &rows);
-        let samples = |name: &str| {
-            let mut samples = series
-                .iter()
-                .find(|(n, _)| n == name)
-                .expect("series")
-                .1
-                .clone();
-            samples.sort();
-            samples
-        };
-        let mean = |name: &str| {
-            let samples = samples(name);
-            samples.iter().sum::<Duration>() / samples.len() as u32
-        };
-        let median = |name: &str| {
-            let samples = samples(name);
-            samples[samples.len() / 2]
-        };
+        let summary =
+            |name: &str| summarize(&series.iter().find(|(n, _)| n == name).expect("series").1);
+        let (basic, bearer) = (summary("basic"), summary("bearer"));
         println!(
             "basic/bearer (avg): {}   (med): {}   target within 1.10x",
-            ratio(mean("basic"), mean("bearer")),
-            ratio(median("basic"), median("bearer"))
+            ratio(basic.mean, bearer.mean),
+            ratio(basic.p50, bearer.p50)
         );
 
         drop(cached);

@@ -141,9 +141,18 @@ impl Server {
 
     /// A direct-connection URI for this server with extra `options` (`k=v&…`).
     pub fn uri(&self, options: &str) -> String {
+        self.uri_with_credentials("", options)
+    }
+
+    /// [`Server::uri`] signed in as `user`.
+    pub fn uri_as(&self, user: &str, password: &str, options: &str) -> String {
+        self.uri_with_credentials(&format!("{user}:{password}@"), options)
+    }
+
+    fn uri_with_credentials(&self, credentials: &str, options: &str) -> String {
         let sep = if options.is_empty() { "" } else { "&" };
         format!(
-            "mongodb://127.0.0.1:{}/?directConnection=true&serverSelectionTimeoutMS=10000{sep}{options}",
+            "mongodb://{credentials}127.0.0.1:{}/?directConnection=true&serverSelectionTimeoutMS=10000{sep}{options}",
             self.port
         )
     }
@@ -181,17 +190,7 @@ impl Server {
             );
         }
         anonymous.shutdown().await;
-        self.client_as(BENCH_USER, BENCH_PASSWORD, "").await
-    }
-
-    /// A driver client signed in as `user` with extra URI `options` (`k=v&…`).
-    pub async fn client_as(&self, user: &str, password: &str, options: &str) -> mongodb::Client {
-        let sep = if options.is_empty() { "" } else { "&" };
-        let uri = format!(
-            "mongodb://{user}:{password}@127.0.0.1:{}/?directConnection=true&serverSelectionTimeoutMS=10000{sep}{options}",
-            self.port
-        );
-        mongodb::Client::with_uri_str(&uri)
+        mongodb::Client::with_uri_str(self.uri_as(BENCH_USER, BENCH_PASSWORD, ""))
             .await
             .expect("driver client")
     }
