@@ -12,7 +12,7 @@ use bytes::{BufMut, BytesMut};
 
 use crate::compression;
 use crate::error::WireError;
-use crate::message::{Message, Op, OpMsg, OpQuery, OpReply};
+use crate::message::{Message, MsgFlags, Op, OpMsg, OpQuery, OpReply, RawOpMsg};
 use crate::{op_code, HEADER_LEN};
 
 /// Encodes `message` into a fresh buffer. Fails when a document cannot be encoded, a name
@@ -102,6 +102,10 @@ fn write_plain(message: &Message, max: usize, dst: &mut BytesMut) -> Result<(), 
             write_op_msg(msg, dst)?;
             msg.flags.checksum_present()
         }
+        Op::RawMsg(msg) => {
+            write_raw_op_msg(msg, dst)?;
+            msg.flags.checksum_present()
+        }
         Op::Query(q) => {
             write_op_query(q, dst)?;
             false
@@ -139,13 +143,19 @@ fn put_cstring(dst: &mut BytesMut, s: &str, what: &str) -> Result<(), WireError>
     Ok(())
 }
 
-fn write_op_msg(msg: &OpMsg, dst: &mut BytesMut) -> Result<(), WireError> {
-    if msg.flags.unknown_required_bits() != 0 {
+/// Refuses flags with required bits this crate does not know.
+fn check_flags(flags: MsgFlags) -> Result<(), WireError> {
+    if flags.unknown_required_bits() != 0 {
         return Err(WireError::Malformed(format!(
             "OP_MSG flags 0x{:x} set unknown required bits",
-            msg.flags.0
+            flags.0
         )));
     }
+    Ok(())
+}
+
+fn write_op_msg(msg: &OpMsg, dst: &mut BytesMut) -> Result<(), WireError> {
+    check_flags(msg.flags)?;
     dst.put_u32_le(msg.flags.0);
     dst.put_u8(0);
     put_document(dst, &msg.body)?;
@@ -160,6 +170,14 @@ fn write_op_msg(msg: &OpMsg, dst: &mut BytesMut) -> Result<(), WireError> {
         let size = to_i32(dst.len() - size_pos)?;
         patch_i32(dst, size_pos, size)?;
     }
+    Ok(())
+}
+
+fn write_raw_op_msg(msg: &RawOpMsg, dst: &mut BytesMut) -> Result<(), WireError> {
+    check_flags(msg.flags)?;
+    dst.put_u32_le(msg.flags.0);
+    dst.put_u8(0);
+    dst.extend_from_slice(msg.body.as_bytes());
     Ok(())
 }
 

@@ -27,6 +27,7 @@ pub use encode::{encode_message, encode_message_into};
 pub use error::WireError;
 pub use message::{
     Compressor, DocumentSequence, Incoming, Message, MsgFlags, Op, OpMsg, OpQuery, OpReply,
+    RawOpMsg,
 };
 
 /// Largest message (header included) this crate accepts or produces by default; the value

@@ -4,7 +4,7 @@
 //! These are plain data types with small constructors; parsing lives in `decode`, writing in
 //! `encode`. Not for command semantics: a body is just a `bson::Document` here.
 
-use bson::Document;
+use bson::{Document, RawDocumentBuf};
 
 use crate::error::WireError;
 use crate::op_code;
@@ -138,6 +138,17 @@ impl OpMsg {
     }
 }
 
+/// An `OP_MSG` reply whose body is BSON bytes already: a cursor batch of stored documents
+/// passes through without being decoded and encoded again. Encoded exactly like an
+/// [`OpMsg`] with no sequences; the decoder never produces it (it yields [`OpMsg`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawOpMsg {
+    /// `flagBits` to be sent.
+    pub flags: MsgFlags,
+    /// The kind 0 body section, as BSON bytes.
+    pub body: RawDocumentBuf,
+}
+
 /// A legacy `OP_QUERY` (drivers use it for the first `hello`/`isMaster` on `admin.$cmd`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpQuery {
@@ -212,6 +223,8 @@ impl OpReply {
 pub enum Op {
     /// `OP_MSG` (2013).
     Msg(OpMsg),
+    /// `OP_MSG` (2013) with an encoded body; only ever sent.
+    RawMsg(RawOpMsg),
     /// `OP_QUERY` (2004).
     Query(OpQuery),
     /// `OP_REPLY` (1).
@@ -222,7 +235,7 @@ impl Op {
     /// The opcode of this operation (never `OP_COMPRESSED`).
     pub fn op_code(&self) -> i32 {
         match self {
-            Op::Msg(_) => op_code::OP_MSG,
+            Op::Msg(_) | Op::RawMsg(_) => op_code::OP_MSG,
             Op::Query(_) => op_code::OP_QUERY,
             Op::Reply(_) => op_code::OP_REPLY,
         }

@@ -7,7 +7,7 @@ use bson::doc;
 use bytes::BytesMut;
 use docgate_wire::{
     op_code, Compressor, DocumentSequence, Incoming, Message, MessageCodec, MsgFlags, Op, OpMsg,
-    OpQuery, OpReply, WireError,
+    OpQuery, OpReply, RawOpMsg, WireError,
 };
 use tokio_util::codec::{Decoder, Encoder};
 
@@ -359,4 +359,36 @@ fn encoder_rejects_oversized_and_bad_names() {
     }
     assert!(MessageCodec::new().encode(bad, &mut buf).is_err());
     assert_eq!(&buf[..], b"keep");
+}
+
+#[test]
+fn an_encoded_body_is_sent_like_the_same_document() {
+    let body = doc! {"cursor": {"firstBatch": [{"_id": 1, "x": [1, 2]}], "id": 0i64, "ns": "d.c"}, "ok": 1.0};
+    let raw = bson::RawDocumentBuf::try_from(&body).unwrap();
+    for flags in [0, MsgFlags::CHECKSUM_PRESENT] {
+        for compressor in [None, Some(Compressor::Zstd), Some(Compressor::Snappy)] {
+            let as_document = Message::new(
+                0,
+                9,
+                Op::Msg(OpMsg {
+                    flags: MsgFlags(flags),
+                    body: body.clone(),
+                    sequences: Vec::new(),
+                }),
+            )
+            .with_compressor(compressor);
+            let as_bytes = Message::new(
+                0,
+                9,
+                Op::RawMsg(RawOpMsg {
+                    flags: MsgFlags(flags),
+                    body: raw.clone(),
+                }),
+            )
+            .with_compressor(compressor);
+            assert_eq!(encode(&as_bytes), encode(&as_document));
+            // What a client decodes is the ordinary OP_MSG.
+            assert_eq!(round_trip(&as_bytes), as_document);
+        }
+    }
 }
