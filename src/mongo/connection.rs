@@ -11,16 +11,17 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bson::{doc, Document};
+use bson::doc;
 use docgate_wire::{
-    op_code, Compressor, Incoming, Message, MessageCodec, MsgFlags, Op, OpMsg, OpReply, WireError,
+    op_code, Compressor, Incoming, Message, MessageCodec, MsgFlags, Op, OpMsg, OpReply, RawOpMsg,
+    WireError,
 };
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::codec::Framed;
 
-use super::dispatch::{dispatch, ConnectionInfo};
+use super::dispatch::{dispatch, CommandReply, ConnectionInfo};
 use super::request::CommandRequest;
 use super::MongoServer;
 use crate::state::ServerCounters;
@@ -126,7 +127,7 @@ async fn handle_message(
             let more_to_come = msg.flags.more_to_come();
             let reply = match CommandRequest::from_op_msg(msg) {
                 Ok(request) => dispatch(server, connection, request).await,
-                Err(error) => error.to_reply(),
+                Err(error) => error.to_reply().into(),
             };
             if more_to_come {
                 return None;
@@ -140,7 +141,7 @@ async fn handle_message(
         }
         Op::Query(query) => {
             let reply = match CommandRequest::from_op_query(query) {
-                Ok(request) => dispatch(server, connection, request).await,
+                Ok(request) => dispatch(server, connection, request).await.into_document(),
                 Err(error) => error.to_reply(),
             };
             Some(Message {
@@ -150,7 +151,8 @@ async fn handle_message(
                 compressor: reply_compressor(connection, compressor),
             })
         }
-        Op::Reply(_) => None,
+        // Replies sent by a client, and the encoded form only servers send.
+        Op::Reply(_) | Op::RawMsg(_) => None,
     }
 }
 
@@ -164,18 +166,27 @@ fn reply_compressor(
 
 fn msg_reply(
     response_to: i32,
-    body: Document,
+    body: impl Into<CommandReply>,
     checksum: bool,
     compressor: Option<Compressor>,
 ) -> Message {
-    let mut msg = OpMsg::reply(body);
-    if checksum {
-        msg.flags = MsgFlags(MsgFlags::CHECKSUM_PRESENT);
-    }
+    let flags = if checksum {
+        MsgFlags(MsgFlags::CHECKSUM_PRESENT)
+    } else {
+        MsgFlags::default()
+    };
+    let op = match body.into() {
+        CommandReply::Document(body) => Op::Msg(OpMsg {
+            flags,
+            body,
+            sequences: Vec::new(),
+        }),
+        CommandReply::Encoded(body) => Op::RawMsg(RawOpMsg { flags, body }),
+    };
     Message {
         request_id: 0,
         response_to,
-        op: Op::Msg(msg),
+        op,
         compressor,
     }
 }

@@ -6,6 +6,9 @@
 //! it, not to a TCP connection, because drivers pool connections and may send `getMore` on
 //! any of them. A `getMore` from another session is refused.
 //!
+//! Documents are held as BSON bytes: a batch of stored documents goes to the client as the
+//! store returned it, without being decoded.
+//!
 //! Not for: producing results (commands materialize them and register the remainder here).
 
 use std::collections::hash_map::RandomState;
@@ -15,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use bson::{Bson, Document};
+use bson::{Bson, RawDocumentBuf};
 
 use super::error::CommandError;
 
@@ -29,7 +32,7 @@ pub const DEFAULT_FIRST_BATCH: usize = 101;
 /// The rest of one result.
 struct Cursor {
     namespace: String,
-    remaining: VecDeque<Document>,
+    remaining: VecDeque<RawDocumentBuf>,
     session: Option<Bson>,
     last_used: Instant,
 }
@@ -54,7 +57,7 @@ impl Default for CursorRegistry {
 /// One batch handed to the client and the cursor id to continue with (0 when exhausted).
 #[derive(Debug)]
 pub struct Batch {
-    pub documents: Vec<Document>,
+    pub documents: Vec<RawDocumentBuf>,
     pub cursor_id: i64,
 }
 
@@ -82,7 +85,7 @@ impl CursorRegistry {
     pub fn first_batch(
         &self,
         namespace: &str,
-        mut results: VecDeque<Document>,
+        mut results: VecDeque<RawDocumentBuf>,
         batch_size: Option<usize>,
         single_batch: bool,
         session: Option<Bson>,
@@ -193,12 +196,12 @@ impl CursorRegistry {
 }
 
 /// Takes up to `max_docs` documents, stopping early once the batch passes the byte budget.
-fn take_batch(results: &mut VecDeque<Document>, max_docs: usize) -> Vec<Document> {
+fn take_batch(results: &mut VecDeque<RawDocumentBuf>, max_docs: usize) -> Vec<RawDocumentBuf> {
     let mut batch = Vec::new();
     let mut bytes = 0usize;
     while batch.len() < max_docs {
         let Some(next) = results.front() else { break };
-        let size = bson_size(next);
+        let size = next.as_bytes().len();
         if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
             break;
         }
@@ -210,18 +213,15 @@ fn take_batch(results: &mut VecDeque<Document>, max_docs: usize) -> Vec<Document
     batch
 }
 
-/// Encoded size of a document (0 if it cannot be encoded, which cannot happen for parsed ones).
-pub fn bson_size(doc: &Document) -> usize {
-    doc.to_vec().map(|bytes| bytes.len()).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use bson::doc;
 
-    fn docs(n: i32) -> VecDeque<Document> {
-        (0..n).map(|i| doc! {"i": i}).collect()
+    fn docs(n: i32) -> VecDeque<RawDocumentBuf> {
+        (0..n)
+            .map(|i| RawDocumentBuf::try_from(&doc! {"i": i}).unwrap())
+            .collect()
     }
 
     #[test]
@@ -233,7 +233,10 @@ mod tests {
         let second = registry
             .next_batch(first.cursor_id, "d.c", Some(4), None)
             .unwrap();
-        assert_eq!(second.documents[0], doc! {"i": 4});
+        assert_eq!(
+            bson::Document::try_from(&second.documents[0]).unwrap(),
+            doc! {"i": 4}
+        );
         let third = registry
             .next_batch(first.cursor_id, "d.c", Some(4), None)
             .unwrap();

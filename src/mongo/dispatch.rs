@@ -1,12 +1,13 @@
 //! Command dispatch: the table of supported commands, the per-connection facts commands may
 //! read or set (`ConnectionInfo`), and the one place where a handler's result becomes a
-//! reply document (`ok: 1` added, errors mapped by `CommandError`).
+//! reply (`ok: 1` added, errors mapped by `CommandError`). A reply is a document, or for the
+//! cursor commands BSON bytes already, so stored documents reach the client undecoded.
 //!
 //! Not for: the commands themselves (one file per family under `commands/`).
 
 use std::net::SocketAddr;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 use docgate_wire::Compressor;
 
 use super::commands::auth::ConnectionAuth;
@@ -14,7 +15,7 @@ use super::commands::{
     aggregate, auth, delete, diagnostics, explain, find, find_and_modify, handshake, indexes,
     insert, namespaces, stats, update, users,
 };
-use super::error::{CommandError, CommandResult};
+use super::error::{CommandError, CommandResult, ReplyResult};
 use super::request::CommandRequest;
 use super::MongoServer;
 use crate::state::ServerCounters;
@@ -131,17 +132,46 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("whatsmyuri", "The client's address as the server sees it."),
 ];
 
-/// Runs one command and returns its reply document.
+/// What a command answers: a reply document, or a reply encoded as BSON already (cursor
+/// replies: their batches hold documents as the store returned them) that carries its `ok`.
+#[derive(Debug)]
+pub enum CommandReply {
+    Document(Document),
+    Encoded(RawDocumentBuf),
+}
+
+impl From<Document> for CommandReply {
+    fn from(document: Document) -> CommandReply {
+        CommandReply::Document(document)
+    }
+}
+
+impl CommandReply {
+    /// The reply as a document, for the legacy OP_REPLY (only the handshake uses it).
+    pub fn into_document(self) -> Document {
+        match self {
+            CommandReply::Document(document) => document,
+            CommandReply::Encoded(bytes) => {
+                Document::try_from(bytes.as_ref()).unwrap_or_else(|error| {
+                    CommandError::Store(crate::store::StoreError::Corrupt(error.to_string()))
+                        .to_reply()
+                })
+            }
+        }
+    }
+}
+
+/// Runs one command and returns its reply.
 pub async fn dispatch(
     server: &MongoServer,
     connection: &mut ConnectionInfo,
     request: CommandRequest,
-) -> Document {
+) -> CommandReply {
     ServerCounters::add(&server.state.counters.op_command, 1);
     let mut context = CommandContext { server, connection };
     if let Err(error) = auth::authorize(&mut context, &request).await {
         tracing::debug!(command = %request.name, db = %request.db, %error, "command refused");
-        return error.to_reply();
+        return error.to_reply().into();
     }
     let mut result = run(&mut context, &request).await;
     if let Err(CommandError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
@@ -152,20 +182,38 @@ pub async fn dispatch(
         result = run(&mut context, &request).await;
     }
     match result {
-        Ok(mut reply) => {
+        Ok(CommandReply::Document(mut reply)) => {
             if !reply.contains_key("ok") {
                 reply.insert("ok", 1.0);
             }
-            reply
+            reply.into()
         }
+        Ok(encoded) => encoded,
         Err(error) => {
             tracing::debug!(command = %request.name, db = %request.db, %error, "command failed");
-            error.to_reply()
+            error.to_reply().into()
         }
     }
 }
 
-async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
+    match request.name.as_str() {
+        "find" => find::find(context, request).await,
+        "getMore" => find::get_more(context, request),
+        "aggregate" => aggregate::aggregate(context, request).await,
+        "listCollections" => namespaces::list_collections(context, request).await,
+        "listIndexes" => indexes::list_indexes(context, request).await,
+        _ => run_document_command(context, request)
+            .await
+            .map(CommandReply::from),
+    }
+}
+
+/// The commands that answer a reply document.
+async fn run_document_command(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+) -> CommandResult {
     match request.name.as_str() {
         "hello" | "isMaster" | "ismaster" => {
             let mut reply = handshake::hello(context, request)?;
@@ -199,8 +247,6 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         "serverStatus" => Ok(diagnostics::server_status(context)),
         "listCommands" => Ok(diagnostics::list_commands()),
         "listDatabases" => namespaces::list_databases(context, request).await,
-        "listCollections" => namespaces::list_collections(context, request).await,
-        "listIndexes" => indexes::list_indexes(context, request).await,
         "createIndexes" => indexes::create_indexes(context, request).await,
         "dropIndexes" | "deleteIndexes" => indexes::drop_indexes(context, request).await,
         "create" => namespaces::create(context, request).await,
@@ -211,8 +257,6 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         "dbStats" => stats::db_stats(context, request).await,
         "validate" => stats::validate(context, request).await,
         "insert" => insert::insert(context, request).await,
-        "find" => find::find(context, request).await,
-        "getMore" => find::get_more(context, request),
         "killCursors" => find::kill_cursors(context, request),
         "count" => find::count(context, request).await,
         "distinct" => find::distinct(context, request).await,
@@ -221,7 +265,6 @@ async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
             find_and_modify::find_and_modify(context, request).await
         }
         "delete" => delete::delete(context, request).await,
-        "aggregate" => aggregate::aggregate(context, request).await,
         "explain" => explain::explain(context, request).await,
         other => Err(CommandError::CommandNotFound(other.to_string())),
     }

@@ -193,3 +193,6 @@ fn store_error_code(error: &StoreError) -> (i32, &'static str) {
 
 /// Result of a command handler.
 pub type CommandResult = Result<Document, CommandError>;
+
+/// Result of a handler whose reply may be encoded already (the cursor commands).
+pub type ReplyResult = Result<crate::mongo::dispatch::CommandReply, CommandError>;

@@ -7,9 +7,9 @@
 
 use bson::{Bson, Document};
 
-use super::write_support::{cursor_batch_size, first_batch_reply, open_session};
+use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandError, ReplyResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
 use crate::query::aggregate::{ForeignDocuments, Pipeline};
 use crate::query::filter::Filter;
@@ -17,10 +17,7 @@ use crate::query::planner::{self, ReadPlan};
 use crate::state::ServerCounters;
 
 /// `aggregate`.
-pub async fn aggregate(
-    context: &mut CommandContext<'_>,
-    request: &CommandRequest,
-) -> CommandResult {
+pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
     request.check_fields(&[
         "pipeline",
         "cursor",
@@ -49,7 +46,9 @@ pub async fn aggregate(
             db: request.db.clone(),
             body,
         };
-        return super::explain::explain(context, &explained).await;
+        return super::explain::explain(context, &explained)
+            .await
+            .map(Into::into);
     }
     if opt_document(&request.body, "cursor")?.is_none() {
         return Err(CommandError::FailedToParse(
@@ -82,7 +81,12 @@ pub async fn aggregate(
     .await?;
     drop(session);
     Ok(first_batch_reply(
-        context, request, &namespace, results, batch_size, false,
+        context,
+        request,
+        &namespace,
+        encode_documents(results)?,
+        batch_size,
+        false,
     ))
 }
 

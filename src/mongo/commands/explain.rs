@@ -68,7 +68,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     };
     let indexes = hinted_indexes(&info.indexes, target.hint.as_ref())?;
     let filter = Filter::parse(&target.filter_document)?;
-    let plan = ReadPlan::new(filter, target.sort, target.skip, target.limit, &indexes);
+    let plan = ReadPlan::new(filter, target.sort, target.skip, target.limit, indexes);
     let mut session = open_session(context).await?;
     let backend_plan = session.explain(&info.record, &plan.scan).await?;
     let mut winning = describe_plan(&plan, &info);

@@ -8,10 +8,12 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{count_bson, cursor_reply, first_batch_reply, open_session};
+use super::write_support::{
+    count_bson, cursor_reply, encode_documents, first_batch_reply, open_session,
+};
 use crate::catalog::CollectionIndex;
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandError, CommandResult, ReplyResult};
 use crate::mongo::request::{
     as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
 };
@@ -139,22 +141,22 @@ impl FindArguments {
     }
 }
 
-/// The indexes the planner may use: all of them, or only the one `hint` names (by name or
-/// key pattern; `_id_` and `{$natural: 1}` leave only the `_id` key). An unknown hint is
-/// MongoDB's BadValue.
-pub(super) fn hinted_indexes(
-    indexes: &[CollectionIndex],
+/// The indexes the planner may use: all of them (borrowed), or only the one `hint` names
+/// (by name or key pattern; `_id_` and `{$natural: 1}` leave only the `_id` key). An unknown
+/// hint is MongoDB's BadValue.
+pub(super) fn hinted_indexes<'a>(
+    indexes: &'a [CollectionIndex],
     hint: Option<&Bson>,
-) -> Result<Vec<CollectionIndex>, CommandError> {
+) -> Result<&'a [CollectionIndex], CommandError> {
     let Some(hint) = hint else {
-        return Ok(indexes.to_vec());
+        return Ok(indexes);
     };
     let found = match hint {
-        Bson::String(name) if name == "_id_" => return Ok(Vec::new()),
-        Bson::String(name) => indexes.iter().find(|i| &i.record.name == name),
-        Bson::Document(key) if key.contains_key("$natural") => return Ok(Vec::new()),
-        Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(Vec::new()),
-        Bson::Document(key) => indexes.iter().find(|i| i.spec.key_pattern() == key),
+        Bson::String(name) if name == "_id_" => return Ok(&[]),
+        Bson::String(name) => indexes.iter().position(|i| &i.record.name == name),
+        Bson::Document(key) if key.contains_key("$natural") => return Ok(&[]),
+        Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(&[]),
+        Bson::Document(key) => indexes.iter().position(|i| i.spec.key_pattern() == key),
         _ => {
             return Err(CommandError::BadValue(
                 "hint must be a string or an object".into(),
@@ -162,15 +164,16 @@ pub(super) fn hinted_indexes(
         }
     };
     match found {
-        Some(index) => Ok(vec![index.clone()]),
+        Some(at) => Ok(&indexes[at..=at]),
         None => Err(CommandError::BadValue(
             "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index".into(),
         )),
     }
 }
 
-/// `find`.
-pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+/// `find`. Without a projection the documents are answered in their stored bytes (decoded
+/// only where a residual filter or a sort must look at them).
+pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
     let FindArguments {
         filter,
         sort,
@@ -200,19 +203,23 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         .as_ref()
         .filter(|p| p.is_positional())
         .map(|_| filter.clone());
-    let plan = ReadPlan::new(filter, sort, skip, limit, &indexes);
+    let plan = ReadPlan::new(filter, sort, skip, limit, indexes);
     let mut session = open_session(context).await?;
-    let mut results = planner::execute(session.as_mut(), &info.record, &plan).await?;
+    let results = match &projection {
+        None => planner::execute_raw(session.as_mut(), &info.record, &plan).await?,
+        Some(projection) => {
+            let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
+            let projected = documents
+                .iter()
+                .map(|d| match &positional_filter {
+                    Some(filter) => projection.apply_with_query(d, filter),
+                    None => projection.apply(d),
+                })
+                .collect::<Result<_, _>>()?;
+            encode_documents(projected)?
+        }
+    };
     drop(session);
-    if let Some(projection) = &projection {
-        results = results
-            .iter()
-            .map(|d| match &positional_filter {
-                Some(filter) => projection.apply_with_query(d, filter),
-                None => projection.apply(d),
-            })
-            .collect::<Result<_, _>>()?;
-    }
     Ok(first_batch_reply(
         context,
         request,
@@ -224,7 +231,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
 }
 
 /// `getMore`.
-pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
     request.check_fields(&[
         "collection",
         "batchSize",

@@ -11,11 +11,11 @@
 use bson::{doc, Bson, Document};
 
 use super::write_support::{
-    collection_for_write, cursor_batch_size, first_batch_reply, open_session,
+    collection_for_write, cursor_batch_size, encode_documents, first_batch_reply, open_session,
 };
 use crate::catalog::CollectionInfo;
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandError, CommandResult, ReplyResult};
 use crate::mongo::request::{opt_array, CommandRequest};
 use crate::query::filter::Filter;
 use crate::query::index_spec::IndexSpec;
@@ -35,7 +35,7 @@ pub fn id_index_spec() -> Document {
 pub async fn list_indexes(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
-) -> CommandResult {
+) -> ReplyResult {
     request.check_fields(&["cursor"])?;
     let name = request.collection()?;
     let batch_size = cursor_batch_size(&request.body)?;
@@ -55,7 +55,12 @@ pub async fn list_indexes(
     specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
     let namespace = format!("{}.{name}", request.db);
     Ok(first_batch_reply(
-        context, request, &namespace, specs, batch_size, false,
+        context,
+        request,
+        &namespace,
+        encode_documents(specs)?,
+        batch_size,
+        false,
     ))
 }
 

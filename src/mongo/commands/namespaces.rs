@@ -6,9 +6,9 @@
 
 use bson::{doc, Binary, Bson, Document};
 
-use super::write_support::{cursor_batch_size, first_batch_reply, open_session};
+use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandError, CommandResult, ReplyResult};
 use crate::mongo::namespace::{check_collection_name, check_db_name, split_namespace};
 use crate::mongo::request::{opt_bool, opt_document, opt_str, CommandRequest};
 use crate::query::filter::Filter;
@@ -72,7 +72,7 @@ fn collection_entry(record: &CollectionRecord) -> Document {
 pub async fn list_collections(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
-) -> CommandResult {
+) -> ReplyResult {
     request.check_fields(&[
         "filter",
         "nameOnly",
@@ -93,7 +93,12 @@ pub async fn list_collections(
         .collect();
     let namespace = format!("{}.$cmd.listCollections", request.db);
     Ok(first_batch_reply(
-        context, request, &namespace, entries, batch_size, false,
+        context,
+        request,
+        &namespace,
+        encode_documents(entries)?,
+        batch_size,
+        false,
     ))
 }
 

@@ -6,11 +6,12 @@
 
 use std::collections::VecDeque;
 
-use bson::{doc, Bson, Document};
+use bson::raw::cstr;
+use bson::{doc, Bson, Document, RawArrayBuf, RawDocumentBuf};
 
 use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::mongo::cursors::Batch;
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::dispatch::{CommandContext, CommandReply};
 use crate::mongo::error::CommandError;
 use crate::mongo::namespace::check_collection_name;
 use crate::mongo::request::{opt_document, opt_i64, CommandRequest};
@@ -59,11 +60,39 @@ pub async fn collection_for_write(
     }
 }
 
-/// The `cursor` sub-document of a reply.
-pub fn cursor_reply(namespace: &str, batch: Batch, first: bool) -> Document {
-    let key = if first { "firstBatch" } else { "nextBatch" };
-    let documents: Vec<Bson> = batch.documents.into_iter().map(Bson::Document).collect();
-    doc! {"cursor": {key: documents, "id": batch.cursor_id, "ns": namespace}}
+/// A cursor reply, encoded: `{cursor: {firstBatch|nextBatch: [...], id, ns}, ok: 1}`. The
+/// batch's documents are copied in as they are, never decoded.
+pub fn cursor_reply(namespace: &str, batch: Batch, first: bool) -> CommandReply {
+    let mut documents = RawArrayBuf::new();
+    for document in &batch.documents {
+        documents.push(document);
+    }
+    let mut cursor = RawDocumentBuf::new();
+    let key = if first {
+        cstr!("firstBatch")
+    } else {
+        cstr!("nextBatch")
+    };
+    cursor.append(key, documents);
+    cursor.append(cstr!("id"), batch.cursor_id);
+    cursor.append(cstr!("ns"), namespace);
+    let mut reply = RawDocumentBuf::new();
+    reply.append(cstr!("cursor"), cursor);
+    reply.append(cstr!("ok"), 1.0);
+    CommandReply::Encoded(reply)
+}
+
+/// Documents built by a command (projections, pipeline results, catalog entries) encoded for
+/// a cursor; a document BSON cannot hold (a key with a NUL byte, say) is BadValue.
+pub fn encode_documents(documents: Vec<Document>) -> Result<Vec<RawDocumentBuf>, CommandError> {
+    documents
+        .iter()
+        .map(|document| {
+            RawDocumentBuf::try_from(document).map_err(|error| {
+                CommandError::BadValue(format!("a result document cannot be encoded: {error}"))
+            })
+        })
+        .collect()
 }
 
 /// A whole result as a cursor reply: first batch now, the rest behind a cursor.
@@ -71,10 +100,10 @@ pub fn first_batch_reply(
     context: &CommandContext<'_>,
     request: &CommandRequest,
     namespace: &str,
-    results: Vec<Document>,
+    results: Vec<RawDocumentBuf>,
     batch_size: Option<usize>,
     single_batch: bool,
-) -> Document {
+) -> CommandReply {
     let session = CommandContext::session_of(request);
     let batch = context.server.cursors.first_batch(
         namespace,
