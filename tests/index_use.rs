@@ -264,6 +264,41 @@ async fn id_lookup_uses_the_id_index() {
     assert_eq!(got, vec![3, 1999]);
 }
 
+/// A range on `_id` is read from the `_id` index, also as the pages of the usual keyset
+/// pagination (`{_id: {$gt: last}}` sorted by `_id` with a limit), which is then pushed
+/// whole: no residual filter, no sort in memory, the limit in SQL.
+#[tokio::test]
+async fn a_range_on_id_and_id_pagination_use_the_id_index() {
+    let (_server, db) = setup().await;
+    let range = doc! {"_id": {"$gte": 100, "$lt": 110}};
+    let plan = winning_plan(&db, doc! {"find": "people", "filter": range.clone()}).await;
+    assert_index_scan(&plan, "_id_");
+    assert_eq!(
+        details(&plan).get_bool("pushedFilterExact").ok(),
+        Some(true),
+        "{plan}"
+    );
+    let mut got = ids(&find(&db, range, None, None).await);
+    got.sort_unstable();
+    assert_eq!(got, (100..110).collect::<Vec<_>>());
+
+    let page = doc! {"_id": {"$gt": 1500}};
+    let plan = winning_plan(
+        &db,
+        doc! {"find": "people", "filter": page.clone(), "sort": {"_id": 1}, "limit": 5},
+    )
+    .await;
+    assert_index_scan(&plan, "_id_");
+    assert_sort_served_by_index(&plan);
+    assert_eq!(
+        details(&plan).get_i64("pushedLimit").ok(),
+        Some(5),
+        "limit not pushed: {plan}"
+    );
+    let got = ids(&find(&db, page, Some(doc! {"_id": 1}), Some(5)).await);
+    assert_eq!(got, vec![1501, 1502, 1503, 1504, 1505]);
+}
+
 #[tokio::test]
 async fn equality_range_and_in_on_indexed_fields_use_their_index() {
     let (_server, db) = setup().await;

@@ -53,6 +53,7 @@ fn the_indexed_collection_is_read_through_its_indexes() {
             (doc! {"sp": 1}, None, "sp_1"),
             (doc! {"dt": {"$gt": date(0)}}, None, "dt_1"),
             (doc! {"_id": 3}, None, "_id_"),
+            (doc! {"_id": {"$gt": 3, "$lt": 30}}, None, "_id_"),
             (doc! {}, Some(doc! {"s": 1}), "s_1"),
             (doc! {}, Some(doc! {"b": 1}), "b_-1"),
             (doc! {"n.x": {"$gt": 0}}, Some(doc! {"n.x": -1}), "n.x_1"),

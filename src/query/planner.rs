@@ -204,6 +204,9 @@ fn merge_bounds<'a>(
     predicates: &'a [FieldPredicate],
     indexes: &[CollectionIndex],
 ) -> (Option<Predicate>, Vec<&'a FieldPredicate>) {
+    if path == "_id" {
+        return merge_key_bounds(predicates);
+    }
     let all: Vec<&FieldPredicate> = predicates.iter().collect();
     let Some(index) = indexes
         .iter()
@@ -212,7 +215,7 @@ fn merge_bounds<'a>(
     else {
         return (None, all);
     };
-    if index.record.multikey || path == "_id" {
+    if index.record.multikey {
         return (None, all);
     }
     let direction = index.spec.fields[0].1;
@@ -239,6 +242,27 @@ fn merge_bounds<'a>(
         upper: range.upper,
     });
     (predicate, rest)
+}
+
+/// `_id`'s comparisons as one range of the `_id` key (`_id` is never an array, so one key
+/// per document holds every bound), and the conditions left to push one by one.
+fn merge_key_bounds(predicates: &[FieldPredicate]) -> (Option<Predicate>, Vec<&FieldPredicate>) {
+    let mut ranges = Vec::new();
+    let mut rest = Vec::new();
+    for predicate in predicates {
+        match comparison_range(predicate, IndexDirection::Ascending) {
+            Some(range) => ranges.push(range),
+            None => rest.push(predicate),
+        }
+    }
+    let merged = ranges
+        .into_iter()
+        .reduce(intersect)
+        .map(|range| Predicate::KeyRange {
+            lower: range.lower,
+            upper: range.upper,
+        });
+    (merged, rest)
 }
 
 /// The keys both ranges hold: the higher lower bound and the lower upper bound (exclusive
@@ -569,6 +593,47 @@ mod tests {
         let (predicate, exact) = plan(doc! {"_id": {"$in": [1, 2, 1.0]}});
         assert!(matches!(predicate, Predicate::KeyIn(ref keys) if keys.len() == 2));
         assert!(exact);
+    }
+
+    #[test]
+    fn id_comparisons_are_one_exact_key_range() {
+        use crate::store::IndexBound;
+        let bound = |value: Bson, inclusive: bool| IndexBound {
+            key: encode_key(&value),
+            inclusive,
+        };
+        let (predicate, exact) = plan(doc! {"_id": {"$gte": 10, "$lt": 20, "$gt": 5}});
+        assert!(exact);
+        assert_eq!(
+            predicate,
+            Predicate::KeyRange {
+                lower: Some(bound(Bson::Int32(10), true)),
+                upper: Some(bound(Bson::Int32(20), false)),
+            }
+        );
+        // Type bracketing: `$gt: 5` starts after 5's key and stops before the first key of
+        // the next type (strings).
+        let (predicate, _) = plan(doc! {"_id": {"$gt": 5}});
+        let Predicate::KeyRange {
+            lower: Some(lower),
+            upper: Some(upper),
+        } = predicate
+        else {
+            panic!("not a bounded key range: {predicate:?}");
+        };
+        assert!(lower.key > encode_key(&Bson::Int32(5)));
+        assert!(lower.key <= encode_key(&Bson::Double(5.000001)));
+        assert!(upper.key <= encode_key(&Bson::String(String::new())));
+        assert!(upper.key > encode_key(&Bson::Double(f64::INFINITY)));
+        // With other conditions on `_id`, both are pushed.
+        let (predicate, exact) = plan(doc! {"_id": {"$gt": 5, "$in": [7, 9]}});
+        assert!(exact);
+        assert!(
+            matches!(&predicate, Predicate::And(parts) if parts.len() == 2),
+            "{predicate:?}"
+        );
+        // NaN is matched by no comparison; left to Rust.
+        assert!(!plan(doc! {"_id": {"$gt": f64::NAN}}).1);
     }
 
     #[test]

@@ -21,6 +21,12 @@ pub enum Predicate {
     KeyEquals(Vec<u8>),
     /// `_id` key is one of (exact; served by the `_id` index).
     KeyIn(Vec<Vec<u8>>),
+    /// `_id` key within the bounds, bytewise (exact: `_id` is never an array, so the keys in
+    /// a comparison's range are exactly the documents it matches; served by the `_id` index).
+    KeyRange {
+        lower: Option<IndexBound>,
+        upper: Option<IndexBound>,
+    },
     /// Some value at `path` (field names, no numeric components) equals `value` by MongoDB
     /// equality, where any array along the path is traversed. OVER-SELECTS: the store may
     /// return every document in which any prefix of the path is an array, and may treat
@@ -54,6 +60,7 @@ impl Predicate {
             Predicate::True
             | Predicate::KeyEquals(_)
             | Predicate::KeyIn(_)
+            | Predicate::KeyRange { .. }
             | Predicate::IndexRange { .. } => true,
             Predicate::PathEquals { .. } => false,
             Predicate::And(parts) | Predicate::Or(parts) => parts.iter().all(Predicate::is_exact),

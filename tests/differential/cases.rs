@@ -203,6 +203,21 @@ pub fn hand_written_filters() -> Vec<Document> {
         doc! {"_id": {"$gt": 100}},
         doc! {"_id": {"$lt": 5}},
         doc! {"_id": {"$gte": "a"}},
+        // ranges on `_id` (one range of the `_id` key), bounds merged, with other conditions
+        doc! {"_id": {"$gt": 5, "$lte": 50}},
+        doc! {"_id": {"$gte": 10, "$gt": 10.5, "$lt": Bson::Int64(20)}},
+        doc! {"_id": {"$gt": 50, "$lt": 5}},
+        doc! {"_id": {"$gte": 3.0, "$lte": 3}},
+        doc! {"_id": {"$gt": 5, "$ne": 10}},
+        doc! {"_id": {"$gte": 1, "$in": [0, 2, 1000, "id-a"]}},
+        doc! {"_id": {"$lt": "id-b"}},
+        doc! {"_id": {"$gte": oid(3)}},
+        doc! {"_id": {"$lt": {"k": 2}}},
+        doc! {"_id": {"$gt": f64::NAN}},
+        doc! {"_id": {"$lte": f64::INFINITY}},
+        doc! {"_id": {"$gt": Bson::Null}},
+        doc! {"$or": [{"_id": {"$lt": 3}}, {"_id": {"$gt": 990}}]},
+        doc! {"_id": {"$gt": 2}, "a": {"$gte": 1}},
         // $ne, $in, $nin
         doc! {"a": {"$ne": 1}},
         doc! {"a": {"$ne": [1, 2]}},
@@ -391,6 +406,7 @@ pub fn shaped_cases() -> Vec<Case> {
         doc! {"s": {"$gt": ""}},
         doc! {"c": {"$lt": 10}},
         doc! {"_id": {"$gte": 100}},
+        doc! {"_id": {"$gt": 10, "$lt": 900}},
         doc! {"n.x": {"$exists": true}},
     ];
     let sorts = [

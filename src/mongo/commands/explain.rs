@@ -214,7 +214,10 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, CommandErro
 
 fn uses_index(predicate: &Predicate) -> bool {
     match predicate {
-        Predicate::KeyEquals(_) | Predicate::KeyIn(_) | Predicate::IndexRange { .. } => true,
+        Predicate::KeyEquals(_)
+        | Predicate::KeyIn(_)
+        | Predicate::KeyRange { .. }
+        | Predicate::IndexRange { .. } => true,
         Predicate::And(parts) => parts.iter().any(uses_index),
         Predicate::Or(parts) => !parts.is_empty() && parts.iter().all(uses_index),
         Predicate::True | Predicate::PathEquals { .. } => false,
@@ -229,7 +232,9 @@ fn indexes_used(predicate: &Predicate, info: &CollectionInfo, out: &mut Vec<Stri
         }
     };
     match predicate {
-        Predicate::KeyEquals(_) | Predicate::KeyIn(_) => add("_id_".to_string()),
+        Predicate::KeyEquals(_) | Predicate::KeyIn(_) | Predicate::KeyRange { .. } => {
+            add("_id_".to_string())
+        }
         Predicate::IndexRange { table, .. } => {
             if let Some(index) = info.indexes.iter().find(|i| &i.record.table == table) {
                 add(index.record.name.clone());

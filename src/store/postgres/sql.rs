@@ -6,7 +6,8 @@
 //!   and is already a quoted, schema-qualified identifier;
 //! - `KeyEquals` is `k = $n` and `KeyIn` is `k = ANY($n::bytea[])`: one bound array however
 //!   many keys, served by the unique index on `k` (bytea compares like `memcmp`, which is the
-//!   key encoding's order, so `ORDER BY k` walks the same index);
+//!   key encoding's order, so `ORDER BY k` walks the same index); `KeyRange` is `k >= $n AND
+//!   k < $m` on that index;
 //! - `PathEquals` is `j @? $n::text::jsonpath` with a bound path such as
 //!   `$."a"."b" ? (@ == "x")`. jsonpath's lax mode unwraps arrays at every step and in the
 //!   filter, and compares numbers numerically (5 = 5.0), so this selects every document
@@ -27,7 +28,7 @@
 use std::fmt::Write as _;
 
 use super::super::image::nul_free;
-use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::super::StoreError;
 use super::conn::Params;
 
@@ -126,6 +127,11 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
         Predicate::KeyEquals(key) => push_keys(vec![key], sql),
         Predicate::KeyIn(keys) => push_keys(keys.iter().collect(), sql),
         Predicate::PathEquals { path, value } => push_path_in(path, &[value], sql),
+        Predicate::KeyRange { lower, upper } => {
+            sql.text.push_str("(TRUE");
+            push_bounds("k", lower, upper, sql);
+            sql.text.push(')');
+        }
         Predicate::IndexRange {
             table,
             lower,
@@ -140,16 +146,7 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
             } else {
                 let _ = write!(sql.text, "k IN (SELECT k FROM {table} WHERE TRUE");
             }
-            if let Some(bound) = lower {
-                let op = if bound.inclusive { ">=" } else { ">" };
-                let _ = write!(sql.text, " AND {column} {op} ");
-                sql.bind(bound.key.clone(), "");
-            }
-            if let Some(bound) = upper {
-                let op = if bound.inclusive { "<=" } else { "<" };
-                let _ = write!(sql.text, " AND {column} {op} ");
-                sql.bind(bound.key.clone(), "");
-            }
+            push_bounds(column, lower, upper, sql);
             sql.text.push(')');
         }
         Predicate::And(parts) => {
@@ -157,6 +154,25 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
             push_balanced(&terms, " AND ", "TRUE", sql);
         }
         Predicate::Or(parts) => push_balanced(&or_terms(parts), " OR ", "FALSE", sql),
+    }
+}
+
+/// ` AND column >= $n` / ` AND column < $n` (or `>` / `<=`) for the bounds that are set.
+fn push_bounds(
+    column: &str,
+    lower: &Option<IndexBound>,
+    upper: &Option<IndexBound>,
+    sql: &mut Sql,
+) {
+    if let Some(bound) = lower {
+        let op = if bound.inclusive { ">=" } else { ">" };
+        let _ = write!(sql.text, " AND {column} {op} ");
+        sql.bind(bound.key.clone(), "");
+    }
+    if let Some(bound) = upper {
+        let op = if bound.inclusive { "<=" } else { "<" };
+        let _ = write!(sql.text, " AND {column} {op} ");
+        sql.bind(bound.key.clone(), "");
     }
 }
 

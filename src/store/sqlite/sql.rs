@@ -9,7 +9,7 @@
 //!   SQLite's JSON path syntax (`$."a"."b"`: no `"`, `\` or control characters, not empty).
 //!   Otherwise the predicate becomes `1` (select everything): correct, because pushdown may
 //!   over-select, just slower.
-//! - `KeyEquals`/`KeyIn` compare the `k` column, served by its unique index. Up to
+//! - `KeyEquals`/`KeyIn`/`KeyRange` compare the `k` column, served by its unique index. Up to
 //!   `INLINE_KEYS` keys are bound one per `?`; more are bound as one JSON array of hex
 //!   strings and expanded with `json_each`, which the planner still drives through the index.
 //! - `PathEquals` over-selects as `scan.rs` allows: any document where a prefix of the path
@@ -23,7 +23,7 @@
 
 use rusqlite::types::Value;
 
-use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 
 /// Above this many keys, `KeyIn` binds a single JSON array instead of one `?` per key.
 const INLINE_KEYS: usize = 50;
@@ -120,6 +120,11 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
         Predicate::PathEquals { path, value } => {
             push_path_in(path, std::slice::from_ref(value).iter(), sql)
         }
+        Predicate::KeyRange { lower, upper } => {
+            sql.text.push_str("(1");
+            push_bounds("k", lower, upper, sql);
+            sql.text.push(')');
+        }
         Predicate::IndexRange {
             table,
             lower,
@@ -136,16 +141,7 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
                 sql.text.push_str(&quote_ident(table));
                 sql.text.push_str(" WHERE 1");
             }
-            if let Some(bound) = lower {
-                let op = if bound.inclusive { ">=" } else { ">" };
-                sql.text.push_str(&format!(" AND {column} {op} ?"));
-                sql.params.push(Value::Blob(bound.key.clone()));
-            }
-            if let Some(bound) = upper {
-                let op = if bound.inclusive { "<=" } else { "<" };
-                sql.text.push_str(&format!(" AND {column} {op} ?"));
-                sql.params.push(Value::Blob(bound.key.clone()));
-            }
+            push_bounds(column, lower, upper, sql);
             sql.text.push(')');
         }
         Predicate::And(parts) => {
@@ -153,6 +149,25 @@ fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
             push_balanced(&terms, " AND ", '1', sql);
         }
         Predicate::Or(parts) => push_balanced(&or_terms(parts), " OR ", '0', sql),
+    }
+}
+
+/// ` AND column >= ?` / ` AND column < ?` (or `>` / `<=`) for the bounds that are set.
+fn push_bounds(
+    column: &str,
+    lower: &Option<IndexBound>,
+    upper: &Option<IndexBound>,
+    sql: &mut Sql,
+) {
+    if let Some(bound) = lower {
+        let op = if bound.inclusive { ">=" } else { ">" };
+        sql.text.push_str(&format!(" AND {column} {op} ?"));
+        sql.params.push(Value::Blob(bound.key.clone()));
+    }
+    if let Some(bound) = upper {
+        let op = if bound.inclusive { "<=" } else { "<" };
+        sql.text.push_str(&format!(" AND {column} {op} ?"));
+        sql.params.push(Value::Blob(bound.key.clone()));
     }
 }
 
