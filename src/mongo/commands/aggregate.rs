@@ -80,14 +80,14 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     )
     .await?;
     drop(session);
-    Ok(first_batch_reply(
+    first_batch_reply(
         context,
         request,
         &namespace,
         encode_documents(results)?,
         batch_size,
         false,
-    ))
+    )
 }
 
 /// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is

@@ -189,14 +189,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let namespace = format!("{}.{name}", request.db);
 
     let Some(info) = context.collection_info(&request.db, name).await? else {
-        return Ok(first_batch_reply(
-            context,
-            request,
-            &namespace,
-            Vec::new(),
-            batch_size,
-            true,
-        ));
+        return first_batch_reply(context, request, &namespace, Vec::new(), batch_size, true);
     };
     let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
     let positional_filter = projection
@@ -220,14 +213,14 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         }
     };
     drop(session);
-    Ok(first_batch_reply(
+    first_batch_reply(
         context,
         request,
         &namespace,
         results,
         batch_size,
         single_batch,
-    ))
+    )
 }
 
 /// `getMore`.
@@ -258,7 +251,7 @@ pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> R
         .server
         .cursors
         .next_batch(id, &namespace, batch_size, session.as_ref())?;
-    Ok(cursor_reply(&namespace, batch, false))
+    cursor_reply(&namespace, batch, false)
 }
 
 /// `killCursors`.

@@ -54,14 +54,14 @@ pub async fn list_indexes(
     let mut specs = vec![id_index_spec()];
     specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
     let namespace = format!("{}.{name}", request.db);
-    Ok(first_batch_reply(
+    first_batch_reply(
         context,
         request,
         &namespace,
         encode_documents(specs)?,
         batch_size,
         false,
-    ))
+    )
 }
 
 /// `createIndexes`: builds each requested index that does not exist yet.

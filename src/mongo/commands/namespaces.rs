@@ -92,14 +92,14 @@ pub async fn list_collections(
         .map(|entry| if name_only { doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": "collection"} } else { entry })
         .collect();
     let namespace = format!("{}.$cmd.listCollections", request.db);
-    Ok(first_batch_reply(
+    first_batch_reply(
         context,
         request,
         &namespace,
         encode_documents(entries)?,
         batch_size,
         false,
-    ))
+    )
 }
 
 /// Options of `create` that docgate does not implement yet; refused rather than ignored.
