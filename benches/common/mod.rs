@@ -9,8 +9,17 @@
 //! - `DOCGATE_BENCH_PG_URL=postgres://…`: use that PostgreSQL (a fresh database is created on
 //!   it with `psql` and dropped afterwards) instead of starting a cluster.
 //! - `DOCGATE_BENCH_PG=0`: SQLite only; `DOCGATE_BENCH_SQLITE=0`: PostgreSQL only.
+//! - `DOCGATE_BENCH_CPUS=0` (a `taskset` CPU list): run the benchmark, and everything it
+//!   starts (docgate, the throwaway PostgreSQL, relays), on those CPUs only. On one CPU a
+//!   hand-over between processes is a context switch instead of waking another, idle CPU —
+//!   which on a virtual machine costs tens of microseconds and varies with where the
+//!   scheduler put things — so what remains is the work done; the default measures both.
 
 #![allow(dead_code)]
+
+pub mod raw_sql;
+pub mod relay;
+pub mod wire_client;
 
 use std::fs::File;
 use std::net::{TcpListener, TcpStream};
@@ -343,6 +352,7 @@ fn with_database(url: &str, database: &str) -> String {
 /// The backends to run: SQLite in `dir/sqlite` always, then PostgreSQL if available. The
 /// returned `Postgres` must outlive the runs.
 pub fn backends(dir: &Path) -> (Vec<Backend>, Option<Postgres>) {
+    pin_to_cpus_if_asked();
     let sqlite_dir = dir.join("sqlite");
     std::fs::create_dir_all(&sqlite_dir).expect("create sqlite dir");
     let mut out = Vec::new();
@@ -356,6 +366,23 @@ pub fn backends(dir: &Path) -> (Vec<Backend>, Option<Postgres>) {
         });
     }
     (out, pg)
+}
+
+/// Applies `DOCGATE_BENCH_CPUS` to this process (all its threads); what it starts later
+/// inherits it.
+fn pin_to_cpus_if_asked() {
+    let Ok(cpus) = std::env::var("DOCGATE_BENCH_CPUS") else {
+        return;
+    };
+    let pid = std::process::id().to_string();
+    let status = Command::new("taskset")
+        .args(["-a", "-p", "-c", cpus.trim(), &pid])
+        .stdout(Stdio::null())
+        .status();
+    match status {
+        Ok(status) if status.success() => println!("note: pinned to CPUs {}", cpus.trim()),
+        other => panic!("DOCGATE_BENCH_CPUS={cpus}: taskset failed: {other:?}"),
+    }
 }
 
 /// Opens a rusqlite connection on docgate's database file configured as docgate configures
