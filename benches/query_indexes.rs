@@ -30,12 +30,11 @@
 //! over the wire), a/b and c/d (docgate vs direct). Every answer is checked (ids and counts).
 //! Nothing is asserted about speed.
 //!
-//! Duration (2 cores, 1,000,000 documents, defaults): SQLite loads each collection in ~8s
-//! and builds both indexes in ~12s, then queries for ~6.5 min; PostgreSQL loads in ~17s per
-//! collection and builds the indexes in ~17s, then needs ~20 min to query. Nearly all of the
-//! query time is the indexed range on `b` (~0.4s each on SQLite at 1M): the two bounds are
-//! not yet combined into one index range. Lower `DOCGATE_BENCH_QUERY_LOOKUPS` (or the
-//! document count) for a quicker run.
+//! Duration: loading takes seconds (SQLite ~8 s per collection at 1,000,000 documents,
+//! PostgreSQL ~17 s); nearly all of the query time is the unindexed sides (c) and (d), which
+//! scan: at 100,000 documents on SQLite an unindexed range took ~70 ms against ~0.3 ms
+//! through `b_1` (the two bounds are one index range), and the scans grow with the document
+//! count. Lower `DOCGATE_BENCH_QUERY_DOCS` or `DOCGATE_BENCH_QUERY_LOOKUPS` for a quicker run.
 //!
 //! Run: `cargo bench --bench query_indexes` (`DOCGATE_BENCH_PG=0` for SQLite only;
 //! `DOCGATE_BENCH_PG_URL` to use an existing PostgreSQL, see `common/mod.rs`).
