@@ -17,6 +17,7 @@ mod meta_scenario;
 pub mod postgres;
 pub mod scan;
 pub mod sqlite;
+mod where_clause;
 
 use async_trait::async_trait;
 use bson::Document;

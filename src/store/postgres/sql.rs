@@ -23,12 +23,17 @@
 //!   PostgreSQL takes at most 65,535 bound values; a predicate needing more is an error
 //!   rather than a silently different query (the planner never produces one).
 //!
+//! The clause's shape (balanced junctions, merged `Or` operands, key and index ranges) is
+//! `store::where_clause`'s; this module supplies PostgreSQL's leaves and the `SELECT` around
+//! it.
+//!
 //! Not for: writes (`write.rs`) or the catalog (`catalog.rs`).
 
 use std::fmt::Write as _;
 
 use super::super::image::nul_free;
-use super::super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::where_clause::{push_predicate, WhereClause};
 use super::super::StoreError;
 use super::conn::Params;
 
@@ -121,131 +126,45 @@ fn clamp(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
-    match predicate {
-        Predicate::True => sql.text.push_str("TRUE"),
-        Predicate::KeyEquals(key) => push_keys(vec![key], sql),
-        Predicate::KeyIn(keys) => push_keys(keys.iter().collect(), sql),
-        Predicate::PathEquals { path, value } => push_path_in(path, &[value], sql),
-        Predicate::KeyRange { lower, upper } => {
-            sql.text.push_str("(TRUE");
-            push_bounds("k", lower, upper, sql);
-            sql.text.push(')');
-        }
-        Predicate::IndexRange {
-            table,
-            lower,
-            upper,
-        } => {
-            // On the index the scan walks (one entry per document), the bounds apply to the
-            // walked entry itself: the range and the order are one index scan, no Sort.
-            let walked = sql.walked.as_deref() == Some(table.as_str());
-            let column = if walked { "dg_o.dg_ik" } else { "ik" };
-            if walked {
-                sql.text.push_str("(TRUE");
-            } else {
-                let _ = write!(sql.text, "k IN (SELECT k FROM {table} WHERE TRUE");
-            }
-            push_bounds(column, lower, upper, sql);
-            sql.text.push(')');
-        }
-        Predicate::And(parts) => {
-            let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
-            push_balanced(&terms, " AND ", "TRUE", sql);
-        }
-        Predicate::Or(parts) => push_balanced(&or_terms(parts), " OR ", "FALSE", sql),
+impl WhereClause for Sql {
+    const TRUE: &'static str = "TRUE";
+    const FALSE: &'static str = "FALSE";
+
+    fn text(&mut self) -> &mut String {
+        &mut self.text
+    }
+
+    fn walked(&self) -> Option<&str> {
+        self.walked.as_deref()
+    }
+
+    fn bind_key(&mut self, key: &[u8]) {
+        self.bind(key.to_vec(), "");
+    }
+
+    fn push_keys(&mut self, keys: &[&Vec<u8>]) {
+        push_keys(keys, self);
+    }
+
+    fn push_path_in(&mut self, path: &[String], values: &[&PathValue]) {
+        push_path_in(path, values, self);
+    }
+
+    /// Entries tables come from the catalog already quoted and schema-qualified.
+    fn entries_table(&self, table: &str) -> String {
+        table.to_string()
     }
 }
 
-/// ` AND column >= $n` / ` AND column < $n` (or `>` / `<=`) for the bounds that are set.
-fn push_bounds(
-    column: &str,
-    lower: &Option<IndexBound>,
-    upper: &Option<IndexBound>,
-    sql: &mut Sql,
-) {
-    if let Some(bound) = lower {
-        let op = if bound.inclusive { ">=" } else { ">" };
-        let _ = write!(sql.text, " AND {column} {op} ");
-        sql.bind(bound.key.clone(), "");
-    }
-    if let Some(bound) = upper {
-        let op = if bound.inclusive { "<=" } else { "<" };
-        let _ = write!(sql.text, " AND {column} {op} ");
-        sql.bind(bound.key.clone(), "");
-    }
-}
-
-/// One operand of a junction: a predicate, or several `Or` operands merged into one.
-enum Term<'a> {
-    Predicate(&'a Predicate),
-    Keys(Vec<&'a Vec<u8>>),
-    PathIn(&'a [String], Vec<&'a PathValue>),
-}
-
-/// The operands of an `Or`, with every key operand merged into one key set and the
-/// `PathEquals` operands on the same path merged into one jsonpath.
-fn or_terms(parts: &[Predicate]) -> Vec<Term<'_>> {
-    let mut keys: Vec<&Vec<u8>> = Vec::new();
-    let mut paths: Vec<(&[String], Vec<&PathValue>)> = Vec::new();
-    let mut terms = Vec::new();
-    for part in parts {
-        match part {
-            Predicate::KeyEquals(key) => keys.push(key),
-            Predicate::KeyIn(more) => keys.extend(more),
-            Predicate::PathEquals { path, value } => {
-                match paths.iter_mut().find(|(p, _)| *p == path.as_slice()) {
-                    Some((_, values)) => values.push(value),
-                    None => paths.push((path, vec![value])),
-                }
-            }
-            other => terms.push(Term::Predicate(other)),
-        }
-    }
-    if !keys.is_empty() {
-        terms.push(Term::Keys(keys));
-    }
-    terms.extend(
-        paths
-            .into_iter()
-            .map(|(path, values)| Term::PathIn(path, values)),
-    );
-    terms
-}
-
-fn push_term(term: &Term<'_>, sql: &mut Sql) {
-    match term {
-        Term::Predicate(p) => push_predicate(p, sql),
-        Term::Keys(keys) => push_keys(keys.clone(), sql),
-        Term::PathIn(path, values) => push_path_in(path, values, sql),
-    }
-}
-
-/// Operands joined by `op` as a balanced tree of parentheses.
-fn push_balanced(terms: &[Term<'_>], op: &str, empty: &str, sql: &mut Sql) {
-    match terms {
-        [] => sql.text.push_str(empty),
-        [one] => push_term(one, sql),
-        _ => {
-            let (left, right) = terms.split_at(terms.len() / 2);
-            sql.text.push('(');
-            push_balanced(left, op, empty, sql);
-            sql.text.push_str(op);
-            push_balanced(right, op, empty, sql);
-            sql.text.push(')');
-        }
-    }
-}
-
-fn push_keys(keys: Vec<&Vec<u8>>, sql: &mut Sql) {
-    match keys.as_slice() {
+fn push_keys(keys: &[&Vec<u8>], sql: &mut Sql) {
+    match keys {
         [] => sql.text.push_str("FALSE"),
         [one] => {
             sql.text.push_str("k = ");
             sql.bind((*one).clone(), "");
         }
         _ => {
-            let keys: Vec<Vec<u8>> = keys.into_iter().cloned().collect();
+            let keys: Vec<Vec<u8>> = keys.iter().map(|key| key.to_vec()).collect();
             sql.text.push_str("k = ANY(");
             sql.bind(keys, "::bytea[]");
             sql.text.push(')');

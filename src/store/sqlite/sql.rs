@@ -19,11 +19,15 @@
 //!   balanced tree of parentheses: a `$in` of 10,000 values is one bound value and stays far
 //!   below SQLite's limits (32766 bound values, expression depth 1000).
 //!
+//! The clause's shape (balanced junctions, merged `Or` operands, key and index ranges) is
+//! `store::where_clause`'s; this module supplies SQLite's leaves and the `SELECT` around it.
+//!
 //! Not for: writes (`write.rs`) or the catalog (`catalog.rs`).
 
 use rusqlite::types::Value;
 
-use super::super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::where_clause::{push_predicate, WhereClause};
 
 /// Above this many keys, `KeyIn` binds a single JSON array instead of one `?` per key.
 const INLINE_KEYS: usize = 50;
@@ -109,128 +113,33 @@ fn clamp(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn push_predicate(predicate: &Predicate, sql: &mut Sql) {
-    match predicate {
-        Predicate::True => sql.text.push('1'),
-        Predicate::KeyEquals(key) => {
-            sql.text.push_str("k = ?");
-            sql.params.push(Value::Blob(key.clone()));
-        }
-        Predicate::KeyIn(keys) => push_key_in(keys.iter(), keys.len(), sql),
-        Predicate::PathEquals { path, value } => {
-            push_path_in(path, std::slice::from_ref(value).iter(), sql)
-        }
-        Predicate::KeyRange { lower, upper } => {
-            sql.text.push_str("(1");
-            push_bounds("k", lower, upper, sql);
-            sql.text.push(')');
-        }
-        Predicate::IndexRange {
-            table,
-            lower,
-            upper,
-        } => {
-            // On the index the scan walks (one entry per document), the bounds apply to
-            // the walked entry itself: the range and the order are one index walk.
-            let walked = sql.walked.as_deref() == Some(table.as_str());
-            let column = if walked { "dg_o.dg_ik" } else { "ik" };
-            if walked {
-                sql.text.push_str("(1");
-            } else {
-                sql.text.push_str("k IN (SELECT k FROM ");
-                sql.text.push_str(&quote_ident(table));
-                sql.text.push_str(" WHERE 1");
-            }
-            push_bounds(column, lower, upper, sql);
-            sql.text.push(')');
-        }
-        Predicate::And(parts) => {
-            let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
-            push_balanced(&terms, " AND ", '1', sql);
-        }
-        Predicate::Or(parts) => push_balanced(&or_terms(parts), " OR ", '0', sql),
-    }
-}
+impl WhereClause for Sql {
+    const TRUE: &'static str = "1";
+    const FALSE: &'static str = "0";
 
-/// ` AND column >= ?` / ` AND column < ?` (or `>` / `<=`) for the bounds that are set.
-fn push_bounds(
-    column: &str,
-    lower: &Option<IndexBound>,
-    upper: &Option<IndexBound>,
-    sql: &mut Sql,
-) {
-    if let Some(bound) = lower {
-        let op = if bound.inclusive { ">=" } else { ">" };
-        sql.text.push_str(&format!(" AND {column} {op} ?"));
-        sql.params.push(Value::Blob(bound.key.clone()));
+    fn text(&mut self) -> &mut String {
+        &mut self.text
     }
-    if let Some(bound) = upper {
-        let op = if bound.inclusive { "<=" } else { "<" };
-        sql.text.push_str(&format!(" AND {column} {op} ?"));
-        sql.params.push(Value::Blob(bound.key.clone()));
-    }
-}
 
-/// One operand of a junction: a predicate, or several `Or` operands merged into one.
-enum Term<'a> {
-    Predicate(&'a Predicate),
-    Keys(Vec<&'a Vec<u8>>),
-    PathIn(&'a [String], Vec<&'a PathValue>),
-}
-
-/// The operands of an `Or`, with every key operand merged into one `KeyIn` and the
-/// `PathEquals` operands on the same path merged into one `IN` (a large `$in` stays one
-/// index probe / one bound value instead of thousands of `OR`s).
-fn or_terms(parts: &[Predicate]) -> Vec<Term<'_>> {
-    let mut keys: Vec<&Vec<u8>> = Vec::new();
-    let mut paths: Vec<(&[String], Vec<&PathValue>)> = Vec::new();
-    let mut terms = Vec::new();
-    for part in parts {
-        match part {
-            Predicate::KeyEquals(key) => keys.push(key),
-            Predicate::KeyIn(more) => keys.extend(more),
-            Predicate::PathEquals { path, value } => {
-                match paths.iter_mut().find(|(p, _)| *p == path.as_slice()) {
-                    Some((_, values)) => values.push(value),
-                    None => paths.push((path, vec![value])),
-                }
-            }
-            other => terms.push(Term::Predicate(other)),
-        }
+    fn walked(&self) -> Option<&str> {
+        self.walked.as_deref()
     }
-    if !keys.is_empty() {
-        terms.push(Term::Keys(keys));
-    }
-    terms.extend(
-        paths
-            .into_iter()
-            .map(|(path, values)| Term::PathIn(path, values)),
-    );
-    terms
-}
 
-fn push_term(term: &Term<'_>, sql: &mut Sql) {
-    match term {
-        Term::Predicate(p) => push_predicate(p, sql),
-        Term::Keys(keys) => push_key_in(keys.iter().copied(), keys.len(), sql),
-        Term::PathIn(path, values) => push_path_in(path, values.iter().copied(), sql),
+    fn bind_key(&mut self, key: &[u8]) {
+        self.text.push('?');
+        self.params.push(Value::Blob(key.to_vec()));
     }
-}
 
-/// Operands joined by `op` as a balanced tree of parentheses, so that thousands of operands
-/// stay far below SQLite's expression depth limit (1000).
-fn push_balanced(terms: &[Term<'_>], op: &str, empty: char, sql: &mut Sql) {
-    match terms {
-        [] => sql.text.push(empty),
-        [one] => push_term(one, sql),
-        _ => {
-            let (left, right) = terms.split_at(terms.len() / 2);
-            sql.text.push('(');
-            push_balanced(left, op, empty, sql);
-            sql.text.push_str(op);
-            push_balanced(right, op, empty, sql);
-            sql.text.push(')');
-        }
+    fn push_keys(&mut self, keys: &[&Vec<u8>]) {
+        push_key_in(keys.iter().copied(), keys.len(), self);
+    }
+
+    fn push_path_in(&mut self, path: &[String], values: &[&PathValue]) {
+        push_path_in(path, values.iter().copied(), self);
+    }
+
+    fn entries_table(&self, table: &str) -> String {
+        quote_ident(table)
     }
 }
 

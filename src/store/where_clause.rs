@@ -1,0 +1,161 @@
+//! The shape of a `WHERE` clause, shared by the SQL dialects: how a pushdown `Predicate`
+//! tree becomes SQL. Junctions are balanced trees of parentheses (thousands of operands stay
+//! far below any database's expression depth limit); an `Or`'s operands on `_id` keys are
+//! merged into one key set and its `PathEquals` operands on one path into one path test (a
+//! large `$in` stays one index probe and one bound value); key and index ranges become
+//! `column >= … AND column < …` on the `_id` key or on an index's entries table.
+//!
+//! A dialect (`sqlite::sql`, `postgres::sql`) supplies the leaves through [`WhereClause`]:
+//! its spelling of true and false, how a key is bound, how a key set and a path equality
+//! are written, how an entries table is named. Values are always bound, never spliced.
+//!
+//! Not for: `SELECT`, `ORDER BY`, `LIMIT` (each dialect's own `select`) or writes.
+
+use super::scan::{IndexBound, PathValue, Predicate};
+
+/// A statement being written, in one SQL dialect.
+pub(super) trait WhereClause {
+    /// The dialect's always-true condition (`TRUE`, or `1` in SQLite).
+    const TRUE: &'static str;
+    /// The dialect's always-false condition.
+    const FALSE: &'static str;
+
+    /// The statement text so far.
+    fn text(&mut self) -> &mut String;
+    /// The entries table the scan walks in index order, if it does (see `select`).
+    fn walked(&self) -> Option<&str>;
+    /// Appends a placeholder for `key`, bound as a byte string.
+    fn bind_key(&mut self, key: &[u8]);
+    /// `k` (the `_id` key) is one of `keys` (none: false).
+    fn push_keys(&mut self, keys: &[&Vec<u8>]);
+    /// Some value at `path` equals one of `values`; may over-select (see `scan.rs`).
+    fn push_path_in(&mut self, path: &[String], values: &[&PathValue]);
+    /// How the entries table `table` (an `IndexRecord::table`) is written in SQL.
+    fn entries_table(&self, table: &str) -> String;
+}
+
+/// Appends the condition for `predicate`.
+pub(super) fn push_predicate<W: WhereClause>(predicate: &Predicate, sql: &mut W) {
+    match predicate {
+        Predicate::True => sql.text().push_str(W::TRUE),
+        Predicate::KeyEquals(key) => sql.push_keys(&[key]),
+        Predicate::KeyIn(keys) => sql.push_keys(&keys.iter().collect::<Vec<_>>()),
+        Predicate::PathEquals { path, value } => sql.push_path_in(path, &[value]),
+        Predicate::KeyRange { lower, upper } => {
+            let open = format!("({}", W::TRUE);
+            sql.text().push_str(&open);
+            push_bounds("k", lower, upper, sql);
+            sql.text().push(')');
+        }
+        Predicate::IndexRange {
+            table,
+            lower,
+            upper,
+        } => {
+            // On the index the scan walks (one entry per document), the bounds apply to the
+            // walked entry itself: the range and the order are one index walk, no sort.
+            let walked = sql.walked() == Some(table.as_str());
+            let column = if walked { "dg_o.dg_ik" } else { "ik" };
+            let open = if walked {
+                format!("({}", W::TRUE)
+            } else {
+                format!(
+                    "k IN (SELECT k FROM {} WHERE {}",
+                    sql.entries_table(table),
+                    W::TRUE
+                )
+            };
+            sql.text().push_str(&open);
+            push_bounds(column, lower, upper, sql);
+            sql.text().push(')');
+        }
+        Predicate::And(parts) => {
+            let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
+            push_balanced(&terms, " AND ", W::TRUE, sql);
+        }
+        Predicate::Or(parts) => push_balanced(&or_terms(parts), " OR ", W::FALSE, sql),
+    }
+}
+
+/// ` AND column >= ?` / ` AND column < ?` (or `>` / `<=`) for the bounds that are set.
+fn push_bounds<W: WhereClause>(
+    column: &str,
+    lower: &Option<IndexBound>,
+    upper: &Option<IndexBound>,
+    sql: &mut W,
+) {
+    let bounds = [(lower, ">=", ">"), (upper, "<=", "<")];
+    for (bound, inclusive, exclusive) in bounds {
+        if let Some(bound) = bound {
+            let op = if bound.inclusive {
+                inclusive
+            } else {
+                exclusive
+            };
+            let condition = format!(" AND {column} {op} ");
+            sql.text().push_str(&condition);
+            sql.bind_key(&bound.key);
+        }
+    }
+}
+
+/// One operand of a junction: a predicate, or several `Or` operands merged into one.
+enum Term<'a> {
+    Predicate(&'a Predicate),
+    Keys(Vec<&'a Vec<u8>>),
+    PathIn(&'a [String], Vec<&'a PathValue>),
+}
+
+/// The operands of an `Or`, with every key operand merged into one key set and the
+/// `PathEquals` operands on the same path merged into one path test.
+fn or_terms(parts: &[Predicate]) -> Vec<Term<'_>> {
+    let mut keys: Vec<&Vec<u8>> = Vec::new();
+    let mut paths: Vec<(&[String], Vec<&PathValue>)> = Vec::new();
+    let mut terms = Vec::new();
+    for part in parts {
+        match part {
+            Predicate::KeyEquals(key) => keys.push(key),
+            Predicate::KeyIn(more) => keys.extend(more),
+            Predicate::PathEquals { path, value } => {
+                match paths.iter_mut().find(|(p, _)| *p == path.as_slice()) {
+                    Some((_, values)) => values.push(value),
+                    None => paths.push((path, vec![value])),
+                }
+            }
+            other => terms.push(Term::Predicate(other)),
+        }
+    }
+    if !keys.is_empty() {
+        terms.push(Term::Keys(keys));
+    }
+    terms.extend(
+        paths
+            .into_iter()
+            .map(|(path, values)| Term::PathIn(path, values)),
+    );
+    terms
+}
+
+fn push_term<W: WhereClause>(term: &Term<'_>, sql: &mut W) {
+    match term {
+        Term::Predicate(p) => push_predicate(p, sql),
+        Term::Keys(keys) => sql.push_keys(keys),
+        Term::PathIn(path, values) => sql.push_path_in(path, values),
+    }
+}
+
+/// Operands joined by `op` as a balanced tree of parentheses.
+fn push_balanced<W: WhereClause>(terms: &[Term<'_>], op: &str, empty: &str, sql: &mut W) {
+    match terms {
+        [] => sql.text().push_str(empty),
+        [one] => push_term(one, sql),
+        _ => {
+            let (left, right) = terms.split_at(terms.len() / 2);
+            sql.text().push('(');
+            push_balanced(left, op, empty, sql);
+            sql.text().push_str(op);
+            push_balanced(right, op, empty, sql);
+            sql.text().push(')');
+        }
+    }
+}
