@@ -37,7 +37,7 @@ use common::raw_sql::{Param, RawSql};
 use common::relay::{self, Relay};
 use common::wire_client::{first_batch, WireClient};
 use common::{
-    backends, connect_pg, env_usize, open_sqlite, pg_table, print_table, ratio, sample_doc,
+    backends, connect_pg, env_usize, load_sample_docs, open_sqlite, pg_table, print_table, ratio,
     sqlite_table, summarize, us, Backend, Rng, Server, BENCH_PASSWORD, BENCH_USER,
 };
 use docgate::query::keys::encode_key;
@@ -117,11 +117,7 @@ async fn run(backend: &Backend, dir: &std::path::Path, docs: usize, lookups: usi
     let server = Server::start(backend, dir, &[]);
     let client = server.client().await;
     let coll = client.database(DB).collection::<Document>(COLL);
-    coll.drop().await.expect("drop");
-    let all: Vec<Document> = (0..docs as i64).map(sample_doc).collect();
-    for chunk in all.chunks(1000) {
-        coll.insert_many(chunk.to_vec()).await.expect("load");
-    }
+    load_sample_docs(&coll, docs).await;
     let mut wire = WireClient::connect_as(server.port, BENCH_USER, BENCH_PASSWORD).await;
 
     let (store, raw, relayed): (Box<dyn Store>, RawSql, Option<(RawSql, Relay)>) = match backend {

@@ -469,6 +469,15 @@ pub fn sample_doc(i: i64) -> bson::Document {
     }
 }
 
+/// Empties `coll` and loads `sample_doc(0)` … `sample_doc(docs - 1)`, 1,000 per `insert_many`.
+pub async fn load_sample_docs(coll: &mongodb::Collection<bson::Document>, docs: usize) {
+    coll.drop().await.expect("drop");
+    let all: Vec<bson::Document> = (0..docs as i64).map(sample_doc).collect();
+    for chunk in all.chunks(1000) {
+        coll.insert_many(chunk.to_vec()).await.expect("load");
+    }
+}
+
 /// p50 / p90 / p95 / mean / min / max of a set of durations.
 #[derive(Clone, Copy, Debug)]
 pub struct Summary {
