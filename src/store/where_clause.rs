@@ -42,8 +42,8 @@ pub(super) fn push_predicate<W: WhereClause>(predicate: &Predicate, sql: &mut W)
         Predicate::KeyIn(keys) => sql.push_keys(&keys.iter().collect::<Vec<_>>()),
         Predicate::PathEquals { path, value } => sql.push_path_in(path, &[value]),
         Predicate::KeyRange { lower, upper } => {
-            let open = format!("({}", W::TRUE);
-            sql.text().push_str(&open);
+            sql.text().push('(');
+            sql.text().push_str(W::TRUE);
             push_bounds("k", lower, upper, sql);
             sql.text().push(')');
         }
@@ -56,16 +56,16 @@ pub(super) fn push_predicate<W: WhereClause>(predicate: &Predicate, sql: &mut W)
             // walked entry itself: the range and the order are one index walk, no sort.
             let walked = sql.walked() == Some(table.as_str());
             let column = if walked { "dg_o.dg_ik" } else { "ik" };
-            let open = if walked {
-                format!("({}", W::TRUE)
+            if walked {
+                sql.text().push('(');
             } else {
-                format!(
-                    "k IN (SELECT k FROM {} WHERE {}",
-                    sql.entries_table(table),
-                    W::TRUE
-                )
-            };
-            sql.text().push_str(&open);
+                let entries = sql.entries_table(table);
+                let text = sql.text();
+                text.push_str("k IN (SELECT k FROM ");
+                text.push_str(&entries);
+                text.push_str(" WHERE ");
+            }
+            sql.text().push_str(W::TRUE);
             push_bounds(column, lower, upper, sql);
             sql.text().push(')');
         }

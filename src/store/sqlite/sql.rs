@@ -131,11 +131,11 @@ impl WhereClause for Sql {
     }
 
     fn push_keys(&mut self, keys: &[&Vec<u8>]) {
-        push_key_in(keys.iter().copied(), keys.len(), self);
+        push_key_in(keys, self);
     }
 
     fn push_path_in(&mut self, path: &[String], values: &[&PathValue]) {
-        push_path_in(path, values.iter().copied(), self);
+        push_path_in(path, values, self);
     }
 
     fn entries_table(&self, table: &str) -> String {
@@ -143,19 +143,20 @@ impl WhereClause for Sql {
     }
 }
 
-fn push_key_in<'a>(keys: impl Iterator<Item = &'a Vec<u8>>, n: usize, sql: &mut Sql) {
+fn push_key_in(keys: &[&Vec<u8>], sql: &mut Sql) {
+    let n = keys.len();
     if n == 0 {
         sql.text.push('0');
     } else if n == 1 || (n <= INLINE_KEYS && sql.params.len() + n <= PARAM_BUDGET) {
         sql.text.push_str(if n == 1 { "k = ?" } else { "k IN (" });
-        for (i, key) in keys.enumerate() {
+        for (i, key) in keys.iter().enumerate() {
             if i > 0 {
                 sql.text.push_str(", ");
             }
             if n > 1 {
                 sql.text.push('?');
             }
-            sql.params.push(Value::Blob(key.clone()));
+            sql.params.push(Value::Blob(key.to_vec()));
         }
         if n > 1 {
             sql.text.push(')');
@@ -163,7 +164,8 @@ fn push_key_in<'a>(keys: impl Iterator<Item = &'a Vec<u8>>, n: usize, sql: &mut 
     } else {
         sql.text
             .push_str("k IN (SELECT unhex(value) FROM json_each(?))");
-        sql.params.push(Value::Text(hex_array(keys)));
+        sql.params
+            .push(Value::Text(hex_array(keys.iter().copied())));
     }
 }
 
@@ -172,11 +174,7 @@ fn push_key_in<'a>(keys: impl Iterator<Item = &'a Vec<u8>>, n: usize, sql: &mut 
 /// with `IN (SELECT value FROM json_each(?))` for several values. Falls back to `1` (all
 /// documents) for an unquotable path, a non-finite number (NaN and ±Inf are tagged objects
 /// in the image) or when the statement already binds `PARAM_BUDGET` values.
-fn push_path_in<'a>(
-    path: &[String],
-    values: impl ExactSizeIterator<Item = &'a PathValue>,
-    sql: &mut Sql,
-) {
+fn push_path_in(path: &[String], values: &[&PathValue], sql: &mut Sql) {
     let n = values.len();
     let Some(prefixes) = json_path_prefixes(path) else {
         return sql.text.push('1');
@@ -185,9 +183,9 @@ fn push_path_in<'a>(
         return sql.text.push('1');
     };
     let bound = if n == 1 {
-        values.map(bind_value).next().flatten()
+        values.first().and_then(|value| bind_value(value))
     } else {
-        json_values(values).map(Value::Text)
+        json_values(values.iter().copied()).map(Value::Text)
     };
     let Some(bound) = bound else {
         return sql.text.push('1');
