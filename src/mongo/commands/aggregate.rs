@@ -84,7 +84,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         context,
         request,
         &namespace,
-        encode_documents(results)?,
+        encode_documents(&results)?,
         batch_size,
         false,
     )

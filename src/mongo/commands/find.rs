@@ -202,14 +202,14 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         None => planner::execute_raw(session.as_mut(), &info.record, &plan).await?,
         Some(projection) => {
             let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
-            let projected = documents
+            let projected: Vec<Document> = documents
                 .iter()
                 .map(|d| match &positional_filter {
                     Some(filter) => projection.apply_with_query(d, filter),
                     None => projection.apply(d),
                 })
                 .collect::<Result<_, _>>()?;
-            encode_documents(projected)?
+            encode_documents(&projected)?
         }
     };
     drop(session);

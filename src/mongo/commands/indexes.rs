@@ -58,7 +58,7 @@ pub async fn list_indexes(
         context,
         request,
         &namespace,
-        encode_documents(specs)?,
+        encode_documents(&specs)?,
         batch_size,
         false,
     )

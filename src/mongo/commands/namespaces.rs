@@ -96,7 +96,7 @@ pub async fn list_collections(
         context,
         request,
         &namespace,
-        encode_documents(entries)?,
+        encode_documents(&entries)?,
         batch_size,
         false,
     )

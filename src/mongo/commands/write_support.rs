@@ -147,7 +147,7 @@ fn put_element_name(out: &mut Vec<u8>, element_type: u8, name: &str) {
 
 /// Documents built by a command (projections, pipeline results, catalog entries) encoded for
 /// a cursor; a document BSON cannot hold (a key with a NUL byte, say) is BadValue.
-pub fn encode_documents(documents: Vec<Document>) -> Result<Vec<RawDocumentBuf>, CommandError> {
+pub fn encode_documents(documents: &[Document]) -> Result<Vec<RawDocumentBuf>, CommandError> {
     documents
         .iter()
         .map(|document| {
@@ -394,7 +394,7 @@ mod tests {
             let documents: Vec<Document> = (0..count)
                 .map(|i| doc! {"_id": i as i64, "s": "x".repeat(i % 7), "a": [1, {"b": null}]})
                 .collect();
-            let raw = encode_documents(documents.clone()).unwrap();
+            let raw = encode_documents(&documents).unwrap();
             for (key, id, namespace) in [("firstBatch", 0i64, "db.c"), ("nextBatch", 77, "d.é x")]
             {
                 let encoded = encode_cursor_reply(key, &raw, id, namespace).unwrap();
