@@ -2,7 +2,8 @@
 //! and sections, and the [`Compressor`] ids.
 //!
 //! These are plain data types with small constructors; parsing lives in `decode`, writing in
-//! `encode`. Not for command semantics: a body is just a `bson::Document` here.
+//! `encode`. Not for command semantics: a body is just a `bson::Document` here (or BSON
+//! bytes, for a reply that is encoded already: [`RawOpMsg`]).
 
 use bson::{Document, RawDocumentBuf};
 
