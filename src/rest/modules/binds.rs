@@ -1,8 +1,9 @@
-//! Bind variables of metadata-defined handlers. A handler's source is a MongoDB spec (JSON)
-//! in which a string value that is exactly `":name"` is a placeholder; before the spec is
-//! parsed, each placeholder is replaced by the typed BSON value bound to `name`. Values are
-//! therefore always bound into the parsed filter, update or pipeline — never spliced into
-//! any text, and the store binds them into SQL as it binds every other value.
+//! Bind variables of metadata-defined handlers: the values a request brings, by name. A
+//! handler's source is a MongoDB spec (JSON) in which a string value that is exactly
+//! `":name"` is a placeholder; `bind_sites` decides what the value becomes where the
+//! placeholder stands (an equality in a filter, a `$literal` in an expression, …), so values
+//! are always bound into the parsed filter, update or pipeline — never spliced into any
+//! text, never read as an operator, a field path or a variable.
 //!
 //! Where values come from, first source wins:
 //! 1. `:current_user` — the authenticated caller's name (null when anonymous); a client
@@ -12,16 +13,19 @@
 //! 4. the JSON body's top-level fields (Extended JSON), and `:body` for the whole body.
 //!
 //! Segment and query-string text that is a JSON number, `true`, `false` or `null` is bound
-//! with that type (`?year=2026` binds the integer 2026), anything else as a string. A bound
-//! value may not be a document with `$`-prefixed keys, so a client cannot turn an equality
-//! into an operator (`{"$ne": null}`) by sending one.
+//! with that type (`?year=2026` binds the integer 2026), anything else as a string. A body
+//! value is one of the plain data types (string, number, boolean, null, ObjectId, date,
+//! binary, and documents and arrays of those without `$`-prefixed keys); a regular
+//! expression, JavaScript, `MinKey`/`MaxKey` and the deprecated types are refused (400).
 //!
-//! Not for: deciding which handler runs (`dispatch`).
+//! Not for: deciding which handler runs (`dispatch`) or where placeholders may stand
+//! (`bind_sites`).
 
 use std::collections::HashMap;
 
-use bson::{Bson, Document};
+use bson::Bson;
 
+use super::bind_sites::{BindResolver, BindSite};
 use crate::rest::error::{RestError, RestResult};
 
 /// The bind name whose value is the caller's user name.
@@ -74,59 +78,16 @@ impl Binds {
     pub fn get(&self, name: &str) -> Option<&Bson> {
         self.values.get(name)
     }
-
-    /// A document with every placeholder replaced.
-    pub fn substitute_document(&self, spec: &Document) -> RestResult<Document> {
-        let mut out = Document::new();
-        for (key, value) in spec {
-            out.insert(key.clone(), self.substitute(value)?);
-        }
-        Ok(out)
-    }
-
-    /// `spec` with every placeholder replaced; an unbound placeholder is a 400.
-    pub fn substitute(&self, spec: &Bson) -> RestResult<Bson> {
-        match spec {
-            Bson::String(text) => match placeholder(text) {
-                Some(name) => self.values.get(name).cloned().ok_or_else(|| {
-                    RestError::BadRequest(format!("no value for the bind variable :{name}"))
-                }),
-                None => Ok(spec.clone()),
-            },
-            Bson::Document(document) => Ok(Bson::Document(self.substitute_document(document)?)),
-            Bson::Array(items) => Ok(Bson::Array(
-                items
-                    .iter()
-                    .map(|item| self.substitute(item))
-                    .collect::<RestResult<_>>()?,
-            )),
-            other => Ok(other.clone()),
-        }
-    }
 }
 
-/// Whether `spec` holds any `":name"` placeholder (a spec without one is used as it is).
-pub fn has_placeholders(spec: &Document) -> bool {
-    spec.values().any(value_has_placeholders)
-}
-
-fn value_has_placeholders(value: &Bson) -> bool {
-    match value {
-        Bson::String(text) => placeholder(text).is_some(),
-        Bson::Document(document) => has_placeholders(document),
-        Bson::Array(items) => items.iter().any(value_has_placeholders),
-        _ => false,
+impl BindResolver for Binds {
+    /// The value bound to `name`; an unbound placeholder is a 400.
+    fn resolve(&self, name: &str, _site: BindSite) -> RestResult<Bson> {
+        self.values
+            .get(name)
+            .cloned()
+            .ok_or_else(|| RestError::BadRequest(format!("no value for the bind variable :{name}")))
     }
-}
-
-/// `":name"` → `name`, for identifiers only.
-fn placeholder(text: &str) -> Option<&str> {
-    let name = text.strip_prefix(':')?;
-    let mut chars = name.chars();
-    let first = chars.next()?;
-    ((first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
-    .then_some(name)
 }
 
 /// Text from a URI or query string, typed when it is a JSON scalar.
@@ -147,7 +108,10 @@ fn typed_text(text: &str) -> Bson {
     }
 }
 
-/// Refuses values that would read as query operators.
+/// Refuses values a bind may not carry: a document with `$`-prefixed keys (it would read as
+/// operators), and the types that are not plain data — regular expressions (an equality on
+/// one is a pattern match), JavaScript, `MinKey`/`MaxKey` (they bracket every type, so a
+/// range on one selects everything), symbols, DBPointers, `undefined` and timestamps.
 fn check_value(name: &str, value: &Bson) -> RestResult<()> {
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
@@ -161,7 +125,22 @@ fn check_value(name: &str, value: &Bson) -> RestResult<()> {
                 stack.extend(document.values());
             }
             Bson::Array(items) => stack.extend(items),
-            _ => {}
+            Bson::String(_)
+            | Bson::Int32(_)
+            | Bson::Int64(_)
+            | Bson::Double(_)
+            | Bson::Decimal128(_)
+            | Bson::Boolean(_)
+            | Bson::Null
+            | Bson::ObjectId(_)
+            | Bson::DateTime(_)
+            | Bson::Binary(_) => {}
+            other => {
+                return Err(RestError::BadRequest(format!(
+                    "the value of :{name} may not be of type {}: a bind carries a string, number, boolean, null, ObjectId, date, binary, or a document or array of those",
+                    crate::query::compare::bson_type_name(other)
+                )))
+            }
         }
     }
     Ok(())
@@ -180,7 +159,7 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_take_typed_values_with_precedence() {
+    fn values_take_types_and_precedence() {
         let body = Bson::Document(doc! {"venue": "hall", "id": "from-body"});
         let binds = Binds::collect(
             Some("ada"),
@@ -193,25 +172,30 @@ mod tests {
             Some(&body),
         )
         .unwrap();
-        let spec = Bson::Document(doc! {
-            "filter": {"id": ":id", "year": ":year", "who": ":current_user", "venue": ":venue",
-                       "city": ":city", "text": "a :literal inside", "list": [":id"]}
-        });
-        assert_eq!(
-            binds.substitute(&spec).unwrap(),
-            Bson::Document(doc! {
-                "filter": {"id": 7, "year": 2026, "who": "ada", "venue": "hall",
-                           "city": "007", "text": "a :literal inside", "list": [7]}
-            })
-        );
-        assert!(binds.substitute(&Bson::String(":missing".into())).is_err());
+        let resolve = |name| binds.resolve(name, BindSite::Value);
+        assert_eq!(resolve("id").unwrap(), Bson::Int32(7));
+        assert_eq!(resolve("year").unwrap(), Bson::Int32(2026));
+        assert_eq!(resolve("current_user").unwrap(), Bson::String("ada".into()));
+        assert_eq!(resolve("venue").unwrap(), Bson::String("hall".into()));
+        assert_eq!(resolve("city").unwrap(), Bson::String("007".into()));
+        assert!(resolve("missing").is_err());
     }
 
     #[test]
-    fn operator_values_are_refused() {
-        let body = Bson::Document(doc! {"venue": {"$ne": null}});
-        assert!(Binds::collect(None, &HashMap::new(), &HashMap::new(), Some(&body)).is_err());
-        let nested = Bson::Document(doc! {"venue": [{"a": {"$gt": 1}}]});
-        assert!(Binds::collect(None, &HashMap::new(), &HashMap::new(), Some(&nested)).is_err());
+    fn operator_values_and_non_data_types_are_refused() {
+        let refused = [
+            doc! {"venue": {"$ne": null}},
+            doc! {"venue": [{"a": {"$gt": 1}}]},
+            doc! {"name": bson::Regex { pattern: ".".try_into().unwrap(), options: "".try_into().unwrap() }},
+            doc! {"name": [Bson::MinKey]},
+            doc! {"name": {"deep": Bson::JavaScriptCode("1".into())}},
+        ];
+        for body in refused {
+            let body = Bson::Document(body);
+            assert!(
+                Binds::collect(None, &HashMap::new(), &HashMap::new(), Some(&body)).is_err(),
+                "{body}"
+            );
+        }
     }
 }

@@ -25,6 +25,7 @@ use bson::{Bson, Document};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::bind_sites::{self, BindResolver};
 use crate::rest::error::{RestError, RestResult};
 use crate::rest::extjson::to_document;
 
@@ -67,19 +68,44 @@ pub struct HandlerDefinition {
 }
 
 /// A handler's source as it runs: the collection (always a literal) and the rest of the
-/// spec as BSON, its `":name"` placeholders still in place.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// spec as BSON, its `":name"` placeholders still in place, checked to stand only where
+/// `bind_sites` allows one.
+#[derive(Clone, Debug, PartialEq)]
 pub struct CompiledSource {
+    pub source_type: SourceType,
     pub collection: String,
     pub spec: Document,
     /// Whether `spec` has placeholders to bind (without, it is used as it is).
     pub has_placeholders: bool,
 }
 
+impl Default for CompiledSource {
+    fn default() -> Self {
+        CompiledSource {
+            source_type: SourceType::CollectionFeed,
+            collection: String::new(),
+            spec: Document::new(),
+            has_placeholders: false,
+        }
+    }
+}
+
+/// The fields a source type's spec may have besides `collection` (anything else is refused,
+/// never ignored).
+fn spec_fields(source_type: SourceType) -> &'static [&'static str] {
+    match source_type {
+        SourceType::CollectionFeed => &["filter", "sort"],
+        SourceType::CollectionItem => &[],
+        SourceType::Query => &["filter", "sort", "projection"],
+        SourceType::Dml => &["insert", "update", "delete"],
+        SourceType::Pipeline => &["pipeline"],
+    }
+}
+
 impl CompiledSource {
     /// Parses a handler's source: a collection name, or a JSON spec (text or object, Extended
-    /// JSON allowed) with a literal `"collection"`.
-    fn compile(source: &Value) -> RestResult<CompiledSource> {
+    /// JSON allowed) with a literal `"collection"` and the fields of its source type.
+    fn compile(source_type: SourceType, source: &Value) -> RestResult<CompiledSource> {
         let bad = |why: String| RestError::BadRequest(format!("invalid handler source: {why}"));
         let value = match source {
             Value::String(text) if text.trim_start().starts_with('{') => {
@@ -94,13 +120,79 @@ impl CompiledSource {
             Some(Bson::String(name)) if !name.starts_with(':') && !name.is_empty() => name,
             _ => return Err(bad("it needs a literal \"collection\" name".into())),
         };
-        let has_placeholders = super::binds::has_placeholders(&spec);
-        Ok(CompiledSource {
+        let allowed = spec_fields(source_type);
+        if let Some(field) = spec.keys().find(|key| !allowed.contains(&key.as_str())) {
+            return Err(bad(format!(
+                "{field:?} is not a field of a {source_type:?} source (it takes {allowed:?})"
+            )));
+        }
+        if source_type == SourceType::Dml && spec.len() != 1 {
+            return Err(bad(
+                "a dml source needs exactly one of insert, update or delete".into(),
+            ));
+        }
+        let has_placeholders = bind_sites::has_placeholders(&Bson::Document(spec.clone()));
+        let compiled = CompiledSource {
+            source_type,
             collection,
             spec,
             has_placeholders,
-        })
+        };
+        // Every placeholder must stand where a value may: checked now, not on a request.
+        compiled.bind(&bind_sites::DefinitionCheck)?;
+        Ok(compiled)
     }
+
+    /// The spec with the request's values bound at their sites.
+    pub fn bind(&self, binds: &dyn BindResolver) -> RestResult<Document> {
+        let mut bound = Document::new();
+        for (field, value) in &self.spec {
+            let value = match (field.as_str(), value) {
+                ("filter" | "delete", Bson::Document(filter)) => {
+                    Bson::Document(bind_sites::bind_filter(filter, binds)?)
+                }
+                ("sort", Bson::Document(sort)) => {
+                    Bson::Document(bind_sites::bind_sort(sort, binds)?)
+                }
+                ("projection", projection) => bind_sites::bind_expression(projection, binds)?,
+                ("insert", documents) => bind_sites::bind_value(documents, binds)?,
+                ("update", Bson::Document(update)) => {
+                    Bson::Document(bind_dml_update(update, binds)?)
+                }
+                ("pipeline", pipeline) => bind_sites::bind_pipeline(pipeline, binds)?,
+                (field, other) => {
+                    bind_sites::no_placeholder(other, field)?;
+                    other.clone()
+                }
+            };
+            bound.insert(field.clone(), value);
+        }
+        Ok(bound)
+    }
+}
+
+/// A dml `update`: `{filter, update, upsert}` — a filter, an update, a literal flag.
+fn bind_dml_update(update: &Document, binds: &dyn BindResolver) -> RestResult<Document> {
+    let mut bound = Document::new();
+    for (field, value) in update {
+        let value = match (field.as_str(), value) {
+            ("filter", Bson::Document(filter)) => {
+                Bson::Document(bind_sites::bind_filter(filter, binds)?)
+            }
+            ("update", update) => bind_sites::bind_update(update, binds)?,
+            ("upsert", upsert) => {
+                bind_sites::no_placeholder(upsert, "update.upsert")?;
+                upsert.clone()
+            }
+            (other, _) => {
+                return Err(RestError::BadRequest(format!(
+                    "invalid handler source: update.{other} is not a field of a dml update (it takes filter, update, upsert)"
+                )))
+            }
+        };
+        bound.insert(field.clone(), value);
+    }
+    Ok(bound)
 }
 
 /// A URI template and its handlers.
@@ -174,7 +266,7 @@ impl ModuleDefinition {
             template.uri_template = template.uri_template.trim_start_matches('/').to_string();
             for handler in &mut template.handlers {
                 handler.method = handler.method.to_ascii_uppercase();
-                handler.compiled = CompiledSource::compile(&handler.source)?;
+                handler.compiled = CompiledSource::compile(handler.source_type, &handler.source)?;
                 if !METHODS.contains(&handler.method.as_str()) {
                     return Err(RestError::BadRequest(format!(
                         "handler method {:?} of template {:?} is not one of {METHODS:?}",

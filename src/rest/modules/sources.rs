@@ -56,7 +56,7 @@ struct BoundSource<'a> {
 fn bind_source<'a>(handler: &'a HandlerDefinition, binds: &Binds) -> RestResult<BoundSource<'a>> {
     let compiled = &handler.compiled;
     let spec = if compiled.has_placeholders {
-        Cow::Owned(binds.substitute_document(&compiled.spec)?)
+        Cow::Owned(compiled.bind(binds)?)
     } else {
         Cow::Borrowed(&compiled.spec)
     };
