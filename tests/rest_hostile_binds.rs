@@ -143,7 +143,10 @@ async fn a_regex_or_an_operator_in_the_body_deletes_and_reads_nothing_extra() {
     assert_eq!(people.count_documents(doc! {}).await.unwrap(), 4);
     // A document value is compared whole, never read as conditions.
     let page = rest
-        .post(&format!("{BASE}/people/"), &json!({"name": {"first": "ada"}}))
+        .post(
+            &format!("{BASE}/people/"),
+            &json!({"name": {"first": "ada"}}),
+        )
         .await
         .expect(200);
     assert_eq!(ids(&page), Vec::<i64>::new());
@@ -284,5 +287,7 @@ async fn placeholders_where_no_value_may_stand_fail_the_definition() {
     .await
     .expect(201);
     rest.get("/ords/app/counts/v1/x?n=2").await.expect(200);
-    rest.get("/ords/app/counts/v1/x?n=two").await.expect_error(400);
+    rest.get("/ords/app/counts/v1/x?n=two")
+        .await
+        .expect_error(400);
 }

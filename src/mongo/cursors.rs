@@ -2,9 +2,11 @@
 //! handed out by `getMore` and ended by `killCursors`, by the end of their logical session,
 //! or after 10 minutes idle (MongoDB's `cursorTimeoutMillis`).
 //!
-//! Ownership follows MongoDB: a cursor belongs to the logical session (`lsid`) that created
-//! it, not to a TCP connection, because drivers pool connections and may send `getMore` on
-//! any of them. A `getMore` from another session is refused.
+//! Ownership follows MongoDB: a cursor belongs to the logical session (`lsid`) and the user
+//! that created it, not to a TCP connection, because drivers pool connections and may send
+//! `getMore` on any of them. A `getMore` from another session or another user, and a
+//! `killCursors` from another user, is refused with 13 Unauthorized, and the cursor lives on
+//! for its owner.
 //!
 //! Documents are held as BSON bytes: a batch of stored documents goes to the client as the
 //! store returned it, without being decoded.
@@ -29,11 +31,40 @@ pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
 /// Documents in a first batch when the client does not say (MongoDB's default).
 pub const DEFAULT_FIRST_BATCH: usize = 101;
 
+/// Who a cursor belongs to, and who asks for one: the logical session id (`lsid.id`) and
+/// the authenticated user (authentication database, name), either absent.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CursorOwner {
+    pub session: Option<Bson>,
+    pub user: Option<(String, String)>,
+}
+
+impl CursorOwner {
+    /// Why `requester` may not use a cursor owned by `self`, if it may not. A cursor opened
+    /// without a session or a user is not tied to one. `getMore` must come from the
+    /// cursor's session and user; `killCursors` from its user (as in MongoDB, any session:
+    /// drivers send it with or without one).
+    fn refusal(&self, requester: &CursorOwner, id: i64, verb: &str) -> Option<CommandError> {
+        let same_session_needed = verb != "kill";
+        if same_session_needed && self.session.is_some() && self.session != requester.session {
+            return Some(CommandError::Unauthorized(format!(
+                "Cannot {verb} cursor {id}, which was created in another session"
+            )));
+        }
+        if self.user.is_some() && self.user != requester.user {
+            return Some(CommandError::Unauthorized(format!(
+                "cursor id {id} was not created by the authenticated user; not authorized to {verb} it"
+            )));
+        }
+        None
+    }
+}
+
 /// The rest of one result.
 struct Cursor {
     namespace: String,
     remaining: VecDeque<RawDocumentBuf>,
-    session: Option<Bson>,
+    owner: CursorOwner,
     last_used: Instant,
 }
 
@@ -88,7 +119,7 @@ impl CursorRegistry {
         mut results: VecDeque<RawDocumentBuf>,
         batch_size: Option<usize>,
         single_batch: bool,
-        session: Option<Bson>,
+        owner: CursorOwner,
     ) -> Batch {
         let documents = take_batch(&mut results, batch_size.unwrap_or(DEFAULT_FIRST_BATCH));
         if results.is_empty() || single_batch {
@@ -101,7 +132,7 @@ impl CursorRegistry {
         let cursor = Cursor {
             namespace: namespace.to_string(),
             remaining: results,
-            session,
+            owner,
             last_used: Instant::now(),
         };
         self.lock().insert(id, cursor);
@@ -117,7 +148,7 @@ impl CursorRegistry {
         id: i64,
         namespace: &str,
         batch_size: Option<usize>,
-        session: Option<&Bson>,
+        requester: &CursorOwner,
     ) -> Result<Batch, CommandError> {
         let mut cursors = self.lock();
         let cursor = cursors
@@ -129,10 +160,8 @@ impl CursorRegistry {
                 cursor.namespace
             )));
         }
-        if cursor.session.is_some() && cursor.session.as_ref() != session {
-            return Err(CommandError::Unauthorized(format!(
-                "Cannot run getMore on cursor {id}, which was created in another session"
-            )));
+        if let Some(refusal) = cursor.owner.refusal(requester, id, "run getMore on") {
+            return Err(refusal);
         }
         let documents = take_batch(&mut cursor.remaining, batch_size.unwrap_or(usize::MAX));
         cursor.last_used = Instant::now();
@@ -149,9 +178,22 @@ impl CursorRegistry {
         })
     }
 
-    /// Kills the given cursors of `namespace`; returns (killed, not found).
-    pub fn kill(&self, namespace: &str, ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
+    /// Kills the given cursors of `namespace` for `requester`; returns (killed, not found).
+    /// A cursor of another session or user refuses the whole command, and nothing is killed.
+    pub fn kill(
+        &self,
+        namespace: &str,
+        ids: &[i64],
+        requester: &CursorOwner,
+    ) -> Result<(Vec<i64>, Vec<i64>), CommandError> {
         let mut cursors = self.lock();
+        for id in ids {
+            if let Some(cursor) = cursors.get(id).filter(|c| c.namespace == namespace) {
+                if let Some(refusal) = cursor.owner.refusal(requester, *id, "kill") {
+                    return Err(refusal);
+                }
+            }
+        }
         let mut killed = Vec::new();
         let mut not_found = Vec::new();
         for id in ids {
@@ -163,13 +205,14 @@ impl CursorRegistry {
                 _ => not_found.push(*id),
             }
         }
-        (killed, not_found)
+        Ok((killed, not_found))
     }
 
     /// Kills every cursor of the given logical sessions (`endSessions`).
     pub fn kill_sessions(&self, sessions: &[Bson]) {
         self.lock().retain(|_, cursor| {
             cursor
+                .owner
                 .session
                 .as_ref()
                 .is_none_or(|s| !sessions.contains(s))
@@ -227,22 +270,23 @@ mod tests {
     #[test]
     fn batches_until_exhausted() {
         let registry = CursorRegistry::default();
-        let first = registry.first_batch("d.c", docs(10), Some(4), false, None);
+        let anyone = CursorOwner::default();
+        let first = registry.first_batch("d.c", docs(10), Some(4), false, anyone.clone());
         assert_eq!(first.documents.len(), 4);
         assert_ne!(first.cursor_id, 0);
         let second = registry
-            .next_batch(first.cursor_id, "d.c", Some(4), None)
+            .next_batch(first.cursor_id, "d.c", Some(4), &anyone)
             .unwrap();
         assert_eq!(
             bson::Document::try_from(&second.documents[0]).unwrap(),
             doc! {"i": 4}
         );
         let third = registry
-            .next_batch(first.cursor_id, "d.c", Some(4), None)
+            .next_batch(first.cursor_id, "d.c", Some(4), &anyone)
             .unwrap();
         assert_eq!((third.documents.len(), third.cursor_id), (2, 0));
         let gone = registry
-            .next_batch(first.cursor_id, "d.c", None, None)
+            .next_batch(first.cursor_id, "d.c", None, &anyone)
             .unwrap_err();
         assert_eq!(gone.code(), 43);
     }
@@ -252,13 +296,13 @@ mod tests {
         let registry = CursorRegistry::default();
         assert_eq!(
             registry
-                .first_batch("d.c", docs(3), None, false, None)
+                .first_batch("d.c", docs(3), None, false, CursorOwner::default())
                 .cursor_id,
             0
         );
         assert_eq!(
             registry
-                .first_batch("d.c", docs(300), None, true, None)
+                .first_batch("d.c", docs(300), None, true, CursorOwner::default())
                 .cursor_id,
             0
         );
@@ -266,17 +310,44 @@ mod tests {
     }
 
     #[test]
-    fn other_sessions_and_namespaces_are_refused() {
+    fn other_sessions_users_and_namespaces_are_refused() {
         let registry = CursorRegistry::default();
-        let mine = Bson::Int32(1);
-        let batch = registry.first_batch("d.c", docs(10), Some(1), false, Some(mine.clone()));
-        assert!(registry
-            .next_batch(batch.cursor_id, "d.c", None, Some(&Bson::Int32(2)))
-            .is_err());
-        assert!(registry
-            .next_batch(batch.cursor_id, "d.other", None, Some(&mine))
-            .is_err());
-        registry.kill_sessions(&[mine]);
+        let mine = CursorOwner {
+            session: Some(Bson::Int32(1)),
+            user: Some(("admin".into(), "root".into())),
+        };
+        let other_session = CursorOwner {
+            session: Some(Bson::Int32(2)),
+            ..mine.clone()
+        };
+        let other_user = CursorOwner {
+            user: Some(("app".into(), "reader".into())),
+            ..mine.clone()
+        };
+        let batch = registry.first_batch("d.c", docs(10), Some(1), false, mine.clone());
+        let id = batch.cursor_id;
+        for stranger in [&other_session, &other_user] {
+            assert_eq!(
+                registry
+                    .next_batch(id, "d.c", None, stranger)
+                    .unwrap_err()
+                    .code(),
+                13
+            );
+        }
+        assert_eq!(
+            registry.kill("d.c", &[id], &other_user).unwrap_err().code(),
+            13
+        );
+        assert!(registry.next_batch(id, "d.other", None, &mine).is_err());
+        assert_eq!(
+            registry
+                .next_batch(id, "d.c", Some(1), &mine)
+                .unwrap()
+                .cursor_id,
+            id
+        );
+        registry.kill_sessions(&[Bson::Int32(1)]);
         assert_eq!(registry.open_count(), 0);
     }
 
@@ -284,11 +355,13 @@ mod tests {
     fn kill_and_reap() {
         let registry = CursorRegistry::default();
         let a = registry
-            .first_batch("d.c", docs(10), Some(1), false, None)
+            .first_batch("d.c", docs(10), Some(1), false, CursorOwner::default())
             .cursor_id;
-        let (killed, not_found) = registry.kill("d.c", &[a, 42]);
+        let (killed, not_found) = registry
+            .kill("d.c", &[a, 42], &CursorOwner::default())
+            .unwrap();
         assert_eq!((killed, not_found), (vec![a], vec![42]));
-        registry.first_batch("d.c", docs(10), Some(1), false, None);
+        registry.first_batch("d.c", docs(10), Some(1), false, CursorOwner::default());
         assert_eq!(registry.reap_idle(Duration::ZERO), 1);
     }
 }

@@ -75,6 +75,20 @@ impl CommandContext<'_> {
             _ => None,
         }
     }
+
+    /// Who a cursor opened or used by this command belongs to: its session and the
+    /// connection's user.
+    pub fn cursor_owner(&self, request: &CommandRequest) -> crate::mongo::cursors::CursorOwner {
+        crate::mongo::cursors::CursorOwner {
+            session: CommandContext::session_of(request),
+            user: self
+                .connection
+                .auth
+                .user
+                .as_ref()
+                .map(|user| (user.db.clone(), user.name.clone())),
+        }
+    }
 }
 
 /// The commands docgate answers, with the help text `listCommands` shows.

@@ -246,11 +246,11 @@ pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> R
     let batch_size =
         non_negative(&request.body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let namespace = format!("{}.{collection}", request.db);
-    let session = CommandContext::session_of(request);
+    let requester = context.cursor_owner(request);
     let batch = context
         .server
         .cursors
-        .next_batch(id, &namespace, batch_size, session.as_ref())?;
+        .next_batch(id, &namespace, batch_size, &requester)?;
     cursor_reply(&namespace, batch, false)
 }
 
@@ -266,7 +266,8 @@ pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) 
             as_i64(v).ok_or_else(|| CommandError::TypeMismatch("cursor ids must be longs".into()))
         })
         .collect::<Result<_, _>>()?;
-    let (killed, not_found) = context.server.cursors.kill(&namespace, &ids);
+    let requester = context.cursor_owner(request);
+    let (killed, not_found) = context.server.cursors.kill(&namespace, &ids, &requester)?;
     Ok(doc! {
         "cursorsKilled": killed,
         "cursorsNotFound": not_found,

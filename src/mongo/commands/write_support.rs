@@ -167,13 +167,13 @@ pub fn first_batch_reply(
     batch_size: Option<usize>,
     single_batch: bool,
 ) -> ReplyResult {
-    let session = CommandContext::session_of(request);
+    let owner = context.cursor_owner(request);
     let batch = context.server.cursors.first_batch(
         namespace,
         VecDeque::from(results),
         batch_size,
         single_batch,
-        session,
+        owner,
     );
     cursor_reply(namespace, batch, true)
 }
