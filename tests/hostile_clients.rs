@@ -142,3 +142,84 @@ async fn a_reader_cannot_kill_another_users_cursor() {
         &vec![Bson::Int64(id)]
     );
 }
+
+/// A raw connection to the server from `local` (any 127.0.0.0/8 address is this machine).
+async fn connect_from(server: &TestServer, local: [u8; 4]) -> std::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(std::net::SocketAddr::from((local, 0)))
+        .expect("bind a loopback source address");
+    let stream = socket
+        .connect(std::net::SocketAddr::from(([127, 0, 0, 1], server.port())))
+        .await
+        .expect("connect");
+    let stream = stream.into_std().expect("std stream");
+    stream.set_nonblocking(false).expect("blocking");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
+    stream
+}
+
+#[tokio::test]
+async fn an_outsiders_failures_do_not_lock_the_administrator_out_elsewhere() {
+    let server = server_with_root(&[]).await;
+    // An outsider at 127.0.0.2 guesses root's password wrong five times, then even the
+    // right password is refused from there.
+    let mut outsider = connect_from(&server, [127, 0, 0, 2]).await;
+    for _ in 0..5 {
+        let reply = raw_plain_login(&mut outsider, "admin", "root", "guess");
+        assert_eq!(reply.get_i32("code").ok(), Some(18), "{reply}");
+    }
+    let locked = raw_plain_login(&mut outsider, "admin", "root", "rootpw");
+    assert_eq!(locked.get_i32("code").ok(), Some(18), "locked: {locked}");
+
+    // The administrator, from another address, still logs in: PLAIN, SCRAM and REST Basic.
+    let mut admin = connect_from(&server, [127, 0, 0, 1]).await;
+    let reply = raw_plain_login(&mut admin, "admin", "root", "rootpw");
+    assert_eq!(raw_wire::ok_of(&reply), 1.0, "{reply}");
+    let root = login(&server, "root", "rootpw", "admin").await;
+    let status = root
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await
+        .expect("serverStatus as root");
+    let lockouts = status
+        .get_document("security")
+        .and_then(|s| s.get_document("authentication"))
+        .and_then(|a| a.get_document("lockouts"))
+        .expect("security.authentication.lockouts");
+    assert_eq!(lockouts.get_i64("current").unwrap(), 1, "{lockouts}");
+    let listed = lockouts.get_array("locked").unwrap();
+    let first = listed[0].as_document().unwrap();
+    assert_eq!(first.get_str("user").unwrap(), "admin.root");
+    assert_eq!(first.get_str("client").unwrap(), "127.0.0.2");
+
+    let basic = |local: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(local))
+            .build()
+            .expect("http client")
+    };
+    let url = format!("{}/ords/admin/soda/latest/", server.rest_base());
+    let from_outsider = basic([127, 0, 0, 2])
+        .get(&url)
+        .basic_auth("root", Some("rootpw"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(from_outsider.status().as_u16(), 401);
+    let from_admin = basic([127, 0, 0, 1])
+        .get(&url)
+        .basic_auth("root", Some("rootpw"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(from_admin.status().as_u16(), 200);
+    assert!(
+        server
+            .stderr_log()
+            .contains("user locked for this client address"),
+        "the lock is logged"
+    );
+}

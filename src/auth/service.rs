@@ -1,7 +1,7 @@
 //! `AuthService`: the one authentication service both front ends share (it lives in
 //! `AppState`). It finds users and user-defined roles through the catalog's metadata cache,
 //! runs SCRAM conversations, verifies clear-text passwords (PLAIN, HTTP Basic) through the
-//! fast verification path, throttles failed attempts per `db.user`, and decides whether a
+//! fast verification path, throttles failed attempts per `db.user` and client address, and decides whether a
 //! client must authenticate at all.
 //!
 //! When authentication is required (DESIGN.md invariant 7): with `auth = off` never; with
@@ -15,6 +15,7 @@
 //!
 //! Not for: wire or HTTP shapes (the front ends turn results into replies).
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -169,6 +170,11 @@ impl AuthService {
         &self.settings
     }
 
+    /// Failed-attempt locks (for `serverStatus`).
+    pub fn throttle(&self) -> &Throttle {
+        &self.throttle
+    }
+
     /// The fast verification path (for counters and tests).
     pub fn verifier(&self) -> &PasswordVerifier {
         &self.verifier
@@ -302,6 +308,7 @@ impl AuthService {
         db: &str,
         name: &str,
         password: &str,
+        client: IpAddr,
     ) -> Result<AuthenticatedUser, AuthError> {
         let delegated = db == EXTERNAL_DB && self.settings.source == AuthSource::Database;
         let db = if db == EXTERNAL_DB && !delegated {
@@ -310,7 +317,7 @@ impl AuthService {
             db
         };
         let throttle_key = format!("{db}.{name}");
-        let locked = self.throttle.check(&throttle_key).await.is_err();
+        let locked = self.throttle.check(&throttle_key, client).await.is_err();
         let record = self.user(db, name).await.map_err(backend)?;
         let verified = if delegated {
             self.verify_by_logon(name, password, record.as_ref()).await
@@ -328,11 +335,11 @@ impl AuthService {
         };
         match record {
             Some(user) if verified && !locked => {
-                self.throttle.record_success(&throttle_key).await;
+                self.throttle.record_success(&throttle_key, client).await;
                 self.identity(&user).await.map_err(backend)
             }
             _ => {
-                self.throttle.record_failure(&throttle_key).await;
+                self.throttle.record_failure(&throttle_key, client).await;
                 Err(AuthError::AuthenticationFailed)
             }
         }
@@ -373,10 +380,15 @@ impl AuthService {
         db: &str,
         client_first: &[u8],
         skip_empty_exchange: bool,
+        client: IpAddr,
     ) -> Result<(ScramConversation, SaslReply), AuthError> {
         let parsed = ClientFirst::parse(client_first)?;
         let name = parsed.username().to_owned();
-        let locked = self.throttle.check(&format!("{db}.{name}")).await.is_err();
+        let locked = self
+            .throttle
+            .check(&format!("{db}.{name}"), client)
+            .await
+            .is_err();
         let lookup = match self.user(db, &name).await.map_err(backend)? {
             _ if locked => CredentialLookup::UnknownUser,
             Some(user) => match user.credential(mechanism) {
@@ -395,13 +407,14 @@ impl AuthService {
         db: &str,
         conversation: &mut ScramConversation,
         payload: &[u8],
+        client: IpAddr,
     ) -> Result<(SaslReply, Option<AuthenticatedUser>), AuthError> {
         let throttle_key = format!("{db}.{}", conversation.username());
         let reply = match conversation.step(payload) {
             Ok(reply) => reply,
             Err(error) => {
                 if error == AuthError::AuthenticationFailed {
-                    self.throttle.record_failure(&throttle_key).await;
+                    self.throttle.record_failure(&throttle_key, client).await;
                 }
                 return Err(error);
             }
@@ -413,7 +426,7 @@ impl AuthService {
             // Dropped during the conversation.
             return Err(AuthError::AuthenticationFailed);
         };
-        self.throttle.record_success(&throttle_key).await;
+        self.throttle.record_success(&throttle_key, client).await;
         let identity = self.identity(&record).await.map_err(backend)?;
         Ok((reply, Some(identity)))
     }

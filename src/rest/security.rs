@@ -1,7 +1,7 @@
 //! Who is calling the REST front end, and whether they may. Credentials come in the
 //! `Authorization` header:
 //! - `Basic` — a docgate user and password, checked by the shared password verifier (the
-//!   fast path, throttled per user, the same as PLAIN on the wire). The user is the one of
+//!   fast path, throttled per user and client address, the same as PLAIN on the wire). The user is the one of
 //!   that name in the request's database (`/ords/{db}/…`) if it exists, else the one in
 //!   `admin`.
 //! - `Bearer` — an access token from `POST /ords/{db}/oauth/token`, or a JWT from an external
@@ -131,7 +131,7 @@ pub async fn identify(
     let (scheme, credentials) = text.split_once(' ').unwrap_or((text, ""));
     let credentials = credentials.trim();
     let principal = if scheme.eq_ignore_ascii_case("basic") {
-        basic_principal(state, credentials, db).await?
+        basic_principal(state, credentials, db, peer).await?
     } else if scheme.eq_ignore_ascii_case("bearer") {
         state.tokens.verify(&state.catalog, credentials, db).await?
     } else {
@@ -142,7 +142,12 @@ pub async fn identify(
     Ok(Caller::Authenticated(principal))
 }
 
-async fn basic_principal(state: &AppState, credentials: &str, db: &str) -> RestResult<Principal> {
+async fn basic_principal(
+    state: &AppState,
+    credentials: &str,
+    db: &str,
+    peer: Option<SocketAddr>,
+) -> RestResult<Principal> {
     let malformed = || RestError::unauthorized("malformed Basic credentials");
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(credentials)
@@ -157,7 +162,14 @@ async fn basic_principal(state: &AppState, credentials: &str, db: &str) -> RestR
     } else {
         DEFAULT_AUTH_DB
     };
-    match state.auth.verify_password(auth_db, user, password).await {
+    // Without a peer address (never, behind the real listener) failures count as one unknown
+    // client.
+    let client = peer.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |addr| addr.ip());
+    match state
+        .auth
+        .verify_password(auth_db, user, password, client)
+        .await
+    {
         Ok(user) => Ok(Principal {
             name: user.name,
             grants: user.roles,

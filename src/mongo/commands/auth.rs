@@ -108,7 +108,12 @@ async fn start(
     if mechanism == "PLAIN" {
         let credentials = PlainCredentials::parse(payload)?;
         let user = auth
-            .verify_password(db, &credentials.username, &credentials.password)
+            .verify_password(
+                db,
+                &credentials.username,
+                &credentials.password,
+                context.connection.peer.ip(),
+            )
             .await?;
         log_authenticated(context, &user, mechanism);
         context.connection.auth.set_user(user);
@@ -118,7 +123,9 @@ async fn start(
     let scram = ScramMechanism::from_name(mechanism)
         .filter(|_| db != "$external")
         .ok_or_else(|| AuthError::unknown_mechanism(mechanism))?;
-    let (conversation, reply) = auth.scram_start(scram, db, payload, skip_empty).await?;
+    let (conversation, reply) = auth
+        .scram_start(scram, db, payload, skip_empty, context.connection.peer.ip())
+        .await?;
     let connection = &mut context.connection.auth;
     if connection.conversations.len() >= MAX_OPEN_CONVERSATIONS {
         connection.conversations.clear();
@@ -155,7 +162,12 @@ pub async fn sasl_continue(
     };
     let auth = context.server.state.auth.clone();
     let (reply, user) = auth
-        .scram_step(&pending.db, &mut pending.conversation, &payload)
+        .scram_step(
+            &pending.db,
+            &mut pending.conversation,
+            &payload,
+            context.connection.peer.ip(),
+        )
         .await?;
     if let Some(user) = user {
         let mechanism = pending.conversation.mechanism().name();

@@ -144,8 +144,12 @@ pub fn server_status(context: &CommandContext<'_>) -> Document {
     }
 }
 
+/// Locks `serverStatus` lists by name at most (all are counted).
+const MAX_LISTED_LOCKS: usize = 20;
+
 /// `security.authentication`: MongoDB's per-mechanism counters, plus the fast verification
-/// path's (`fastPath`: PBKDF2 runs and cache hits).
+/// path's (`fastPath`: PBKDF2 runs and cache hits) and the failed-attempt locks in force
+/// (`lockouts`: user, client address, seconds left).
 fn authentication_status(state: &crate::state::AppState) -> Document {
     let mut mechanisms = Document::new();
     for name in ["SCRAM-SHA-1", "SCRAM-SHA-256", "PLAIN"] {
@@ -168,8 +172,25 @@ fn authentication_status(state: &crate::state::AppState) -> Document {
         );
     }
     let verifier = state.auth.verifier();
+    let throttle = state.auth.throttle();
+    let (locks, locked_now) = throttle.active_locks(MAX_LISTED_LOCKS);
+    let locked: Vec<Document> = locks
+        .iter()
+        .map(|lock| {
+            doc! {
+                "user": &lock.user,
+                "client": lock.client.to_string(),
+                "remainingSecs": lock.remaining.as_secs() as i64,
+            }
+        })
+        .collect();
     doc! {
         "mechanisms": mechanisms,
+        "lockouts": {
+            "current": locked_now as i64,
+            "total": throttle.locks_total() as i64,
+            "locked": locked,
+        },
         "fastPath": {
             "enabled": verifier.settings().enabled,
             "pbkdf2Runs": verifier.pbkdf2_runs() as i64,
