@@ -223,3 +223,58 @@ async fn an_outsiders_failures_do_not_lock_the_administrator_out_elsewhere() {
         "the lock is logged"
     );
 }
+
+#[tokio::test]
+async fn a_reader_gets_unauthorized_for_out_and_merge_before_anything_is_planned() {
+    let server = server_with_root(&[]).await;
+    let root = login(&server, "root", "rootpw", "admin").await;
+    let app = root.database("app");
+    app.run_command(
+        doc! {"createUser": "reader", "pwd": "readerpw", "roles": [{"role": "read", "db": "app"}]},
+    )
+    .await
+    .expect("create reader");
+    app.run_command(doc! {"createUser": "writer", "pwd": "writerpw", "roles": [{"role": "readWrite", "db": "app"}]})
+        .await
+        .expect("create writer");
+    app.collection::<Document>("c")
+        .insert_one(doc! {"_id": 1})
+        .await
+        .expect("seed");
+    let reader = login(&server, "reader", "readerpw", "app").await;
+    let writer = login(&server, "writer", "writerpw", "app").await;
+    let pipelines = [
+        vec![doc! {"$out": "copy"}],
+        vec![doc! {"$match": {}}, doc! {"$merge": {"into": "copy"}}],
+        vec![doc! {"$merge": "copy"}],
+        vec![doc! {"$out": {"db": "app", "coll": "copy"}}],
+    ];
+    for pipeline in &pipelines {
+        let refused = reader
+            .database("app")
+            .run_command(doc! {"aggregate": "c", "pipeline": pipeline.clone(), "cursor": {}})
+            .await
+            .expect_err("a reader writes nothing");
+        assert_eq!(server_code(&refused), Some(13), "{pipeline:?}: {refused}");
+        let explained = reader
+            .database("app")
+            .run_command(
+                doc! {"explain": {"aggregate": "c", "pipeline": pipeline.clone(), "cursor": {}}},
+            )
+            .await
+            .expect_err("nor through explain");
+        assert_eq!(
+            server_code(&explained),
+            Some(13),
+            "explain {pipeline:?}: {explained}"
+        );
+        // A writer passes authorization and meets the stage's own answer.
+        let answered = writer
+            .database("app")
+            .run_command(doc! {"aggregate": "c", "pipeline": pipeline.clone(), "cursor": {}})
+            .await;
+        if let Err(error) = answered {
+            assert_ne!(server_code(&error), Some(13), "{pipeline:?}: {error}");
+        }
+    }
+}

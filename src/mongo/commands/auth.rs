@@ -345,6 +345,8 @@ fn extra_privileges(name: &str, request: &CommandRequest) -> Vec<(Action, String
         "findAndModify" | "findandmodify" if flag(&request.body, "upsert") => {
             vec![(Action::Insert, db())]
         }
+        // A pipeline that writes needs the writes it makes, decided before it is planned.
+        "aggregate" => output_stage_privileges(&request.body, &request.db),
         // explain needs what the explained command needs.
         "explain" => match request.target() {
             Bson::Document(explained) => {
@@ -355,7 +357,12 @@ fn extra_privileges(name: &str, request: &CommandRequest) -> Vec<(Action, String
                     "findAndModify" => &[Action::Update, Action::Remove],
                     _ => &[],
                 };
-                actions.iter().map(|a| (*a, db())).collect()
+                let mut needed: Vec<(Action, String)> =
+                    actions.iter().map(|a| (*a, db())).collect();
+                if canonical_name(inner) == "aggregate" {
+                    needed.extend(output_stage_privileges(explained, &request.db));
+                }
+                needed
             }
             _ => Vec::new(),
         },
@@ -369,6 +376,41 @@ fn extra_privileges(name: &str, request: &CommandRequest) -> Vec<(Action, String
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// What an `aggregate` body's `$out` or `$merge` stage writes needs, as MongoDB requires it:
+/// `insert` and `remove` on the output database for `$out` (it replaces the collection),
+/// `insert` and `update` for `$merge`. Stages anywhere in the pipeline count, so the check
+/// does not depend on where the planner would refuse them.
+fn output_stage_privileges(body: &Document, db: &str) -> Vec<(Action, String)> {
+    let Some(Bson::Array(stages)) = body.get("pipeline") else {
+        return Vec::new();
+    };
+    let mut needed = Vec::new();
+    for stage in stages {
+        let Bson::Document(stage) = stage else {
+            continue;
+        };
+        let output_db = |target: &Bson| match target {
+            Bson::Document(spec) => spec.get_str("db").unwrap_or(db).to_owned(),
+            _ => db.to_owned(),
+        };
+        if let Some(target) = stage.get("$out") {
+            let out_db = output_db(target);
+            needed.push((Action::Insert, out_db.clone()));
+            needed.push((Action::Remove, out_db));
+        }
+        if let Some(spec) = stage.get("$merge") {
+            let into = match spec {
+                Bson::Document(spec) => spec.get("into").cloned().unwrap_or(Bson::Null),
+                other => other.clone(),
+            };
+            let merge_db = output_db(&into);
+            needed.push((Action::Insert, merge_db.clone()));
+            needed.push((Action::Update, merge_db));
+        }
+    }
+    needed
 }
 
 /// The databases of the roles a user command names (`"read"` is in the command's database).
