@@ -304,6 +304,16 @@ async fn postgres_restart_body() {
             "insert of _id {}: no RetryableWriteError label: {e:?}",
             a.id
         );
+        // In docgate's words: PostgreSQL's own text (`FATAL: the database system is shutting
+        // down (57P03)`) stays in the server's log.
+        for backend_words in ["FATAL", "database system", "57P0", "SQLSTATE", "db error"] {
+            assert!(
+                !command.message.contains(backend_words),
+                "insert of _id {}: the client was shown the backend's text: {}",
+                a.id,
+                command.message
+            );
+        }
     }
 
     // The same client on the same process works again, and nothing acknowledged was lost.

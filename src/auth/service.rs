@@ -531,7 +531,10 @@ pub async fn derive_credentials_blocking(
 }
 
 fn backend(error: StoreError) -> AuthError {
-    AuthError::Backend(error.to_string())
+    if error.withholds_detail() {
+        tracing::warn!(%error, "backend error during authentication");
+    }
+    AuthError::Backend(error.client_message())
 }
 
 /// A 32-byte secret every instance on this database shares (a metadata record of kind

@@ -151,11 +151,24 @@ impl CommandError {
         }
     }
 
+    /// The message the client sees: a backend's own words are logged instead.
+    fn client_message(&self) -> String {
+        match self {
+            CommandError::Store(error) => {
+                if error.withholds_detail() {
+                    tracing::warn!(%error, "backend error (the client was told docgate's wording)");
+                }
+                error.client_message()
+            }
+            other => other.to_string(),
+        }
+    }
+
     /// The `{ok: 0, errmsg, code, codeName}` reply.
     pub fn to_reply(&self) -> Document {
         let mut reply = doc! {
             "ok": 0.0,
-            "errmsg": self.to_string(),
+            "errmsg": self.client_message(),
             "code": self.code(),
             "codeName": self.code_name(),
         };

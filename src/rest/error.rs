@@ -121,16 +121,19 @@ impl IntoResponse for RestError {
 
 impl From<StoreError> for RestError {
     fn from(error: StoreError) -> Self {
+        if error.withholds_detail() {
+            tracing::warn!(%error, "backend error (the client was told docgate's wording)");
+        }
         match error {
             StoreError::PoolTimeout(_) | StoreError::Unavailable(_) => {
-                RestError::Unavailable(error.to_string())
+                RestError::Unavailable(error.client_message())
             }
             StoreError::AlreadyExists(_) => RestError::Conflict(error.to_string()),
             StoreError::IndexKeyConflict { .. } | StoreError::DuplicateKey => {
                 RestError::Conflict(error.to_string())
             }
             StoreError::Unsupported(_) => RestError::BadRequest(error.to_string()),
-            other => RestError::Internal(other.to_string()),
+            other => RestError::Internal(other.client_message()),
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Errors a backend can report, in backend-neutral terms. The mongo and rest front ends map
-//! them to MongoDB codes and HTTP statuses in one place each.
+//! them to MongoDB codes and HTTP statuses in one place each. What the database itself said
+//! (PostgreSQL's `FATAL: the database system is shutting down`, SQLite's text) is kept for
+//! the server's log; a client is told [`StoreError::client_message`], in docgate's words.
 
 use thiserror::Error;
 
@@ -35,4 +37,32 @@ pub enum StoreError {
     /// Stored data could not be decoded (corruption or a bug).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+}
+
+impl StoreError {
+    /// What a client is told. The backend's own text (which names its internals, and may
+    /// name tables or settings) stays in the server log; see [`StoreError::withholds_detail`].
+    pub fn client_message(&self) -> String {
+        match self {
+            StoreError::Unavailable(_) => {
+                "the database is unavailable at the moment; the operation can be retried".into()
+            }
+            StoreError::Database(_) => {
+                "the database failed the operation; the server log has the details".into()
+            }
+            StoreError::Corrupt(_) => {
+                "stored data could not be read; the server log has the details".into()
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether [`StoreError::client_message`] leaves out what the backend said (the caller
+    /// then logs it).
+    pub fn withholds_detail(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Unavailable(_) | StoreError::Database(_) | StoreError::Corrupt(_)
+        )
+    }
 }

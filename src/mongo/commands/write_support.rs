@@ -219,7 +219,11 @@ pub fn duplicate_id_error(index: usize, namespace: &str, id: &Bson) -> Document 
 
 /// The `writeErrors` entry for a failed statement.
 pub fn command_write_error(index: usize, error: &CommandError) -> Document {
-    write_error(index, error.code(), error.to_string())
+    let message = match error {
+        CommandError::Store(store) => store.client_message(),
+        other => other.to_string(),
+    };
+    write_error(index, error.code(), message)
 }
 
 /// Adds `writeErrors` to a write reply when there are any.
