@@ -6,13 +6,14 @@
 //! Not for: grouping documents by key (`aggregate.rs`) or evaluating the accumulated
 //! expression (`expr.rs`).
 
-use super::compare::{compare_values, values_equal};
+use super::compare::compare_values;
 use super::error::QueryError;
 use super::expr::Expression;
 use super::expr_ops::Operator;
 use super::number::Number;
 use super::numeric_sum::NumericSum;
 use super::sort::{sort_key, SortSpec};
+use super::value_set::ValueSet;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -233,6 +234,8 @@ pub struct AccumulatorState {
     value: Option<Bson>,
     seen_any: bool,
     items: Vec<Bson>,
+    /// The keys of `items`, for `$addToSet`.
+    seen: ValueSet,
     /// Welford's running mean and sum of squared deviations, for the standard deviations.
     mean: f64,
     squares: f64,
@@ -253,6 +256,7 @@ impl AccumulatorState {
             value: None,
             seen_any: false,
             items: Vec::new(),
+            seen: ValueSet::new(),
             mean: 0.0,
             squares: 0.0,
             limit: None,
@@ -301,7 +305,7 @@ impl AccumulatorState {
             }
             AccumulatorKind::AddToSet => {
                 if let Some(v) = value {
-                    if !self.items.iter().any(|item| values_equal(item, &v)) {
+                    if self.seen.insert(&v) {
                         self.items.push(v);
                     }
                 }
@@ -485,6 +489,33 @@ mod tests {
         s.add(Some(Bson::Double(1.0)));
         s.add(None);
         assert_eq!(s.finish(), Bson::Array(vec![Bson::Int32(1)]));
+        let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+        let mut s = AccumulatorState::new(AccumulatorKind::AddToSet);
+        for v in [
+            Bson::Double(2.0),
+            Bson::Int64(1),
+            Bson::Int32(2),
+            dec("1.00"),
+            Bson::Double(-0.0),
+            Bson::Int32(0),
+            dec("NaN"),
+            Bson::Double(f64::NAN),
+            Bson::String("2".into()),
+            Bson::Document(bson::doc! {"a": 1}),
+            Bson::Document(bson::doc! {"a": 1.0}),
+        ] {
+            s.add(Some(v));
+        }
+        let got = s.finish();
+        let expected = Bson::Array(vec![
+            Bson::Double(2.0),
+            Bson::Int64(1),
+            Bson::Double(-0.0),
+            dec("NaN"),
+            Bson::String("2".into()),
+            Bson::Document(bson::doc! {"a": 1}),
+        ]);
+        assert!(super::super::compare::identical(&got, &expected), "{got:?}");
         let mut s = AccumulatorState::new(AccumulatorKind::StdDevPop);
         for v in [2, 4, 4, 4, 5, 5, 7, 9] {
             s.add(Some(Bson::Int32(v)));
@@ -495,6 +526,30 @@ mod tests {
         s.add(None);
         s.add(Some(Bson::Document(bson::doc! {"b": 2})));
         assert_eq!(s.finish(), Bson::Document(bson::doc! {"a": 1, "b": 2}));
+    }
+
+    #[test]
+    fn add_to_set_in_a_group_keeps_first_occurrences() {
+        use super::super::aggregate::Pipeline;
+        use bson::doc;
+        let docs = vec![
+            doc! {"g": 1, "v": 1},
+            doc! {"g": 2, "v": 1.0},
+            doc! {"g": 1, "v": 1_i64},
+            doc! {"g": 1, "v": 2.5},
+            doc! {"g": 1.0, "v": [1, 2]},
+            doc! {"g": 2, "v": [1.0, 2_i64]},
+            doc! {"g": 1},
+        ];
+        let p =
+            Pipeline::parse(&[doc! {"$group": {"_id": "$g", "s": {"$addToSet": "$v"}}}]).unwrap();
+        assert_eq!(
+            p.run(docs).unwrap(),
+            vec![
+                doc! {"_id": 1, "s": [1, 2.5, [1, 2]]},
+                doc! {"_id": 2, "s": [1.0, [1.0, 2_i64]]},
+            ]
+        );
     }
 
     #[test]
