@@ -327,8 +327,11 @@ impl AccumulatorState {
                 let limit = self.limit.unwrap_or(usize::MAX);
                 if self.kind == AccumulatorKind::FirstN {
                     self.items.truncate(limit);
-                } else if self.items.len() > limit {
-                    self.items.remove(0);
+                } else if self.items.len() > limit.saturating_mul(2) {
+                    // Drop the overflow in batches (amortised O(1) per item; `finish` keeps
+                    // the last `limit`), not one front removal per item.
+                    let excess = self.items.len() - limit;
+                    self.items.drain(..excess);
                 }
             }
             AccumulatorKind::MaxN | AccumulatorKind::MinN => {
@@ -374,7 +377,13 @@ impl AccumulatorState {
             AccumulatorKind::MergeObjects => self
                 .value
                 .unwrap_or_else(|| Bson::Document(Document::new())),
-            AccumulatorKind::FirstN | AccumulatorKind::LastN => Bson::Array(self.items),
+            AccumulatorKind::FirstN => Bson::Array(self.items),
+            AccumulatorKind::LastN => {
+                let mut items = self.items;
+                let excess = items.len().saturating_sub(self.limit.unwrap_or(usize::MAX));
+                items.drain(..excess);
+                Bson::Array(items)
+            }
             AccumulatorKind::MaxN | AccumulatorKind::MinN => {
                 let mut items = self.items;
                 items.sort_by(compare_values);
@@ -526,6 +535,21 @@ mod tests {
         s.add(None);
         s.add(Some(Bson::Document(bson::doc! {"b": 2})));
         assert_eq!(s.finish(), Bson::Document(bson::doc! {"a": 1, "b": 2}));
+    }
+
+    #[test]
+    fn last_n_keeps_the_last_items_in_order() {
+        for (count, limit) in [(10, 3), (7, 1), (2, 5), (100, 50), (0, 2)] {
+            let mut s = AccumulatorState::new(AccumulatorKind::LastN);
+            s.limit = Some(limit);
+            for v in 0..count {
+                s.add(Some(Bson::Int32(v)));
+            }
+            let expected: Vec<Bson> = ((count - limit as i32).max(0)..count)
+                .map(Bson::Int32)
+                .collect();
+            assert_eq!(s.finish(), Bson::Array(expected), "{count} {limit}");
+        }
     }
 
     #[test]
