@@ -6,13 +6,14 @@
 //! Not for: grouping documents by key (`aggregate.rs`) or evaluating the accumulated
 //! expression (`expr.rs`).
 
-use super::compare::{compare_values, values_equal};
+use super::compare::compare_values;
 use super::error::QueryError;
 use super::expr::Expression;
 use super::expr_ops::Operator;
 use super::number::Number;
 use super::numeric_sum::NumericSum;
 use super::sort::{sort_key, SortSpec};
+use super::value_set::ValueSet;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -233,6 +234,8 @@ pub struct AccumulatorState {
     value: Option<Bson>,
     seen_any: bool,
     items: Vec<Bson>,
+    /// The keys of `items`, for `$addToSet`.
+    seen: ValueSet,
     /// Welford's running mean and sum of squared deviations, for the standard deviations.
     mean: f64,
     squares: f64,
@@ -253,6 +256,7 @@ impl AccumulatorState {
             value: None,
             seen_any: false,
             items: Vec::new(),
+            seen: ValueSet::new(),
             mean: 0.0,
             squares: 0.0,
             limit: None,
@@ -301,7 +305,7 @@ impl AccumulatorState {
             }
             AccumulatorKind::AddToSet => {
                 if let Some(v) = value {
-                    if !self.items.iter().any(|item| values_equal(item, &v)) {
+                    if self.seen.insert(&v) {
                         self.items.push(v);
                     }
                 }
@@ -323,8 +327,11 @@ impl AccumulatorState {
                 let limit = self.limit.unwrap_or(usize::MAX);
                 if self.kind == AccumulatorKind::FirstN {
                     self.items.truncate(limit);
-                } else if self.items.len() > limit {
-                    self.items.remove(0);
+                } else if self.items.len() > limit.saturating_mul(2) {
+                    // Drop the overflow in batches (amortised O(1) per item; `finish` keeps
+                    // the last `limit`), not one front removal per item.
+                    let excess = self.items.len() - limit;
+                    self.items.drain(..excess);
                 }
             }
             AccumulatorKind::MaxN | AccumulatorKind::MinN => {
@@ -370,7 +377,13 @@ impl AccumulatorState {
             AccumulatorKind::MergeObjects => self
                 .value
                 .unwrap_or_else(|| Bson::Document(Document::new())),
-            AccumulatorKind::FirstN | AccumulatorKind::LastN => Bson::Array(self.items),
+            AccumulatorKind::FirstN => Bson::Array(self.items),
+            AccumulatorKind::LastN => {
+                let mut items = self.items;
+                let excess = items.len().saturating_sub(self.limit.unwrap_or(usize::MAX));
+                items.drain(..excess);
+                Bson::Array(items)
+            }
             AccumulatorKind::MaxN | AccumulatorKind::MinN => {
                 let mut items = self.items;
                 items.sort_by(compare_values);
@@ -485,6 +498,33 @@ mod tests {
         s.add(Some(Bson::Double(1.0)));
         s.add(None);
         assert_eq!(s.finish(), Bson::Array(vec![Bson::Int32(1)]));
+        let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+        let mut s = AccumulatorState::new(AccumulatorKind::AddToSet);
+        for v in [
+            Bson::Double(2.0),
+            Bson::Int64(1),
+            Bson::Int32(2),
+            dec("1.00"),
+            Bson::Double(-0.0),
+            Bson::Int32(0),
+            dec("NaN"),
+            Bson::Double(f64::NAN),
+            Bson::String("2".into()),
+            Bson::Document(bson::doc! {"a": 1}),
+            Bson::Document(bson::doc! {"a": 1.0}),
+        ] {
+            s.add(Some(v));
+        }
+        let got = s.finish();
+        let expected = Bson::Array(vec![
+            Bson::Double(2.0),
+            Bson::Int64(1),
+            Bson::Double(-0.0),
+            dec("NaN"),
+            Bson::String("2".into()),
+            Bson::Document(bson::doc! {"a": 1}),
+        ]);
+        assert!(super::super::compare::identical(&got, &expected), "{got:?}");
         let mut s = AccumulatorState::new(AccumulatorKind::StdDevPop);
         for v in [2, 4, 4, 4, 5, 5, 7, 9] {
             s.add(Some(Bson::Int32(v)));
@@ -495,6 +535,45 @@ mod tests {
         s.add(None);
         s.add(Some(Bson::Document(bson::doc! {"b": 2})));
         assert_eq!(s.finish(), Bson::Document(bson::doc! {"a": 1, "b": 2}));
+    }
+
+    #[test]
+    fn last_n_keeps_the_last_items_in_order() {
+        for (count, limit) in [(10, 3), (7, 1), (2, 5), (100, 50), (0, 2)] {
+            let mut s = AccumulatorState::new(AccumulatorKind::LastN);
+            s.limit = Some(limit);
+            for v in 0..count {
+                s.add(Some(Bson::Int32(v)));
+            }
+            let expected: Vec<Bson> = ((count - limit as i32).max(0)..count)
+                .map(Bson::Int32)
+                .collect();
+            assert_eq!(s.finish(), Bson::Array(expected), "{count} {limit}");
+        }
+    }
+
+    #[test]
+    fn add_to_set_in_a_group_keeps_first_occurrences() {
+        use super::super::aggregate::Pipeline;
+        use bson::doc;
+        let docs = vec![
+            doc! {"g": 1, "v": 1},
+            doc! {"g": 2, "v": 1.0},
+            doc! {"g": 1, "v": 1_i64},
+            doc! {"g": 1, "v": 2.5},
+            doc! {"g": 1.0, "v": [1, 2]},
+            doc! {"g": 2, "v": [1.0, 2_i64]},
+            doc! {"g": 1},
+        ];
+        let p =
+            Pipeline::parse(&[doc! {"$group": {"_id": "$g", "s": {"$addToSet": "$v"}}}]).unwrap();
+        assert_eq!(
+            p.run(docs).unwrap(),
+            vec![
+                doc! {"_id": 1, "s": [1, 2.5, [1, 2]]},
+                doc! {"_id": 2, "s": [1.0, [1.0, 2_i64]]},
+            ]
+        );
     }
 
     #[test]

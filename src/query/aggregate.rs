@@ -663,7 +663,89 @@ fn set_dotted_in_value(target: &mut Bson, path: &str, value: Option<Bson>) {
     }
 }
 
-fn unwind(
+/// `$unwind` of one document. The array is taken out of the document first, so each output
+/// copies the document without it (linear in the array's length, not quadratic).
+pub(super) fn unwind(
+    mut doc: Document,
+    path: &str,
+    index_field: Option<&str>,
+    preserve: bool,
+    out: &mut Vec<Document>,
+) {
+    let value = match take_path(&mut doc, path) {
+        Taken::Value(v) => Some(v),
+        Taken::Missing => None,
+        Taken::ThroughArray => return unwind_by_copy(doc, path, index_field, preserve, out),
+    };
+    // `doc` holds null where the value was; `set_dotted` writes each output's value there.
+    let emit = |mut d: Document, v: Option<Bson>, i: Option<i64>, out: &mut Vec<Document>| {
+        set_dotted(&mut d, path, v);
+        if let Some(field) = index_field {
+            d.insert(field, i.map(Bson::Int64).unwrap_or(Bson::Null));
+        }
+        out.push(d);
+    };
+    match value {
+        Some(Bson::Array(items)) if !items.is_empty() => {
+            let last = items.len() - 1;
+            out.reserve(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let d = if i == last {
+                    std::mem::take(&mut doc)
+                } else {
+                    doc.clone()
+                };
+                emit(d, Some(item), Some(i as i64), out);
+            }
+        }
+        Some(Bson::Array(_)) | None => {
+            if preserve {
+                emit(doc, None, None, out);
+            }
+        }
+        Some(Bson::Null) => {
+            if preserve {
+                emit(doc, Some(Bson::Null), None, out);
+            }
+        }
+        Some(other) => emit(doc, Some(other), None, out),
+    }
+}
+
+/// What [`take_path`] found.
+enum Taken {
+    /// The value, replaced by null in the document.
+    Value(Bson),
+    /// Nothing at the path (a field is absent, or a scalar is in the way).
+    Missing,
+    /// An array before the end of the path, which `get_path` may index by number.
+    ThroughArray,
+}
+
+/// Takes the value at a dotted path through documents out of `doc`, leaving null in its place.
+fn take_path(doc: &mut Document, path: &str) -> Taken {
+    let (parents, leaf) = match path.rsplit_once('.') {
+        Some((parents, leaf)) => (Some(parents), leaf),
+        None => (None, path),
+    };
+    let mut current = doc;
+    for part in parents.into_iter().flat_map(|p| p.split('.')) {
+        match current.get_mut(part) {
+            Some(Bson::Document(d)) => current = d,
+            Some(Bson::Array(_)) => return Taken::ThroughArray,
+            _ => return Taken::Missing,
+        }
+    }
+    match current.get_mut(leaf) {
+        Some(v) => Taken::Value(std::mem::replace(v, Bson::Null)),
+        None => Taken::Missing,
+    }
+}
+
+/// `$unwind` through an array met mid-path (`"$a.0.b"`): each output is a copy of the whole
+/// document with the path set, and setting a path through an array writes into every
+/// element, so the outputs themselves hold the array (see [`set_dotted`]).
+pub(super) fn unwind_by_copy(
     doc: Document,
     path: &str,
     index_field: Option<&str>,

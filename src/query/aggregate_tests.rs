@@ -144,3 +144,69 @@ mod pipelines {
         assert!(Pipeline::parse(&[doc! {"$lookup": {}}]).is_err());
     }
 }
+
+mod unwind {
+    use super::super::aggregate::{unwind, unwind_by_copy, Pipeline};
+    use bson::{doc, Document};
+
+    #[test]
+    fn dotted_path_with_index_keeps_field_order() {
+        let p = Pipeline::parse(&[doc! {"$unwind": {
+            "path": "$a.b",
+            "includeArrayIndex": "i",
+            "preserveNullAndEmptyArrays": true
+        }}])
+        .unwrap();
+        let input = vec![
+            doc! {"_id": 1, "a": {"x": 0, "b": [10, {"c": 1}], "y": 2}, "z": 3},
+            doc! {"_id": 2, "a": {"b": []}},
+            doc! {"_id": 3, "a": {"b": null}},
+            doc! {"_id": 4, "a": 5},
+            doc! {"_id": 5, "a": {"b": "s"}},
+        ];
+        assert_eq!(
+            p.run(input).unwrap(),
+            vec![
+                doc! {"_id": 1, "a": {"x": 0, "b": 10, "y": 2}, "z": 3, "i": 0_i64},
+                doc! {"_id": 1, "a": {"x": 0, "b": {"c": 1}, "y": 2}, "z": 3, "i": 1_i64},
+                doc! {"_id": 2, "a": {}, "i": null},
+                doc! {"_id": 3, "a": {"b": null}, "i": null},
+                doc! {"_id": 4, "a": 5, "i": null},
+                doc! {"_id": 5, "a": {"b": "s"}, "i": null},
+            ]
+        );
+    }
+
+    /// Taking the array out first gives what copying the whole document per element gave.
+    #[test]
+    fn agrees_with_copying_the_document_per_element() {
+        let docs = [
+            doc! {"a": [1, 2, 3], "b": 1},
+            doc! {"b": 1, "a": {"b": [1, [2], {"c": 3}], "d": 4}},
+            doc! {"a": {"b": {"c": [5, 6]}}},
+            doc! {"a": [{"b": [1, 2]}, {"b": 3}]},
+            doc! {"a": [[1, 2], [3]], "i": "old"},
+            doc! {"a": [], "i": 9},
+            doc! {"a": null},
+            doc! {"a": {"b": null}},
+            doc! {"a": "scalar"},
+            doc! {"a": {"b": {}}},
+            doc! {"x": 1},
+            doc! {"a": 7, "i": 1},
+        ];
+        let paths = ["a", "a.b", "a.b.c", "a.0", "a.1.b", "a.0.b", "x.y", "i", ""];
+        for d in &docs {
+            for path in paths {
+                for index in [None, Some("i"), Some("a"), Some("n.m")] {
+                    for preserve in [false, true] {
+                        let (mut fast, mut copied): (Vec<Document>, Vec<Document>) =
+                            (Vec::new(), Vec::new());
+                        unwind(d.clone(), path, index, preserve, &mut fast);
+                        unwind_by_copy(d.clone(), path, index, preserve, &mut copied);
+                        assert_eq!(fast, copied, "{d} {path} {index:?} {preserve}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -13,6 +13,7 @@ use super::expr::truthy;
 use super::expr_ops::type_name;
 use super::number::{exact_value, round_half_even, to_decimal, Number};
 use super::regex_match::RegexPredicate;
+use super::value_set::{dedup, ValueSet};
 use bson::{Bson, Document};
 
 /// The extra operators.
@@ -188,16 +189,6 @@ fn float_result(n: Number, f: impl Fn(f64) -> f64) -> Bson {
         Number::Decimal(_) => Bson::Decimal128(to_decimal(Number::Double(f(n.to_f64())))),
         _ => Bson::Double(f(n.to_f64())),
     }
-}
-
-fn dedup(items: impl IntoIterator<Item = Bson>) -> Vec<Bson> {
-    let mut out: Vec<Bson> = Vec::new();
-    for item in items {
-        if !out.iter().any(|x| values_equal(x, &item)) {
-            out.push(item);
-        }
-    }
-    out
 }
 
 /// Applies an extra operator to evaluated arguments.
@@ -550,34 +541,45 @@ pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
             {
                 return null;
             }
-            let mut sets = Vec::with_capacity(args.len());
+            let mut inputs = Vec::with_capacity(args.len());
             for a in args {
-                sets.push(dedup(
-                    array(a.as_ref(), "set operator", 17044)?.iter().cloned(),
-                ));
+                inputs.push(array(a.as_ref(), "set operator", 17044)?);
             }
-            let contains = |set: &Vec<Bson>, v: &Bson| set.iter().any(|x| values_equal(x, v));
-            match op {
-                SetUnion => Bson::Array(dedup(sets.into_iter().flatten())),
-                SetIntersection => {
-                    let mut iter = sets.iter();
-                    let first = iter.next().cloned().unwrap_or_default();
-                    Bson::Array(
-                        first
-                            .into_iter()
-                            .filter(|v| sets.iter().all(|s| contains(s, v)))
-                            .collect(),
-                    )
+            if op == SetUnion {
+                return Ok(Some(Bson::Array(
+                    dedup(inputs.into_iter().flatten().cloned()).0,
+                )));
+            }
+            // Each input without repeats, in first-occurrence order, with its keys.
+            let sets: Vec<(Vec<Bson>, ValueSet)> = inputs
+                .into_iter()
+                .map(|items| dedup(items.iter().cloned()))
+                .collect();
+            match (op, sets.as_slice()) {
+                (SetIntersection, [(first, _), ..]) => Bson::Array(
+                    first
+                        .iter()
+                        .filter(|v| sets.iter().all(|(_, s)| s.contains(v)))
+                        .cloned()
+                        .collect(),
+                ),
+                (SetIntersection, []) => Bson::Array(Vec::new()),
+                (SetDifference, [(a, _), (_, b), ..]) => {
+                    Bson::Array(a.iter().filter(|v| !b.contains(v)).cloned().collect())
                 }
-                SetDifference => {
-                    let (a, b) = (&sets[0], &sets[1]);
-                    Bson::Array(a.iter().filter(|v| !contains(b, v)).cloned().collect())
+                (SetIsSubset, [(a, _), (_, b), ..]) => {
+                    Bson::Boolean(a.iter().all(|v| b.contains(v)))
                 }
-                SetIsSubset => Bson::Boolean(sets[0].iter().all(|v| contains(&sets[1], v))),
-                _ => Bson::Boolean(sets.windows(2).all(|w| {
-                    w[0].iter().all(|v| contains(&w[1], v))
-                        && w[1].iter().all(|v| contains(&w[0], v))
+                (SetEquals, _) => Bson::Boolean(sets.windows(2).all(|w| {
+                    let ((a, a_keys), (b, b_keys)) = (&w[0], &w[1]);
+                    a.iter().all(|v| b_keys.contains(v)) && b.iter().all(|v| a_keys.contains(v))
                 })),
+                _ => {
+                    return Err(QueryError::location(
+                        17044,
+                        "set operator is missing an argument",
+                    ))
+                }
             }
         }
         AnyElementTrue | AllElementsTrue => {

@@ -158,3 +158,125 @@ mod more_operators {
         );
     }
 }
+
+mod set_operators {
+    use super::super::compare::{identical, values_equal};
+    use super::super::expr_more::{apply, MoreOperator};
+    use super::super::test_values::Generator;
+    use bson::{Bson, Decimal128};
+
+    fn dec(s: &str) -> Bson {
+        Bson::Decimal128(s.parse::<Decimal128>().unwrap())
+    }
+
+    fn run(op: MoreOperator, sets: &[Vec<Bson>]) -> Bson {
+        let args: Vec<Option<Bson>> = sets.iter().map(|s| Some(Bson::Array(s.clone()))).collect();
+        apply(op, &args).unwrap().unwrap()
+    }
+
+    /// The scan-based definitions the hashed operators must agree with.
+    fn reference(op: MoreOperator, sets: &[Vec<Bson>]) -> Bson {
+        let dedup = |items: &[Bson]| {
+            let mut out: Vec<Bson> = Vec::new();
+            for item in items {
+                if !out.iter().any(|x| values_equal(x, item)) {
+                    out.push(item.clone());
+                }
+            }
+            out
+        };
+        let contains = |set: &[Bson], v: &Bson| set.iter().any(|x| values_equal(x, v));
+        let sets: Vec<Vec<Bson>> = sets.iter().map(|s| dedup(s)).collect();
+        match op {
+            MoreOperator::SetUnion => Bson::Array(dedup(&sets.concat())),
+            MoreOperator::SetIntersection => Bson::Array(
+                sets[0]
+                    .iter()
+                    .filter(|v| sets.iter().all(|s| contains(s, v)))
+                    .cloned()
+                    .collect(),
+            ),
+            MoreOperator::SetDifference => Bson::Array(
+                sets[0]
+                    .iter()
+                    .filter(|v| !contains(&sets[1], v))
+                    .cloned()
+                    .collect(),
+            ),
+            MoreOperator::SetIsSubset => {
+                Bson::Boolean(sets[0].iter().all(|v| contains(&sets[1], v)))
+            }
+            _ => Bson::Boolean(sets.windows(2).all(|w| {
+                w[0].iter().all(|v| contains(&w[1], v)) && w[1].iter().all(|v| contains(&w[0], v))
+            })),
+        }
+    }
+
+    #[test]
+    fn numeric_equality_keeps_first_occurrence() {
+        let a = vec![Bson::Int32(1), Bson::Double(2.0)];
+        let b = vec![Bson::Int64(2), Bson::Int32(3)];
+        assert_eq!(
+            run(MoreOperator::SetUnion, &[a.clone(), b.clone()]),
+            Bson::Array(vec![Bson::Int32(1), Bson::Double(2.0), Bson::Int32(3)])
+        );
+        assert_eq!(
+            run(MoreOperator::SetIntersection, &[b.clone(), a.clone()]),
+            Bson::Array(vec![Bson::Int64(2)])
+        );
+        assert_eq!(
+            run(MoreOperator::SetDifference, &[a.clone(), b.clone()]),
+            Bson::Array(vec![Bson::Int32(1)])
+        );
+        let zeros = vec![Bson::Double(-0.0), Bson::Double(f64::NAN), dec("1.0")];
+        let others = vec![dec("NaN"), Bson::Int32(0), Bson::Int64(1), Bson::Int32(0)];
+        assert_eq!(
+            run(MoreOperator::SetEquals, &[zeros.clone(), others.clone()]),
+            Bson::Boolean(true)
+        );
+        assert_eq!(
+            run(MoreOperator::SetIsSubset, &[others.clone(), zeros.clone()]),
+            Bson::Boolean(true)
+        );
+        let union = run(MoreOperator::SetUnion, &[others, zeros]);
+        let expected = Bson::Array(vec![dec("NaN"), Bson::Int32(0), Bson::Int64(1)]);
+        assert!(identical(&union, &expected), "{union:?}");
+        assert_eq!(
+            run(MoreOperator::SetIsSubset, &[a, b]),
+            Bson::Boolean(false)
+        );
+    }
+
+    #[test]
+    fn agree_with_the_scanning_definitions() {
+        let mut generator = Generator::new(0x5851_f42d_4c95_7f2d);
+        let ops = [
+            MoreOperator::SetUnion,
+            MoreOperator::SetIntersection,
+            MoreOperator::SetDifference,
+            MoreOperator::SetIsSubset,
+            MoreOperator::SetEquals,
+        ];
+        for round in 0..2_000 {
+            let op = ops[round % ops.len()];
+            let count = match op {
+                MoreOperator::SetDifference | MoreOperator::SetIsSubset => 2,
+                _ => 1 + generator.below(3) as usize,
+            };
+            // Few distinct leaves, so that sets overlap and the equality rules matter.
+            let sets: Vec<Vec<Bson>> = (0..count)
+                .map(|_| {
+                    (0..generator.below(6))
+                        .map(|_| generator.leaf())
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            let (got, want) = (run(op, &sets), reference(op, &sets));
+            // `identical`: same values, types and order (and NaN, which is not `==` itself).
+            assert!(
+                identical(&got, &want),
+                "{op:?} {sets:?}: {got:?} vs {want:?}"
+            );
+        }
+    }
+}

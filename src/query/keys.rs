@@ -235,6 +235,70 @@ mod tests {
     }
 
     #[test]
+    fn numeric_edge_cases_share_a_key_exactly_when_equal() {
+        // One class per line: every value equals the others of its line and no other line.
+        let classes: Vec<Vec<Bson>> = vec![
+            vec![
+                Bson::Int32(0),
+                Bson::Int64(0),
+                Bson::Double(0.0),
+                Bson::Double(-0.0),
+                dec("0"),
+                dec("-0"),
+                dec("0E-20"),
+                dec("-0.000"),
+            ],
+            vec![
+                Bson::Double(f64::NAN),
+                Bson::Double(-f64::NAN),
+                Bson::Double(f64::from_bits(0x7ff0_0000_0000_0001)),
+                dec("NaN"),
+                dec("-NaN"),
+            ],
+            vec![
+                Bson::Int32(1),
+                Bson::Int64(1),
+                Bson::Double(1.0),
+                dec("1"),
+                dec("1.000"),
+                dec("100E-2"),
+            ],
+            vec![
+                Bson::Int32(-1),
+                Bson::Int64(-1),
+                Bson::Double(-1.0),
+                dec("-1.0"),
+            ],
+            vec![Bson::Double(f64::INFINITY), dec("Infinity")],
+            vec![Bson::Double(f64::NEG_INFINITY), dec("-Infinity")],
+            vec![Bson::Double(f64::MIN_POSITIVE)],
+            vec![Bson::Double(0.1)],
+            vec![dec("0.1")],
+            vec![Bson::Int64(9_007_199_254_740_993), dec("9007199254740993")],
+            vec![
+                Bson::Int64(9_007_199_254_740_992),
+                Bson::Double(9_007_199_254_740_992.0),
+            ],
+            vec![Bson::Int64(i64::MAX)],
+            vec![
+                Bson::Double(9_223_372_036_854_775_808.0),
+                dec("9223372036854775808"),
+            ],
+        ];
+        for (i, class) in classes.iter().enumerate() {
+            for (j, other) in classes.iter().enumerate() {
+                for a in class {
+                    for b in other {
+                        let same_key = encode_key(a) == encode_key(b);
+                        assert_eq!(same_key, i == j, "{a:?} vs {b:?}");
+                        assert_eq!(same_key, compare_values(a, b).is_eq(), "{a:?} vs {b:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn big_integers_order_past_double_precision() {
         let a = encode_key(&Bson::Double(9_007_199_254_740_992.0));
         let b = encode_key(&Bson::Int64(9_007_199_254_740_993));

@@ -9,7 +9,8 @@
 //! [`update::UpdateContext`] for `$`, `$[]` and array filters),
 //! [`aggregate::Pipeline`] (`run`, or `run_with` the foreign collections that `$lookup` and
 //! `$unionWith` read), [`expr::Expression`], [`keys::encode_key`] / [`keys::index_keys`],
-//! [`compare::compare_values`] and [`positional::matched_array_position`]. Every error is a
+//! [`compare::compare_values`], [`value_set::ValueSet`] (hashing under MongoDB equality) and
+//! [`positional::matched_array_position`]. Every error is a
 //! [`QueryError`] carrying MongoDB's code and code name.
 //!
 //! The planner ([`planner`]) is the one part that talks to the store: it turns a filter,
@@ -58,5 +59,6 @@ pub mod ttl;
 pub mod update;
 pub mod update_ops;
 pub mod update_path;
+pub mod value_set;
 
 pub use error::QueryError;

@@ -460,6 +460,40 @@ mod tests {
     }
 
     #[test]
+    fn array_operators_with_many_values_keep_mongodb_equality_and_order() {
+        let (_, d) = run(
+            doc! {"$addToSet": {"a": {"$each": [2_i64, 3, 1, 3.0, 4, 2.0, 0.0]}}},
+            doc! {"_id": 1, "a": [1.0, 2, 2, -0.0]},
+        )
+        .unwrap();
+        assert_eq!(d, doc! {"_id": 1, "a": [1.0, 2, 2, -0.0, 3, 4]});
+        let (_, d) = run(
+            doc! {"$addToSet": {"a": {"$each": [[1, 2], {"x": 1.0}, [1.0, 2_i64], {"x": 1}]}}},
+            doc! {"_id": 1, "a": []},
+        )
+        .unwrap();
+        assert_eq!(d, doc! {"_id": 1, "a": [[1, 2], {"x": 1.0}]});
+        let (_, d) = run(
+            doc! {"$push": {"a": {"$each": [7, 8, 9], "$position": 1}}},
+            doc! {"_id": 1, "a": [1, 2, 3]},
+        )
+        .unwrap();
+        assert_eq!(d, doc! {"_id": 1, "a": [1, 7, 8, 9, 2, 3]});
+        let (_, d) = run(
+            doc! {"$push": {"a": {"$each": [7, 8], "$position": -1}}},
+            doc! {"_id": 1, "a": [1, 2, 3]},
+        )
+        .unwrap();
+        assert_eq!(d, doc! {"_id": 1, "a": [1, 2, 7, 8, 3]});
+        let (_, d) = run(
+            doc! {"$pullAll": {"a": [1_i64, 3.0, {"x": 1.0}]}},
+            doc! {"_id": 1, "a": [1, 2.0, 3, 1.0, {"x": 1}, {"x": 2}, [1]]},
+        )
+        .unwrap();
+        assert_eq!(d, doc! {"_id": 1, "a": [2.0, {"x": 2}, [1]]});
+    }
+
+    #[test]
     fn other_operators() {
         let (_, d) = run(
             doc! {"$min": {"a": 1}, "$max": {"b": 10}, "$mul": {"c": 3, "m": 2}},

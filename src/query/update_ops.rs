@@ -15,6 +15,7 @@ use super::number::{arithmetic, Arithmetic, Number};
 use super::regex_match::RegexPredicate;
 use super::sort::{SortDirection, SortSpec};
 use super::update_path::{visit, Slot, UpdateContext};
+use super::value_set::ValueSet;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -480,11 +481,7 @@ pub fn apply_operation(
                 if is_push {
                     push_into(&mut items, args);
                 } else {
-                    for v in &args.each {
-                        if !items.iter().any(|item| values_equal(item, v)) {
-                            items.push(v.clone());
-                        }
-                    }
+                    add_to_set(&mut items, &args.each);
                 }
                 slot.set(Bson::Array(items));
                 Ok(())
@@ -518,6 +515,17 @@ pub fn apply_operation(
         }
         UpdateOperator::Pull | UpdateOperator::PullAll => {
             let condition = operation.pull.clone();
+            // `$pullAll` of several values: their keys, hashed once for every array visited.
+            let pulled = match (&condition, argument) {
+                (None, Bson::Array(values)) if values.len() > 1 => {
+                    let mut set = ValueSet::new();
+                    for v in values {
+                        set.insert(v);
+                    }
+                    Some(set)
+                }
+                _ => None,
+            };
             visit(
                 doc,
                 path,
@@ -526,7 +534,11 @@ pub fn apply_operation(
                 &mut |mut slot| match slot.get_mut() {
                     None => Ok(()),
                     Some(Bson::Array(items)) => {
-                        items.retain(|item| !should_pull(condition.as_ref(), argument, item));
+                        match &pulled {
+                            Some(set) => items.retain(|item| !set.contains(item)),
+                            None => items
+                                .retain(|item| !should_pull(condition.as_ref(), argument, item)),
+                        }
                         Ok(())
                     }
                     Some(_) => Err(QueryError::bad_value(
@@ -596,6 +608,26 @@ fn should_pull(condition: Option<&PullCondition>, argument: &Bson, item: &Bson) 
     }
 }
 
+/// `$addToSet`: appends each value that no item (nor an earlier value) equals.
+fn add_to_set(items: &mut Vec<Bson>, each: &[Bson]) {
+    if let [one] = each {
+        if !items.iter().any(|item| values_equal(item, one)) {
+            items.push(one.clone());
+        }
+        return;
+    }
+    // With `$each`, hash the keys once instead of scanning the array per value.
+    let mut seen = ValueSet::new();
+    for item in items.iter() {
+        seen.insert(item);
+    }
+    for v in each {
+        if seen.insert(v) {
+            items.push(v.clone());
+        }
+    }
+}
+
 fn push_into(items: &mut Vec<Bson>, args: &PushArguments) {
     let len = items.len() as i64;
     let at = match args.position {
@@ -603,9 +635,7 @@ fn push_into(items: &mut Vec<Bson>, args: &PushArguments) {
         Some(p) if p >= 0 => p.min(len),
         Some(p) => (len + p).max(0),
     } as usize;
-    for (offset, v) in args.each.iter().enumerate() {
-        items.insert(at + offset, v.clone());
-    }
+    items.splice(at..at, args.each.iter().cloned());
     match &args.sort {
         Some(PushSort::Whole(direction)) => items.sort_by(|a, b| {
             let order = compare_values(a, b);
