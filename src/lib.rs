@@ -13,9 +13,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod auth;
 pub mod catalog;
+pub mod compute;
 // The planner is part of the query core; it is declared here until the query module
 // can name the store types it plans for.
 pub mod config;
+pub mod interrupt;
 pub mod mongo;
 pub mod query;
 pub mod rest;

@@ -201,6 +201,7 @@ fn store_error_code(error: &StoreError) -> (i32, &'static str) {
         StoreError::Unavailable(_) => (6, "HostUnreachable"),
         StoreError::Database(_) => (1, "InternalError"),
         StoreError::Corrupt(_) => (1, "InternalError"),
+        StoreError::Interrupted(reason) => (reason.code(), reason.code_name()),
     }
 }
 

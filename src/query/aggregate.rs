@@ -126,6 +126,7 @@ impl Pipeline {
     ) -> Result<Vec<Document>, QueryError> {
         let mut docs = input;
         for stage in &self.stages {
+            crate::interrupt::check_now()?;
             docs = match stage {
                 Stage::Facet(facets) => super::aggregate_stages::run_facet(facets, docs, foreign)?,
                 Stage::Lookup(lookup) => {
@@ -504,7 +505,16 @@ fn parse_unwind(spec: &Bson) -> Result<Stage, QueryError> {
 
 fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
     Ok(match stage {
-        Stage::Match { filter, .. } => docs.into_iter().filter(|d| filter.matches(d)).collect(),
+        Stage::Match { filter, .. } => {
+            let mut kept = Vec::new();
+            for d in docs {
+                crate::interrupt::check()?;
+                if filter.matches(&d) {
+                    kept.push(d);
+                }
+            }
+            kept
+        }
         Stage::Group { id, accumulators } => group(id, accumulators, docs)?,
         Stage::Sort(spec) => {
             let mut docs = docs;
@@ -554,6 +564,7 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
         Stage::Unwind { path, index_field, preserve_empty } => {
             let mut out = Vec::new();
             for d in docs {
+                crate::interrupt::check_now()?;
                 unwind(d, path, index_field.as_deref(), *preserve_empty, &mut out);
             }
             out
@@ -569,6 +580,7 @@ fn group(
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut groups: Vec<(Bson, Vec<AccumulatorState>)> = Vec::new();
     for doc in &docs {
+        crate::interrupt::check()?;
         let key = id.evaluate(doc)?;
         let encoded = encode_key(&key);
         let slot = match index.get(&encoded) {

@@ -16,6 +16,16 @@ pub struct QueryError {
     pub message: String,
 }
 
+impl From<crate::interrupt::Interruption> for QueryError {
+    fn from(interruption: crate::interrupt::Interruption) -> QueryError {
+        QueryError::with(
+            interruption.code(),
+            interruption.code_name(),
+            interruption.to_string(),
+        )
+    }
+}
+
 impl QueryError {
     fn with(code: i32, code_name: &'static str, message: impl Into<String>) -> Self {
         QueryError {

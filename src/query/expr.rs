@@ -128,8 +128,10 @@ impl Expression {
         self.eval(&mut scope)
     }
 
-    /// Evaluates within an existing scope.
+    /// Evaluates within an existing scope. Every node evaluated is an interruption point
+    /// (see `crate::interrupt`), so `$map`, `$reduce` and their kind stop at a time limit.
     pub fn eval(&self, scope: &mut Scope<'_>) -> Result<Option<Bson>, QueryError> {
+        crate::interrupt::check()?;
         match &self.node {
             Node::Literal(v) => Ok(Some(v.clone())),
             Node::FieldPath(path) => Ok(path_value_in_document(scope.root, path)),

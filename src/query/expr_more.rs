@@ -470,12 +470,13 @@ pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
             if count > 2_000_000 {
                 return Err(QueryError::location(20, "$range would use too much memory"));
             }
-            Bson::Array(
-                (0..count as i64)
-                    .map(|i| start + step * i)
-                    .map(|v| i32::try_from(v).map(Bson::Int32).unwrap_or(Bson::Int64(v)))
-                    .collect(),
-            )
+            let mut items = Vec::with_capacity(count);
+            for i in 0..count as i64 {
+                crate::interrupt::check()?;
+                let v = start + step * i;
+                items.push(i32::try_from(v).map(Bson::Int32).unwrap_or(Bson::Int64(v)));
+            }
+            Bson::Array(items)
         }
         Slice => {
             if nullish(arg(0)) {
@@ -547,14 +548,14 @@ pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
             }
             if op == SetUnion {
                 return Ok(Some(Bson::Array(
-                    dedup(inputs.into_iter().flatten().cloned()).0,
+                    dedup(inputs.into_iter().flatten().cloned())?.0,
                 )));
             }
             // Each input without repeats, in first-occurrence order, with its keys.
             let sets: Vec<(Vec<Bson>, ValueSet)> = inputs
                 .into_iter()
                 .map(|items| dedup(items.iter().cloned()))
-                .collect();
+                .collect::<Result<_, _>>()?;
             match (op, sets.as_slice()) {
                 (SetIntersection, [(first, _), ..]) => Bson::Array(
                     first

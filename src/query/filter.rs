@@ -141,6 +141,18 @@ impl Filter {
         super::filter_eval::matches(self, doc)
     }
 
+    /// Whether the filter evaluates aggregation expressions (`$expr`), whose cost per
+    /// document has no bound the filter's size gives.
+    pub fn evaluates_expressions(&self) -> bool {
+        match self {
+            Filter::And(parts) | Filter::Or(parts) | Filter::Nor(parts) => {
+                parts.iter().any(Filter::evaluates_expressions)
+            }
+            Filter::Expr(_) => true,
+            Filter::Field { .. } | Filter::AlwaysTrue | Filter::AlwaysFalse => false,
+        }
+    }
+
     /// Whether `doc` matches, reporting `$expr` evaluation errors as MongoDB does.
     pub fn try_matches(&self, doc: &Document) -> Result<bool, QueryError> {
         super::filter_eval::try_matches(self, doc)

@@ -29,7 +29,7 @@ use crate::store::{
 };
 
 /// How one read will run.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ReadPlan {
     /// What the store evaluates.
     pub scan: ScanRequest,
@@ -416,7 +416,7 @@ pub async fn execute(
     plan: &ReadPlan,
 ) -> Result<Vec<Document>, StoreError> {
     let rows = session.scan(collection, &plan.scan).await?;
-    finish(rows, plan)
+    in_rust(rows, plan, finish).await
 }
 
 /// Like [`execute`], for the read of a write (update, delete, findAndModify): the rows are
@@ -428,7 +428,7 @@ pub async fn execute_for_update(
     plan: &ReadPlan,
 ) -> Result<Vec<Document>, StoreError> {
     let rows = session.scan_for_update(collection, &plan.scan).await?;
-    finish(rows, plan)
+    in_rust(rows, plan, finish).await
 }
 
 /// Like [`execute`], answering each selected document in its stored BSON bytes, for a
@@ -440,13 +440,44 @@ pub async fn execute_raw(
     plan: &ReadPlan,
 ) -> Result<Vec<RawDocumentBuf>, StoreError> {
     let rows = session.scan(collection, &plan.scan).await?;
-    finish_raw(rows, plan)
+    in_rust(rows, plan, finish_raw).await
 }
 
-/// The residual filter, sort, skip and limit over the rows the store returned.
+/// Rows up to which the Rust side of a plan without an `$expr` runs inline on the async
+/// thread: below this a trip to the compute pool costs more than the work.
+const INLINE_ROWS: usize = 256;
+
+/// [`finish`] or [`finish_raw`].
+type Finisher<T> = fn(Vec<Vec<u8>>, &ReadPlan) -> Result<Vec<T>, StoreError>;
+
+/// Runs the Rust side of `plan` over `rows`: inline when it is small, on the compute pool
+/// (`crate::compute`) otherwise, under the command's interrupt either way.
+async fn in_rust<T: Send + 'static>(
+    rows: Vec<Vec<u8>>,
+    plan: &ReadPlan,
+    finish: Finisher<T>,
+) -> Result<Vec<T>, StoreError> {
+    let expressions = plan
+        .residual
+        .as_ref()
+        .is_some_and(Filter::evaluates_expressions);
+    if !expressions && rows.len() <= INLINE_ROWS {
+        return crate::compute::run_inline(|| finish(rows, plan));
+    }
+    let plan = plan.clone();
+    crate::compute::run(move || finish(rows, &plan)).await
+}
+
+/// The residual filter, sort, skip and limit over the rows the store returned. Without a
+/// sort in Rust, evaluation stops once skip plus limit documents matched.
 pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
-    let mut documents = Vec::with_capacity(rows.len());
+    let enough = enough_matches(plan);
+    let mut documents = Vec::with_capacity(rows.len().min(enough));
     for row in in_scan_order(rows, plan) {
+        if documents.len() >= enough {
+            break;
+        }
+        crate::interrupt::check()?;
         let document = decode_document(&row)?;
         if plan
             .residual
@@ -456,6 +487,7 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
             documents.push(document);
         }
     }
+    crate::interrupt::check_now()?;
     if let Some(sort) = sort_in_rust(plan) {
         sort.sort(&mut documents);
     }
@@ -464,8 +496,13 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
 
 /// [`finish`] keeping the documents in their stored bytes (see [`execute_raw`]).
 pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocumentBuf>, StoreError> {
-    let mut selected = Vec::with_capacity(rows.len());
+    let enough = enough_matches(plan);
+    let mut selected = Vec::with_capacity(rows.len().min(enough));
     for row in in_scan_order(rows, plan) {
+        if selected.len() >= enough {
+            break;
+        }
+        crate::interrupt::check()?;
         let raw = RawDocumentBuf::from_bytes(row).map_err(corrupt)?;
         if let Some(filter) = &plan.residual {
             if !filter.matches(&decode_document(raw.as_bytes())?) {
@@ -474,6 +511,7 @@ pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocument
         }
         selected.push(raw);
     }
+    crate::interrupt::check_now()?;
     if let Some(sort) = sort_in_rust(plan) {
         let keyed = selected
             .into_iter()
@@ -482,6 +520,17 @@ pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocument
         selected = sort.order_by_keys(keyed);
     }
     Ok(skip_and_limit(selected, plan))
+}
+
+/// How many matching documents the Rust side needs: all of them before a sort, else skip
+/// plus limit.
+fn enough_matches(plan: &ReadPlan) -> usize {
+    match (sort_in_rust(plan), plan.limit) {
+        (None, Some(limit)) => {
+            usize::try_from(plan.skip.saturating_add(limit)).unwrap_or(usize::MAX)
+        }
+        _ => usize::MAX,
+    }
 }
 
 /// The rows in the order the plan reads them (a `$natural: -1` sort reverses the scan).

@@ -45,11 +45,19 @@ impl ValueSet {
 }
 
 /// The values without repeats (by MongoDB equality), each kept where it first occurs, with
-/// the set of their keys.
-pub fn dedup(items: impl IntoIterator<Item = Bson>) -> (Vec<Bson>, ValueSet) {
+/// the set of their keys. Each value is an interruption point (see `crate::interrupt`).
+pub fn dedup(
+    items: impl IntoIterator<Item = Bson>,
+) -> Result<(Vec<Bson>, ValueSet), crate::interrupt::Interruption> {
     let mut set = ValueSet::new();
-    let out = items.into_iter().filter(|item| set.insert(item)).collect();
-    (out, set)
+    let mut out = Vec::new();
+    for item in items {
+        crate::interrupt::check()?;
+        if set.insert(&item) {
+            out.push(item);
+        }
+    }
+    Ok((out, set))
 }
 
 #[cfg(test)]
@@ -73,7 +81,8 @@ mod tests {
             Bson::Double(f64::NAN),
             dec("NaN"),
             Bson::Double(-f64::NAN),
-        ]);
+        ])
+        .unwrap();
         let expected = [
             Bson::Int32(1),
             Bson::Int32(2),

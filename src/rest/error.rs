@@ -9,6 +9,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::interrupt::Interruption;
 use crate::mongo::error::CommandError;
 use crate::query::QueryError;
 use crate::store::StoreError;
@@ -38,6 +39,9 @@ pub enum RestError {
     TooManyRequests(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The request ran past its time limit (`--rest-request-timeout`).
+    #[error("{0}")]
+    Timeout(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -58,6 +62,7 @@ impl RestError {
             RestError::Forbidden(_) => StatusCode::FORBIDDEN,
             RestError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             RestError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            RestError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             RestError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -74,6 +79,7 @@ impl RestError {
             RestError::Forbidden(_) => "Forbidden",
             RestError::TooManyRequests(_) => "TooManyRequests",
             RestError::Unavailable(_) => "ServiceUnavailable",
+            RestError::Timeout(_) => "Timeout",
             RestError::Internal(_) => "InternalServerError",
         }
     }
@@ -119,6 +125,19 @@ impl IntoResponse for RestError {
     }
 }
 
+impl From<Interruption> for RestError {
+    fn from(reason: Interruption) -> Self {
+        match reason {
+            Interruption::TimeLimit => {
+                RestError::Timeout(format!("the request exceeded its time limit ({reason})"))
+            }
+            Interruption::ClientGone | Interruption::Shutdown => {
+                RestError::Unavailable(reason.to_string())
+            }
+        }
+    }
+}
+
 impl From<StoreError> for RestError {
     fn from(error: StoreError) -> Self {
         if error.withholds_detail() {
@@ -133,6 +152,7 @@ impl From<StoreError> for RestError {
                 RestError::Conflict(error.to_string())
             }
             StoreError::Unsupported(_) => RestError::BadRequest(error.to_string()),
+            StoreError::Interrupted(reason) => reason.into(),
             other => RestError::Internal(other.client_message()),
         }
     }
@@ -140,7 +160,10 @@ impl From<StoreError> for RestError {
 
 impl From<QueryError> for RestError {
     fn from(error: QueryError) -> Self {
-        RestError::BadRequest(error.message)
+        match Interruption::from_code(error.code) {
+            Some(reason) => reason.into(),
+            None => RestError::BadRequest(error.message),
+        }
     }
 }
 
@@ -148,6 +171,7 @@ impl From<CommandError> for RestError {
     fn from(error: CommandError) -> Self {
         match error {
             CommandError::Store(store) => store.into(),
+            CommandError::Query(query) => query.into(),
             CommandError::NamespaceNotFound(m) => RestError::NotFound(m),
             CommandError::NamespaceExists(m) => RestError::Conflict(m),
             CommandError::DuplicateKey(_) => RestError::Conflict(error.to_string()),

@@ -37,6 +37,10 @@ pub enum StoreError {
     /// Stored data could not be decoded (corruption or a bug).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// The read was stopped part way: its time limit passed, its client went away, or the
+    /// server is shutting down.
+    #[error("{0}")]
+    Interrupted(#[from] crate::interrupt::Interruption),
 }
 
 impl StoreError {

@@ -120,5 +120,7 @@ pub(crate) async fn run_pipeline(
         };
         foreign.insert(other, documents);
     }
-    Ok(pipeline.run_with(input, &foreign)?)
+    // The stages run on the compute pool, never on the threads that answer other clients.
+    let pipeline = pipeline.clone();
+    Ok(crate::compute::run(move || pipeline.run_with(input, &foreign)).await?)
 }

@@ -11,6 +11,11 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
+pub mod limits;
+
+pub use limits::LimitSettings;
+use limits::{FileLimits, LimitArgs};
+
 use crate::auth::service::AuthSource;
 use crate::auth::{AuthMode, AuthSettings, ThrottleSettings, VerifierSettings};
 
@@ -68,7 +73,8 @@ pub struct Cli {
     /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.source, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
     /// security.credentials.lock_time, tls.cert, tls.key, tls.mode, rest.token_lifetime,
-    /// rest.jwks, rest.jwt_issuer, rest.jwt_audience, rest.jwt_roles_claim).
+    /// rest.jwks, rest.jwt_issuer, rest.jwt_audience, rest.jwt_roles_claim, and the
+    /// `[limits]` table: the limit flags' names with underscores).
     #[arg(long, env = "DOCGATE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Where the data lives: `sqlite:DIR` (default `sqlite:./docgate-data`) or
@@ -164,6 +170,9 @@ pub struct Cli {
     /// Claim of external JWTs that lists the caller's roles (default `roles`).
     #[arg(long, env = "DOCGATE_REST_JWT_ROLES_CLAIM")]
     pub rest_jwt_roles_claim: Option<String>,
+    /// Limits and timeouts against clients that take more than their share.
+    #[command(flatten)]
+    pub limits: LimitArgs,
     /// What to do; without a subcommand docgate serves.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -297,6 +306,8 @@ struct FileSettings {
     auth: FileAuth,
     #[serde(default)]
     security: FileSecurity,
+    #[serde(default)]
+    limits: FileLimits,
     #[serde(default)]
     tls: FileTls,
     #[serde(default)]
@@ -553,6 +564,7 @@ pub struct Settings {
     pub auth: AuthSettings,
     pub tls: TlsSettings,
     pub rest: RestSettings,
+    pub limits: LimitSettings,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -664,6 +676,7 @@ impl Settings {
                 max_tracked: auth_defaults.throttle.max_tracked,
             },
         };
+        let limits = LimitSettings::resolve(cli.limits, file.limits)?;
         let tls = TlsSettings::resolve(
             cli.tls_cert.or(file.tls.cert),
             cli.tls_key.or(file.tls.key),
@@ -702,6 +715,7 @@ impl Settings {
                     .or(file.rest.jwt_roles_claim)
                     .unwrap_or_else(|| "roles".to_string()),
             },
+            limits,
             argv,
         })
     }
