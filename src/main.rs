@@ -58,7 +58,49 @@ async fn shutdown_signal() {
     }
 }
 
+/// Descriptors kept beside the connection limits: listeners, log and data files, the
+/// TLS key and certificate, the database's own files (SQLite keeps three per connection).
+const SPARE_DESCRIPTORS: u64 = 64;
+const DESCRIPTORS_PER_POOL_CONNECTION: u64 = 4;
+
+/// Raises the soft open-file limit to what both listeners' connection limits and the pool
+/// need together, so that no listener can take the descriptors the other or the database
+/// needs; warns when the hard limit is below that.
+fn raise_open_file_limit(settings: &Settings) {
+    let needed = settings.max_connections as u64
+        + settings.limits.rest_max_connections as u64
+        + settings.pool.max as u64 * DESCRIPTORS_PER_POOL_CONNECTION
+        + SPARE_DESCRIPTORS;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    // rlim_t is u64 on Linux.
+    let (soft, hard) = (limit.rlim_cur, limit.rlim_max);
+    if soft >= needed {
+        return;
+    }
+    let raised = libc::rlimit {
+        rlim_cur: needed.min(hard),
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: setrlimit reads the struct it is given.
+    let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0;
+    if !ok || hard < needed {
+        tracing::warn!(
+            "open-file limit is {} (hard {hard}) but --max-connections, --rest-max-connections \
+             and the pool need {needed}: lower them or raise `ulimit -n`",
+            if ok { needed.min(hard) } else { soft }
+        );
+    }
+}
+
 async fn run(settings: Settings) -> Result<(), String> {
+    raise_open_file_limit(&settings);
     let tls = ListenerTls::from_settings(&settings.tls).map_err(|e| e.to_string())?;
     let state = AppState::open(settings.clone())
         .await
@@ -262,6 +304,9 @@ fn main() -> ExitCode {
         }
         Some(Command::Demo) => runtime.block_on(run_demo(settings)),
     };
+    // Evaluation interrupted at shutdown ends at its next check; a statement the database
+    // is still running is not waited for.
+    runtime.shutdown_timeout(docgate::mongo::listener::INTERRUPTED_ANSWER_TIME);
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

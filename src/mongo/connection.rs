@@ -4,7 +4,9 @@
 //! with the request's compressor, and no reply at all for `moreToCome`.
 //!
 //! Malformed frames whose boundaries are intact get an error reply and the connection goes
-//! on; broken framing (bad length, oversized message, I/O error) closes the connection.
+//! on; broken framing (bad length, oversized message, I/O error) closes the connection, as
+//! do the limits `reader` applies (silence, slow or oversized messages, smaller ones before
+//! authentication). A client that goes away while its command runs interrupts the command.
 //!
 //! Not for: command semantics (see `dispatch` and `commands`).
 
@@ -16,18 +18,21 @@ use docgate_wire::{
     op_code, Compressor, Incoming, Message, MessageCodec, MsgFlags, Op, OpMsg, OpReply, RawOpMsg,
     WireError,
 };
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
-use tokio_util::codec::Framed;
+use tokio_util::codec::FramedWrite;
 
 use super::dispatch::{dispatch, CommandReply, ConnectionInfo};
+use super::reader::{MessageReader, ReadError, ReadLimits};
 use super::request::CommandRequest;
 use super::MongoServer;
+use crate::auth::service::Access;
+use crate::interrupt::{Interrupt, Interruption};
 use crate::state::ServerCounters;
 
-/// Serves one connection until the client closes it, framing breaks, or shutdown. The
-/// stream is a TCP socket or a TLS session over one (see `tls`).
+/// Serves one connection until the client closes it, framing breaks, a limit is passed,
+/// or shutdown. The stream is a TCP socket or a TLS session over one (see `tls`).
 pub async fn handle_connection<S>(
     server: Arc<MongoServer>,
     stream: S,
@@ -41,54 +46,67 @@ pub async fn handle_connection<S>(
     ServerCounters::add(&counters.connections_total, 1);
     let mut connection = ConnectionInfo::new(server.next_connection_id(), peer);
     tracing::debug!(connection = connection.id, %peer, "connection accepted");
-    let mut framed = Framed::new(stream, MessageCodec::new());
+    let (read, write) = tokio::io::split(stream);
+    let mut reader = MessageReader::new(read, server.message_budget.clone());
+    let mut writer = FramedWrite::new(write, MessageCodec::new());
+    // Whether this client may run commands without logging in (authentication off, or the
+    // localhost exception); others get the small limits until they authenticate.
+    let open_access = matches!(
+        server.state.auth.access(peer.ip().is_loopback()).await,
+        Ok(Access::Open)
+    );
 
     let mut draining = *shutdown.borrow();
     loop {
-        let incoming = if draining {
+        let limits = read_limits(&server, &connection, open_access);
+        let read = if draining {
             // Shutting down: a message already partly received is in flight — finish reading
             // and running it; otherwise close.
-            if framed.read_buffer().is_empty() {
+            if !reader.has_buffered() {
                 break;
             }
-            match tokio::time::timeout(DRAIN_READ_TIMEOUT, framed.next()).await {
-                Ok(incoming) => incoming,
+            match tokio::time::timeout(DRAIN_READ_TIMEOUT, reader.next(limits)).await {
+                Ok(read) => read,
                 Err(_) => break,
             }
         } else {
             tokio::select! {
-                incoming = framed.next() => incoming,
+                read = reader.next(limits) => read,
                 _ = shutdown.changed() => {
                     draining = true;
                     continue;
                 }
             }
         };
-        let reply = match incoming {
-            None => break,
-            Some(Err(error)) => {
-                log_fatal(&connection, &error);
+        let message = match read {
+            Ok(message) => message,
+            Err(error) => {
+                log_closing(&connection, &error, limits);
                 break;
             }
-            Some(Ok(Incoming::Malformed {
+        };
+        let reply = match message.incoming {
+            Incoming::Malformed {
                 request_id,
                 op_code,
                 error,
-            })) => {
+            } => {
                 tracing::debug!(connection = connection.id, %error, "malformed message");
                 match malformed_reply(request_id, op_code, &error) {
                     Some(reply) => reply,
                     None => break,
                 }
             }
-            Some(Ok(Incoming::Message(message))) => {
-                match handle_message(&server, &mut connection, message).await {
+            Incoming::Message(message) => {
+                let interrupt = Interrupt::default();
+                let handling = handle_message(&server, &mut connection, message, &interrupt);
+                match watch_client(&mut reader, handling, &interrupt).await {
                     Some(reply) => reply,
                     None => continue,
                 }
             }
         };
-        if let Err(error) = framed.send(reply).await {
+        if let Err(error) = writer.send(reply).await {
             tracing::debug!(connection = connection.id, %error, "write failed");
             break;
         }
@@ -102,10 +120,66 @@ pub async fn handle_connection<S>(
     tracing::debug!(connection = connection.id, "connection closed");
 }
 
-fn log_fatal(connection: &ConnectionInfo, error: &WireError) {
+/// The limits of the next read: small and short until the client has authenticated (when
+/// it must), the configured ones after.
+fn read_limits(server: &MongoServer, connection: &ConnectionInfo, open_access: bool) -> ReadLimits {
+    let limits = &server.state.settings.limits;
+    if open_access || connection.auth.user.is_some() {
+        ReadLimits {
+            idle: limits.idle_timeout,
+            message: limits.message_timeout,
+            max_message: docgate_wire::MAX_MESSAGE_SIZE_BYTES,
+        }
+    } else {
+        ReadLimits {
+            idle: Some(
+                limits
+                    .idle_timeout
+                    .map_or(limits.unauthenticated_idle_timeout, |idle| {
+                        idle.min(limits.unauthenticated_idle_timeout)
+                    }),
+            ),
+            message: limits.message_timeout,
+            max_message: limits.unauthenticated_max_message_bytes,
+        }
+    }
+}
+
+/// Runs `handling` (one command) while watching the connection: if the client closes its
+/// end meanwhile, the command's evaluation is interrupted (11601) and its reply dropped.
+async fn watch_client<R, F>(
+    reader: &mut MessageReader<R>,
+    handling: F,
+    interrupt: &Interrupt,
+) -> Option<Message>
+where
+    R: AsyncRead + Unpin,
+    F: std::future::Future<Output = Option<Message>>,
+{
+    tokio::pin!(handling);
+    tokio::select! {
+        reply = &mut handling => return reply,
+        gone = reader.client_gone() => {
+            if gone {
+                interrupt.cancel(Interruption::ClientGone);
+            }
+        }
+    }
+    // The client went away (its reply has nowhere to go) or sent its next message early
+    // (kept buffered): let the command end either way.
+    handling.await
+}
+
+fn log_closing(connection: &ConnectionInfo, error: &ReadError, limits: ReadLimits) {
     match error {
-        WireError::Io(_) => {
+        ReadError::Closed | ReadError::Io(_) => {
             tracing::debug!(connection = connection.id, %error, "connection dropped")
+        }
+        ReadError::Idle(_) => {
+            tracing::debug!(connection = connection.id, peer = %connection.peer, %error, "closing idle connection")
+        }
+        ReadError::TooLarge { .. } if limits.max_message < docgate_wire::MAX_MESSAGE_SIZE_BYTES => {
+            tracing::info!(connection = connection.id, peer = %connection.peer, %error, "closing connection: not authenticated (see --unauthenticated-max-message-bytes)")
         }
         _ => {
             tracing::info!(connection = connection.id, peer = %connection.peer, %error, "closing connection")
@@ -119,6 +193,7 @@ async fn handle_message(
     server: &MongoServer,
     connection: &mut ConnectionInfo,
     message: Message,
+    interrupt: &Interrupt,
 ) -> Option<Message> {
     let compressor = message.compressor;
     match message.op {
@@ -126,7 +201,7 @@ async fn handle_message(
             let checksum = msg.flags.checksum_present();
             let more_to_come = msg.flags.more_to_come();
             let reply = match CommandRequest::from_op_msg(msg) {
-                Ok(request) => dispatch(server, connection, request).await,
+                Ok(request) => dispatch(server, connection, request, interrupt).await,
                 Err(error) => error.to_reply().into(),
             };
             if more_to_come {
@@ -141,7 +216,9 @@ async fn handle_message(
         }
         Op::Query(query) => {
             let reply = match CommandRequest::from_op_query(query) {
-                Ok(request) => dispatch(server, connection, request).await.into_document(),
+                Ok(request) => dispatch(server, connection, request, interrupt)
+                    .await
+                    .into_document(),
                 Err(error) => error.to_reply(),
             };
             Some(Message {

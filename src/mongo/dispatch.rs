@@ -18,6 +18,7 @@ use super::commands::{
 use super::error::{CommandError, CommandResult, ReplyResult};
 use super::request::CommandRequest;
 use super::MongoServer;
+use crate::interrupt::{Interrupt, Interruption};
 use crate::state::ServerCounters;
 
 /// What one connection knows about itself.
@@ -175,11 +176,14 @@ impl CommandReply {
     }
 }
 
-/// Runs one command and returns its reply.
+/// Runs one command and returns its reply. `interrupt` stops its evaluation when the
+/// connection cancels it; the command's `maxTimeMS` (or `--default-max-time-ms`) sets its
+/// deadline here.
 pub async fn dispatch(
     server: &MongoServer,
     connection: &mut ConnectionInfo,
     request: CommandRequest,
+    interrupt: &Interrupt,
 ) -> CommandReply {
     ServerCounters::add(&server.state.counters.op_command, 1);
     let mut context = CommandContext { server, connection };
@@ -187,14 +191,16 @@ pub async fn dispatch(
         tracing::debug!(command = %request.name, db = %request.db, %error, "command refused");
         return error.to_reply().into();
     }
-    let mut result = run(&mut context, &request).await;
-    if let Err(CommandError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
-        // Another instance changed the collection's indexes after this one planned the
-        // write; the store wrote nothing, so re-read the catalog and run it once more.
-        tracing::debug!(command = %request.name, %reason, "retrying with a fresh catalog");
-        server.state.catalog.invalidate().await;
-        result = run(&mut context, &request).await;
-    }
+    let result = match refuse_transactions(&request).and_then(|()| time_limit(server, &request)) {
+        Err(error) => Err(error),
+        Ok(limit) => {
+            if let Some(limit) = limit {
+                interrupt.set_deadline(std::time::Instant::now() + limit);
+            }
+            let running = run_with_retry(&mut context, &request);
+            crate::compute::scope(interrupt.clone(), within_deadline(running, interrupt)).await
+        }
+    };
     match result {
         Ok(CommandReply::Document(mut reply)) => {
             if !reply.contains_key("ok") {
@@ -208,6 +214,83 @@ pub async fn dispatch(
             error.to_reply().into()
         }
     }
+}
+
+/// Runs the command; a write planned from a stale catalog runs once more.
+async fn run_with_retry(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
+    let mut result = run(context, request).await;
+    if let Err(CommandError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
+        // Another instance changed the collection's indexes after this one planned the
+        // write; the store wrote nothing, so re-read the catalog and run it once more.
+        tracing::debug!(command = %request.name, %reason, "retrying with a fresh catalog");
+        context.server.state.catalog.invalidate().await;
+        result = run(context, request).await;
+    }
+    result
+}
+
+/// `running`, or 50 MaxTimeMSExpired once the deadline passes. Evaluation on the compute
+/// pool stops at its next check; a statement in the database is abandoned (a write it
+/// makes is one transaction: it is applied whole or not at all).
+async fn within_deadline(
+    running: impl std::future::Future<Output = ReplyResult>,
+    interrupt: &Interrupt,
+) -> ReplyResult {
+    let Some(deadline) = interrupt.deadline() else {
+        return running.await;
+    };
+    match tokio::time::timeout_at(deadline.into(), running).await {
+        Ok(result) => result,
+        Err(_) => {
+            interrupt.cancel(Interruption::TimeLimit);
+            Err(CommandError::Query(Interruption::TimeLimit.into()))
+        }
+    }
+}
+
+/// The command's time limit: its `maxTimeMS` (0: none), else the server's default.
+fn time_limit(
+    server: &MongoServer,
+    request: &CommandRequest,
+) -> Result<Option<std::time::Duration>, CommandError> {
+    let Some(value) = request.body.get("maxTimeMS") else {
+        return Ok(server.state.settings.limits.default_max_time);
+    };
+    let millis = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(n) if n.fract() == 0.0 && n.is_finite() => *n as i64,
+        other => {
+            return Err(CommandError::BadValue(format!(
+                "maxTimeMS must be a number, not {}",
+                super::request::type_name(other)
+            )))
+        }
+    };
+    match u64::try_from(millis) {
+        Ok(0) => Ok(None),
+        Ok(millis) if millis <= i32::MAX as u64 => {
+            Ok(Some(std::time::Duration::from_millis(millis)))
+        }
+        _ => Err(CommandError::BadValue(format!(
+            "{millis} value for maxTimeMS is out of range [0, {}]",
+            i32::MAX
+        ))),
+    }
+}
+
+/// Transactions are not implemented: a command that would start or join one is refused
+/// (MongoDB's answer on a standalone server), never run as a plain command.
+fn refuse_transactions(request: &CommandRequest) -> Result<(), CommandError> {
+    if ["txnNumber", "startTransaction", "autocommit"]
+        .iter()
+        .any(|field| request.body.contains_key(field))
+    {
+        return Err(CommandError::IllegalOperation(
+            "Transaction numbers are only allowed on a replica set member or mongos".into(),
+        ));
+    }
+    Ok(())
 }
 
 async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {

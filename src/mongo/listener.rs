@@ -1,7 +1,8 @@
 //! The accept loop: a bounded number of connections (`--max-connections`; more wait in the
 //! kernel's accept queue), one task per connection, the idle-cursor reaper, and graceful
 //! shutdown — on the shutdown signal the loop stops accepting, each connection finishes the
-//! command it is running and closes, and `serve` returns once they are all gone.
+//! command it is running and closes, and `serve` returns once they are all gone; commands
+//! still running after `--shutdown-grace` are interrupted (11600 InterruptedAtShutdown).
 //!
 //! Each connection task first secures its stream (TLS handshake or not, see `tls`), so a
 //! slow handshake never holds up the accept loop.
@@ -22,8 +23,9 @@ use super::MongoServer;
 
 /// How often idle cursors are looked for.
 const REAPER_INTERVAL: Duration = Duration::from_secs(30);
-/// How long shutdown waits for connections to finish their command before giving up.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// How long interrupted commands get to answer after the grace period, before shutdown
+/// goes on without them.
+pub const INTERRUPTED_ANSWER_TIME: Duration = Duration::from_secs(2);
 
 /// Serves connections from `listener`, secured as `tls` says, until `shutdown` turns true.
 pub async fn serve(
@@ -77,25 +79,34 @@ pub async fn serve(
         let connection_server = server.clone();
         let connection_shutdown = shutdown.clone();
         let connection_tls = tls.clone();
+        let handshake_timeout = server.state.settings.limits.message_timeout;
         tracker.spawn(async move {
-            match connection_tls.secure(stream).await {
-                Ok(ClientStream::Plain(stream)) => {
+            match tokio::time::timeout(handshake_timeout, connection_tls.secure(stream)).await {
+                Ok(Ok(ClientStream::Plain(stream))) => {
                     handle_connection(connection_server, stream, peer, connection_shutdown).await
                 }
-                Ok(ClientStream::Tls(stream)) => {
+                Ok(Ok(ClientStream::Tls(stream))) => {
                     handle_connection(connection_server, stream, peer, connection_shutdown).await
                 }
-                Err(error) => tracing::debug!(%peer, %error, "TLS negotiation failed; closing"),
+                Ok(Err(error)) => tracing::debug!(%peer, %error, "TLS negotiation failed; closing"),
+                Err(_) => tracing::debug!(%peer, "TLS negotiation not done in time; closing"),
             }
             drop(permit);
         });
     }
 
     tracker.close();
-    if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("connections still busy after {SHUTDOWN_GRACE:?}; exiting anyway");
+    let grace = server.state.settings.limits.shutdown_grace;
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        tracing::warn!(
+            "commands still running after {grace:?} (--shutdown-grace); interrupting them"
+        );
+        crate::interrupt::begin_shutdown();
+        if tokio::time::timeout(INTERRUPTED_ANSWER_TIME, tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("connections still busy; exiting anyway");
+        }
     }
 }

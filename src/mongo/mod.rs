@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod error;
 pub mod listener;
 pub mod namespace;
+pub mod reader;
 pub mod request;
 pub mod tls;
 
@@ -24,14 +25,19 @@ use cursors::CursorRegistry;
 pub struct MongoServer {
     pub state: Arc<AppState>,
     pub cursors: CursorRegistry,
+    /// Bytes of incoming messages all connections may hold at once (`reader`).
+    pub message_budget: reader::MessageBudget,
     next_connection_id: AtomicI64,
 }
 
 impl MongoServer {
     pub fn new(state: Arc<AppState>) -> MongoServer {
+        let message_budget =
+            reader::MessageBudget::new(state.settings.limits.incoming_message_budget_bytes);
         MongoServer {
             state,
             cursors: CursorRegistry::default(),
+            message_budget,
             next_connection_id: AtomicI64::new(1),
         }
     }
