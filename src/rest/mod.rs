@@ -18,6 +18,7 @@ pub mod demo;
 pub mod error;
 pub mod extjson;
 pub mod extract;
+pub mod listener;
 pub mod modules;
 pub mod oauth;
 pub mod openapi;
@@ -91,25 +92,8 @@ async fn method_not_allowed(uri: Uri) -> RestError {
 }
 
 /// Serves `router(state)` on `listener` until `shutdown` turns true, then lets requests in
-/// flight finish.
-pub async fn serve(
-    state: Arc<RestState>,
-    listener: TcpListener,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let app = router(state);
-    let stopping = async move {
-        while !*shutdown.borrow_and_update() {
-            if shutdown.changed().await.is_err() {
-                break;
-            }
-        }
-    };
-    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
-    if let Err(error) = axum::serve(listener, app)
-        .with_graceful_shutdown(stopping)
-        .await
-    {
-        tracing::error!(%error, "rest listener failed");
-    }
+/// flight finish (see `listener` for its limits).
+pub async fn serve(state: Arc<RestState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+    let limits = state.settings.limits.clone();
+    self::listener::serve(router(state), limits, listener, shutdown).await
 }

@@ -198,7 +198,12 @@ impl FromRequestParts<Arc<RestState>> for Caller {
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(addr)| *addr);
         let db = request_db(parts.uri.path());
-        identify(state, &parts.headers, peer, db).await
+        // Every route that extracts a caller needs one with credentials once they are
+        // required: refusing here answers 401 before a request body is read.
+        match identify(state, &parts.headers, peer, db).await? {
+            Caller::Anonymous => Err(RestError::unauthorized("credentials are required")),
+            caller => Ok(caller),
+        }
     }
 }
 

@@ -1,0 +1,128 @@
+//! The REST accept loop: at most `--rest-max-connections` connections at once (more wait
+//! in the kernel's accept queue), each served by hyper's HTTP/1.1 with a limit on how long
+//! a request head may take and a keep-alive connection may stay idle
+//! (`--rest-idle-timeout`), and every request run under its time limit
+//! (`--rest-request-timeout`) as the interrupt of the evaluation it starts. On shutdown the
+//! loop stops accepting and connections finish the request they are serving.
+//!
+//! Not for: routing or what a request does (see `router` and the handlers).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ConnectInfo;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::Request;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio_util::task::TaskTracker;
+use tower_service::Service;
+
+use super::error::RestError;
+use crate::config::LimitSettings;
+use crate::interrupt::{Interrupt, Interruption};
+
+/// Serves `app` on `listener` until `shutdown` turns true, then lets requests in flight
+/// finish (for at most the shutdown grace).
+pub async fn serve(
+    app: Router,
+    limits: LimitSettings,
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(limits.rest_max_connections));
+    let tracker = TaskTracker::new();
+    loop {
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            _ = shutdown.changed() => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(error) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(%error, "rest accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let connection_shutdown = shutdown.clone();
+        let limits = limits.clone();
+        tracker.spawn(async move {
+            serve_connection(app, limits, stream, peer, connection_shutdown).await;
+            drop(permit);
+        });
+    }
+    tracker.close();
+    let grace = limits.shutdown_grace;
+    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
+        tracing::warn!("rest requests still running after {grace:?}; exiting anyway");
+    }
+}
+
+async fn serve_connection(
+    app: Router,
+    limits: LimitSettings,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let request_timeout = limits.rest_request_timeout;
+    let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        let mut app = app.clone();
+        async move {
+            let interrupt = Interrupt::new(request_timeout.map(|limit| Instant::now() + limit));
+            let running = app.call(request.map(axum::body::Body::new));
+            let response = crate::compute::scope(interrupt.clone(), async {
+                match interrupt.deadline() {
+                    None => running.await,
+                    Some(deadline) => match tokio::time::timeout_at(deadline.into(), running).await
+                    {
+                        Ok(response) => response,
+                        Err(_) => {
+                            interrupt.cancel(Interruption::TimeLimit);
+                            Ok::<Response, Infallible>(
+                                RestError::from(Interruption::TimeLimit).into_response(),
+                            )
+                        }
+                    },
+                }
+            })
+            .await;
+            response
+        }
+    });
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.rest_idle_timeout)
+        .keep_alive(true);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => {
+            if let Err(error) = result {
+                tracing::debug!(%peer, %error, "rest connection ended");
+            }
+        }
+        _ = async { shutdown.wait_for(|stopping| *stopping).await.is_ok() } => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
