@@ -278,3 +278,38 @@ async fn a_reader_gets_unauthorized_for_out_and_merge_before_anything_is_planned
         }
     }
 }
+
+/// Transactions are not implemented yet: a write that asks for one must be refused, never
+/// run as a plain write that abort could not undo.
+#[tokio::test]
+async fn a_write_inside_a_transaction_is_refused_and_writes_nothing() {
+    let server = TestServer::start();
+    let mut stream = raw_wire::connect(&server);
+    let lsid = doc! {"id": Bson::Binary(mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
+        bytes: vec![7; 16],
+    })};
+    let attempts = [
+        doc! {"txnNumber": 1_i64, "startTransaction": true, "autocommit": false},
+        doc! {"txnNumber": 2_i64, "autocommit": false},
+        doc! {"txnNumber": 3_i64},
+    ];
+    for (i, fields) in attempts.iter().enumerate() {
+        let mut insert = doc! {
+            "insert": "ledger", "documents": [{"_id": i as i32}], "lsid": lsid.clone(), "$db": "app",
+        };
+        insert.extend(fields.clone());
+        let reply = raw_wire::command(&mut stream, i as i32 + 1, &insert).body;
+        assert_eq!(reply.get_i32("code").ok(), Some(20), "{fields}: {reply}");
+        assert_eq!(reply.get_str("codeName").ok(), Some("IllegalOperation"));
+    }
+    let count = server
+        .client()
+        .await
+        .database("app")
+        .collection::<Document>("ledger")
+        .count_documents(doc! {})
+        .await
+        .expect("count");
+    assert_eq!(count, 0, "a refused transaction wrote nothing");
+}

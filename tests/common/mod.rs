@@ -158,6 +158,8 @@ pub struct TestServer {
     runs: usize,
     /// Where the data lives; the same for every run of this server.
     backend: TestBackend,
+    /// `RLIMIT_NOFILE` (soft and hard) the server runs under, if set.
+    open_file_limit: Option<u64>,
 }
 
 impl TestServer {
@@ -170,6 +172,12 @@ impl TestServer {
 
     /// Like [`TestServer::start`], with extra command-line flags for every run.
     pub fn start_with_args(args: &[&str]) -> TestServer {
+        TestServer::start_with_open_file_limit(args, None)
+    }
+
+    /// Like [`TestServer::start_with_args`], the server's soft and hard open-file limit
+    /// set to `limit` (as `ulimit -n` would).
+    pub fn start_with_open_file_limit(args: &[&str], limit: Option<u64>) -> TestServer {
         let dir = tempfile::Builder::new()
             .prefix("docgate-test-")
             .tempdir()
@@ -185,6 +193,7 @@ impl TestServer {
             dir,
             runs: 0,
             backend,
+            open_file_limit: limit,
         };
         server.spawn_and_wait();
         server
@@ -216,6 +225,35 @@ impl TestServer {
     pub fn restart_same_data(&mut self) {
         self.kill();
         self.spawn_and_wait();
+    }
+
+    /// The process id of the current server.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server is running").id()
+    }
+
+    /// The resident memory of the current server, in bytes (`VmRSS` of /proc).
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("read /proc/<pid>/status");
+        let kib: u64 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/<pid>/status");
+        kib * 1024
+    }
+
+    /// CPU time (user and system) the current server has used, in seconds.
+    pub fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
+            .expect("read /proc/<pid>/stat");
+        // Fields after the parenthesised command name: state is the 3rd field, utime the
+        // 14th and stime the 15th, counted in clock ticks (100 per second on Linux).
+        let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after_name.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        (ticks(11) + ticks(12)) as f64 / 100.0
     }
 
     /// The port the current server listens on.
@@ -315,7 +353,25 @@ impl TestServer {
             let port = free_port();
             let rest_port = free_port();
             let log = File::create(self.log_path(self.runs)).expect("create stderr log");
-            let child = Command::new(env!("CARGO_BIN_EXE_docgate"))
+            let mut command = Command::new(env!("CARGO_BIN_EXE_docgate"));
+            if let Some(limit) = self.open_file_limit {
+                use std::os::unix::process::CommandExt;
+                let rlimit = libc::rlimit {
+                    rlim_cur: limit as libc::rlim_t,
+                    rlim_max: limit as libc::rlim_t,
+                };
+                // SAFETY: setrlimit is async-signal-safe and only reads its argument.
+                unsafe {
+                    command.pre_exec(move || {
+                        if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) == 0 {
+                            Ok(())
+                        } else {
+                            Err(std::io::Error::last_os_error())
+                        }
+                    });
+                }
+            }
+            let child = command
                 .arg("--listen")
                 .arg(format!("127.0.0.1:{port}"))
                 .arg("--backend")
