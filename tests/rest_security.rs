@@ -262,6 +262,19 @@ async fn the_demo_serves_the_concert_sample_to_its_user() {
         .filter_map(|e| e["venue"].as_str())
         .collect();
     assert_eq!(venues, ["Harbor Hall", "Riverside Amphitheatre"]);
+    // The module's `$project` computes `venue` then `city`: its definition keeps its key
+    // order on every backend (PostgreSQL once stored it as jsonb, which sorts keys).
+    let keys: Vec<&str> = by_artist["items"][0]
+        .as_object()
+        .expect("an event")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let (venue, city) = (
+        keys.iter().position(|k| *k == "venue"),
+        keys.iter().position(|k| *k == "city"),
+    );
+    assert!(venue.is_some() && venue < city, "keys in order: {keys:?}");
 
     // Loading again on the same data changes nothing.
     server.restart_same_data();

@@ -40,6 +40,32 @@ pub(crate) async fn check_meta_records(session: &mut dyn StoreSession) {
         .expect("list")
         .is_empty());
 
+    // Keys come back in the order they were written (a REST module's `sort` and
+    // `$project` depend on it), at every depth.
+    let ordered = record(
+        "app",
+        "ordered",
+        json!({"sort": {"venue_id": 1, "date": -1}, "b": {"zz": 1, "a": [{"y": 1, "x": 2}]}}),
+    );
+    assert!(ok(session.put_meta(&ordered, MetaWrite::Upsert).await));
+    let read = session
+        .get_meta("user", "app", "ordered")
+        .await
+        .expect("get")
+        .expect("the ordered record");
+    assert_eq!(read.body.to_string(), ordered.body.to_string());
+    let listed = session.list_meta("user", Some("app")).await.expect("list");
+    assert!(listed
+        .iter()
+        .any(|r| r.body.to_string() == ordered.body.to_string()));
+    assert_eq!(
+        session
+            .delete_meta("user", "app", Some("ordered"))
+            .await
+            .expect("delete"),
+        1
+    );
+
     let changed = record("admin", "alice", json!({"roles": [], "n": 2}));
     assert!(ok(session.put_meta(&changed, MetaWrite::Update).await));
     let got = session

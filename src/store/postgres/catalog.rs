@@ -9,7 +9,7 @@
 //! - `docgate.collections(db, name, schema_name, table_name, options, uuid)`: each collection
 //!   is a table in its database's schema; `options` is the BSON of the create options, `uuid`
 //!   16 random bytes (`gen_random_uuid()`).
-//! - `docgate.meta(kind, db, name, body jsonb)`: users, roles, REST modules and OAuth clients
+//! - `docgate.meta(kind, db, name, body json)`: users, roles, REST modules and OAuth clients
 //!   (see `meta.rs`).
 //! - `docgate.indexes`: secondary indexes and their entries tables (see `index.rs`); they
 //!   are dropped and renamed (moved between schemas) along with their collection.
@@ -96,9 +96,16 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
              kind text NOT NULL,
              db text NOT NULL,
              name text NOT NULL,
-             body jsonb NOT NULL,
+             body json NOT NULL,
              PRIMARY KEY (kind, db, name)
-         );",
+         );
+         DO $$ BEGIN
+             IF (SELECT data_type FROM information_schema.columns
+                 WHERE table_schema = 'docgate' AND table_name = 'meta'
+                   AND column_name = 'body') = 'jsonb' THEN
+                 ALTER TABLE docgate.meta ALTER COLUMN body TYPE json USING body::json;
+             END IF;
+         END $$;",
     )
     .await?;
     let row = conn

@@ -1,4 +1,4 @@
-//! Metadata records of the PostgreSQL backend: `docgate.meta(kind, db, name, body jsonb)`,
+//! Metadata records of the PostgreSQL backend: `docgate.meta(kind, db, name, body json)`,
 //! primary key `(kind, db, name)` (created with the catalog, see `catalog.rs`). Users and
 //! roles (auth), REST modules and OAuth clients (rest) live here. Every change bumps the
 //! catalog version and notifies the other instances in the same transaction, like collection
@@ -69,15 +69,15 @@ async fn put_body(
     bump_version(conn).await?;
     let sql = match mode {
         MetaWrite::Insert => {
-            "INSERT INTO docgate.meta (kind, db, name, body) VALUES ($1, $2, $3, $4::text::jsonb)
+            "INSERT INTO docgate.meta (kind, db, name, body) VALUES ($1, $2, $3, $4::text::json)
              ON CONFLICT DO NOTHING"
         }
         MetaWrite::Update => {
-            "UPDATE docgate.meta SET body = $4::text::jsonb
+            "UPDATE docgate.meta SET body = $4::text::json
              WHERE kind = $1 AND db = $2 AND name = $3"
         }
         MetaWrite::Upsert => {
-            "INSERT INTO docgate.meta (kind, db, name, body) VALUES ($1, $2, $3, $4::text::jsonb)
+            "INSERT INTO docgate.meta (kind, db, name, body) VALUES ($1, $2, $3, $4::text::json)
              ON CONFLICT (kind, db, name) DO UPDATE SET body = excluded.body"
         }
     };
