@@ -757,3 +757,46 @@ async fn unusual_field_names_are_stored_and_queried_safely() {
         names.len() as u64
     );
 }
+
+/// Command-level `let` is not implemented yet: each command that takes it refuses
+/// variables instead of running as if they were not there (a delete that deletes nothing and
+/// says ok, a find that silently finds nothing).
+#[tokio::test]
+async fn let_variables_are_refused_not_ignored() {
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "letdb", "items").await;
+    coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2}])
+        .await
+        .expect("seed");
+    let vars = doc! {"id": 1};
+    let expr = doc! {"$expr": {"$eq": ["$_id", "$$id"]}};
+    let commands = [
+        doc! {"find": "items", "filter": expr.clone(), "let": vars.clone()},
+        doc! {"aggregate": "items", "pipeline": [{"$match": expr.clone()}], "cursor": {}, "let": vars.clone()},
+        doc! {"delete": "items", "deletes": [{"q": expr.clone(), "limit": 1}], "let": vars.clone()},
+        doc! {"update": "items", "updates": [{"q": expr.clone(), "u": {"$set": {"x": 1}}}], "let": vars.clone()},
+        doc! {"findAndModify": "items", "query": expr.clone(), "remove": true, "let": vars.clone()},
+        doc! {"explain": {"find": "items", "filter": expr.clone(), "let": vars.clone()}},
+    ];
+    for command in commands {
+        let error = db
+            .run_command(command.clone())
+            .await
+            .expect_err("let is refused");
+        assert_eq!(
+            driver_support::server_code(&error),
+            Some(115),
+            "{command}: {error}"
+        );
+    }
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 2);
+    let untouched = coll
+        .count_documents(doc! {"x": {"$exists": true}})
+        .await
+        .expect("count");
+    assert_eq!(untouched, 0, "nothing was written");
+    // An empty `let` defines nothing and changes nothing.
+    db.run_command(doc! {"find": "items", "let": {}})
+        .await
+        .expect("find with an empty let");
+}

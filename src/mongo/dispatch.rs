@@ -191,7 +191,8 @@ pub async fn dispatch(
         tracing::debug!(command = %request.name, db = %request.db, %error, "command refused");
         return error.to_reply().into();
     }
-    let result = match refuse_transactions(&request).and_then(|()| time_limit(server, &request)) {
+    let refused = refuse_transactions(&request).and_then(|()| refuse_let(&request));
+    let result = match refused.and_then(|()| time_limit(server, &request)) {
         Err(error) => Err(error),
         Ok(limit) => {
             if let Some(limit) = limit {
@@ -291,6 +292,22 @@ fn refuse_transactions(request: &CommandRequest) -> Result<(), CommandError> {
         ));
     }
     Ok(())
+}
+
+/// Command-level `let` variables are not implemented yet: a command that defines some is
+/// refused rather than run as if they were not there (an empty `let` changes nothing).
+fn refuse_let(request: &CommandRequest) -> Result<(), CommandError> {
+    let body = match (request.name.as_str(), request.body.get("explain")) {
+        ("explain", Some(Bson::Document(explained))) => explained,
+        _ => &request.body,
+    };
+    match body.get("let") {
+        None => Ok(()),
+        Some(Bson::Document(variables)) if variables.is_empty() => Ok(()),
+        Some(_) => Err(CommandError::NotSupported(
+            "command-level 'let' variables are not supported yet".into(),
+        )),
+    }
 }
 
 async fn run(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
