@@ -252,7 +252,12 @@ impl TestServer {
         // 14th and stime the 15th, counted in clock ticks (100 per second on Linux).
         let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
         let fields: Vec<&str> = after_name.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
         (ticks(11) + ticks(12)) as f64 / 100.0
     }
 
