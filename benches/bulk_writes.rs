@@ -22,6 +22,7 @@
 //! SQL). The DESIGN.md target compares insert and updateMany; nothing is asserted.
 //!
 //! Run: `cargo bench --bench bulk_writes` (`DOCGATE_BENCH_PG=0` for SQLite only).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 #[path = "common/mod.rs"]
 mod common;

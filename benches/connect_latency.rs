@@ -17,6 +17,7 @@
 //! Nothing is asserted.
 //!
 //! Run: `cargo bench --bench connect_latency` (`DOCGATE_BENCH_PG=0` for SQLite only).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 #[path = "common/mod.rs"]
 mod common;

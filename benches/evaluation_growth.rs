@@ -17,6 +17,7 @@
 //!
 //! Run: `cargo bench --bench evaluation_growth`. No server or database is involved: this is
 //! the query core alone.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 #[path = "common/mod.rs"]
 mod common;

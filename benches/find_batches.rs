@@ -18,6 +18,7 @@
 //!
 //! Run: `cargo bench --bench find_batches` (`DOCGATE_BENCH_PG=0` for SQLite only;
 //! `DOCGATE_BENCH_CPUS=0` pins everything to one CPU, see `common/mod.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 #[path = "common/mod.rs"]
 mod common;

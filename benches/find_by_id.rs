@@ -26,6 +26,7 @@
 //! Run: `cargo bench --bench find_by_id` (`DOCGATE_BENCH_PG=0` for SQLite only;
 //! `DOCGATE_BENCH_SIDES=a',c` runs only the sides named, e.g. to profile one of them;
 //! `DOCGATE_BENCH_CPUS=0` pins everything to one CPU, see `common/mod.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 #[path = "common/mod.rs"]
 mod common;

@@ -38,6 +38,7 @@
 //!
 //! Run: `cargo bench --bench query_indexes` (`DOCGATE_BENCH_PG=0` for SQLite only;
 //! `DOCGATE_BENCH_PG_URL` to use an existing PostgreSQL, see `common/mod.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 #[path = "common/mod.rs"]
 mod common;

@@ -26,6 +26,7 @@
 //! `common/mod.rs`.
 //!
 //! Run: `cargo bench --bench rest` (`DOCGATE_BENCH_PG=0` for SQLite only).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 #[path = "common/mod.rs"]
 mod common;

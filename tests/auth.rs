@@ -8,6 +8,7 @@
 //! server. Runs on SQLite, and on PostgreSQL when `DOCGATE_TEST_BACKEND` names one.
 //!
 //! Not for: several instances sharing users (`postgres_instances.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod driver_support;

@@ -8,6 +8,7 @@
 //! Not for OP_MSG structure, compression, legacy opcodes or connection behaviour (see
 //! `bad_input_messages.rs`), the frame builders (see `raw_wire/mod.rs`) or
 //! driver-level behaviour (see `driver_crud.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod raw_wire;

@@ -8,6 +8,7 @@
 //! Not for framing, BSON, checksum, opcode or command errors (see `bad_input.rs`), the
 //! frame builders (see `raw_wire/mod.rs`) or driver-level behaviour (see
 //! `driver_crud.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod raw_wire;

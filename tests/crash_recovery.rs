@@ -6,6 +6,7 @@
 //!
 //! Not for graceful shutdown or for what happens to unacknowledged writes beyond
 //! "at most the one in flight".
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 

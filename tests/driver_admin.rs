@@ -5,6 +5,7 @@
 //! round trips of every BSON type.
 //!
 //! Reads are in `driver_queries.rs`, writes in `driver_writes.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod driver_support;

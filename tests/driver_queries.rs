@@ -7,6 +7,7 @@
 //!
 //! Writes are in `driver_writes.rs`, administration and `_id` rules in
 //! `driver_admin.rs`; malformed wire input in `bad_input.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod driver_support;

@@ -6,6 +6,7 @@
 //!
 //! Reads are in `driver_queries.rs`, administration in `driver_admin.rs`;
 //! durability in `crash_recovery.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod driver_support;

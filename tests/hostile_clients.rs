@@ -5,6 +5,7 @@
 //! victim's cursor still answers, the administrator still logs in, `hello` still answers.
 //!
 //! Runs on SQLite, and on PostgreSQL when `DOCGATE_TEST_BACKEND` names one.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod driver_support;

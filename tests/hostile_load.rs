@@ -4,6 +4,7 @@
 //! stops the query, SIGTERM stops the server, memory stays bounded, a new client gets in.
 //!
 //! Runs on SQLite, and on PostgreSQL when `DOCGATE_TEST_BACKEND` names one.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod driver_support;

@@ -12,6 +12,7 @@
 //!
 //! Not for: whether the answers agree with the reference evaluator in general (see
 //! `query_differential.rs`), or timings.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! graceful shutdown on SIGTERM that finishes the command in flight (and exits 0), and the
 //! bound on simultaneous connections (`--max-connections`): connections beyond it wait and
 //! are served as soon as a slot frees, instead of being refused or crashing anything.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 

@@ -12,6 +12,7 @@
 //! Not for: PostgreSQL stopping under a client (`postgres_faults.rs`), pool limits
 //! (`postgres_pool.rs`), the store's own behaviour (`src/store/postgres/tests`) or CRUD
 //! semantics (`driver_crud.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod postgres_support;
 

@@ -19,6 +19,7 @@
 //! Layout: the test functions are here; the fixture is in `differential/mod.rs`, the
 //! corpus in `differential/corpus.rs`, the cases in `differential/cases.rs` and the
 //! comparison with the reference in `differential/compare.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod differential;

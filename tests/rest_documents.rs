@@ -3,6 +3,7 @@
 //! envelope with `limit`/`offset`/`q`, bulk `action=query|insert|delete`, one document by
 //! id (GET, PUT, PATCH, DELETE), JSON errors — and data written over REST read over the
 //! wire with the Rust driver, and the other way round.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod rest_support;

@@ -5,6 +5,7 @@
 //! expression it is a literal, so `$$ROOT` or `$secret` are strings, not the document or
 //! another field; non-data types are refused; and a placeholder where no value may stand (a
 //! field name, an `$unwind` path) fails the module definition.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod rest_support;

@@ -6,6 +6,7 @@
 //!
 //! Runs when `DOCGATE_TEST_BACKEND` is a PostgreSQL URL (as `tests/run_all.sh` sets it);
 //! otherwise it returns at once with a note.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod postgres_support;

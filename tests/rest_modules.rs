@@ -4,6 +4,7 @@
 //! source type (`collection_feed`, `collection_item`, `query`, `dml`, `pipeline`) with binds
 //! from the URI, the query string, the body and `:current_user`; unpublished modules and
 //! unknown routes 404; privileges 401/403 with HTTP Basic; the OpenAPI catalog.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod rest_support;

@@ -3,6 +3,7 @@
 //! plain ones, `allowed` serves both, a client that trusts another CA is refused, a broken
 //! or silent handshake costs one connection for at most the handshake timeout and nothing
 //! else, and bad TLS settings stop the server at start with a message naming the problem.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 

@@ -55,9 +55,12 @@ pub(crate) async fn check_meta_records(session: &mut dyn StoreSession) {
         .expect("the ordered record");
     assert_eq!(read.body.to_string(), ordered.body.to_string());
     let listed = session.list_meta("user", Some("app")).await.expect("list");
+    // Compared as text: `Value` equality ignores key order.
+    let written = ordered.body.to_string();
     assert!(listed
         .iter()
-        .any(|r| r.body.to_string() == ordered.body.to_string()));
+        .map(|r| r.body.to_string())
+        .any(|text| text == written));
     assert_eq!(
         session
             .delete_meta("user", "app", Some("ordered"))

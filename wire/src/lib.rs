@@ -11,6 +11,7 @@
 //! It is not for commands, storage, authentication or cursors: it does not look inside a
 //! body document beyond checking that it is well-formed BSON. Whether a message should have
 //! been compressed (e.g. `hello`, `saslStart`) is the server's business, not this crate's.
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod bson_check;
 mod codec;

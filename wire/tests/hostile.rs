@@ -3,6 +3,7 @@
 //! unknown opcodes, flag bits and compressors, and zip-bomb-like `OP_COMPRESSED` frames.
 //!
 //! Not for well-formed round trips (see `roundtrip.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 use bson::doc;
 use bytes::BytesMut;

@@ -2,6 +2,7 @@
 //! combination, and arbitrary or corrupted bytes never panic the decoder nor desync it.
 //!
 //! Not for specific regressions (see `roundtrip.rs` and `hostile.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 use bson::{doc, Bson, Document};
 use bytes::BytesMut;

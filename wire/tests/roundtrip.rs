@@ -2,6 +2,7 @@
 //! sequences, flags and checksums, encoded with `MessageCodec` and decoded back.
 //!
 //! Not for hostile input (see `hostile.rs`) and not for property tests (see `prop.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 use bson::doc;
 use bytes::BytesMut;
