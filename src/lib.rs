@@ -20,6 +20,7 @@ pub mod compute;
 pub mod config;
 pub mod interrupt;
 pub mod mongo;
+pub mod ops;
 pub mod query;
 pub mod rest;
 pub mod state;

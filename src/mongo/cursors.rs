@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use bson::{Bson, RawDocumentBuf};
 
-use super::error::CommandError;
+use super::error::OpError;
 
 /// Idle cursors are closed after this long (MongoDB's default cursorTimeoutMillis).
 pub const CURSOR_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -44,15 +44,15 @@ impl CursorOwner {
     /// without a session or a user is not tied to one. `getMore` must come from the
     /// cursor's session and user; `killCursors` from its user (as in MongoDB, any session:
     /// drivers send it with or without one).
-    fn refusal(&self, requester: &CursorOwner, id: i64, verb: &str) -> Option<CommandError> {
+    fn refusal(&self, requester: &CursorOwner, id: i64, verb: &str) -> Option<OpError> {
         let same_session_needed = verb != "kill";
         if same_session_needed && self.session.is_some() && self.session != requester.session {
-            return Some(CommandError::Unauthorized(format!(
+            return Some(OpError::Unauthorized(format!(
                 "Cannot {verb} cursor {id}, which was created in another session"
             )));
         }
         if self.user.is_some() && self.user != requester.user {
-            return Some(CommandError::Unauthorized(format!(
+            return Some(OpError::Unauthorized(format!(
                 "cursor id {id} was not created by the authenticated user; not authorized to {verb} it"
             )));
         }
@@ -149,13 +149,11 @@ impl CursorRegistry {
         namespace: &str,
         batch_size: Option<usize>,
         requester: &CursorOwner,
-    ) -> Result<Batch, CommandError> {
+    ) -> Result<Batch, OpError> {
         let mut cursors = self.lock();
-        let cursor = cursors
-            .get_mut(&id)
-            .ok_or(CommandError::CursorNotFound(id))?;
+        let cursor = cursors.get_mut(&id).ok_or(OpError::CursorNotFound(id))?;
         if cursor.namespace != namespace {
-            return Err(CommandError::Unauthorized(format!(
+            return Err(OpError::Unauthorized(format!(
                 "Requested getMore on namespace '{namespace}', but cursor belongs to a different namespace {}",
                 cursor.namespace
             )));
@@ -185,7 +183,7 @@ impl CursorRegistry {
         namespace: &str,
         ids: &[i64],
         requester: &CursorOwner,
-    ) -> Result<(Vec<i64>, Vec<i64>), CommandError> {
+    ) -> Result<(Vec<i64>, Vec<i64>), OpError> {
         let mut cursors = self.lock();
         for id in ids {
             if let Some(cursor) = cursors.get(id).filter(|c| c.namespace == namespace) {

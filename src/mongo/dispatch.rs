@@ -1,6 +1,6 @@
 //! Command dispatch: the table of supported commands, the per-connection facts commands may
 //! read or set (`ConnectionInfo`), and the one place where a handler's result becomes a
-//! reply (`ok: 1` added, errors mapped by `CommandError`). A reply is a document, or for the
+//! reply (`ok: 1` added, errors mapped by `OpError`). A reply is a document, or for the
 //! cursor commands BSON bytes already, so stored documents reach the client undecoded.
 //!
 //! Not for: the commands themselves (one file per family under `commands/`).
@@ -15,7 +15,7 @@ use super::commands::{
     aggregate, auth, delete, diagnostics, explain, find, find_and_modify, handshake, indexes,
     insert, namespaces, stats, update, users,
 };
-use super::error::{CommandError, CommandResult, ReplyResult};
+use super::error::{CommandResult, OpError, ReplyResult};
 use super::request::CommandRequest;
 use super::MongoServer;
 use crate::interrupt::{Interrupt, Interruption};
@@ -168,8 +168,7 @@ impl CommandReply {
             CommandReply::Document(document) => document,
             CommandReply::Encoded(bytes) => {
                 Document::try_from(bytes.as_ref()).unwrap_or_else(|error| {
-                    CommandError::Store(crate::store::StoreError::Corrupt(error.to_string()))
-                        .to_reply()
+                    OpError::Store(crate::store::StoreError::Corrupt(error.to_string())).to_reply()
                 })
             }
         }
@@ -220,7 +219,7 @@ pub async fn dispatch(
 /// Runs the command; a write planned from a stale catalog runs once more.
 async fn run_with_retry(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
     let mut result = run(context, request).await;
-    if let Err(CommandError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
+    if let Err(OpError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
         // Another instance changed the collection's indexes after this one planned the
         // write; the store wrote nothing, so re-read the catalog and run it once more.
         tracing::debug!(command = %request.name, %reason, "retrying with a fresh catalog");
@@ -244,7 +243,7 @@ async fn within_deadline(
         Ok(result) => result,
         Err(_) => {
             interrupt.cancel(Interruption::TimeLimit);
-            Err(CommandError::Query(Interruption::TimeLimit.into()))
+            Err(OpError::Query(Interruption::TimeLimit.into()))
         }
     }
 }
@@ -253,7 +252,7 @@ async fn within_deadline(
 fn time_limit(
     server: &MongoServer,
     request: &CommandRequest,
-) -> Result<Option<std::time::Duration>, CommandError> {
+) -> Result<Option<std::time::Duration>, OpError> {
     let Some(value) = request.body.get("maxTimeMS") else {
         return Ok(server.state.settings.limits.default_max_time);
     };
@@ -262,7 +261,7 @@ fn time_limit(
         Bson::Int64(n) => *n,
         Bson::Double(n) if n.fract() == 0.0 && n.is_finite() => *n as i64,
         other => {
-            return Err(CommandError::BadValue(format!(
+            return Err(OpError::BadValue(format!(
                 "maxTimeMS must be a number, not {}",
                 super::request::type_name(other)
             )))
@@ -273,7 +272,7 @@ fn time_limit(
         Ok(millis) if millis <= i32::MAX as u64 => {
             Ok(Some(std::time::Duration::from_millis(millis)))
         }
-        _ => Err(CommandError::BadValue(format!(
+        _ => Err(OpError::BadValue(format!(
             "{millis} value for maxTimeMS is out of range [0, {}]",
             i32::MAX
         ))),
@@ -282,12 +281,12 @@ fn time_limit(
 
 /// Transactions are not implemented: a command that would start or join one is refused
 /// (MongoDB's answer on a standalone server), never run as a plain command.
-fn refuse_transactions(request: &CommandRequest) -> Result<(), CommandError> {
+fn refuse_transactions(request: &CommandRequest) -> Result<(), OpError> {
     if ["txnNumber", "startTransaction", "autocommit"]
         .iter()
         .any(|field| request.body.contains_key(field))
     {
-        return Err(CommandError::IllegalOperation(
+        return Err(OpError::IllegalOperation(
             "Transaction numbers are only allowed on a replica set member or mongos".into(),
         ));
     }
@@ -296,7 +295,7 @@ fn refuse_transactions(request: &CommandRequest) -> Result<(), CommandError> {
 
 /// Command-level `let` variables are not implemented yet: a command that defines some is
 /// refused rather than run as if they were not there (an empty `let` changes nothing).
-fn refuse_let(request: &CommandRequest) -> Result<(), CommandError> {
+fn refuse_let(request: &CommandRequest) -> Result<(), OpError> {
     let body = match (request.name.as_str(), request.body.get("explain")) {
         ("explain", Some(Bson::Document(explained))) => explained,
         _ => &request.body,
@@ -304,7 +303,7 @@ fn refuse_let(request: &CommandRequest) -> Result<(), CommandError> {
     match body.get("let") {
         None => Ok(()),
         Some(Bson::Document(variables)) if variables.is_empty() => Ok(()),
-        Some(_) => Err(CommandError::NotSupported(
+        Some(_) => Err(OpError::NotSupported(
             "command-level 'let' variables are not supported yet".into(),
         )),
     }
@@ -380,6 +379,6 @@ async fn run_document_command(
         }
         "delete" => delete::delete(context, request).await,
         "explain" => explain::explain(context, request).await,
-        other => Err(CommandError::CommandNotFound(other.to_string())),
+        other => Err(OpError::CommandNotFound(other.to_string())),
     }
 }

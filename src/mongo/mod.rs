@@ -10,7 +10,6 @@ pub mod cursors;
 pub mod dispatch;
 pub mod error;
 pub mod listener;
-pub mod namespace;
 pub mod reader;
 pub mod request;
 pub mod tls;

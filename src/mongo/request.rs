@@ -8,7 +8,7 @@
 use bson::{Bson, Document};
 use docgate_wire::{OpMsg, OpQuery};
 
-use super::error::CommandError;
+use super::error::OpError;
 
 /// One command from a client.
 #[derive(Clone, Debug)]
@@ -23,11 +23,11 @@ pub struct CommandRequest {
 
 impl CommandRequest {
     /// From an OP_MSG: kind-0 body plus kind-1 sequences.
-    pub fn from_op_msg(msg: OpMsg) -> Result<CommandRequest, CommandError> {
+    pub fn from_op_msg(msg: OpMsg) -> Result<CommandRequest, OpError> {
         let mut body = msg.body;
         for sequence in msg.sequences {
             if body.contains_key(&sequence.identifier) {
-                return Err(CommandError::BadValue(format!(
+                return Err(OpError::BadValue(format!(
                     "duplicate field {} in the command body and a document sequence",
                     sequence.identifier
                 )));
@@ -37,9 +37,9 @@ impl CommandRequest {
         }
         let db = match body.get("$db") {
             Some(Bson::String(db)) => db.clone(),
-            Some(_) => return Err(CommandError::TypeMismatch("$db must be a string".into())),
+            Some(_) => return Err(OpError::TypeMismatch("$db must be a string".into())),
             None => {
-                return Err(CommandError::FailedToParse(
+                return Err(OpError::FailedToParse(
                     "OP_MSG requests require a $db argument".into(),
                 ))
             }
@@ -48,9 +48,9 @@ impl CommandRequest {
     }
 
     /// From a legacy OP_QUERY on `db.$cmd` (the handshake); unwraps `$query`.
-    pub fn from_op_query(query: OpQuery) -> Result<CommandRequest, CommandError> {
+    pub fn from_op_query(query: OpQuery) -> Result<CommandRequest, OpError> {
         let Some(db) = query.full_collection_name.strip_suffix(".$cmd") else {
-            return Err(CommandError::NotSupported(format!(
+            return Err(OpError::NotSupported(format!(
                 "OP_QUERY is no longer supported except for commands on db.$cmd, got {}",
                 query.full_collection_name
             )));
@@ -66,10 +66,10 @@ impl CommandRequest {
         CommandRequest::new(db.to_string(), body)
     }
 
-    fn new(db: String, body: Document) -> Result<CommandRequest, CommandError> {
+    fn new(db: String, body: Document) -> Result<CommandRequest, OpError> {
         let name = match body.keys().next() {
             Some(name) => name.clone(),
-            None => return Err(CommandError::FailedToParse("empty command document".into())),
+            None => return Err(OpError::FailedToParse("empty command document".into())),
         };
         Ok(CommandRequest { name, db, body })
     }
@@ -80,10 +80,10 @@ impl CommandRequest {
     }
 
     /// The collection named by the first key, which must be a string.
-    pub fn collection(&self) -> Result<&str, CommandError> {
+    pub fn collection(&self) -> Result<&str, OpError> {
         match self.target() {
             Bson::String(name) => Ok(name),
-            other => Err(CommandError::InvalidNamespace(format!(
+            other => Err(OpError::InvalidNamespace(format!(
                 "collection name has invalid type {}",
                 type_name(other)
             ))),
@@ -125,10 +125,10 @@ const GENERIC_ARGUMENTS: &[&str] = &[
 impl CommandRequest {
     /// Rejects fields that are neither in `allowed` nor generic arguments, as MongoDB's
     /// command parser does (40415, "BSON field 'find.foo' is an unknown field.").
-    pub fn check_fields(&self, allowed: &[&str]) -> Result<(), CommandError> {
+    pub fn check_fields(&self, allowed: &[&str]) -> Result<(), OpError> {
         for key in self.body.keys().skip(1) {
             if !allowed.contains(&key.as_str()) && !GENERIC_ARGUMENTS.contains(&key.as_str()) {
-                return Err(CommandError::UnknownField(format!("{}.{key}", self.name)));
+                return Err(OpError::UnknownField(format!("{}.{key}", self.name)));
             }
         }
         Ok(())
@@ -140,18 +140,15 @@ pub fn type_name(value: &Bson) -> &'static str {
     crate::query::compare::bson_type_name(value)
 }
 
-fn wrong_type(field: &str, expected: &str, got: &Bson) -> CommandError {
-    CommandError::TypeMismatch(format!(
+fn wrong_type(field: &str, expected: &str, got: &Bson) -> OpError {
+    OpError::TypeMismatch(format!(
         "BSON field '{field}' is the wrong type '{}', expected type '{expected}'",
         type_name(got)
     ))
 }
 
 /// An optional sub-document argument (null counts as absent).
-pub fn opt_document<'a>(
-    body: &'a Document,
-    field: &str,
-) -> Result<Option<&'a Document>, CommandError> {
+pub fn opt_document<'a>(body: &'a Document, field: &str) -> Result<Option<&'a Document>, OpError> {
     match body.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Document(d)) => Ok(Some(d)),
@@ -160,10 +157,7 @@ pub fn opt_document<'a>(
 }
 
 /// An optional array argument.
-pub fn opt_array<'a>(
-    body: &'a Document,
-    field: &str,
-) -> Result<Option<&'a Vec<Bson>>, CommandError> {
+pub fn opt_array<'a>(body: &'a Document, field: &str) -> Result<Option<&'a Vec<Bson>>, OpError> {
     match body.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Array(a)) => Ok(Some(a)),
@@ -172,7 +166,7 @@ pub fn opt_array<'a>(
 }
 
 /// An optional string argument.
-pub fn opt_str<'a>(body: &'a Document, field: &str) -> Result<Option<&'a str>, CommandError> {
+pub fn opt_str<'a>(body: &'a Document, field: &str) -> Result<Option<&'a str>, OpError> {
     match body.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::String(s)) => Ok(Some(s)),
@@ -181,7 +175,7 @@ pub fn opt_str<'a>(body: &'a Document, field: &str) -> Result<Option<&'a str>, C
 }
 
 /// An optional boolean argument; numbers count as booleans, as in MongoDB.
-pub fn opt_bool(body: &Document, field: &str) -> Result<Option<bool>, CommandError> {
+pub fn opt_bool(body: &Document, field: &str) -> Result<Option<bool>, OpError> {
     match body.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(Bson::Boolean(b)) => Ok(Some(*b)),
@@ -193,7 +187,7 @@ pub fn opt_bool(body: &Document, field: &str) -> Result<Option<bool>, CommandErr
 }
 
 /// An optional integral argument from any numeric type (doubles must be integral).
-pub fn opt_i64(body: &Document, field: &str) -> Result<Option<i64>, CommandError> {
+pub fn opt_i64(body: &Document, field: &str) -> Result<Option<i64>, OpError> {
     match body.get(field) {
         None | Some(Bson::Null) => Ok(None),
         Some(value) => as_i64(value)

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::interrupt::Interruption;
-use crate::mongo::error::CommandError;
+use crate::ops::OpError;
 use crate::query::QueryError;
 use crate::store::StoreError;
 
@@ -167,16 +167,16 @@ impl From<QueryError> for RestError {
     }
 }
 
-impl From<CommandError> for RestError {
-    fn from(error: CommandError) -> Self {
+impl From<OpError> for RestError {
+    fn from(error: OpError) -> Self {
         match error {
-            CommandError::Store(store) => store.into(),
-            CommandError::Query(query) => query.into(),
-            CommandError::NamespaceNotFound(m) => RestError::NotFound(m),
-            CommandError::NamespaceExists(m) => RestError::Conflict(m),
-            CommandError::DuplicateKey(_) => RestError::Conflict(error.to_string()),
-            CommandError::DocumentTooLarge(m) => RestError::PayloadTooLarge(m),
-            CommandError::Unauthorized(m) => RestError::Forbidden(m),
+            OpError::Store(store) => store.into(),
+            OpError::Query(query) => query.into(),
+            OpError::NamespaceNotFound(m) => RestError::NotFound(m),
+            OpError::NamespaceExists(m) => RestError::Conflict(m),
+            OpError::DuplicateKey(_) => RestError::Conflict(error.to_string()),
+            OpError::DocumentTooLarge(m) => RestError::PayloadTooLarge(m),
+            OpError::Unauthorized(m) => RestError::Forbidden(m),
             other => RestError::BadRequest(other.to_string()),
         }
     }

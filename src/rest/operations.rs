@@ -16,12 +16,11 @@ use bson::{doc, Bson, Document};
 
 use super::error::{RestError, RestResult};
 use crate::catalog::CollectionInfo;
-use crate::mongo::commands::delete::{run_statement, DeleteStatement};
-use crate::mongo::commands::update::{apply_statement, StatementFailure, UpdateStatement};
-use crate::mongo::commands::write_support::{
-    collection_for_write, mark_multikey, prepare_for_storage,
-};
-use crate::mongo::namespace::check_collection_name;
+use crate::ops::delete::{run_statement, DeleteStatement};
+use crate::ops::namespace::check_collection_name;
+use crate::ops::prepare::prepare_for_storage;
+use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
+use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::filter::Filter;
 use crate::query::planner::{self, ReadPlan};
 use crate::query::sort::SortSpec;
@@ -305,12 +304,8 @@ pub async fn aggregate(
     let pipeline = crate::query::aggregate::Pipeline::parse(stages)?;
     ServerCounters::add(&state.counters.op_query, 1);
     let mut session = state.store.session().await?;
-    Ok(crate::mongo::commands::aggregate::run_pipeline(
-        &state.catalog,
-        session.as_mut(),
-        db,
-        name,
-        &pipeline,
+    Ok(
+        crate::ops::aggregate::run_pipeline(&state.catalog, session.as_mut(), db, name, &pipeline)
+            .await?,
     )
-    .await?)
 }

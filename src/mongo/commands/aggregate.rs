@@ -9,11 +9,10 @@ use bson::{Bson, Document};
 
 use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, ReplyResult};
+use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
-use crate::query::aggregate::{ForeignDocuments, Pipeline};
-use crate::query::filter::Filter;
-use crate::query::planner::{self, ReadPlan};
+use crate::ops::aggregate::run_pipeline;
+use crate::query::aggregate::Pipeline;
 use crate::state::ServerCounters;
 
 /// `aggregate`.
@@ -30,7 +29,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     ])?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let Bson::String(name) = request.target() else {
-        return Err(CommandError::NotSupported(
+        return Err(OpError::NotSupported(
             "collection-less aggregate (aggregate: 1) is not supported by docgate".into(),
         ));
     };
@@ -51,17 +50,17 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             .map(Into::into);
     }
     if opt_document(&request.body, "cursor")?.is_none() {
-        return Err(CommandError::FailedToParse(
+        return Err(OpError::FailedToParse(
             "The 'cursor' option is required, except for aggregate with the explain argument"
                 .into(),
         ));
     }
     let stages: Vec<Document> = opt_array(&request.body, "pipeline")?
-        .ok_or_else(|| CommandError::missing_field("aggregate.pipeline"))?
+        .ok_or_else(|| OpError::missing_field("aggregate.pipeline"))?
         .iter()
         .map(|stage| match stage {
             Bson::Document(stage) => Ok(stage.clone()),
-            _ => Err(CommandError::TypeMismatch(
+            _ => Err(OpError::TypeMismatch(
                 "Each element of the 'pipeline' array must be an object".into(),
             )),
         })
@@ -88,39 +87,4 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         batch_size,
         false,
     )
-}
-
-/// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
-/// planned into the scan, the collections `$lookup`/`$unionWith` read are read whole, then
-/// the stages run in Rust. Shared with the REST front end's `pipeline` handlers.
-pub(crate) async fn run_pipeline(
-    catalog: &crate::catalog::Catalog,
-    session: &mut dyn crate::store::StoreSession,
-    db: &str,
-    name: &str,
-    pipeline: &Pipeline,
-) -> Result<Vec<Document>, CommandError> {
-    let input = match catalog.collection_info_in(session, db, name).await? {
-        None => Vec::new(),
-        Some(info) => {
-            let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
-            let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
-            planner::execute(session, &info.record, &plan).await?
-        }
-    };
-    // $lookup and $unionWith read other collections of the same database.
-    let mut foreign = ForeignDocuments::new();
-    for other in pipeline.foreign_collections() {
-        let documents = match catalog.collection(db, &other).await? {
-            None => Vec::new(),
-            Some(record) => {
-                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
-                planner::execute(session, &record, &plan).await?
-            }
-        };
-        foreign.insert(other, documents);
-    }
-    // The stages run on the compute pool, never on the threads that answer other clients.
-    let pipeline = pipeline.clone();
-    Ok(crate::compute::run(move || pipeline.run_with(input, &foreign)).await?)
 }

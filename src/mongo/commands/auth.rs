@@ -22,7 +22,7 @@ use crate::auth::{
     CommandPrivilege, PlainCredentials, ScramConversation, ScramMechanism,
 };
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_document, opt_str, CommandRequest};
 use crate::state::{MechanismCounters, ServerCounters};
 
@@ -67,7 +67,7 @@ pub async fn sasl_start(
     request: &CommandRequest,
 ) -> CommandResult {
     let mechanism = opt_str(&request.body, "mechanism")?
-        .ok_or_else(|| CommandError::missing_field("saslStart.mechanism"))?
+        .ok_or_else(|| OpError::missing_field("saslStart.mechanism"))?
         .to_owned();
     let payload = payload_of(&request.body)?;
     let skip_empty = opt_document(&request.body, "options")?
@@ -152,13 +152,11 @@ pub async fn sasl_continue(
         Some(Bson::Int32(id)) => *id,
         Some(Bson::Int64(id)) => i32::try_from(*id).unwrap_or(-1),
         Some(Bson::Double(id)) if id.fract() == 0.0 => *id as i32,
-        _ => return Err(CommandError::missing_field("saslContinue.conversationId")),
+        _ => return Err(OpError::missing_field("saslContinue.conversationId")),
     };
     let payload = payload_of(&request.body)?;
     let Some(mut pending) = context.connection.auth.conversations.remove(&id) else {
-        return Err(CommandError::ProtocolError(
-            "No SASL session state found".into(),
-        ));
+        return Err(OpError::ProtocolError("No SASL session state found".into()));
     };
     let auth = context.server.state.auth.clone();
     let (reply, user) = auth
@@ -268,7 +266,7 @@ pub async fn connection_status(context: &mut CommandContext<'_>) -> CommandResul
 pub async fn authorize(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
-) -> Result<(), CommandError> {
+) -> Result<(), OpError> {
     let name = canonical_name(&request.name);
     let Some(privilege) = command_privilege(name) else {
         return Ok(());
@@ -445,14 +443,12 @@ fn canonical_name(name: &str) -> &str {
     }
 }
 
-fn payload_of(body: &Document) -> Result<Vec<u8>, CommandError> {
+fn payload_of(body: &Document) -> Result<Vec<u8>, OpError> {
     match body.get("payload") {
         Some(Bson::Binary(binary)) => Ok(binary.bytes.clone()),
         Some(Bson::String(text)) => Ok(text.as_bytes().to_vec()),
-        Some(_) => Err(CommandError::TypeMismatch(
-            "payload must be binary data".into(),
-        )),
-        None => Err(CommandError::missing_field("payload")),
+        Some(_) => Err(OpError::TypeMismatch("payload must be binary data".into())),
+        None => Err(OpError::missing_field("payload")),
     }
 }
 

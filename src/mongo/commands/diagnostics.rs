@@ -8,7 +8,7 @@ use bson::{doc, Bson, DateTime, Document};
 
 use crate::mongo::cursors::CURSOR_IDLE_TIMEOUT;
 use crate::mongo::dispatch::{CommandContext, COMMANDS};
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::state::ServerCounters;
 
@@ -43,9 +43,7 @@ pub fn get_parameter(_context: &CommandContext<'_>, request: &CommandRequest) ->
         }
     }
     if reply.is_empty() {
-        return Err(CommandError::InvalidOptions(
-            "no option found to get".into(),
-        ));
+        return Err(OpError::InvalidOptions("no option found to get".into()));
     }
     Ok(reply)
 }
@@ -78,8 +76,8 @@ pub fn get_log(request: &CommandRequest) -> CommandResult {
         Bson::String(name) if name == "global" || name == "startupWarnings" => {
             Ok(doc! {"totalLinesWritten": 0, "log": Vec::<String>::new()})
         }
-        Bson::String(name) => Err(CommandError::BadValue(format!("No log named '{name}'"))),
-        _ => Err(CommandError::TypeMismatch(
+        Bson::String(name) => Err(OpError::BadValue(format!("No log named '{name}'"))),
+        _ => Err(OpError::TypeMismatch(
             "Argument to getLog must be of type String".into(),
         )),
     }

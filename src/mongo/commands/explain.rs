@@ -16,7 +16,7 @@ use super::find::{hinted_indexes, FindArguments};
 use super::write_support::open_session;
 use crate::catalog::CollectionInfo;
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, opt_str, CommandRequest};
 use crate::query::aggregate::Pipeline;
 use crate::query::filter::Filter;
@@ -28,7 +28,7 @@ use crate::store::Predicate;
 pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     request.check_fields(&["verbosity"])?;
     let Bson::Document(inner) = request.target() else {
-        return Err(CommandError::TypeMismatch(
+        return Err(OpError::TypeMismatch(
             "explain takes a command document".into(),
         ));
     };
@@ -37,7 +37,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         verbosity,
         "queryPlanner" | "executionStats" | "allPlansExecution"
     ) {
-        return Err(CommandError::BadValue(format!(
+        return Err(OpError::BadValue(format!(
             "unrecognized verbosity value: {verbosity}"
         )));
     }
@@ -122,15 +122,15 @@ struct ExplainedRead {
     hint: Option<Bson>,
 }
 
-fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, CommandError> {
+fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
     let body = &request.body;
-    let filter_of = |field: &str| -> Result<Document, CommandError> {
+    let filter_of = |field: &str| -> Result<Document, OpError> {
         Ok(opt_document(body, field)?.cloned().unwrap_or_default())
     };
-    let first_statement = |field: &str| -> Result<Document, CommandError> {
+    let first_statement = |field: &str| -> Result<Document, OpError> {
         match opt_array(body, field)?.and_then(|a| a.first()) {
             Some(Bson::Document(statement)) => Ok(statement.clone()),
-            _ => Err(CommandError::FailedToParse(format!(
+            _ => Err(OpError::FailedToParse(format!(
                 "explain of {} needs at least one statement",
                 request.name
             ))),
@@ -206,7 +206,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, CommandErro
             limit: Some(1),
             hint: body.get("hint").cloned(),
         }),
-        other => Err(CommandError::NotSupported(format!(
+        other => Err(OpError::NotSupported(format!(
             "explain of '{other}' is not supported by docgate"
         ))),
     }

@@ -13,7 +13,7 @@ use super::write_support::{
 };
 use crate::catalog::CollectionIndex;
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult, ReplyResult};
+use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{
     as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
 };
@@ -49,9 +49,9 @@ const FIND_FIELDS: &[&str] = &[
 ];
 
 /// A non-negative count argument.
-fn non_negative(body: &Document, field: &str) -> Result<Option<u64>, CommandError> {
+fn non_negative(body: &Document, field: &str) -> Result<Option<u64>, OpError> {
     match opt_i64(body, field)? {
-        Some(n) if n < 0 => Err(CommandError::BadValue(format!(
+        Some(n) if n < 0 => Err(OpError::BadValue(format!(
             "{field} value must be non-negative, but received: {n}"
         ))),
         Some(n) => Ok(Some(n as u64)),
@@ -59,10 +59,10 @@ fn non_negative(body: &Document, field: &str) -> Result<Option<u64>, CommandErro
     }
 }
 
-fn check_simple_collation(body: &Document) -> Result<(), CommandError> {
+fn check_simple_collation(body: &Document) -> Result<(), OpError> {
     if let Some(collation) = opt_document(body, "collation")? {
         if collation.get_str("locale").ok() != Some("simple") {
-            return Err(CommandError::NotSupported(
+            return Err(OpError::NotSupported(
                 "collations other than 'simple' are not supported".into(),
             ));
         }
@@ -83,7 +83,7 @@ pub(super) struct FindArguments {
 }
 
 impl FindArguments {
-    pub(super) fn parse(request: &CommandRequest) -> Result<FindArguments, CommandError> {
+    pub(super) fn parse(request: &CommandRequest) -> Result<FindArguments, OpError> {
         request.check_fields(FIND_FIELDS)?;
         let body = &request.body;
         for unsupported in [
@@ -97,7 +97,7 @@ impl FindArguments {
             if opt_bool(body, unsupported).unwrap_or(None).unwrap_or(false)
                 || matches!(body.get(unsupported), Some(Bson::Document(_)))
             {
-                return Err(CommandError::NotSupported(format!(
+                return Err(OpError::NotSupported(format!(
                     "find option '{unsupported}' is not supported by docgate"
                 )));
             }
@@ -147,7 +147,7 @@ impl FindArguments {
 pub(super) fn hinted_indexes<'a>(
     indexes: &'a [CollectionIndex],
     hint: Option<&Bson>,
-) -> Result<&'a [CollectionIndex], CommandError> {
+) -> Result<&'a [CollectionIndex], OpError> {
     let Some(hint) = hint else {
         return Ok(indexes);
     };
@@ -158,14 +158,14 @@ pub(super) fn hinted_indexes<'a>(
         Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(&[]),
         Bson::Document(key) => indexes.iter().position(|i| i.spec.key_pattern() == key),
         _ => {
-            return Err(CommandError::BadValue(
+            return Err(OpError::BadValue(
                 "hint must be a string or an object".into(),
             ))
         }
     };
     match found {
         Some(at) => Ok(&indexes[at..=at]),
-        None => Err(CommandError::BadValue(
+        None => Err(OpError::BadValue(
             "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index".into(),
         )),
     }
@@ -235,14 +235,14 @@ pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> R
     let id = match request.target() {
         Bson::Int64(id) => *id,
         other => {
-            return Err(CommandError::TypeMismatch(format!(
+            return Err(OpError::TypeMismatch(format!(
                 "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
                 crate::mongo::request::type_name(other)
             )))
         }
     };
     let collection = opt_str(&request.body, "collection")?
-        .ok_or_else(|| CommandError::missing_field("getMore.collection"))?;
+        .ok_or_else(|| OpError::missing_field("getMore.collection"))?;
     let batch_size =
         non_negative(&request.body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let namespace = format!("{}.{collection}", request.db);
@@ -260,11 +260,9 @@ pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let collection = request.collection()?;
     let namespace = format!("{}.{collection}", request.db);
     let ids: Vec<i64> = opt_array(&request.body, "cursors")?
-        .ok_or_else(|| CommandError::missing_field("killCursors.cursors"))?
+        .ok_or_else(|| OpError::missing_field("killCursors.cursors"))?
         .iter()
-        .map(|v| {
-            as_i64(v).ok_or_else(|| CommandError::TypeMismatch("cursor ids must be longs".into()))
-        })
+        .map(|v| as_i64(v).ok_or_else(|| OpError::TypeMismatch("cursor ids must be longs".into())))
         .collect::<Result<_, _>>()?;
     let requester = context.cursor_owner(request);
     let (killed, not_found) = context.server.cursors.kill(&namespace, &ids, &requester)?;
@@ -303,10 +301,10 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
     check_simple_collation(&request.body)?;
-    let key = opt_str(&request.body, "key")?
-        .ok_or_else(|| CommandError::missing_field("distinct.key"))?;
+    let key =
+        opt_str(&request.body, "key")?.ok_or_else(|| OpError::missing_field("distinct.key"))?;
     if key.is_empty() {
-        return Err(CommandError::BadValue(
+        return Err(OpError::BadValue(
             "FieldPath cannot be constructed with empty string".into(),
         ));
     }

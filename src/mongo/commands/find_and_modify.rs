@@ -7,14 +7,14 @@
 
 use bson::{doc, Bson, Document};
 
-use super::update::{
-    apply_statement, check_simple_collation, parse_array_filters, parse_update, StatementFailure,
-    UpdateStatement,
-};
-use super::write_support::{collection_for_write, duplicate_id_error, mark_multikey, open_session};
+use super::update::{check_simple_collation, parse_array_filters, parse_update};
+use super::write_support::open_session;
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_bool, opt_document, CommandRequest};
+use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
+use crate::ops::write::{collection_for_write, mark_multikey};
+use crate::ops::write_errors::duplicate_id_error;
 use crate::query::filter::Filter;
 use crate::query::keys::encode_key;
 use crate::query::planner::{self, ReadPlan};
@@ -53,18 +53,18 @@ pub async fn find_and_modify(
     let has_update = body.get("update").is_some_and(|u| !matches!(u, Bson::Null));
     match (remove, has_update) {
         (true, true) => {
-            return Err(CommandError::FailedToParse("Cannot specify both an update and remove=true".into()))
+            return Err(OpError::FailedToParse("Cannot specify both an update and remove=true".into()))
         }
         (false, false) => {
-            return Err(CommandError::FailedToParse("Either an update or remove=true must be specified".into()))
+            return Err(OpError::FailedToParse("Either an update or remove=true must be specified".into()))
         }
         (true, false) if return_new => {
-            return Err(CommandError::FailedToParse(
+            return Err(OpError::FailedToParse(
                 "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document".into(),
             ))
         }
         (true, false) if upsert => {
-            return Err(CommandError::FailedToParse("Cannot specify both upsert=true and remove=true".into()))
+            return Err(OpError::FailedToParse("Cannot specify both upsert=true and remove=true".into()))
         }
         _ => {}
     }
@@ -132,10 +132,10 @@ pub async fn find_and_modify(
                     Err(StatementFailure::Store(error)) => return Err(error.into()),
                     Err(StatementFailure::Duplicate { namespace, id }) => {
                         let entry = duplicate_id_error(0, &namespace, &id);
-                        return Err(CommandError::DuplicateKey(Box::new(entry)));
+                        return Err(OpError::DuplicateKey(Box::new(entry)));
                     }
                     Err(StatementFailure::IndexDuplicate { entry }) => {
-                        return Err(CommandError::DuplicateKey(entry));
+                        return Err(OpError::DuplicateKey(entry));
                     }
                 };
             marked =

@@ -9,11 +9,10 @@ use bson::{doc, Bson, DateTime, Document};
 use docgate_wire::{Compressor, MAX_MESSAGE_SIZE_BYTES};
 
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, CommandRequest};
 
-/// Largest document MongoDB stores (16 MiB).
-pub const MAX_BSON_OBJECT_SIZE: i32 = 16 * 1024 * 1024;
+use crate::ops::prepare::MAX_BSON_OBJECT_SIZE;
 /// Most statements in one write command.
 pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
 /// The wire version of MongoDB 7.0, the server version docgate answers as.
@@ -107,7 +106,7 @@ pub fn whats_my_uri(context: &CommandContext<'_>) -> CommandResult {
 /// `endSessions`: forget the sessions and close their cursors.
 pub fn end_sessions(context: &CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     let Bson::Array(sessions) = request.target() else {
-        return Err(CommandError::TypeMismatch(
+        return Err(OpError::TypeMismatch(
             "endSessions takes an array of session ids".into(),
         ));
     };

@@ -10,13 +10,12 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{
-    collection_for_write, cursor_batch_size, encode_documents, first_batch_reply, open_session,
-};
+use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
 use crate::catalog::CollectionInfo;
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult, ReplyResult};
+use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_array, CommandRequest};
+use crate::ops::write::collection_for_write;
 use crate::query::filter::Filter;
 use crate::query::index_spec::IndexSpec;
 use crate::query::keys::encode_key;
@@ -46,7 +45,7 @@ pub async fn list_indexes(
         .info(&request.db, name)
         .cloned()
     else {
-        return Err(CommandError::NamespaceNotFound(format!(
+        return Err(OpError::NamespaceNotFound(format!(
             "ns does not exist: {}.{name}",
             request.db
         )));
@@ -78,9 +77,9 @@ pub async fn create_indexes(
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let requested = opt_array(&request.body, "indexes")?
-        .ok_or_else(|| CommandError::missing_field("createIndexes.indexes"))?;
+        .ok_or_else(|| OpError::missing_field("createIndexes.indexes"))?;
     if requested.is_empty() {
-        return Err(CommandError::BadValue(
+        return Err(OpError::BadValue(
             "Must specify at least one index to create".into(),
         ));
     }
@@ -88,7 +87,7 @@ pub async fn create_indexes(
         .iter()
         .map(|value| match value {
             Bson::Document(spec) => Ok(IndexSpec::parse(spec)?),
-            _ => Err(CommandError::TypeMismatch(
+            _ => Err(OpError::TypeMismatch(
                 "Each element of 'indexes' must be an object".into(),
             )),
         })
@@ -101,7 +100,7 @@ pub async fn create_indexes(
     let before = info.indexes.len() + 1;
     let to_build = new_indexes(&info, &specs)?;
     if before + to_build.len() > MAX_INDEXES {
-        return Err(CommandError::Query(crate::query::QueryError::location(
+        return Err(OpError::Query(crate::query::QueryError::location(
             67,
             format!(
                 "add index fails, too many indexes for {namespace} key:{}",
@@ -167,7 +166,7 @@ pub async fn create_indexes(
 
 /// The requested specs that do not exist yet, after MongoDB's conflict checks against the
 /// existing indexes and among the requested ones.
-fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, CommandError> {
+fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, OpError> {
     let id_index = IndexSpec::parse(&id_index_spec())?;
     let mut to_build: Vec<IndexSpec> = Vec::new();
     'requested: for spec in specs {
@@ -197,11 +196,7 @@ fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSp
 
 /// MongoDB's E11000 for an index build that meets duplicates: names the first duplicated
 /// key pattern value found.
-fn duplicate_while_building(
-    namespace: &str,
-    spec: &IndexSpec,
-    documents: &[Document],
-) -> CommandError {
+fn duplicate_while_building(namespace: &str, spec: &IndexSpec, documents: &[Document]) -> OpError {
     let mut seen: std::collections::HashMap<Vec<u8>, ()> = std::collections::HashMap::new();
     for document in documents {
         let Ok(Some(entries)) = spec.entries(document) else {
@@ -210,12 +205,12 @@ fn duplicate_while_building(
         for key in entries.keys {
             if seen.insert(key, ()).is_some() {
                 let entry =
-                    super::write_support::duplicate_index_error(0, namespace, spec, document);
-                return CommandError::DuplicateKey(Box::new(entry));
+                    crate::ops::write_errors::duplicate_index_error(0, namespace, spec, document);
+                return OpError::DuplicateKey(Box::new(entry));
             }
         }
     }
-    CommandError::DuplicateKey(Box::new(doc! {
+    OpError::DuplicateKey(Box::new(doc! {
         "errmsg": format!("E11000 duplicate key error collection: {namespace} index: {}", spec.name),
         "keyPattern": spec.key_pattern().clone(),
     }))
@@ -229,7 +224,7 @@ pub async fn drop_indexes(
     request.check_fields(&["index"])?;
     let name = request.collection()?;
     let Some(info) = context.collection_info(&request.db, name).await? else {
-        return Err(CommandError::NamespaceNotFound(format!(
+        return Err(OpError::NamespaceNotFound(format!(
             "ns not found {}.{name}",
             request.db
         )));
@@ -241,10 +236,10 @@ pub async fn drop_indexes(
         _ => false,
     };
     let selected: Vec<usize> = match request.body.get("index") {
-        None => return Err(CommandError::missing_field("dropIndexes.index")),
+        None => return Err(OpError::missing_field("dropIndexes.index")),
         Some(Bson::String(all)) if all == "*" => (0..info.indexes.len()).collect(),
         Some(value) if is_id(value) => {
-            return Err(CommandError::InvalidOptions("cannot drop _id index".into()))
+            return Err(OpError::InvalidOptions("cannot drop _id index".into()))
         }
         Some(Bson::String(index_name)) => vec![find_by_name(&info, index_name)?],
         Some(Bson::Array(names)) => {
@@ -252,11 +247,11 @@ pub async fn drop_indexes(
             for value in names {
                 match value {
                     Bson::String(n) if n == "_id_" => {
-                        return Err(CommandError::InvalidOptions("cannot drop _id index".into()))
+                        return Err(OpError::InvalidOptions("cannot drop _id index".into()))
                     }
                     Bson::String(n) => positions.push(find_by_name(&info, n)?),
                     _ => {
-                        return Err(CommandError::TypeMismatch(
+                        return Err(OpError::TypeMismatch(
                             "dropIndexes names must be strings".into(),
                         ))
                     }
@@ -280,7 +275,7 @@ pub async fn drop_indexes(
                     )))
                 }
                 _ => {
-                    return Err(CommandError::Query(crate::query::QueryError {
+                    return Err(OpError::Query(crate::query::QueryError {
                         code: 86,
                         code_name: "IndexKeySpecsConflict",
                         message: format!(
@@ -292,7 +287,7 @@ pub async fn drop_indexes(
             }
         }
         Some(_) => {
-            return Err(CommandError::TypeMismatch(
+            return Err(OpError::TypeMismatch(
                 "dropIndexes 'index' must be a string, an array of strings or a document".into(),
             ))
         }
@@ -311,15 +306,15 @@ pub async fn drop_indexes(
     Ok(doc! {"nIndexesWas": before})
 }
 
-fn find_by_name(info: &CollectionInfo, name: &str) -> Result<usize, CommandError> {
+fn find_by_name(info: &CollectionInfo, name: &str) -> Result<usize, OpError> {
     info.indexes
         .iter()
         .position(|index| index.record.name == name)
         .ok_or_else(|| index_not_found(&format!("index not found with name [{name}]")))
 }
 
-fn index_not_found(message: &str) -> CommandError {
-    CommandError::Query(crate::query::QueryError {
+fn index_not_found(message: &str) -> OpError {
+    OpError::Query(crate::query::QueryError {
         code: 27,
         code_name: "IndexNotFound",
         message: message.to_string(),

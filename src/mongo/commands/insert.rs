@@ -7,14 +7,13 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{
-    collection_for_write, command_write_error, count_bson, duplicate_id_error,
-    duplicate_index_error, mark_multikey, open_session, prepare_for_storage, with_write_errors,
-    PreparedDocument,
-};
+use super::write_support::{count_bson, open_session, with_write_errors};
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_bool, CommandRequest};
+use crate::ops::prepare::{prepare_for_storage, PreparedDocument};
+use crate::ops::write::{collection_for_write, mark_multikey};
+use crate::ops::write_errors::{command_write_error, duplicate_id_error, duplicate_index_error};
 use crate::query::planner;
 use crate::state::ServerCounters;
 use crate::store::StoredDocument;
@@ -27,14 +26,14 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let namespace = format!("{}.{name}", request.db);
     let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
     let documents = opt_array(&request.body, "documents")?
-        .ok_or_else(|| CommandError::missing_field("insert.documents"))?;
+        .ok_or_else(|| OpError::missing_field("insert.documents"))?;
     if documents.is_empty() {
-        return Err(CommandError::InvalidLength(
+        return Err(OpError::InvalidLength(
             "Write batch sizes must be between 1 and 100000. Got 0 operations.".into(),
         ));
     }
     if documents.len() > super::handshake::MAX_WRITE_BATCH_SIZE as usize {
-        return Err(CommandError::InvalidLength(format!(
+        return Err(OpError::InvalidLength(format!(
             "Write batch sizes must be between 1 and 100000. Got {} operations.",
             documents.len()
         )));
@@ -48,11 +47,11 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
     // Validate and encode everything first; invalid documents become write errors.
     let mut prepared: Vec<(usize, PreparedDocument)> = Vec::with_capacity(documents.len());
-    let mut invalid: Vec<(usize, CommandError)> = Vec::new();
+    let mut invalid: Vec<(usize, OpError)> = Vec::new();
     for (index, value) in documents.iter().enumerate() {
         let result = match value {
             Bson::Document(document) => prepare_for_storage(document.clone(), indexes),
-            _ => Err(CommandError::TypeMismatch(
+            _ => Err(OpError::TypeMismatch(
                 "insert documents must be objects".into(),
             )),
         };

@@ -1,6 +1,6 @@
 //! One file per command family. Each handler takes the parsed request and the connection
 //! context and returns the reply body (without `ok`, which dispatch adds) or a
-//! `CommandError`.
+//! `OpError`.
 //!
 //! Not for: SQL — handlers reach data through the catalog, the planner and `StoreSession`.
 

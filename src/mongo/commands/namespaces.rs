@@ -8,9 +8,9 @@ use bson::{doc, Binary, Bson, Document};
 
 use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult, ReplyResult};
-use crate::mongo::namespace::{check_collection_name, check_db_name, split_namespace};
+use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_bool, opt_document, opt_str, CommandRequest};
+use crate::ops::namespace::{check_collection_name, check_db_name, split_namespace};
 use crate::query::filter::Filter;
 use crate::store::{CollectionRecord, StoreError};
 
@@ -122,7 +122,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let name = request.collection()?;
     for option in UNSUPPORTED_CREATE_OPTIONS {
         if request.body.contains_key(*option) {
-            return Err(CommandError::NotSupported(format!(
+            return Err(OpError::NotSupported(format!(
                 "create option '{option}' is not supported by docgate"
             )));
         }
@@ -139,7 +139,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     ])?;
     if let Some(collation) = opt_document(&request.body, "collation")? {
         if collation.get_str("locale").ok() != Some("simple") {
-            return Err(CommandError::NotSupported(
+            return Err(OpError::NotSupported(
                 "collations other than 'simple' are not supported".into(),
             ));
         }
@@ -168,7 +168,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
             if existing.is_some_and(|record| record.options == options) {
                 return Ok(Document::new());
             }
-            return Err(CommandError::NamespaceExists(format!(
+            return Err(OpError::NamespaceExists(format!(
                 "Collection {}.{name} already exists with different options.",
                 request.db
             )));
@@ -222,37 +222,35 @@ pub async fn rename_collection(
 ) -> CommandResult {
     request.check_fields(&["to", "dropTarget", "stayTemp"])?;
     if request.db != "admin" {
-        return Err(CommandError::Unauthorized(
+        return Err(OpError::Unauthorized(
             "renameCollection may only be run against the admin database.".into(),
         ));
     }
     let Bson::String(source) = request.target() else {
-        return Err(CommandError::TypeMismatch(
+        return Err(OpError::TypeMismatch(
             "renameCollection must be a namespace string".into(),
         ));
     };
     let target = opt_str(&request.body, "to")?
-        .ok_or_else(|| CommandError::FailedToParse("renameCollection requires 'to'".into()))?;
+        .ok_or_else(|| OpError::FailedToParse("renameCollection requires 'to'".into()))?;
     let drop_target = opt_bool(&request.body, "dropTarget")?.unwrap_or(false);
     let (source_db, source_name) = split_namespace(source)?;
     let (target_db, target_name) = split_namespace(target)?;
     check_collection_name(target_db, target_name)?;
     if source == target {
-        return Err(CommandError::IllegalOperation(
+        return Err(OpError::IllegalOperation(
             "Can't rename a collection to itself".into(),
         ));
     }
     let snapshot = context.catalog().fresh_snapshot().await?;
     let Some(record) = snapshot.collection(source_db, source_name).cloned() else {
-        return Err(CommandError::NamespaceNotFound(format!(
+        return Err(OpError::NamespaceNotFound(format!(
             "Source collection {source} does not exist"
         )));
     };
     let existing_target = snapshot.collection(target_db, target_name).cloned();
     if existing_target.is_some() && !drop_target {
-        return Err(CommandError::NamespaceExists(
-            "target namespace exists".into(),
-        ));
+        return Err(OpError::NamespaceExists("target namespace exists".into()));
     }
     let mut session = open_session(context).await?;
     session.begin().await?;
@@ -266,9 +264,7 @@ pub async fn rename_collection(
         Ok(_) => {}
         Err(StoreError::AlreadyExists(_)) => {
             session.rollback().await?;
-            return Err(CommandError::NamespaceExists(
-                "target namespace exists".into(),
-            ));
+            return Err(OpError::NamespaceExists("target namespace exists".into()));
         }
         Err(other) => return Err(other.into()),
     }

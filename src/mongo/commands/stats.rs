@@ -9,18 +9,18 @@ use bson::{doc, Bson};
 
 use super::write_support::{count_bson, open_session};
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
-use crate::mongo::namespace::check_db_name;
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_i64, CommandRequest};
+use crate::ops::namespace::check_db_name;
 use crate::query::planner::decode_document;
 use crate::store::{Predicate, ScanRequest};
 
 /// `scale` divides the byte figures, as in MongoDB.
-fn scale_of(request: &CommandRequest) -> Result<i64, CommandError> {
+fn scale_of(request: &CommandRequest) -> Result<i64, OpError> {
     match opt_i64(&request.body, "scale")? {
         None => Ok(1),
         Some(n) if n >= 1 => Ok(n),
-        Some(_) => Err(CommandError::BadValue(
+        Some(_) => Err(OpError::BadValue(
             "Scale factor must be greater than zero".into(),
         )),
     }
@@ -40,7 +40,7 @@ pub async fn coll_stats(
     let scale = scale_of(request)?;
     let namespace = format!("{}.{name}", request.db);
     let Some(record) = context.catalog().collection(&request.db, name).await? else {
-        return Err(CommandError::NamespaceNotFound(format!(
+        return Err(OpError::NamespaceNotFound(format!(
             "Collection [{namespace}] not found."
         )));
     };
@@ -112,7 +112,7 @@ pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let Some(record) = context.catalog().collection(&request.db, name).await? else {
-        return Err(CommandError::NamespaceNotFound(format!(
+        return Err(OpError::NamespaceNotFound(format!(
             "Collection '{namespace}' does not exist to validate."
         )));
     };

@@ -16,7 +16,7 @@ use crate::auth::service::derive_credentials_blocking;
 use crate::auth::users::new_uuid;
 use crate::auth::{BuiltinRole, RoleGrant, RoleRecord, ScramMechanism, UserRecord};
 use crate::mongo::dispatch::CommandContext;
-use crate::mongo::error::{CommandError, CommandResult};
+use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_str, CommandRequest};
 use crate::store::StoreError;
 
@@ -35,17 +35,17 @@ pub async fn create_user(
     let name = target_name(request, "createUser")?;
     let db = request.db.as_str();
     if db == "local" {
-        return Err(CommandError::BadValue(
+        return Err(OpError::BadValue(
             "Cannot create users in the local database".into(),
         ));
     }
     let roles_value = opt_array(&request.body, "roles")?
-        .ok_or_else(|| CommandError::missing_field("createUser.roles"))?;
+        .ok_or_else(|| OpError::missing_field("createUser.roles"))?;
     let roles = parse_roles(context, db, roles_value).await?;
     let password = opt_str(&request.body, "pwd")?;
     let credentials = match (password, db) {
         (Some(_), "$external") => {
-            return Err(CommandError::BadValue(
+            return Err(OpError::BadValue(
                 "Cannot create a user with a password in the $external database".into(),
             ))
         }
@@ -55,7 +55,7 @@ pub async fn create_user(
         }
         (None, "$external") => Vec::new(),
         (None, _) => {
-            return Err(CommandError::BadValue(
+            return Err(OpError::BadValue(
                 "Must provide a 'pwd' field for all user documents, except those with \
                  '$external' as the user's source db"
                     .into(),
@@ -75,7 +75,7 @@ pub async fn create_user(
             tracing::info!(user = %name, db = %db, "user created");
             Ok(Document::new())
         }
-        Err(StoreError::AlreadyExists(_)) => Err(CommandError::UserExists(format!(
+        Err(StoreError::AlreadyExists(_)) => Err(OpError::UserExists(format!(
             "User \"{name}@{db}\" already exists"
         ))),
         Err(error) => Err(error.into()),
@@ -170,7 +170,7 @@ async fn change_roles(
     check_fields(request, &["roles"])?;
     let name = target_name(request, command)?;
     let roles_value = opt_array(&request.body, "roles")?
-        .ok_or_else(|| CommandError::missing_field(&format!("{command}.roles")))?;
+        .ok_or_else(|| OpError::missing_field(&format!("{command}.roles")))?;
     let roles = parse_roles(context, &request.db, roles_value).await?;
     let mut user = existing_user(context, &request.db, name).await?;
     for role in roles {
@@ -248,21 +248,21 @@ pub async fn create_role(
     )?;
     let name = target_name(request, "createRole")?;
     if BuiltinRole::from_name(name).is_some() {
-        return Err(CommandError::BadValue(format!(
+        return Err(OpError::BadValue(format!(
             "Cannot create roles with the same name as a built-in role: {name}"
         )));
     }
     let privileges = opt_array(&request.body, "privileges")?
-        .ok_or_else(|| CommandError::missing_field("createRole.privileges"))?;
+        .ok_or_else(|| OpError::missing_field("createRole.privileges"))?;
     if !privileges.is_empty() {
-        return Err(CommandError::NotSupported(
+        return Err(OpError::NotSupported(
             "user-defined roles with privileges of their own are not supported by docgate; \
              give the role built-in roles in 'roles' and 'privileges: []'"
                 .into(),
         ));
     }
     let roles_value = opt_array(&request.body, "roles")?
-        .ok_or_else(|| CommandError::missing_field("createRole.roles"))?;
+        .ok_or_else(|| OpError::missing_field("createRole.roles"))?;
     let role = RoleRecord {
         db: request.db.clone(),
         name: name.to_owned(),
@@ -270,7 +270,7 @@ pub async fn create_role(
     };
     match context.server.state.auth.create_role(&role).await {
         Ok(()) => Ok(Document::new()),
-        Err(StoreError::AlreadyExists(_)) => Err(CommandError::RoleExists(format!(
+        Err(StoreError::AlreadyExists(_)) => Err(OpError::RoleExists(format!(
             "Role \"{name}@{}\" already exists",
             request.db
         ))),
@@ -292,7 +292,7 @@ pub async fn drop_role(
         .drop_role(&request.db, name)
         .await?
     {
-        return Err(CommandError::RoleNotFound(format!(
+        return Err(OpError::RoleNotFound(format!(
             "Role {name}@{} not found",
             request.db
         )));
@@ -339,7 +339,7 @@ pub async fn roles_info(
                 let (db, name) = match item {
                     Bson::String(name) => (request.db.clone(), name.clone()),
                     Bson::Document(spec) => role_spec(spec, &request.db)?,
-                    _ => return Err(CommandError::BadValue("invalid role spec".into())),
+                    _ => return Err(OpError::BadValue("invalid role spec".into())),
                 };
                 roles.extend(entry(&db, &name));
             }
@@ -370,26 +370,26 @@ fn role_document(db: &str, name: &str, builtin: bool, inherited: &[RoleGrant]) -
     }
 }
 
-fn role_spec(spec: &Document, default_db: &str) -> Result<(String, String), CommandError> {
+fn role_spec(spec: &Document, default_db: &str) -> Result<(String, String), OpError> {
     let name = spec
         .get_str("role")
-        .map_err(|_| CommandError::BadValue("role spec needs a 'role' name".into()))?;
+        .map_err(|_| OpError::BadValue("role spec needs a 'role' name".into()))?;
     let db = spec.get_str("db").unwrap_or(default_db);
     Ok((db.to_owned(), name.to_owned()))
 }
 
-fn check_fields(request: &CommandRequest, own: &[&str]) -> Result<(), CommandError> {
+fn check_fields(request: &CommandRequest, own: &[&str]) -> Result<(), OpError> {
     let allowed: Vec<&str> = own.iter().chain(COMMON_FIELDS).copied().collect();
     request.check_fields(&allowed)
 }
 
-fn target_name<'a>(request: &'a CommandRequest, command: &str) -> Result<&'a str, CommandError> {
+fn target_name<'a>(request: &'a CommandRequest, command: &str) -> Result<&'a str, OpError> {
     match request.target() {
         Bson::String(name) if !name.is_empty() => Ok(name),
-        Bson::String(_) => Err(CommandError::BadValue(format!(
+        Bson::String(_) => Err(OpError::BadValue(format!(
             "{command} needs a non-empty name"
         ))),
-        other => Err(CommandError::TypeMismatch(format!(
+        other => Err(OpError::TypeMismatch(format!(
             "BSON field '{command}' is the wrong type '{}', expected type 'string'",
             crate::mongo::request::type_name(other)
         ))),
@@ -400,7 +400,7 @@ async fn existing_user(
     context: &CommandContext<'_>,
     db: &str,
     name: &str,
-) -> Result<UserRecord, CommandError> {
+) -> Result<UserRecord, OpError> {
     context
         .server
         .state
@@ -418,8 +418,8 @@ async fn save(context: &CommandContext<'_>, user: &UserRecord) -> CommandResult 
     Ok(Document::new())
 }
 
-fn user_not_found(name: &str, db: &str) -> CommandError {
-    CommandError::UserNotFound(format!("Could not find user \"{name}\" for db \"{db}\""))
+fn user_not_found(name: &str, db: &str) -> OpError {
+    OpError::UserNotFound(format!("Could not find user \"{name}\" for db \"{db}\""))
 }
 
 /// Role grants from a command: `"read"` (in `db`) or `{role, db}`; each must exist.
@@ -427,7 +427,7 @@ async fn parse_roles(
     context: &CommandContext<'_>,
     db: &str,
     value: &[Bson],
-) -> Result<Vec<RoleGrant>, CommandError> {
+) -> Result<Vec<RoleGrant>, OpError> {
     let defined = context.server.state.auth.roles(None).await?;
     let mut grants = Vec::new();
     for item in value {
@@ -438,7 +438,7 @@ async fn parse_roles(
                 RoleGrant::new(role, role_db)
             }
             _ => {
-                return Err(CommandError::BadValue(
+                return Err(OpError::BadValue(
                     "a role must be a name or a {role, db} document".into(),
                 ))
             }
@@ -450,7 +450,7 @@ async fn parse_roles(
                 .any(|r| r.name == grant.role && r.db == grant.db),
         };
         if !exists {
-            return Err(CommandError::RoleNotFound(format!(
+            return Err(OpError::RoleNotFound(format!(
                 "Could not find role: {}@{}",
                 grant.role, grant.db
             )));
@@ -462,7 +462,7 @@ async fn parse_roles(
     Ok(grants)
 }
 
-fn mechanisms(request: &CommandRequest) -> Result<Vec<ScramMechanism>, CommandError> {
+fn mechanisms(request: &CommandRequest) -> Result<Vec<ScramMechanism>, OpError> {
     let Some(names) = opt_array(&request.body, "mechanisms")? else {
         return Ok(vec![ScramMechanism::Sha1, ScramMechanism::Sha256]);
     };
@@ -472,37 +472,37 @@ fn mechanisms(request: &CommandRequest) -> Result<Vec<ScramMechanism>, CommandEr
             Bson::String(name) => ScramMechanism::from_name(name),
             _ => None,
         }
-        .ok_or_else(|| CommandError::BadValue(format!("Unknown auth mechanism '{name}'")))?;
+        .ok_or_else(|| OpError::BadValue(format!("Unknown auth mechanism '{name}'")))?;
         if !out.contains(&mechanism) {
             out.push(mechanism);
         }
     }
     if out.is_empty() {
-        return Err(CommandError::BadValue(
+        return Err(OpError::BadValue(
             "mechanisms field must not be empty".into(),
         ));
     }
     Ok(out)
 }
 
-fn custom_data(request: &CommandRequest) -> Result<Option<serde_json::Value>, CommandError> {
+fn custom_data(request: &CommandRequest) -> Result<Option<serde_json::Value>, OpError> {
     Ok(opt_document(&request.body, "customData")?
         .map(|data| Bson::Document(data.clone()).into_canonical_extjson()))
 }
 
-fn user_spec(item: &Bson, default_db: &str) -> Result<(String, String), CommandError> {
+fn user_spec(item: &Bson, default_db: &str) -> Result<(String, String), OpError> {
     match item {
         Bson::String(name) => Ok((default_db.to_owned(), name.clone())),
         Bson::Document(spec) => {
             let name = spec
                 .get_str("user")
-                .map_err(|_| CommandError::BadValue("user spec needs a 'user' name".into()))?;
+                .map_err(|_| OpError::BadValue("user spec needs a 'user' name".into()))?;
             Ok((
                 spec.get_str("db").unwrap_or(default_db).to_owned(),
                 name.to_owned(),
             ))
         }
-        _ => Err(CommandError::BadValue(
+        _ => Err(OpError::BadValue(
             "User and role names must be either strings or objects".into(),
         )),
     }

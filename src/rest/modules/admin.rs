@@ -49,7 +49,7 @@ pub async fn apply_module(
     name: Option<&str>,
     body: Value,
 ) -> RestResult<bool> {
-    crate::mongo::namespace::check_db_name(db)?;
+    crate::ops::namespace::check_db_name(db)?;
     let module = ModuleDefinition::parse(body, name)?;
     let record = MetaRecord {
         kind: MODULE_KIND.to_string(),

@@ -3,7 +3,7 @@
 //!
 //! Not for: mapping names to tables (the store chooses physical names).
 
-use super::error::CommandError;
+use super::error::OpError;
 
 /// Longest database name MongoDB accepts.
 const MAX_DB_NAME_BYTES: usize = 63;
@@ -11,14 +11,14 @@ const MAX_DB_NAME_BYTES: usize = 63;
 const MAX_NAMESPACE_BYTES: usize = 255;
 
 /// Checks a database name.
-pub fn check_db_name(db: &str) -> Result<(), CommandError> {
+pub fn check_db_name(db: &str) -> Result<(), OpError> {
     if db.is_empty() {
-        return Err(CommandError::InvalidNamespace(
+        return Err(OpError::InvalidNamespace(
             "database name cannot be empty".into(),
         ));
     }
     if db.len() > MAX_DB_NAME_BYTES {
-        return Err(CommandError::InvalidNamespace(format!(
+        return Err(OpError::InvalidNamespace(format!(
             "db name '{db}' is too long: at most {MAX_DB_NAME_BYTES} bytes"
         )));
     }
@@ -26,7 +26,7 @@ pub fn check_db_name(db: &str) -> Result<(), CommandError> {
         .chars()
         .find(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'))
     {
-        return Err(CommandError::InvalidNamespace(format!(
+        return Err(OpError::InvalidNamespace(format!(
             "Invalid database name: '{db}' (contains {bad:?})"
         )));
     }
@@ -34,25 +34,25 @@ pub fn check_db_name(db: &str) -> Result<(), CommandError> {
 }
 
 /// Checks a collection name (for creation and writes) within database `db`.
-pub fn check_collection_name(db: &str, name: &str) -> Result<(), CommandError> {
+pub fn check_collection_name(db: &str, name: &str) -> Result<(), OpError> {
     check_db_name(db)?;
     if name.is_empty() {
-        return Err(CommandError::InvalidNamespace(format!(
+        return Err(OpError::InvalidNamespace(format!(
             "Invalid namespace specified '{db}.'"
         )));
     }
     if name.contains('\0') || name.contains('$') || name.starts_with('.') {
-        return Err(CommandError::InvalidNamespace(format!(
+        return Err(OpError::InvalidNamespace(format!(
             "Invalid collection name: '{name}'"
         )));
     }
     if name.starts_with("system.") {
-        return Err(CommandError::InvalidNamespace(format!(
+        return Err(OpError::InvalidNamespace(format!(
             "Invalid system namespace: {db}.{name}"
         )));
     }
     if db.len() + 1 + name.len() > MAX_NAMESPACE_BYTES {
-        return Err(CommandError::InvalidNamespace(format!(
+        return Err(OpError::InvalidNamespace(format!(
             "Fully qualified namespace is too long. Namespace: {db}.{name} Max: {MAX_NAMESPACE_BYTES}"
         )));
     }
@@ -60,10 +60,10 @@ pub fn check_collection_name(db: &str, name: &str) -> Result<(), CommandError> {
 }
 
 /// Splits `db.collection` at the first dot.
-pub fn split_namespace(namespace: &str) -> Result<(&str, &str), CommandError> {
+pub fn split_namespace(namespace: &str) -> Result<(&str, &str), OpError> {
     match namespace.split_once('.') {
         Some((db, coll)) if !db.is_empty() && !coll.is_empty() => Ok((db, coll)),
-        _ => Err(CommandError::InvalidNamespace(format!(
+        _ => Err(OpError::InvalidNamespace(format!(
             "Invalid namespace specified '{namespace}'"
         ))),
     }

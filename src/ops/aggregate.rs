@@ -1,0 +1,49 @@
+//! Running an aggregation pipeline over a collection: the first `$match` planned into the
+//! store's scan, the collections `$lookup` and `$unionWith` read, then the stages on the
+//! compute pool (`crate::compute`). Shared by the wire's `aggregate` and REST's `pipeline`
+//! handlers.
+//!
+//! Not for: parsing the command, cursors (the front ends), or the stages' semantics
+//! (`query::aggregate`).
+
+use bson::Document;
+
+use super::OpError;
+use crate::query::aggregate::{ForeignDocuments, Pipeline};
+use crate::query::filter::Filter;
+use crate::query::planner::{self, ReadPlan};
+
+/// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
+/// planned into the scan, the collections `$lookup`/`$unionWith` read are read whole, then
+/// the stages run in Rust. Shared with the REST front end's `pipeline` handlers.
+pub async fn run_pipeline(
+    catalog: &crate::catalog::Catalog,
+    session: &mut dyn crate::store::StoreSession,
+    db: &str,
+    name: &str,
+    pipeline: &Pipeline,
+) -> Result<Vec<Document>, OpError> {
+    let input = match catalog.collection_info_in(session, db, name).await? {
+        None => Vec::new(),
+        Some(info) => {
+            let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
+            let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
+            planner::execute(session, &info.record, &plan).await?
+        }
+    };
+    // $lookup and $unionWith read other collections of the same database.
+    let mut foreign = ForeignDocuments::new();
+    for other in pipeline.foreign_collections() {
+        let documents = match catalog.collection(db, &other).await? {
+            None => Vec::new(),
+            Some(record) => {
+                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
+                planner::execute(session, &record, &plan).await?
+            }
+        };
+        foreign.insert(other, documents);
+    }
+    // The stages run on the compute pool, never on the threads that answer other clients.
+    let pipeline = pipeline.clone();
+    Ok(crate::compute::run(move || pipeline.run_with(input, &foreign)).await?)
+}

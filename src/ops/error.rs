@@ -1,0 +1,184 @@
+//! The one error type of the core: every operation — a wire command or a REST request —
+//! fails with an [`OpError`], which carries MongoDB's code and code name (the core's
+//! semantics are MongoDB's). It gathers the query core's [`QueryError`], the store's
+//! [`StoreError`] and authentication's [`AuthError`]. Each front end maps it once: to a
+//! MongoDB reply in `mongo/error.rs`, to an HTTP response in `rest/error.rs`.
+//!
+//! Not for: `writeErrors` entries of individual statements (the wire front end builds
+//! those from the same codes).
+
+use bson::Document;
+use thiserror::Error;
+
+use crate::auth::AuthError;
+use crate::query::QueryError;
+use crate::store::StoreError;
+
+/// A failed operation, as the client will see it.
+#[derive(Debug, Error)]
+pub enum OpError {
+    #[error("no such command: '{0}'")]
+    CommandNotFound(String),
+    #[error("{0}")]
+    BadValue(String),
+    #[error("{0}")]
+    FailedToParse(String),
+    #[error("{0}")]
+    TypeMismatch(String),
+    #[error("{0}")]
+    InvalidNamespace(String),
+    #[error("{0}")]
+    NamespaceNotFound(String),
+    #[error("{0}")]
+    NamespaceExists(String),
+    #[error("cursor id {0} not found")]
+    CursorNotFound(i64),
+    #[error("{0}")]
+    InvalidOptions(String),
+    #[error("{0}")]
+    NotSupported(String),
+    #[error("{0}")]
+    DocumentTooLarge(String),
+    #[error("{0}")]
+    IllegalOperation(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    InvalidLength(String),
+    /// A unique-key conflict raised as a command error (findAndModify): the `writeErrors`
+    /// entry that describes it (`errmsg`, `keyPattern`, `keyValue`).
+    #[error("{}", .0.get_str("errmsg").unwrap_or("E11000 duplicate key error"))]
+    DuplicateKey(Box<Document>),
+    /// A field the command does not know (MongoDB's IDL error 40415).
+    #[error("BSON field '{0}' is an unknown field.")]
+    UnknownField(String),
+    #[error("{0}")]
+    Query(#[from] QueryError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// Authentication and authorization failures (18, 13, 334, 2, 6).
+    #[error("{0}")]
+    Auth(#[from] AuthError),
+    /// 11 UserNotFound.
+    #[error("{0}")]
+    UserNotFound(String),
+    /// 31 RoleNotFound.
+    #[error("{0}")]
+    RoleNotFound(String),
+    /// 51003: createUser for a user that exists.
+    #[error("{0}")]
+    UserExists(String),
+    /// 51002: createRole for a role that exists.
+    #[error("{0}")]
+    RoleExists(String),
+    /// 17 ProtocolError: saslContinue without a conversation.
+    #[error("{0}")]
+    ProtocolError(String),
+}
+
+impl OpError {
+    /// MongoDB's error for a required field that is absent (`path` like `find.filter`).
+    pub fn missing_field(path: &str) -> OpError {
+        OpError::FailedToParse(format!(
+            "BSON field '{path}' is missing but a required field"
+        ))
+    }
+
+    /// MongoDB's numeric code.
+    pub fn code(&self) -> i32 {
+        match self {
+            OpError::CommandNotFound(_) => 59,
+            OpError::BadValue(_) => 2,
+            OpError::FailedToParse(_) => 9,
+            OpError::TypeMismatch(_) => 14,
+            OpError::InvalidNamespace(_) => 73,
+            OpError::NamespaceNotFound(_) => 26,
+            OpError::NamespaceExists(_) => 48,
+            OpError::CursorNotFound(_) => 43,
+            OpError::InvalidOptions(_) => 72,
+            OpError::NotSupported(_) => 115,
+            OpError::DocumentTooLarge(_) => 10334,
+            OpError::IllegalOperation(_) => 20,
+            OpError::Unauthorized(_) => 13,
+            OpError::UnknownField(_) => 40415,
+            OpError::InvalidLength(_) => 16,
+            OpError::DuplicateKey(_) => 11000,
+            OpError::Query(e) => e.code,
+            OpError::Store(e) => store_error_code(e).0,
+            OpError::Auth(e) => e.code(),
+            OpError::UserNotFound(_) => 11,
+            OpError::RoleNotFound(_) => 31,
+            OpError::UserExists(_) => 51003,
+            OpError::RoleExists(_) => 51002,
+            OpError::ProtocolError(_) => 17,
+        }
+    }
+
+    /// MongoDB's code name.
+    pub fn code_name(&self) -> &'static str {
+        match self {
+            OpError::CommandNotFound(_) => "CommandNotFound",
+            OpError::BadValue(_) => "BadValue",
+            OpError::FailedToParse(_) => "FailedToParse",
+            OpError::TypeMismatch(_) => "TypeMismatch",
+            OpError::InvalidNamespace(_) => "InvalidNamespace",
+            OpError::NamespaceNotFound(_) => "NamespaceNotFound",
+            OpError::NamespaceExists(_) => "NamespaceExists",
+            OpError::CursorNotFound(_) => "CursorNotFound",
+            OpError::InvalidOptions(_) => "InvalidOptions",
+            OpError::NotSupported(_) => "CommandNotSupported",
+            OpError::DocumentTooLarge(_) => "BSONObjectTooLarge",
+            OpError::IllegalOperation(_) => "IllegalOperation",
+            OpError::Unauthorized(_) => "Unauthorized",
+            OpError::UnknownField(_) => "Location40415",
+            OpError::InvalidLength(_) => "InvalidLength",
+            OpError::DuplicateKey(_) => "DuplicateKey",
+            OpError::Query(e) => e.code_name,
+            OpError::Store(e) => store_error_code(e).1,
+            OpError::Auth(e) => e.code_name(),
+            OpError::UserNotFound(_) => "UserNotFound",
+            OpError::RoleNotFound(_) => "RoleNotFound",
+            OpError::UserExists(_) => "Location51003",
+            OpError::RoleExists(_) => "Location51002",
+            OpError::ProtocolError(_) => "ProtocolError",
+        }
+    }
+
+    /// Error labels drivers act on (retryability).
+    pub fn labels(&self) -> &'static [&'static str] {
+        match self {
+            OpError::Store(StoreError::PoolTimeout(_) | StoreError::Unavailable(_)) => {
+                &["RetryableWriteError"]
+            }
+            _ => &[],
+        }
+    }
+
+    /// The message the client sees: a backend's own words are logged instead.
+    pub fn client_message(&self) -> String {
+        match self {
+            OpError::Store(error) => {
+                if error.withholds_detail() {
+                    tracing::warn!(%error, "backend error (the client was told docgate's wording)");
+                }
+                error.client_message()
+            }
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Code and code name for a store failure.
+fn store_error_code(error: &StoreError) -> (i32, &'static str) {
+    match error {
+        StoreError::AlreadyExists(_) => (48, "NamespaceExists"),
+        StoreError::DuplicateKey | StoreError::IndexKeyConflict { .. } => (11000, "DuplicateKey"),
+        StoreError::Unsupported(_) => (115, "CommandNotSupported"),
+        StoreError::StaleCatalog(_) => (13388, "StaleConfig"),
+        StoreError::PoolTimeout(_) => (89, "NetworkTimeout"),
+        StoreError::Unavailable(_) => (6, "HostUnreachable"),
+        StoreError::Database(_) => (1, "InternalError"),
+        StoreError::Corrupt(_) => (1, "InternalError"),
+        StoreError::Interrupted(reason) => (reason.code(), reason.code_name()),
+    }
+}

@@ -1,0 +1,26 @@
+//! The core: the operations as MongoDB defines them, which both front ends call — the wire
+//! commands in `mongo` and the REST requests in `rest` — taking typed requests and a store
+//! session and answering typed results or one error type, [`OpError`]. It knows neither
+//! OP_MSG nor HTTP.
+//!
+//! - `error`: [`OpError`], MongoDB's codes;
+//! - `namespace`: database and collection name rules;
+//! - `prepare`: a document made ready to store (`_id` first, limits, index keys);
+//! - `write`: the collection of a write (created implicitly), multikey marking;
+//! - `write_errors`: MongoDB's `writeErrors` entries;
+//! - `update`, `delete`: one statement of an update or a delete inside a transaction;
+//! - `aggregate`: running a pipeline over a collection.
+//!
+//! Not for: command or request shapes (the front ends parse those), SQL (the store), the
+//! semantics of filters, updates and pipelines (`query`).
+
+pub mod aggregate;
+pub mod delete;
+pub mod error;
+pub mod namespace;
+pub mod prepare;
+pub mod update;
+pub mod write;
+pub mod write_errors;
+
+pub use error::OpError;

@@ -1,0 +1,116 @@
+//! A document made ready to store, as MongoDB checks it before an insert, a replacement or
+//! an upsert: `_id` first (an ObjectId added when missing) and of an allowed type, nesting
+//! and size within MongoDB's limits, encoded, and its keys computed for every secondary
+//! index of the collection.
+//!
+//! Not for: writing it (the store) or the statement around it (`update`, the front ends).
+
+use bson::{Bson, Document};
+
+use super::OpError;
+use crate::catalog::CollectionIndex;
+use crate::store::{DocumentIndexKeys, StoredDocument};
+
+/// Largest document MongoDB stores (`maxBsonObjectSize`, 16 MiB).
+pub const MAX_BSON_OBJECT_SIZE: i32 = 16 * 1024 * 1024;
+
+/// Deepest nesting of documents and arrays MongoDB stores (the top-level document is 1).
+pub const MAX_DOCUMENT_NESTING: usize = 100;
+
+/// Depth of the deepest embedded document or array (iterative: input may be deep).
+pub fn nesting_depth(document: &Document) -> usize {
+    let mut deepest = 1;
+    let mut stack: Vec<(&Bson, usize)> = document.values().map(|v| (v, 2)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Bson::Document(inner) => {
+                deepest = deepest.max(depth);
+                stack.extend(inner.values().map(|v| (v, depth + 1)));
+            }
+            Bson::Array(items) => {
+                deepest = deepest.max(depth);
+                stack.extend(items.iter().map(|v| (v, depth + 1)));
+            }
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Checks an `_id` value as MongoDB does before storing it.
+pub fn check_id(id: &Bson) -> Result<(), OpError> {
+    match id {
+        Bson::Array(_) => Err(OpError::BadValue("can't use an array for _id".into())),
+        Bson::RegularExpression(_) => Err(OpError::BadValue("can't use a regex for _id".into())),
+        Bson::Undefined => Err(OpError::BadValue("can't use a undefined for _id".into())),
+        _ => Ok(()),
+    }
+}
+
+/// A document ready to write.
+pub struct PreparedDocument {
+    pub stored: StoredDocument,
+    pub id: Bson,
+    /// Positions (in the collection's index list) of indexes this document makes multikey
+    /// for the first time.
+    pub new_multikey: Vec<usize>,
+}
+
+/// Makes a document ready to store: `_id` first (an ObjectId added when missing), size and
+/// nesting checked, encoded, and its keys computed for every secondary index.
+pub fn prepare_for_storage(
+    document: Document,
+    indexes: &[CollectionIndex],
+) -> Result<PreparedDocument, OpError> {
+    let mut ordered = Document::new();
+    let id = match document.get("_id") {
+        Some(id) => id.clone(),
+        None => Bson::ObjectId(bson::oid::ObjectId::new()),
+    };
+    check_id(&id)?;
+    ordered.insert("_id", id.clone());
+    for (key, value) in document {
+        if key != "_id" {
+            ordered.insert(key, value);
+        }
+    }
+    if nesting_depth(&ordered) > MAX_DOCUMENT_NESTING {
+        return Err(OpError::BadValue(format!(
+            "BSONObj exceeds maximum nested object depth: {MAX_DOCUMENT_NESTING}"
+        )));
+    }
+    let mut index_keys = Vec::with_capacity(indexes.len());
+    let mut new_multikey = Vec::new();
+    for (position, index) in indexes.iter().enumerate() {
+        let entries = index.spec.entries(&ordered)?;
+        if entries.as_ref().is_some_and(|e| e.multikey) && !index.record.multikey {
+            new_multikey.push(position);
+        }
+        index_keys.push(DocumentIndexKeys {
+            table: index.record.table.clone(),
+            index: index.record.name.clone(),
+            unique: index.record.unique,
+            keys: entries.map(|e| e.keys).unwrap_or_default(),
+        });
+    }
+    let bytes = ordered
+        .to_vec()
+        .map_err(|e| OpError::BadValue(format!("cannot encode document: {e}")))?;
+    let max = MAX_BSON_OBJECT_SIZE as usize;
+    if bytes.len() > max {
+        return Err(OpError::DocumentTooLarge(format!(
+            "object to insert too large. size in bytes: {}, max size: {max}",
+            bytes.len()
+        )));
+    }
+    let key = crate::query::keys::encode_key(&id);
+    Ok(PreparedDocument {
+        stored: StoredDocument {
+            key,
+            bson: bytes,
+            index_keys,
+        },
+        id,
+        new_multikey,
+    })
+}
