@@ -218,12 +218,9 @@ pub async fn dispatch(
 
 /// Runs the command; a write planned from a stale catalog runs once more.
 async fn run_with_retry(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
+    let server = context.server;
     let mut result = run(context, request).await;
-    if let Err(OpError::Store(crate::store::StoreError::StaleCatalog(reason))) = &result {
-        // Another instance changed the collection's indexes after this one planned the
-        // write; the store wrote nothing, so re-read the catalog and run it once more.
-        tracing::debug!(command = %request.name, %reason, "retrying with a fresh catalog");
-        context.server.state.catalog.invalidate().await;
+    if crate::ops::retry::refreshed_after_stale(&server.state.catalog, &result).await {
         result = run(context, request).await;
     }
     result

@@ -8,6 +8,7 @@
 //! - `prepare`: a document made ready to store (`_id` first, limits, index keys);
 //! - `write`: the collection of a write (created implicitly), multikey marking;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
+//! - `retry`: the StaleCatalog retry of every write;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
 //! - `aggregate`: running a pipeline over a collection.
 //!
@@ -19,6 +20,7 @@ pub mod delete;
 pub mod error;
 pub mod namespace;
 pub mod prepare;
+pub mod retry;
 pub mod update;
 pub mod write;
 pub mod write_errors;

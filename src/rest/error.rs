@@ -44,6 +44,11 @@ pub enum RestError {
     Timeout(String),
     #[error("{0}")]
     Internal(String),
+    /// The write was planned from a stale catalog (another instance changed the
+    /// collection's indexes); `ops::retry` runs it once more, so a client sees this only
+    /// when that failed too.
+    #[error("{0}")]
+    StaleCatalog(String),
 }
 
 /// The `WWW-Authenticate` challenge offered when credentials are missing or wrong.
@@ -63,7 +68,9 @@ impl RestError {
             RestError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             RestError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             RestError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            RestError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            RestError::Internal(_) | RestError::StaleCatalog(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
     }
 
@@ -80,7 +87,7 @@ impl RestError {
             RestError::TooManyRequests(_) => "TooManyRequests",
             RestError::Unavailable(_) => "ServiceUnavailable",
             RestError::Timeout(_) => "Timeout",
-            RestError::Internal(_) => "InternalServerError",
+            RestError::Internal(_) | RestError::StaleCatalog(_) => "InternalServerError",
         }
     }
 
@@ -153,6 +160,7 @@ impl From<StoreError> for RestError {
             }
             StoreError::Unsupported(_) => RestError::BadRequest(error.to_string()),
             StoreError::Interrupted(reason) => reason.into(),
+            StoreError::StaleCatalog(_) => RestError::StaleCatalog(error.to_string()),
             other => RestError::Internal(other.client_message()),
         }
     }
@@ -179,6 +187,12 @@ impl From<OpError> for RestError {
             OpError::Unauthorized(m) => RestError::Forbidden(m),
             other => RestError::BadRequest(other.to_string()),
         }
+    }
+}
+
+impl crate::ops::retry::MaybeStaleCatalog for RestError {
+    fn is_stale_catalog(&self) -> bool {
+        matches!(self, RestError::StaleCatalog(_))
     }
 }
 

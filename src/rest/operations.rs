@@ -2,7 +2,8 @@
 //! one document, delete by filter — on the same core paths as the wire commands: filters,
 //! sorts and updates parsed by `query`, reads planned by `query::planner` (so indexes are
 //! used), documents prepared and written by the same functions `insert`, `update` and
-//! `delete` use, one transaction per operation, the catalog invalidated after DDL.
+//! `delete` use, one transaction per operation, the catalog invalidated after DDL, and a
+//! write planned from a stale catalog run once more (`ops::retry`), as on the wire.
 //!
 //! Both the document API (`soda`) and the metadata-defined handlers run through here.
 //!
@@ -19,6 +20,7 @@ use crate::catalog::CollectionInfo;
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::namespace::check_collection_name;
 use crate::ops::prepare::prepare_for_storage;
+use crate::ops::retry::refreshed_after_stale;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::filter::Filter;
@@ -144,6 +146,19 @@ pub async fn insert_documents(
     name: &str,
     documents: Vec<Document>,
 ) -> RestResult<Vec<Bson>> {
+    let mut result = insert_once(state, db, name, documents.clone()).await;
+    if refreshed_after_stale(&state.catalog, &result).await {
+        result = insert_once(state, db, name, documents.clone()).await;
+    }
+    result
+}
+
+async fn insert_once(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    documents: Vec<Document>,
+) -> RestResult<Vec<Bson>> {
     if documents.is_empty() {
         return Err(RestError::BadRequest("nothing to insert".into()));
     }
@@ -202,9 +217,24 @@ pub async fn update_one(
     update: UpdateSpec,
     upsert: bool,
 ) -> RestResult<UpdateOutcome> {
+    let mut result = update_once(state, db, name, filter, &update, upsert).await;
+    if refreshed_after_stale(&state.catalog, &result).await {
+        result = update_once(state, db, name, filter, &update, upsert).await;
+    }
+    result
+}
+
+async fn update_once(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    filter: &Document,
+    update: &UpdateSpec,
+    upsert: bool,
+) -> RestResult<UpdateOutcome> {
     let statement = UpdateStatement {
         filter: Filter::parse(filter)?,
-        update,
+        update: update.clone(),
         context: UpdateContext::default(),
         upsert,
         multi: false,
@@ -268,6 +298,20 @@ fn statement_failure(failure: StatementFailure) -> RestError {
 /// Deletes every document `filter` selects in `db.name` (just the first with `just_one`),
 /// in one transaction; a missing collection deletes nothing.
 pub async fn delete_matching(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    filter: &Document,
+    just_one: bool,
+) -> RestResult<u64> {
+    let mut result = delete_once(state, db, name, filter, just_one).await;
+    if refreshed_after_stale(&state.catalog, &result).await {
+        result = delete_once(state, db, name, filter, just_one).await;
+    }
+    result
+}
+
+async fn delete_once(
     state: &AppState,
     db: &str,
     name: &str,
