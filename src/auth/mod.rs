@@ -19,9 +19,7 @@ pub mod verifier;
 
 pub use credentials::{ScramCredential, ScramMechanism};
 pub use plain::PlainCredentials;
-pub use roles::{
-    allows, command_privilege, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant,
-};
+pub use roles::{allows, may_run, Action, BuiltinRole, CommandPrivilege, RoleGrant};
 pub use scram::{ClientFirst, CredentialLookup, SaslReply, ScramConversation, ScramServer};
 pub use service::{Access, AuthMode, AuthService, AuthSettings, AuthenticatedUser};
 pub use throttle::{Throttle, ThrottleSettings};

@@ -534,70 +534,20 @@ pub enum CommandPrivilege {
     Actions(&'static [Action]),
 }
 
-/// The privilege docgate's commands need, by command name (as in `dispatch::COMMANDS`, plus
-/// the authentication and user-management commands); `None` for an unknown command.
-///
-/// Some commands need more, depending on their arguments, which the caller must add:
-/// `update` and `findAndModify` with `upsert` also need `insert`; `findAndModify` with
-/// `remove` needs `remove` instead of `update`; `aggregate` with `$out` / `$merge` needs
-/// `insert` and `remove` on the target; `explain` needs what the explained command needs;
-/// `renameCollection` across databases needs `find` + `dropCollection` on the source and
-/// `insert` + `createIndex` on the target; `createUser` / `grantRolesToUser` need `grantRole`
-/// in each granted role's database; `usersInfo` on oneself needs nothing.
-pub fn command_privilege(command: &str) -> Option<CommandPrivilege> {
-    use CommandPrivilege::{Actions, Authenticated, None as Open};
-    let privilege = match command {
-        "hello" | "isMaster" | "ismaster" | "ping" | "buildInfo" | "buildinfo" | "saslStart"
-        | "saslContinue" | "logout" | "connectionStatus" | "whatsmyuri" | "listCommands"
-        | "endSessions" | "authenticate" => Open,
-        "getMore" | "killCursors" => Authenticated,
-        "aggregate" | "count" | "distinct" | "find" | "explain" => Actions(&[Find]),
-        "findAndModify" => Actions(&[Find, Update]),
-        "insert" => Actions(&[Insert]),
-        "update" => Actions(&[Update]),
-        "delete" => Actions(&[Remove]),
-        "create" => Actions(&[CreateCollection]),
-        "drop" => Actions(&[DropCollection]),
-        "createIndexes" => Actions(&[CreateIndex]),
-        "dropIndexes" => Actions(&[DropIndex]),
-        "dropDatabase" => Actions(&[DropDatabase]),
-        "renameCollection" => Actions(&[RenameCollectionSameDb]),
-        "listCollections" => Actions(&[ListCollections]),
-        "listIndexes" => Actions(&[ListIndexes]),
-        "listDatabases" => Actions(&[ListDatabases]),
-        "collStats" => Actions(&[CollStats]),
-        "dbStats" => Actions(&[DbStats]),
-        "validate" => Actions(&[Validate]),
-        "serverStatus" => Actions(&[ServerStatus]),
-        "hostInfo" => Actions(&[HostInfo]),
-        "getCmdLineOpts" => Actions(&[GetCmdLineOpts]),
-        "getLog" => Actions(&[GetLog]),
-        "getParameter" => Actions(&[GetParameter]),
-        "killAllSessions" => Actions(&[KillAnySession]),
-        "createUser" => Actions(&[CreateUser]),
-        "updateUser" => Actions(&[ChangePassword]),
-        "dropUser" | "dropAllUsersFromDatabase" => Actions(&[DropUser]),
-        "usersInfo" => Actions(&[ViewUser]),
-        "grantRolesToUser" => Actions(&[GrantRole]),
-        "revokeRolesFromUser" => Actions(&[RevokeRole]),
-        "createRole" => Actions(&[CreateRole]),
-        "dropRole" => Actions(&[DropRole]),
-        "rolesInfo" => Actions(&[ViewRole]),
-        _ => return Option::None,
-    };
-    Some(privilege)
-}
-
-/// Whether `roles` may run `command` on `db` (only the base privilege of
-/// [`command_privilege`]; unknown commands are refused).
-pub fn may_run(roles: &[RoleGrant], authenticated: bool, command: &str, db: &str) -> bool {
-    match command_privilege(command) {
-        Some(CommandPrivilege::None) => true,
-        Some(CommandPrivilege::Authenticated) => authenticated,
-        Some(CommandPrivilege::Actions(actions)) => {
+/// Whether `roles` may run a command that needs `privilege` on `db` (only its base privilege:
+/// what a command needs beyond it depends on its arguments, and its caller adds that).
+pub fn may_run(
+    roles: &[RoleGrant],
+    authenticated: bool,
+    privilege: CommandPrivilege,
+    db: &str,
+) -> bool {
+    match privilege {
+        CommandPrivilege::None => true,
+        CommandPrivilege::Authenticated => authenticated,
+        CommandPrivilege::Actions(actions) => {
             authenticated && actions.iter().all(|a| allows(roles, *a, db))
         }
-        None => false,
     }
 }
 

@@ -23,7 +23,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio_util::codec::FramedWrite;
 
-use super::dispatch::{dispatch, CommandReply, ConnectionInfo};
+use super::context::ConnectionInfo;
+use super::dispatch::{dispatch, CommandReply};
 use super::reader::{MessageReader, ReadError, ReadLimits};
 use super::request::CommandRequest;
 use super::MongoServer;

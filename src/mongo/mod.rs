@@ -4,11 +4,14 @@
 //! Not for: SQL (commands talk to the core — `query`, `catalog` — and to the `Store` trait
 //! with neutral requests), or framing details (those live in the `docgate-wire` crate).
 
+pub mod command_table;
 pub mod commands;
 pub mod connection;
+pub mod context;
 pub mod cursors;
 pub mod dispatch;
 pub mod error;
+pub mod limits;
 pub mod listener;
 pub mod reader;
 pub mod request;

@@ -6,7 +6,11 @@
 //! - `error`: [`OpError`], MongoDB's codes;
 //! - `namespace`: database and collection name rules;
 //! - `prepare`: a document made ready to store (`_id` first, limits, index keys);
+//! - `transaction`: the transaction of an operation that writes, and the catalog
+//!   invalidation after it commits;
+//! - `collections`: create, drop and rename collections;
 //! - `write`: the collection of a write (created implicitly), multikey marking;
+//! - `insert`: a batch of documents, ordered, unordered or all or nothing;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
@@ -16,11 +20,14 @@
 //! semantics of filters, updates and pipelines (`query`).
 
 pub mod aggregate;
+pub mod collections;
 pub mod delete;
 pub mod error;
+pub mod insert;
 pub mod namespace;
 pub mod prepare;
 pub mod retry;
+pub mod transaction;
 pub mod update;
 pub mod write;
 pub mod write_errors;

@@ -1,5 +1,6 @@
 //! What every write shares inside its transaction: the collection it writes to (created
-//! implicitly, as MongoDB does), and the indexes it makes multikey.
+//! implicitly, as MongoDB does), and the indexes it makes multikey; both note the metadata
+//! change on the transaction, which invalidates the catalog when it commits.
 //!
 //! Not for: the statements themselves (`update`, `delete`, the front ends' inserts).
 
@@ -8,56 +9,61 @@ use std::sync::Arc;
 use bson::Document;
 
 use super::namespace::check_collection_name;
+use super::transaction::Transaction;
 use super::OpError;
 use crate::catalog::{CollectionIndex, CollectionInfo};
-use crate::store::StoreSession;
 
-/// The collection `db.name` with its indexes, created if missing, inside the session's
-/// open transaction. Returns whether it was created (the caller invalidates the catalog
-/// after commit).
+/// The collection `db.name` with its indexes, created if missing, inside the operation's
+/// transaction (a created collection invalidates the catalog when it commits).
 pub async fn collection_for_write(
-    catalog: &crate::catalog::Catalog,
-    session: &mut dyn StoreSession,
+    transaction: &mut Transaction<'_>,
     db: &str,
     name: &str,
-) -> Result<(Arc<CollectionInfo>, bool), OpError> {
-    if let Some(existing) = catalog.collection_info_in(session, db, name).await? {
-        return Ok((existing, false));
+) -> Result<Arc<CollectionInfo>, OpError> {
+    let catalog = transaction.catalog();
+    if let Some(existing) = catalog
+        .collection_info_in(transaction.session(), db, name)
+        .await?
+    {
+        return Ok(existing);
     }
     check_collection_name(db, name)?;
-    let created = |record| {
-        Arc::new(CollectionInfo {
-            record,
-            indexes: Vec::new(),
-        })
-    };
-    match session.create_collection(db, name, &Document::new()).await {
-        Ok(record) => Ok((created(record), true)),
+    match transaction
+        .session()
+        .create_collection(db, name, &Document::new())
+        .await
+    {
+        Ok(record) => {
+            transaction.changed_catalog();
+            Ok(Arc::new(CollectionInfo {
+                record,
+                indexes: Vec::new(),
+            }))
+        }
         Err(crate::store::StoreError::AlreadyExists(_)) => {
             // Created by someone else since our snapshot: read it inside this transaction.
-            crate::catalog::read_snapshot(session)
+            crate::catalog::read_snapshot(transaction.session())
                 .await?
                 .info(db, name)
                 .cloned()
-                .map(|info| (info, false))
                 .ok_or_else(|| OpError::NamespaceNotFound(format!("{db}.{name}")))
         }
         Err(other) => Err(other.into()),
     }
 }
 
-/// Records in the store, inside the command's transaction, that the indexes at
-/// `positions` became multikey. Returns whether any was marked (the catalog then needs
-/// invalidating after commit).
+/// Records in the store, inside the operation's transaction, that the indexes at
+/// `positions` became multikey (the catalog is invalidated when it commits).
 pub async fn mark_multikey(
-    session: &mut dyn StoreSession,
+    transaction: &mut Transaction<'_>,
     indexes: &[CollectionIndex],
     positions: &std::collections::BTreeSet<usize>,
-) -> Result<bool, OpError> {
+) -> Result<(), OpError> {
     for position in positions {
         if let Some(index) = indexes.get(*position) {
-            session.mark_multikey(&index.record).await?;
+            transaction.session().mark_multikey(&index.record).await?;
+            transaction.changed_catalog();
         }
     }
-    Ok(!positions.is_empty())
+    Ok(())
 }

@@ -9,7 +9,6 @@
 //!
 //! Not for: HTTP shapes (envelopes, status codes, parameters) or SQL.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use bson::raw::RawDocumentBuf;
@@ -17,10 +16,11 @@ use bson::{doc, Bson, Document};
 
 use super::error::{RestError, RestResult};
 use crate::catalog::CollectionInfo;
+use crate::ops;
 use crate::ops::delete::{run_statement, DeleteStatement};
-use crate::ops::namespace::check_collection_name;
-use crate::ops::prepare::prepare_for_storage;
+use crate::ops::insert::InsertMode;
 use crate::ops::retry::refreshed_after_stale;
+use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::filter::Filter;
@@ -28,7 +28,6 @@ use crate::query::planner::{self, ReadPlan};
 use crate::query::sort::SortSpec;
 use crate::query::update::{UpdateContext, UpdateSpec};
 use crate::state::{AppState, ServerCounters};
-use crate::store::StoreError;
 
 /// One page of a read: the documents, in their stored bytes (a page is mostly sent on as it
 /// is, see `extjson::RelaxedRaw`), and whether more follow.
@@ -116,25 +115,13 @@ pub async fn find_first(
 
 /// Creates `db.name`; answers whether it was created (false: it existed already).
 pub async fn create_collection(state: &AppState, db: &str, name: &str) -> RestResult<bool> {
-    check_collection_name(db, name)?;
-    let mut session = state.store.session().await?;
-    match session.create_collection(db, name, &Document::new()).await {
-        Ok(_) => {
-            state.catalog.invalidate().await;
-            Ok(true)
-        }
-        Err(StoreError::AlreadyExists(_)) => Ok(false),
-        Err(other) => Err(other.into()),
-    }
+    Ok(ops::collections::create_collection(state, db, name, &Document::new()).await?)
 }
 
 /// Drops `db.name` and its data, or 404.
 pub async fn drop_collection(state: &AppState, db: &str, name: &str) -> RestResult<()> {
     let collection = existing_collection(state, db, name).await?;
-    let mut session = state.store.session().await?;
-    session.drop_collection(&collection.record).await?;
-    state.catalog.invalidate().await;
-    Ok(())
+    Ok(ops::collections::drop_collections(state, std::slice::from_ref(&collection.record)).await?)
 }
 
 /// Inserts `documents` into `db.name` (created if missing, as MongoDB's `insert` does) in
@@ -162,39 +149,9 @@ async fn insert_once(
     if documents.is_empty() {
         return Err(RestError::BadRequest("nothing to insert".into()));
     }
-    let mut session = state.store.session().await?;
-    session.begin().await?;
-    let (collection, created) =
-        collection_for_write(&state.catalog, session.as_mut(), db, name).await?;
-    let mut stored = Vec::with_capacity(documents.len());
-    let mut ids = Vec::with_capacity(documents.len());
-    let mut new_multikey = BTreeSet::new();
-    for document in documents {
-        let prepared = prepare_for_storage(document, &collection.indexes)?;
-        new_multikey.extend(prepared.new_multikey);
-        ids.push(prepared.id);
-        stored.push(prepared.stored);
-    }
-    let outcome = session.insert(&collection.record, &stored, true).await?;
-    if let Some(position) = outcome.conflicts.first() {
-        session.rollback().await?;
-        let index = outcome
-            .index_conflicts
-            .iter()
-            .find(|(p, _)| p == position)
-            .map_or("_id_", |(_, index)| index.as_str());
-        let id = ids.get(*position).cloned().unwrap_or(Bson::Null);
-        return Err(RestError::Conflict(format!(
-            "E11000 duplicate key error collection: {db}.{name} index: {index} (document _id {id}); nothing was inserted"
-        )));
-    }
-    let marked = mark_multikey(session.as_mut(), &collection.indexes, &new_multikey).await?;
-    session.commit().await?;
-    if created || marked {
-        state.catalog.invalidate().await;
-    }
-    ServerCounters::add(&state.counters.op_insert, outcome.inserted);
-    Ok(ids)
+    let batch = documents.into_iter().map(Bson::Document).collect();
+    let outcome = ops::insert::insert(state, db, name, batch, InsertMode::AllOrNothing).await?;
+    Ok(outcome.ids)
 }
 
 /// What an update of one document did.
@@ -241,34 +198,29 @@ async fn update_once(
         sort: None,
     };
     let namespace = format!("{db}.{name}");
-    let mut session = state.store.session().await?;
-    session.begin().await?;
-    let (collection, created) = if upsert {
-        collection_for_write(&state.catalog, session.as_mut(), db, name).await?
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let collection = if upsert {
+        collection_for_write(&mut transaction, db, name).await?
     } else {
         match state
             .catalog
-            .collection_info_in(session.as_mut(), db, name)
+            .collection_info_in(transaction.session(), db, name)
             .await?
         {
-            Some(collection) => (collection, false),
+            Some(collection) => collection,
             None => return Ok(UpdateOutcome::NotFound),
         }
     };
-    let applied = match apply_statement(session.as_mut(), &collection, &statement, &namespace).await
-    {
-        Ok(applied) => applied,
-        Err(failure) => {
-            session.rollback().await?;
-            return Err(statement_failure(failure));
-        }
-    };
-    let marked =
-        mark_multikey(session.as_mut(), &collection.indexes, &applied.new_multikey).await?;
-    session.commit().await?;
-    if created || marked {
-        state.catalog.invalidate().await;
-    }
+    let applied =
+        match apply_statement(transaction.session(), &collection, &statement, &namespace).await {
+            Ok(applied) => applied,
+            Err(failure) => {
+                transaction.rollback().await?;
+                return Err(statement_failure(failure));
+            }
+        };
+    mark_multikey(&mut transaction, &collection.indexes, &applied.new_multikey).await?;
+    transaction.commit().await?;
     ServerCounters::add(&state.counters.op_update, 1);
     if let Some((_, document)) = applied.upserted {
         return Ok(UpdateOutcome::Inserted(document));
@@ -322,17 +274,16 @@ async fn delete_once(
         filter: Filter::parse(filter)?,
         just_one,
     };
-    let mut session = state.store.session().await?;
-    session.begin().await?;
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
     let Some(collection) = state
         .catalog
-        .collection_info_in(session.as_mut(), db, name)
+        .collection_info_in(transaction.session(), db, name)
         .await?
     else {
         return Ok(0);
     };
-    let deleted = run_statement(session.as_mut(), &collection, statement).await?;
-    session.commit().await?;
+    let deleted = run_statement(transaction.session(), &collection, statement).await?;
+    transaction.commit().await?;
     ServerCounters::add(&state.counters.op_delete, 1);
     Ok(deleted)
 }

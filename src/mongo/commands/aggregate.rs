@@ -7,8 +7,8 @@
 
 use bson::{Bson, Document};
 
-use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
-use crate::mongo::dispatch::CommandContext;
+use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
 use crate::ops::aggregate::run_pipeline;
@@ -69,7 +69,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let batch_size = cursor_batch_size(&request.body)?;
     let namespace = format!("{}.{name}", request.db);
 
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let results = run_pipeline(
         &context.server.state.catalog,
         session.as_mut(),

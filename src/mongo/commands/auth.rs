@@ -18,10 +18,11 @@ use bson::{doc, Binary, Bson, Document};
 
 use crate::auth::service::IdentitySource;
 use crate::auth::{
-    allows, command_privilege, may_run, Access, Action, AuthError, AuthenticatedUser,
-    CommandPrivilege, PlainCredentials, ScramConversation, ScramMechanism,
+    allows, may_run, Access, Action, AuthError, AuthenticatedUser, CommandPrivilege,
+    PlainCredentials, ScramConversation, ScramMechanism,
 };
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::command_table::{self, Command, CommandSpec};
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_document, opt_str, CommandRequest};
 use crate::state::{MechanismCounters, ServerCounters};
@@ -266,14 +267,15 @@ pub async fn connection_status(context: &mut CommandContext<'_>) -> CommandResul
 pub async fn authorize(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
+    spec: Option<&CommandSpec>,
 ) -> Result<(), OpError> {
-    let name = canonical_name(&request.name);
-    let Some(privilege) = command_privilege(name) else {
+    let Some(spec) = spec else {
         return Ok(());
     };
-    if privilege == CommandPrivilege::None {
+    if spec.privilege == CommandPrivilege::None {
         return Ok(());
     }
+    let name = spec.name;
     let auth = context.server.state.auth.clone();
     let access = auth
         .access(context.connection.peer.ip().is_loopback())
@@ -288,14 +290,14 @@ pub async fn authorize(
     let Some(user) = &context.connection.auth.user else {
         return Err(AuthError::requires_authentication(name).into());
     };
-    let allowed = match name {
+    let allowed = match spec.command {
         // Every user may list databases; the list shows only theirs without the privilege.
-        "listDatabases" => true,
+        Command::ListDatabases => true,
         // Every user may look at themselves.
-        "usersInfo" if asks_only_about(request, user) => true,
+        Command::UsersInfo if asks_only_about(request, user) => true,
         _ => {
-            may_run(&user.roles, true, name, &request.db)
-                && extra_privileges(name, request)
+            may_run(&user.roles, true, spec.privilege, &request.db)
+                && extra_privileges(spec.command, request)
                     .iter()
                     .all(|(action, db)| allows(&user.roles, *action, db))
         }
@@ -324,11 +326,11 @@ pub fn visible_databases(context: &CommandContext<'_>) -> Option<Vec<String>> {
 }
 
 /// Privileges a command needs beyond its base one, from its arguments: `(action, database)`.
-fn extra_privileges(name: &str, request: &CommandRequest) -> Vec<(Action, String)> {
+fn extra_privileges(command: Command, request: &CommandRequest) -> Vec<(Action, String)> {
     let db = || request.db.clone();
     let flag = |body: &Document, key: &str| matches!(body.get(key), Some(Bson::Boolean(true)));
-    match name {
-        "update" => {
+    match command {
+        Command::Update => {
             let upserts = matches!(request.body.get("updates"), Some(Bson::Array(updates))
                 if updates.iter().any(|u| matches!(u, Bson::Document(u) if flag(u, "upsert"))));
             if upserts {
@@ -337,27 +339,31 @@ fn extra_privileges(name: &str, request: &CommandRequest) -> Vec<(Action, String
                 Vec::new()
             }
         }
-        "findAndModify" | "findandmodify" if flag(&request.body, "remove") => {
+        Command::FindAndModify if flag(&request.body, "remove") => {
             vec![(Action::Remove, db())]
         }
-        "findAndModify" | "findandmodify" if flag(&request.body, "upsert") => {
+        Command::FindAndModify if flag(&request.body, "upsert") => {
             vec![(Action::Insert, db())]
         }
         // A pipeline that writes needs the writes it makes, decided before it is planned.
-        "aggregate" => output_stage_privileges(&request.body, &request.db),
+        Command::Aggregate => output_stage_privileges(&request.body, &request.db),
         // explain needs what the explained command needs.
-        "explain" => match request.target() {
+        Command::Explain => match request.target() {
             Bson::Document(explained) => {
-                let inner = explained.keys().next().map(String::as_str).unwrap_or("");
-                let actions: &[Action] = match canonical_name(inner) {
-                    "update" => &[Action::Update],
-                    "delete" => &[Action::Remove],
-                    "findAndModify" => &[Action::Update, Action::Remove],
+                let inner = explained
+                    .keys()
+                    .next()
+                    .and_then(|name| command_table::lookup(name))
+                    .map(|spec| spec.command);
+                let actions: &[Action] = match inner {
+                    Some(Command::Update) => &[Action::Update],
+                    Some(Command::Delete) => &[Action::Remove],
+                    Some(Command::FindAndModify) => &[Action::Update, Action::Remove],
                     _ => &[],
                 };
                 let mut needed: Vec<(Action, String)> =
                     actions.iter().map(|a| (*a, db())).collect();
-                if canonical_name(inner) == "aggregate" {
+                if inner == Some(Command::Aggregate) {
                     needed.extend(output_stage_privileges(explained, &request.db));
                 }
                 needed
@@ -366,10 +372,13 @@ fn extra_privileges(name: &str, request: &CommandRequest) -> Vec<(Action, String
         },
         // Granting a role needs grantRole on the role's own database (revoking, revokeRole):
         // a userAdmin of one database must not hand out roles of another.
-        "createUser" | "updateUser" | "grantRolesToUser" | "createRole" => role_databases(request)
+        Command::CreateUser
+        | Command::UpdateUser
+        | Command::GrantRolesToUser
+        | Command::CreateRole => role_databases(request)
             .map(|role_db| (Action::GrantRole, role_db))
             .collect(),
-        "revokeRolesFromUser" => role_databases(request)
+        Command::RevokeRolesFromUser => role_databases(request)
             .map(|role_db| (Action::RevokeRole, role_db))
             .collect(),
         _ => Vec::new(),
@@ -431,15 +440,6 @@ fn asks_only_about(request: &CommandRequest, user: &AuthenticatedUser) -> bool {
                 && spec.get_str("db").is_ok_and(|d| d == user.db)
         }
         _ => false,
-    }
-}
-
-/// The name the privilege table knows a command by.
-fn canonical_name(name: &str) -> &str {
-    match name {
-        "deleteIndexes" => "dropIndexes",
-        "findandmodify" => "findAndModify",
-        other => other,
     }
 }
 

@@ -6,11 +6,12 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{count_bson, open_session, with_write_errors};
-use crate::mongo::dispatch::CommandContext;
+use super::write_reply::{count_bson, with_write_errors};
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_i64, CommandRequest};
 use crate::ops::delete::{run_statement, DeleteStatement};
+use crate::ops::transaction::Transaction;
 use crate::ops::write_errors::command_write_error;
 use crate::query::filter::Filter;
 use crate::state::ServerCounters;
@@ -58,7 +59,9 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
     let statements = opt_array(&request.body, "deletes")?
         .ok_or_else(|| OpError::missing_field("delete.deletes"))?;
-    if statements.is_empty() || statements.len() > super::handshake::MAX_WRITE_BATCH_SIZE as usize {
+    if statements.is_empty()
+        || statements.len() > crate::mongo::limits::MAX_WRITE_BATCH_SIZE as usize
+    {
         return Err(OpError::InvalidLength(format!(
             "Write batch sizes must be between 1 and 100000. Got {} operations.",
             statements.len()
@@ -67,14 +70,14 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let collection = context.collection_info(&request.db, name).await?;
     let mut deleted = 0u64;
     let mut errors: Vec<Document> = Vec::new();
-    let mut session = open_session(context).await?;
-    session.begin().await?;
+    let state = &context.server.state;
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
     for (index, value) in statements.iter().enumerate() {
         let result = match (parse_statement(value), &collection) {
             (Err(error), _) => Err(error),
             (Ok(_), None) => Ok(0),
             (Ok(statement), Some(collection)) => {
-                run_statement(session.as_mut(), collection, statement).await
+                run_statement(transaction.session(), collection, statement).await
             }
         };
         match result {
@@ -88,7 +91,7 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
             }
         }
     }
-    session.commit().await?;
+    transaction.commit().await?;
     ServerCounters::add(
         &context.server.state.counters.op_delete,
         statements.len() as u64,

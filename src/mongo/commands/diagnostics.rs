@@ -6,13 +6,14 @@
 
 use bson::{doc, Bson, DateTime, Document};
 
+use crate::mongo::command_table::COMMANDS;
+use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::CURSOR_IDLE_TIMEOUT;
-use crate::mongo::dispatch::{CommandContext, COMMANDS};
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::state::ServerCounters;
 
-use super::handshake::MONGODB_VERSION;
+use crate::mongo::limits::MONGODB_VERSION;
 
 /// The server parameters `getParameter` can report.
 fn parameters() -> Document {
@@ -201,10 +202,10 @@ fn authentication_status(state: &crate::state::AppState) -> Document {
 /// `listCommands`: the supported commands.
 pub fn list_commands() -> Document {
     let mut commands = Document::new();
-    for (name, help) in COMMANDS {
+    for command in COMMANDS {
         commands.insert(
-            *name,
-            doc! {"help": *help, "adminOnly": false, "requiresAuth": false},
+            command.name,
+            doc! {"help": command.help, "adminOnly": false, "requiresAuth": false},
         );
     }
     doc! {"commands": commands}

@@ -13,9 +13,9 @@ use std::time::Instant;
 use bson::{doc, Bson, Document};
 
 use super::find::{hinted_indexes, FindArguments};
-use super::write_support::open_session;
 use crate::catalog::CollectionInfo;
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::command_table::{self, Command};
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, opt_str, CommandRequest};
 use crate::query::aggregate::Pipeline;
@@ -69,7 +69,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     let indexes = hinted_indexes(&info.indexes, target.hint.as_ref())?;
     let filter = Filter::parse(&target.filter_document)?;
     let plan = ReadPlan::new(filter, target.sort, target.skip, target.limit, indexes);
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let backend_plan = session.explain(&info.record, &plan.scan).await?;
     let mut winning = describe_plan(&plan, &info);
     winning.insert("docgate", doc! {
@@ -108,7 +108,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     reply.insert("command", inner.clone());
     reply.insert(
         "serverInfo",
-        doc! {"host": "docgate", "version": super::handshake::MONGODB_VERSION},
+        doc! {"host": "docgate", "version": crate::mongo::limits::MONGODB_VERSION},
     );
     Ok(reply)
 }
@@ -136,8 +136,8 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             ))),
         }
     };
-    match request.name.as_str() {
-        "find" => {
+    match command_table::lookup(&request.name).map(|spec| spec.command) {
+        Some(Command::Find) => {
             let arguments = FindArguments::parse(request)?;
             Ok(ExplainedRead {
                 filter_document: filter_of("filter")?,
@@ -147,14 +147,14 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: arguments.hint,
             })
         }
-        "count" | "distinct" => Ok(ExplainedRead {
+        Some(Command::Count | Command::Distinct) => Ok(ExplainedRead {
             filter_document: filter_of("query")?,
             sort: None,
             skip: 0,
             limit: None,
             hint: body.get("hint").cloned(),
         }),
-        "aggregate" => {
+        Some(Command::Aggregate) => {
             let stages: Vec<Document> = opt_array(body, "pipeline")?
                 .map(|stages| {
                     stages
@@ -172,7 +172,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: body.get("hint").cloned(),
             })
         }
-        "update" => {
+        Some(Command::Update) => {
             let statement = first_statement("updates")?;
             let multi = statement.get_bool("multi").unwrap_or(false);
             Ok(ExplainedRead {
@@ -183,7 +183,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: statement.get("hint").cloned(),
             })
         }
-        "delete" => {
+        Some(Command::Delete) => {
             let statement = first_statement("deletes")?;
             let one = matches!(
                 statement.get("limit"),
@@ -197,7 +197,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: statement.get("hint").cloned(),
             })
         }
-        "findAndModify" | "findandmodify" => Ok(ExplainedRead {
+        Some(Command::FindAndModify) => Ok(ExplainedRead {
             filter_document: filter_of("query")?,
             sort: opt_document(body, "sort")?
                 .map(SortSpec::parse)
@@ -206,8 +206,9 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             limit: Some(1),
             hint: body.get("hint").cloned(),
         }),
-        other => Err(OpError::NotSupported(format!(
-            "explain of '{other}' is not supported by docgate"
+        _ => Err(OpError::NotSupported(format!(
+            "explain of '{}' is not supported by docgate",
+            request.name
         ))),
     }
 }

@@ -8,11 +8,10 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{
-    count_bson, cursor_reply, encode_documents, first_batch_reply, open_session,
-};
+use super::cursor_reply::{cursor_reply, encode_documents, first_batch_reply};
+use super::write_reply::count_bson;
 use crate::catalog::CollectionIndex;
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{
     as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
@@ -197,7 +196,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         .filter(|p| p.is_positional())
         .map(|_| filter.clone());
     let plan = ReadPlan::new(filter, sort, skip, limit, indexes);
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let results = match &projection {
         None => planner::execute_raw(session.as_mut(), &info.record, &plan).await?,
         Some(projection) => {
@@ -288,7 +287,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let total = planner::count(session.as_mut(), &info.record, &info.indexes, filter).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
@@ -312,7 +311,7 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
     let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
     let mut values: Vec<Bson> = Vec::new();

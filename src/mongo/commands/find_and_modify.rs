@@ -8,10 +8,10 @@
 use bson::{doc, Bson, Document};
 
 use super::update::{check_simple_collation, parse_array_filters, parse_update};
-use super::write_support::open_session;
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_bool, opt_document, CommandRequest};
+use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::ops::write_errors::duplicate_id_error;
@@ -77,39 +77,31 @@ pub async fn find_and_modify(
         .map(Projection::parse)
         .transpose()?;
 
-    let mut session = open_session(context).await?;
-    session.begin().await?;
-    let mut created = false;
-    let collection = match context
-        .catalog()
-        .collection_info_in(session.as_mut(), &request.db, name)
+    let state = &context.server.state;
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let collection = match state
+        .catalog
+        .collection_info_in(transaction.session(), &request.db, name)
         .await?
     {
         Some(collection) => Some(collection),
-        None if upsert => {
-            let (collection, was_created) =
-                collection_for_write(context.catalog(), session.as_mut(), &request.db, name)
-                    .await?;
-            created = was_created;
-            Some(collection)
-        }
+        None if upsert => Some(collection_for_write(&mut transaction, &request.db, name).await?),
         None => None,
     };
-    let mut marked = false;
     let (value, last_error) = match &collection {
         None => (None, doc! {"n": 0}),
         Some(collection) if remove => {
             let record = &collection.record;
             ServerCounters::add(&context.server.state.counters.op_delete, 1);
             let plan = ReadPlan::new(filter, sort, 0, Some(1), &collection.indexes);
-            let found = planner::execute_for_update(session.as_mut(), record, &plan)
+            let found = planner::execute_for_update(transaction.session(), record, &plan)
                 .await?
                 .into_iter()
                 .next();
             match found {
                 Some(document) => {
                     let key = encode_key(document.get("_id").unwrap_or(&Bson::Null));
-                    session.delete(record, &[key]).await?;
+                    transaction.session().delete(record, &[key]).await?;
                     (Some(document), doc! {"n": 1})
                 }
                 None => (None, doc! {"n": 0}),
@@ -126,7 +118,9 @@ pub async fn find_and_modify(
                 sort,
             };
             let applied =
-                match apply_statement(session.as_mut(), collection, &statement, &namespace).await {
+                match apply_statement(transaction.session(), collection, &statement, &namespace)
+                    .await
+                {
                     Ok(applied) => applied,
                     Err(StatementFailure::Error(error)) => return Err(error),
                     Err(StatementFailure::Store(error)) => return Err(error.into()),
@@ -138,8 +132,7 @@ pub async fn find_and_modify(
                         return Err(OpError::DuplicateKey(entry));
                     }
                 };
-            marked =
-                mark_multikey(session.as_mut(), &collection.indexes, &applied.new_multikey).await?;
+            mark_multikey(&mut transaction, &collection.indexes, &applied.new_multikey).await?;
             if let Some((id, inserted)) = applied.upserted {
                 (
                     return_new.then_some(inserted),
@@ -154,10 +147,7 @@ pub async fn find_and_modify(
             }
         }
     };
-    session.commit().await?;
-    if created || marked {
-        context.catalog().invalidate().await;
-    }
+    transaction.commit().await?;
     let value = match (value, &projection) {
         (Some(document), Some(projection)) => Bson::Document(projection.apply(&document)?),
         (Some(document), None) => Bson::Document(document),

@@ -8,19 +8,14 @@
 use bson::{doc, Bson, DateTime, Document};
 use docgate_wire::{Compressor, MAX_MESSAGE_SIZE_BYTES};
 
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, CommandRequest};
 
+use crate::mongo::limits::{
+    LOGICAL_SESSION_TIMEOUT_MINUTES, MAX_WIRE_VERSION, MAX_WRITE_BATCH_SIZE, MONGODB_VERSION,
+};
 use crate::ops::prepare::MAX_BSON_OBJECT_SIZE;
-/// Most statements in one write command.
-pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
-/// The wire version of MongoDB 7.0, the server version docgate answers as.
-pub const MAX_WIRE_VERSION: i32 = 21;
-/// The MongoDB version docgate reports (drivers and mongosh gate features on it).
-pub const MONGODB_VERSION: &str = "7.0.0";
-/// How long a logical session lives without use.
-pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
 
 /// `hello` / `isMaster`: who we are and what we accept. Negotiates compression.
 pub fn hello(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {

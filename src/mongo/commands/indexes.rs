@@ -10,11 +10,12 @@
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
+use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::catalog::CollectionInfo;
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_array, CommandRequest};
+use crate::ops::transaction::Transaction;
 use crate::ops::write::collection_for_write;
 use crate::query::filter::Filter;
 use crate::query::index_spec::IndexSpec;
@@ -93,10 +94,10 @@ pub async fn create_indexes(
         })
         .collect::<Result<_, _>>()?;
 
-    let mut session = open_session(context).await?;
-    session.begin().await?;
-    let (info, created_collection) =
-        collection_for_write(context.catalog(), session.as_mut(), &request.db, name).await?;
+    let state = &context.server.state;
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let info = collection_for_write(&mut transaction, &request.db, name).await?;
+    let created_collection = transaction.catalog_changed();
     let before = info.indexes.len() + 1;
     let to_build = new_indexes(&info, &specs)?;
     if before + to_build.len() > MAX_INDEXES {
@@ -113,11 +114,12 @@ pub async fn create_indexes(
     }
     if !to_build.is_empty() {
         // No write may slip between this scan and the build (PostgreSQL: SHARE lock).
-        session
+        transaction
+            .session()
             .lock_collection_for_index_build(&info.record)
             .await?;
         let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
-        let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
+        let documents = planner::execute(transaction.session(), &info.record, &plan).await?;
         for spec in &to_build {
             let mut entries = Vec::with_capacity(documents.len());
             let mut multikey = false;
@@ -128,7 +130,8 @@ pub async fn create_indexes(
                     entries.push((encode_key(id), keys.keys));
                 }
             }
-            let built = session
+            let built = transaction
+                .session()
                 .create_index(
                     &info.record,
                     &spec.name,
@@ -139,19 +142,16 @@ pub async fn create_indexes(
                 )
                 .await;
             match built {
-                Ok(_) => {}
+                Ok(_) => transaction.changed_catalog(),
                 Err(StoreError::IndexKeyConflict { .. }) => {
-                    session.rollback().await?;
+                    transaction.rollback().await?;
                     return Err(duplicate_while_building(&namespace, spec, &documents));
                 }
                 Err(other) => return Err(other.into()),
             }
         }
     }
-    session.commit().await?;
-    if created_collection || !to_build.is_empty() {
-        context.catalog().invalidate().await;
-    }
+    transaction.commit().await?;
     let after = before + to_build.len();
     let mut reply = doc! {
         "numIndexesBefore": before as i32,
@@ -293,15 +293,15 @@ pub async fn drop_indexes(
         }
     };
     if !selected.is_empty() {
-        let mut session = open_session(context).await?;
-        session.begin().await?;
+        let state = &context.server.state;
+        let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
         for position in &selected {
             if let Some(index) = info.indexes.get(*position) {
-                session.drop_index(&index.record).await?;
+                transaction.session().drop_index(&index.record).await?;
+                transaction.changed_catalog();
             }
         }
-        session.commit().await?;
-        context.catalog().invalidate().await;
+        transaction.commit().await?;
     }
     Ok(doc! {"nIndexesWas": before})
 }

@@ -6,6 +6,7 @@
 
 pub mod aggregate;
 pub mod auth;
+pub(crate) mod cursor_reply;
 pub mod delete;
 pub mod diagnostics;
 pub mod explain;
@@ -18,4 +19,4 @@ pub mod namespaces;
 pub mod stats;
 pub mod update;
 pub mod users;
-pub(crate) mod write_support;
+pub(crate) mod write_reply;

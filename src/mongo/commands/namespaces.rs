@@ -1,18 +1,19 @@
 //! Databases and collections: `listDatabases`, `listCollections`, `listIndexes`, `create`,
-//! `drop`, `dropDatabase`, `renameCollection`. Every change runs in one store transaction
-//! that also bumps the catalog version, and the catalog cache is invalidated after commit.
+//! `drop`, `dropDatabase`, `renameCollection`. The changes themselves run in the core
+//! (`ops::collections`: one transaction, the catalog invalidated after it commits).
 //!
 //! Not for: documents.
 
 use bson::{doc, Binary, Bson, Document};
 
-use super::write_support::{cursor_batch_size, encode_documents, first_batch_reply, open_session};
-use crate::mongo::dispatch::CommandContext;
+use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_bool, opt_document, opt_str, CommandRequest};
+use crate::ops;
 use crate::ops::namespace::{check_collection_name, check_db_name, split_namespace};
 use crate::query::filter::Filter;
-use crate::store::{CollectionRecord, StoreError};
+use crate::store::CollectionRecord;
 
 /// `listDatabases` with `nameOnly` and `filter`.
 pub async fn list_databases(
@@ -24,7 +25,7 @@ pub async fn list_databases(
     let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
     let snapshot = context.catalog().fresh_snapshot().await?;
     let visible = super::auth::visible_databases(context);
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let mut databases = Vec::new();
     let mut total_size: i64 = 0;
     let names = snapshot.database_names().into_iter();
@@ -158,25 +159,20 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
             options.insert(key.clone(), value.clone());
         }
     }
-    let mut session = open_session(context).await?;
-    match session.create_collection(&request.db, name, &options).await {
-        Ok(_) => {}
-        Err(StoreError::AlreadyExists(_)) => {
-            // MongoDB 7.0: creating an existing collection with the same options succeeds.
-            std::mem::drop(session);
-            let existing = context.catalog().collection(&request.db, name).await?;
-            if existing.is_some_and(|record| record.options == options) {
-                return Ok(Document::new());
-            }
-            return Err(OpError::NamespaceExists(format!(
-                "Collection {}.{name} already exists with different options.",
-                request.db
-            )));
-        }
-        Err(other) => return Err(other.into()),
+    if ops::collections::create_collection(&context.server.state, &request.db, name, &options)
+        .await?
+    {
+        return Ok(Document::new());
     }
-    context.catalog().invalidate().await;
-    Ok(Document::new())
+    // MongoDB 7.0: creating an existing collection with the same options succeeds.
+    let existing = context.catalog().collection(&request.db, name).await?;
+    if existing.is_some_and(|record| record.options == options) {
+        return Ok(Document::new());
+    }
+    Err(OpError::NamespaceExists(format!(
+        "Collection {}.{name} already exists with different options.",
+        request.db
+    )))
 }
 
 /// `drop`: removes a collection and its data. Dropping a missing collection succeeds, as in
@@ -188,9 +184,7 @@ pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let Some(record) = context.catalog().collection(&request.db, name).await? else {
         return Ok(doc! {"ns": namespace});
     };
-    let mut session = open_session(context).await?;
-    session.drop_collection(&record).await?;
-    context.catalog().invalidate().await;
+    ops::collections::drop_collections(&context.server.state, &[record]).await?;
     Ok(doc! {"ns": namespace, "nIndexesWas": 1})
 }
 
@@ -203,15 +197,7 @@ pub async fn drop_database(
     check_db_name(&request.db)?;
     let snapshot = context.catalog().fresh_snapshot().await?;
     let records: Vec<CollectionRecord> = snapshot.collections_in(&request.db).cloned().collect();
-    if !records.is_empty() {
-        let mut session = open_session(context).await?;
-        session.begin().await?;
-        for record in &records {
-            session.drop_collection(record).await?;
-        }
-        session.commit().await?;
-        context.catalog().invalidate().await;
-    }
+    ops::collections::drop_collections(&context.server.state, &records).await?;
     Ok(doc! {"dropped": &request.db})
 }
 
@@ -252,23 +238,13 @@ pub async fn rename_collection(
     if existing_target.is_some() && !drop_target {
         return Err(OpError::NamespaceExists("target namespace exists".into()));
     }
-    let mut session = open_session(context).await?;
-    session.begin().await?;
-    if let Some(target_record) = &existing_target {
-        session.drop_collection(target_record).await?;
-    }
-    match session
-        .rename_collection(&record, target_db, target_name)
-        .await
-    {
-        Ok(_) => {}
-        Err(StoreError::AlreadyExists(_)) => {
-            session.rollback().await?;
-            return Err(OpError::NamespaceExists("target namespace exists".into()));
-        }
-        Err(other) => return Err(other.into()),
-    }
-    session.commit().await?;
-    context.catalog().invalidate().await;
+    ops::collections::rename_collection(
+        &context.server.state,
+        &record,
+        existing_target.as_ref(),
+        target_db,
+        target_name,
+    )
+    .await?;
     Ok(Document::new())
 }

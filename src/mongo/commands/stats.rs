@@ -7,8 +7,8 @@
 
 use bson::{doc, Bson};
 
-use super::write_support::{count_bson, open_session};
-use crate::mongo::dispatch::CommandContext;
+use super::write_reply::count_bson;
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_i64, CommandRequest};
 use crate::ops::namespace::check_db_name;
@@ -44,7 +44,7 @@ pub async fn coll_stats(
             "Collection [{namespace}] not found."
         )));
     };
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let stats = session.collection_stats(&record).await?;
     let count = as_i64(stats.count);
     let size = as_i64(stats.data_size);
@@ -72,7 +72,7 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
     check_db_name(&request.db)?;
     let scale = scale_of(request)?;
     let snapshot = context.catalog().fresh_snapshot().await?;
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let (mut collections, mut objects, mut data, mut storage, mut indexes) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
     for record in snapshot.collections_in(&request.db) {
@@ -116,7 +116,7 @@ pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest
             "Collection '{namespace}' does not exist to validate."
         )));
     };
-    let mut session = open_session(context).await?;
+    let mut session = context.open_session().await?;
     let rows = session.scan(&record, &ScanRequest::all()).await?;
     let counted = session.count(&record, &Predicate::True).await?;
     let mut errors: Vec<Bson> = Vec::new();

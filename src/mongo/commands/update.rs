@@ -11,10 +11,11 @@ use std::collections::BTreeSet;
 
 use bson::{doc, Bson, Document};
 
-use super::write_support::{count_bson, open_session, with_write_errors};
-use crate::mongo::dispatch::CommandContext;
+use super::write_reply::{count_bson, with_write_errors};
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
+use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, AppliedStatement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::filter::Filter;
@@ -133,20 +134,21 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
     let statements = opt_array(&request.body, "updates")?
         .ok_or_else(|| OpError::missing_field("update.updates"))?;
-    if statements.is_empty() || statements.len() > super::handshake::MAX_WRITE_BATCH_SIZE as usize {
+    if statements.is_empty()
+        || statements.len() > crate::mongo::limits::MAX_WRITE_BATCH_SIZE as usize
+    {
         return Err(OpError::InvalidLength(format!(
             "Write batch sizes must be between 1 and 100000. Got {} operations.",
             statements.len()
         )));
     }
 
-    let mut session = open_session(context).await?;
-    session.begin().await?;
-    let mut collection = context
-        .catalog()
-        .collection_info_in(session.as_mut(), &request.db, name)
+    let state = &context.server.state;
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let mut collection = state
+        .catalog
+        .collection_info_in(transaction.session(), &request.db, name)
         .await?;
-    let mut created = false;
     let mut new_multikey: BTreeSet<usize> = BTreeSet::new();
     let (mut matched, mut modified) = (0u64, 0u64);
     let mut upserted: Vec<Bson> = Vec::new();
@@ -156,19 +158,13 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
         let result = match parse_statement(value) {
             Ok(statement) => {
                 if statement.upsert && collection.is_none() {
-                    let (new_collection, was_created) = collection_for_write(
-                        context.catalog(),
-                        session.as_mut(),
-                        &request.db,
-                        name,
-                    )
-                    .await?;
-                    created |= was_created;
-                    collection = Some(new_collection);
+                    collection =
+                        Some(collection_for_write(&mut transaction, &request.db, name).await?);
                 }
                 match &collection {
                     Some(collection) => {
-                        apply_statement(session.as_mut(), collection, &statement, &namespace).await
+                        apply_statement(transaction.session(), collection, &statement, &namespace)
+                            .await
                     }
                     None => Ok(AppliedStatement::default()),
                 }
@@ -197,11 +193,8 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let indexes = collection
         .as_ref()
         .map_or(&[][..], |c| c.indexes.as_slice());
-    let marked = mark_multikey(session.as_mut(), indexes, &new_multikey).await?;
-    session.commit().await?;
-    if created || marked {
-        context.catalog().invalidate().await;
-    }
+    mark_multikey(&mut transaction, indexes, &new_multikey).await?;
+    transaction.commit().await?;
     ServerCounters::add(
         &context.server.state.counters.op_update,
         statements.len() as u64,

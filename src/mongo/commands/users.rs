@@ -15,7 +15,7 @@ use bson::{doc, Binary, Bson, Document};
 use crate::auth::service::derive_credentials_blocking;
 use crate::auth::users::new_uuid;
 use crate::auth::{BuiltinRole, RoleGrant, RoleRecord, ScramMechanism, UserRecord};
-use crate::mongo::dispatch::CommandContext;
+use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_str, CommandRequest};
 use crate::store::StoreError;

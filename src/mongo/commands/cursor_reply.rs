@@ -1,24 +1,18 @@
-//! What the wire commands share: checking out a store session, building cursor replies
-//! (encoded in one pass), counts as MongoDB reports them, and adding `writeErrors` to a
-//! write reply.
+//! Cursor replies as the cursor commands (`find`, `aggregate`, `getMore`, `listCollections`,
+//! `listIndexes`) send them: encoded in one pass from the stored bytes, a whole result put
+//! behind a cursor after its first batch, and the `cursor.batchSize` argument.
 //!
-//! Not for: command-specific logic, or what writes share beyond the wire (`crate::ops`:
-//! document preparation, the collection of a write, `writeErrors` entries).
+//! Not for: keeping cursors between batches (`crate::mongo::cursors`).
 
 use std::collections::VecDeque;
 
-use bson::{Bson, Document, RawDocumentBuf};
+use bson::{Document, RawDocumentBuf};
 
+use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::Batch;
-use crate::mongo::dispatch::{CommandContext, CommandReply};
+use crate::mongo::dispatch::CommandReply;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::{opt_document, opt_i64, CommandRequest};
-use crate::store::StoreSession;
-
-/// A pooled store session for one command.
-pub async fn open_session(context: &CommandContext<'_>) -> Result<Box<dyn StoreSession>, OpError> {
-    Ok(context.server.state.store.session().await?)
-}
 
 /// A cursor reply, encoded: `{cursor: {firstBatch|nextBatch: [...], id, ns}, ok: 1}`. The
 /// batch's documents are copied in as they are, never decoded.
@@ -149,29 +143,10 @@ pub fn cursor_batch_size(body: &Document) -> Result<Option<usize>, OpError> {
     }
 }
 
-/// A count as MongoDB reports it: int32 when it fits, else int64.
-pub fn count_bson(n: u64) -> Bson {
-    match i32::try_from(n) {
-        Ok(small) => Bson::Int32(small),
-        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-    }
-}
-
-/// Adds `writeErrors` to a write reply when there are any.
-pub fn with_write_errors(mut reply: Document, errors: Vec<Document>) -> Document {
-    if !errors.is_empty() {
-        reply.insert(
-            "writeErrors",
-            errors.into_iter().map(Bson::Document).collect::<Vec<_>>(),
-        );
-    }
-    reply
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
+    use bson::{doc, Bson};
 
     /// The one-pass encoder writes exactly what bson writes for the same document, for
     /// empty, small and multi-digit-index batches.

@@ -1,0 +1,92 @@
+//! What a command handler gets: the server it runs in and the connection it came on
+//! (`ConnectionInfo`: its id, peer, negotiated compressors, client metadata and
+//! authentication), with the few lookups every handler makes.
+//!
+//! Not for: running commands (`dispatch.rs`).
+
+use std::net::SocketAddr;
+
+use bson::{Bson, Document};
+use docgate_wire::Compressor;
+
+use super::commands::auth::ConnectionAuth;
+use super::error::OpError;
+use super::request::CommandRequest;
+use super::MongoServer;
+use crate::store::StoreSession;
+
+/// What one connection knows about itself.
+#[derive(Debug)]
+pub struct ConnectionInfo {
+    /// `connectionId` reported by `hello`.
+    pub id: i64,
+    pub peer: SocketAddr,
+    /// Compressors negotiated in the handshake, in the client's order of preference.
+    pub compressors: Vec<Compressor>,
+    /// Client metadata sent with the first `hello` (driver name, app name).
+    pub client_metadata: Option<Document>,
+    /// Who the client authenticated as, and SCRAM conversations in progress.
+    pub auth: ConnectionAuth,
+}
+
+impl ConnectionInfo {
+    pub fn new(id: i64, peer: SocketAddr) -> ConnectionInfo {
+        ConnectionInfo {
+            id,
+            peer,
+            compressors: Vec::new(),
+            client_metadata: None,
+            auth: ConnectionAuth::default(),
+        }
+    }
+}
+
+/// Everything a handler gets.
+pub struct CommandContext<'a> {
+    pub server: &'a MongoServer,
+    pub connection: &'a mut ConnectionInfo,
+}
+
+impl CommandContext<'_> {
+    /// A pooled store session for one command.
+    pub async fn open_session(&self) -> Result<Box<dyn StoreSession>, OpError> {
+        Ok(self.server.state.store.session().await?)
+    }
+
+    /// The shared catalog.
+    pub fn catalog(&self) -> &crate::catalog::Catalog {
+        &self.server.state.catalog
+    }
+
+    /// The collection `db.name` with its indexes, if it exists.
+    pub async fn collection_info(
+        &self,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<std::sync::Arc<crate::catalog::CollectionInfo>>, crate::store::StoreError>
+    {
+        self.server.state.catalog.collection_info(db, name).await
+    }
+
+    /// The logical session id (`lsid.id`) the command carries, if any.
+    pub fn session_of(request: &CommandRequest) -> Option<Bson> {
+        match request.body.get("lsid") {
+            Some(Bson::Document(lsid)) => lsid.get("id").cloned(),
+            _ => None,
+        }
+    }
+
+    /// Who a cursor opened or used by this command belongs to: its session and the
+    /// connection's user.
+    pub fn cursor_owner(&self, request: &CommandRequest) -> crate::mongo::cursors::CursorOwner {
+        crate::mongo::cursors::CursorOwner {
+            session: CommandContext::session_of(request),
+            user: self
+                .connection
+                .auth
+                .user
+                .as_ref()
+                .map(|user| (user.db.clone(), user.name.clone())),
+        }
+    }
+}
