@@ -9,6 +9,7 @@ use bson::{Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
 use crate::ops::aggregate::run_pipeline;
@@ -84,7 +85,9 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         request,
         &namespace,
         encode_documents(&results)?,
-        batch_size,
-        false,
+        BatchOptions {
+            batch_size,
+            ..BatchOptions::default()
+        },
     )
 }

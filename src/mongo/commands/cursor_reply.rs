@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use bson::{Document, RawDocumentBuf};
 
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::Batch;
+use crate::mongo::cursors::{Batch, BatchOptions};
 use crate::mongo::dispatch::CommandReply;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::{opt_document, opt_i64, CommandRequest};
@@ -117,17 +117,14 @@ pub fn first_batch_reply(
     request: &CommandRequest,
     namespace: &str,
     results: Vec<RawDocumentBuf>,
-    batch_size: Option<usize>,
-    single_batch: bool,
+    options: BatchOptions,
 ) -> ReplyResult {
     let owner = context.cursor_owner(request);
-    let batch = context.server.cursors.first_batch(
-        namespace,
-        VecDeque::from(results),
-        batch_size,
-        single_batch,
-        owner,
-    );
+    let batch =
+        context
+            .server
+            .cursors
+            .first_batch(namespace, VecDeque::from(results), options, owner);
     cursor_reply(namespace, batch, true)
 }
 

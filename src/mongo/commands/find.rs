@@ -12,6 +12,7 @@ use super::cursor_reply::{cursor_reply, encode_documents, first_batch_reply};
 use super::write_reply::count_bson;
 use crate::catalog::CollectionIndex;
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{
     as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
@@ -79,6 +80,8 @@ pub(super) struct FindArguments {
     pub single_batch: bool,
     pub batch_size: Option<usize>,
     pub hint: Option<Bson>,
+    /// `noCursorTimeout`: the cursor is not closed for being idle.
+    pub no_cursor_timeout: bool,
 }
 
 impl FindArguments {
@@ -127,6 +130,7 @@ impl FindArguments {
             .get("hint")
             .filter(|h| !matches!(h, Bson::Null))
             .cloned();
+        let no_cursor_timeout = opt_bool(body, "noCursorTimeout")?.unwrap_or(false);
         Ok(FindArguments {
             filter,
             sort,
@@ -136,6 +140,7 @@ impl FindArguments {
             single_batch,
             batch_size,
             hint,
+            no_cursor_timeout,
         })
     }
 }
@@ -182,13 +187,23 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         single_batch,
         batch_size,
         hint,
+        no_cursor_timeout,
     } = FindArguments::parse(request)?;
+    let options = BatchOptions {
+        batch_size,
+        single_batch,
+        no_timeout: no_cursor_timeout,
+    };
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
 
     let Some(info) = context.collection_info(&request.db, name).await? else {
-        return first_batch_reply(context, request, &namespace, Vec::new(), batch_size, true);
+        let options = BatchOptions {
+            single_batch: true,
+            ..options
+        };
+        return first_batch_reply(context, request, &namespace, Vec::new(), options);
     };
     let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
     let positional_filter = projection
@@ -212,14 +227,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         }
     };
     drop(session);
-    first_batch_reply(
-        context,
-        request,
-        &namespace,
-        results,
-        batch_size,
-        single_batch,
-    )
+    first_batch_reply(context, request, &namespace, results, options)
 }
 
 /// `getMore`.

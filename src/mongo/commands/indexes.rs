@@ -13,6 +13,7 @@ use bson::{doc, Bson, Document};
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::catalog::CollectionInfo;
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_array, CommandRequest};
 use crate::ops::transaction::Transaction;
@@ -59,8 +60,10 @@ pub async fn list_indexes(
         request,
         &namespace,
         encode_documents(&specs)?,
-        batch_size,
-        false,
+        BatchOptions {
+            batch_size,
+            ..BatchOptions::default()
+        },
     )
 }
 

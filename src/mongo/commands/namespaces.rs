@@ -8,6 +8,7 @@ use bson::{doc, Binary, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_bool, opt_document, opt_str, CommandRequest};
 use crate::ops;
@@ -98,8 +99,10 @@ pub async fn list_collections(
         request,
         &namespace,
         encode_documents(&entries)?,
-        batch_size,
-        false,
+        BatchOptions {
+            batch_size,
+            ..BatchOptions::default()
+        },
     )
 }
 
