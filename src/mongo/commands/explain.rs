@@ -17,7 +17,7 @@ use crate::catalog::CollectionInfo;
 use crate::mongo::command_table::{self, Command};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
-use crate::mongo::request::{opt_array, opt_document, opt_str, CommandRequest};
+use crate::mongo::request::{opt_array, opt_document, CommandRequest};
 use crate::query::aggregate::Pipeline;
 use crate::query::filter::Filter;
 use crate::query::planner::{self, ReadPlan};
@@ -26,13 +26,14 @@ use crate::store::Predicate;
 
 /// `explain`.
 pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["verbosity"])?;
+    let mut arguments = request.arguments();
+    let verbosity = arguments.str("verbosity")?.unwrap_or("allPlansExecution");
+    arguments.finish()?;
     let Bson::Document(inner) = request.target() else {
         return Err(OpError::TypeMismatch(
             "explain takes a command document".into(),
         ));
     };
-    let verbosity = opt_str(&request.body, "verbosity")?.unwrap_or("allPlansExecution");
     if !matches!(
         verbosity,
         "queryPlanner" | "executionStats" | "allPlansExecution"

@@ -15,7 +15,7 @@ use crate::catalog::CollectionInfo;
 use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
-use crate::mongo::request::{opt_array, CommandRequest};
+use crate::mongo::request::CommandRequest;
 use crate::ops::transaction::Transaction;
 use crate::ops::write::collection_for_write;
 use crate::query::filter::Filter;
@@ -37,9 +37,10 @@ pub async fn list_indexes(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> ReplyResult {
-    request.check_fields(&["cursor"])?;
+    let mut arguments = request.arguments();
+    let batch_size = cursor_batch_size(arguments.document("cursor")?)?;
+    arguments.finish()?;
     let name = request.collection()?;
-    let batch_size = cursor_batch_size(&request.body)?;
     let Some(info) = context
         .catalog()
         .fresh_snapshot()
@@ -72,16 +73,22 @@ pub async fn create_indexes(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&[
-        "indexes",
-        "commitQuorum",
-        "ignoreUnknownIndexOptions",
-        "isTimeseriesNamespace",
-    ])?;
+    let mut arguments = request.arguments();
+    let requested = arguments
+        .array("indexes")?
+        .ok_or_else(|| OpError::missing_field("createIndexes.indexes"))?;
+    // One member is every quorum: the build is committed when the command answers.
+    arguments.without_effect("commitQuorum");
+    for unsupported in ["ignoreUnknownIndexOptions", "isTimeseriesNamespace"] {
+        if arguments.bool(unsupported)?.unwrap_or(false) {
+            return Err(OpError::NotSupported(format!(
+                "createIndexes option '{unsupported}' is not supported by docgate"
+            )));
+        }
+    }
+    arguments.finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let requested = opt_array(&request.body, "indexes")?
-        .ok_or_else(|| OpError::missing_field("createIndexes.indexes"))?;
     if requested.is_empty() {
         return Err(OpError::BadValue(
             "Must specify at least one index to create".into(),
@@ -224,7 +231,9 @@ pub async fn drop_indexes(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&["index"])?;
+    let mut arguments = request.arguments();
+    let index = arguments.value("index");
+    arguments.finish()?;
     let name = request.collection()?;
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Err(OpError::NamespaceNotFound(format!(
@@ -238,7 +247,7 @@ pub async fn drop_indexes(
         Bson::Document(key) => key.len() == 1 && key.contains_key("_id"),
         _ => false,
     };
-    let selected: Vec<usize> = match request.body.get("index") {
+    let selected: Vec<usize> = match index {
         None => return Err(OpError::missing_field("dropIndexes.index")),
         Some(Bson::String(all)) if all == "*" => (0..info.indexes.len()).collect(),
         Some(value) if is_id(value) => {
