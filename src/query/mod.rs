@@ -52,6 +52,7 @@ mod projection_apply;
 pub mod regex_match;
 #[cfg(test)]
 mod robustness_tests;
+pub mod scan;
 pub mod sort;
 #[cfg(test)]
 mod test_values;

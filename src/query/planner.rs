@@ -22,11 +22,10 @@ use super::filter::{FieldPredicate, Filter};
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
 use super::index_spec::IndexDirection;
 use super::keys::encode_key;
+use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
 use crate::catalog::CollectionIndex;
-use crate::store::{
-    CollectionRecord, KeyOrder, PathValue, Predicate, ScanRequest, StoreError, StoreSession,
-};
+use crate::store::{CollectionRecord, StoreError, StoreSession};
 
 /// How one read will run.
 #[derive(Clone, Debug)]
@@ -268,7 +267,6 @@ fn merge_key_bounds(predicates: &[FieldPredicate]) -> (Option<Predicate>, Vec<&F
 /// The keys both ranges hold: the higher lower bound and the lower upper bound (exclusive
 /// wins a tie).
 fn intersect(a: KeyRange, b: KeyRange) -> KeyRange {
-    use crate::store::IndexBound;
     let tighter_lower = |x: Option<IndexBound>, y: Option<IndexBound>| match (x, y) {
         (Some(x), Some(y)) => Some(match x.key.cmp(&y.key) {
             std::cmp::Ordering::Greater => x,
@@ -646,7 +644,6 @@ mod tests {
 
     #[test]
     fn id_comparisons_are_one_exact_key_range() {
-        use crate::store::IndexBound;
         let bound = |value: Bson, inclusive: bool| IndexBound {
             key: encode_key(&value),
             inclusive,

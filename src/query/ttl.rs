@@ -16,8 +16,9 @@ use super::filter::FieldPredicate;
 use super::index_ranges::comparison_range;
 use super::keys::encode_key;
 use super::planner::decode_document;
+use super::scan::{Predicate, ScanRequest};
 use crate::state::AppState;
-use crate::store::{Predicate, ScanRequest, StoreError};
+use crate::store::StoreError;
 
 /// Deletes every document expired at `now`; returns how many were deleted.
 pub async fn expire_once(state: &AppState, now: DateTime) -> Result<u64, StoreError> {
