@@ -9,6 +9,7 @@
 use bson::Document;
 
 use super::OpError;
+use crate::catalog::NO_INDEXES;
 use crate::query::aggregate::{ForeignDocuments, Pipeline};
 use crate::query::filter::Filter;
 use crate::query::planner::{self, ReadPlan};
@@ -37,7 +38,7 @@ pub async fn run_pipeline(
         let documents = match catalog.collection(db, &other).await? {
             None => Vec::new(),
             Some(record) => {
-                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
+                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
                 planner::execute(session, &record, &plan).await?
             }
         };

@@ -20,12 +20,36 @@ use bson::{Bson, Document};
 
 use super::filter::{FieldPredicate, Filter};
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
-use super::index_spec::IndexDirection;
+use super::index_spec::{IndexDirection, IndexSpec};
 use super::keys::encode_key;
 use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
-use crate::catalog::CollectionIndex;
 use crate::store::{CollectionRecord, StoreError, StoreSession};
+
+/// A secondary index as the planner needs to know it: its parsed specification, the
+/// entries table the store scans for it, and whether some document has more than one key in
+/// it. The catalog's `CollectionIndex` is one; the planner never looks anything up itself.
+pub trait IndexCandidate {
+    /// The parsed index specification (key fields, sparse, partial, hidden).
+    fn spec(&self) -> &IndexSpec;
+    /// The entries table of the index (`IndexRecord::table`), named in
+    /// `Predicate::IndexRange` and `ScanRequest::order_index`.
+    fn entries_table(&self) -> &str;
+    /// Some document has had more than one key in the index (an array on an indexed path).
+    fn is_multikey(&self) -> bool;
+}
+
+impl<T: IndexCandidate + ?Sized> IndexCandidate for &T {
+    fn spec(&self) -> &IndexSpec {
+        (**self).spec()
+    }
+    fn entries_table(&self) -> &str {
+        (**self).entries_table()
+    }
+    fn is_multikey(&self) -> bool {
+        (**self).is_multikey()
+    }
+}
 
 /// How one read will run.
 #[derive(Clone, Debug)]
@@ -44,12 +68,12 @@ pub struct ReadPlan {
 impl ReadPlan {
     /// Plans a read of documents matching `filter`, ordered by `sort`, then skip and limit,
     /// over a collection with the given secondary indexes.
-    pub fn new(
+    pub fn new<I: IndexCandidate>(
         filter: Filter,
         sort: Option<SortSpec>,
         skip: u64,
         limit: Option<u64>,
-        indexes: &[CollectionIndex],
+        indexes: &[I],
     ) -> ReadPlan {
         let (predicate, exact) = pushdown(&filter, indexes);
         // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.
@@ -111,7 +135,7 @@ enum ScanOrder {
 
 /// A one-key sort the store can serve: `_id`, or the first field of an index in which
 /// every document has exactly one key.
-fn scan_order(spec: &SortSpec, indexes: &[CollectionIndex]) -> Option<ScanOrder> {
+fn scan_order<I: IndexCandidate>(spec: &SortSpec, indexes: &[I]) -> Option<ScanOrder> {
     let [(path, direction)] = spec.keys.as_slice() else {
         return None;
     };
@@ -124,19 +148,19 @@ fn scan_order(spec: &SortSpec, indexes: &[CollectionIndex]) -> Option<ScanOrder>
         }));
     }
     let index = indexes.iter().find(|index| {
-        !index.record.multikey && !index.spec.sparse && holds_every_match(index, path)
+        !index.is_multikey() && !index.spec().sparse && holds_every_match(index, path)
     })?;
-    let index_ascending = matches!(index.spec.fields[0].1, IndexDirection::Ascending);
+    let index_ascending = matches!(index.spec().fields[0].1, IndexDirection::Ascending);
     let order = if ascending == index_ascending {
         KeyOrder::Ascending
     } else {
         KeyOrder::Descending
     };
-    Some(ScanOrder::Index(index.record.table.clone(), order))
+    Some(ScanOrder::Index(index.entries_table().to_string(), order))
 }
 
 /// Translates a filter into a store predicate; the flag says whether it is exact.
-pub fn pushdown(filter: &Filter, indexes: &[CollectionIndex]) -> (Predicate, bool) {
+pub fn pushdown<I: IndexCandidate>(filter: &Filter, indexes: &[I]) -> (Predicate, bool) {
     match filter {
         Filter::And(parts) => {
             let mut pushed = Vec::new();
@@ -198,10 +222,10 @@ pub fn pushdown(filter: &Filter, indexes: &[CollectionIndex]) -> (Predicate, boo
 /// Splits a field's conditions into one intersected index range for its comparisons (when
 /// the usable index is not multikey: with arrays, different elements may satisfy different
 /// bounds, so each bound must stay its own range) and the conditions left to push one by one.
-fn merge_bounds<'a>(
+fn merge_bounds<'a, I: IndexCandidate>(
     path: &str,
     predicates: &'a [FieldPredicate],
-    indexes: &[CollectionIndex],
+    indexes: &[I],
 ) -> (Option<Predicate>, Vec<&'a FieldPredicate>) {
     if path == "_id" {
         return merge_key_bounds(predicates);
@@ -210,14 +234,14 @@ fn merge_bounds<'a>(
     let Some(index) = indexes
         .iter()
         .filter(|index| holds_every_match(index, path))
-        .min_by_key(|index| index.spec.fields.len())
+        .min_by_key(|index| index.spec().fields.len())
     else {
         return (None, all);
     };
-    if index.record.multikey {
+    if index.is_multikey() {
         return (None, all);
     }
-    let direction = index.spec.fields[0].1;
+    let direction = index.spec().fields[0].1;
     let mut ranges = Vec::new();
     let mut rest = Vec::new();
     for predicate in predicates {
@@ -236,7 +260,7 @@ fn merge_bounds<'a>(
     }
     let merged = ranges.into_iter().reduce(intersect);
     let predicate = merged.map(|range| Predicate::IndexRange {
-        table: index.record.table.clone(),
+        table: index.entries_table().to_string(),
         lower: range.lower,
         upper: range.upper,
     });
@@ -306,10 +330,10 @@ fn conjunction(mut parts: Vec<Predicate>) -> Predicate {
 }
 
 /// One field condition, if it can be pushed.
-fn field_predicate(
+fn field_predicate<I: IndexCandidate>(
     path: &str,
     predicate: &FieldPredicate,
-    indexes: &[CollectionIndex],
+    indexes: &[I],
 ) -> Option<(Predicate, bool)> {
     match predicate {
         FieldPredicate::Eq(value) if path == "_id" && is_plain_value(value) => {
@@ -350,31 +374,31 @@ fn field_predicate(
 
 /// An index that leads with `path` and may answer for it: not partial (it would miss the
 /// documents its filter leaves out) and not hidden (MongoDB never plans with those).
-fn holds_every_match(index: &CollectionIndex, path: &str) -> bool {
-    index.spec.partial_filter.is_none()
-        && !index.spec.hidden()
+fn holds_every_match(index: &impl IndexCandidate, path: &str) -> bool {
+    index.spec().partial_filter.is_none()
+        && !index.spec().hidden()
         && index
-            .spec
+            .spec()
             .fields
             .first()
             .is_some_and(|(first, _)| first == path)
 }
 
 /// An exact index range for a condition on the first field of a usable index.
-fn index_predicate(
+fn index_predicate<I: IndexCandidate>(
     path: &str,
     predicate: &FieldPredicate,
-    indexes: &[CollectionIndex],
+    indexes: &[I],
 ) -> Option<Predicate> {
     // Partial and hidden indexes do not hold every matching document; sparse ones do for
     // these conditions (none of them matches a missing field). Prefer the narrowest index.
     let index = indexes
         .iter()
         .filter(|index| holds_every_match(index, path))
-        .min_by_key(|index| index.spec.fields.len())?;
-    let direction = index.spec.fields[0].1;
+        .min_by_key(|index| index.spec().fields.len())?;
+    let direction = index.spec().fields[0].1;
     let to_predicate = |range: KeyRange| Predicate::IndexRange {
-        table: index.record.table.clone(),
+        table: index.entries_table().to_string(),
         lower: range.lower,
         upper: range.upper,
     };
@@ -603,10 +627,10 @@ fn corrupt(error: bson::error::Error) -> StoreError {
 }
 
 /// Counts what a filter matches: a SQL `COUNT` when the pushdown is exact.
-pub async fn count(
+pub async fn count<I: IndexCandidate>(
     session: &mut dyn StoreSession,
     collection: &CollectionRecord,
-    indexes: &[CollectionIndex],
+    indexes: &[I],
     filter: Filter,
 ) -> Result<u64, StoreError> {
     let plan = ReadPlan::new(filter, None, 0, None, indexes);
@@ -628,8 +652,30 @@ mod tests {
     use super::*;
     use bson::doc;
 
+    /// An index as the catalog would hand it to the planner.
+    struct TestIndex {
+        spec: IndexSpec,
+        table: String,
+        multikey: bool,
+    }
+
+    impl IndexCandidate for TestIndex {
+        fn spec(&self) -> &IndexSpec {
+            &self.spec
+        }
+        fn entries_table(&self) -> &str {
+            &self.table
+        }
+        fn is_multikey(&self) -> bool {
+            self.multikey
+        }
+    }
+
+    /// No secondary index.
+    const NONE: &[TestIndex] = &[];
+
     fn plan(filter: Document) -> (Predicate, bool) {
-        pushdown(&Filter::parse(&filter).unwrap(), &[])
+        pushdown(&Filter::parse(&filter).unwrap(), NONE)
     }
 
     #[test]
@@ -703,7 +749,7 @@ mod tests {
     fn sort_on_id_with_limit_is_pushed_when_exact() {
         let filter = Filter::parse(&doc! {}).unwrap();
         let sort = SortSpec::parse(&doc! {"_id": -1}).unwrap();
-        let read = ReadPlan::new(filter, Some(sort), 2, Some(3), &[]);
+        let read = ReadPlan::new(filter, Some(sort), 2, Some(3), NONE);
         assert_eq!(read.scan.order, Some(KeyOrder::Descending));
         assert_eq!((read.scan.skip, read.scan.limit), (2, Some(3)));
         assert!(read.is_fully_pushed());
@@ -713,23 +759,18 @@ mod tests {
     fn other_sorts_stay_in_rust() {
         let filter = Filter::parse(&doc! {}).unwrap();
         let sort = SortSpec::parse(&doc! {"a": 1}).unwrap();
-        let read = ReadPlan::new(filter, Some(sort), 1, Some(1), &[]);
+        let read = ReadPlan::new(filter, Some(sort), 1, Some(1), NONE);
         assert!(read.scan.limit.is_none() && read.sort.is_some() && read.limit == Some(1));
     }
 
-    fn index(name: &str, key: Document, multikey: bool) -> CollectionIndex {
+    fn index(name: &str, key: Document, multikey: bool) -> TestIndex {
         let spec =
             crate::query::index_spec::IndexSpec::parse(&doc! {"key": key, "name": name}).unwrap();
-        let record = crate::store::IndexRecord {
-            db: "d".into(),
-            collection: "c".into(),
-            name: name.into(),
-            spec: spec.document.clone(),
+        TestIndex {
+            spec,
             table: format!("t_{name}"),
-            unique: false,
             multikey,
-        };
-        CollectionIndex { record, spec }
+        }
     }
 
     #[test]
@@ -741,7 +782,7 @@ mod tests {
             Some(sort),
             1,
             Some(1),
-            &[],
+            NONE,
         );
         assert_eq!(plan.scan.order, None);
         assert_eq!(finish(docs, &plan).unwrap(), vec![doc! {"_id": 1}]);
@@ -787,7 +828,7 @@ mod tests {
                 Some(SortSpec::parse(&sort).unwrap()),
                 skip,
                 limit,
-                &[],
+                NONE,
             );
             let decoded = finish(rows(), &plan).unwrap();
             let raw: Vec<Document> = finish_raw(rows(), &plan)

@@ -11,7 +11,7 @@
 use bson::{doc, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
-use crate::catalog::CollectionInfo;
+use crate::catalog::{CollectionInfo, NO_INDEXES};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_array, CommandRequest};
@@ -118,7 +118,7 @@ pub async fn create_indexes(
             .session()
             .lock_collection_for_index_build(&info.record)
             .await?;
-        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
+        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
         let documents = planner::execute(transaction.session(), &info.record, &plan).await?;
         for spec in &to_build {
             let mut entries = Vec::with_capacity(documents.len());
