@@ -14,6 +14,8 @@
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
+//! - `read`: a planned read run on a store session, the residual filter, sort, skip and
+//!   limit in Rust, and the decoding of stored documents;
 //! - `aggregate`: running a pipeline over a collection.
 //!
 //! Not for: command or request shapes (the front ends parse those), SQL (the store), the
@@ -26,6 +28,7 @@ pub mod error;
 pub mod insert;
 pub mod namespace;
 pub mod prepare;
+pub mod read;
 pub mod retry;
 pub mod transaction;
 pub mod update;

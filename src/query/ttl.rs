@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use super::filter::FieldPredicate;
 use super::index_ranges::comparison_range;
 use super::keys::encode_key;
-use super::planner::decode_document;
 use super::scan::{Predicate, ScanRequest};
+use crate::ops::read::decode_document;
 use crate::state::AppState;
 use crate::store::StoreError;
 

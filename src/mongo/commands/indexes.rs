@@ -15,12 +15,13 @@ use crate::catalog::{CollectionInfo, NO_INDEXES};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_array, CommandRequest};
+use crate::ops::read;
 use crate::ops::transaction::Transaction;
 use crate::ops::write::collection_for_write;
 use crate::query::filter::Filter;
 use crate::query::index_spec::IndexSpec;
 use crate::query::keys::encode_key;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::store::StoreError;
 
 /// Most indexes a collection may have, the `_id` index included (MongoDB's limit).
@@ -119,7 +120,7 @@ pub async fn create_indexes(
             .lock_collection_for_index_build(&info.record)
             .await?;
         let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
-        let documents = planner::execute(transaction.session(), &info.record, &plan).await?;
+        let documents = read::execute(transaction.session(), &info.record, &plan).await?;
         for spec in &to_build {
             let mut entries = Vec::with_capacity(documents.len());
             let mut multikey = false;
