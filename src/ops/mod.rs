@@ -16,7 +16,8 @@
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
 //! - `read`: a planned read run on a store session, the residual filter, sort, skip and
 //!   limit in Rust, and the decoding of stored documents;
-//! - `aggregate`: running a pipeline over a collection.
+//! - `aggregate`: running a pipeline over a collection;
+//! - `ttl`: the TTL monitor, which deletes expired documents through `delete`.
 //!
 //! Not for: command or request shapes (the front ends parse those), SQL (the store), the
 //! semantics of filters, updates and pipelines (`query`).
@@ -31,6 +32,7 @@ pub mod prepare;
 pub mod read;
 pub mod retry;
 pub mod transaction;
+pub mod ttl;
 pub mod update;
 pub mod write;
 pub mod write_errors;

@@ -56,7 +56,6 @@ pub mod scan;
 pub mod sort;
 #[cfg(test)]
 mod test_values;
-pub mod ttl;
 pub mod update;
 pub mod update_ops;
 pub mod update_path;

@@ -6,7 +6,7 @@
 //! parallel arrays) leaves nothing behind. The `_id` index always exists and cannot be
 //! dropped.
 //!
-//! Not for: using indexes (the planner chooses them) or expiring documents (see `ttl`).
+//! Not for: using indexes (the planner chooses them) or expiring documents (see `ops::ttl`).
 
 use bson::{doc, Bson, Document};
 
