@@ -154,7 +154,7 @@ async fn run(settings: Settings) -> Result<(), String> {
     }
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let ttl_monitor = tokio::spawn(docgate::query::ttl::run_monitor(
+    let ttl_monitor = tokio::spawn(docgate::ops::ttl::run_monitor(
         state.clone(),
         settings.ttl_monitor_interval,
         shutdown_rx.clone(),

@@ -52,10 +52,10 @@ mod projection_apply;
 pub mod regex_match;
 #[cfg(test)]
 mod robustness_tests;
+pub mod scan;
 pub mod sort;
 #[cfg(test)]
 mod test_values;
-pub mod ttl;
 pub mod update;
 pub mod update_ops;
 pub mod update_path;

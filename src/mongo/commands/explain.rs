@@ -20,7 +20,8 @@ use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, CommandRequest};
 use crate::query::aggregate::Pipeline;
 use crate::query::filter::Filter;
-use crate::query::planner::{self, ReadPlan};
+use crate::ops::read;
+use crate::query::planner::ReadPlan;
 use crate::query::sort::SortSpec;
 use crate::store::Predicate;
 
@@ -97,7 +98,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         let started = Instant::now();
         let rows = session.scan(&info.record, &plan.scan).await?;
         let examined = rows.len();
-        let returned = planner::finish(rows, &plan)?.len();
+        let returned = read::finish(rows, &plan)?.len();
         reply.insert("executionStats", doc! {
             "executionSuccess": true,
             "nReturned": returned as i64,

@@ -17,7 +17,8 @@ use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{as_i64, CommandRequest};
 use crate::query::compare::compare_values;
 use crate::query::filter::Filter;
-use crate::query::planner::{self, ReadPlan};
+use crate::ops::read;
+use crate::query::planner::ReadPlan;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::state::ServerCounters;
@@ -184,9 +185,9 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let plan = ReadPlan::new(filter, sort, skip, limit, indexes);
     let mut session = context.open_session().await?;
     let results = match &projection {
-        None => planner::execute_raw(session.as_mut(), &info.record, &plan).await?,
+        None => read::execute_raw(session.as_mut(), &info.record, &plan).await?,
         Some(projection) => {
-            let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
+            let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
             let projected: Vec<Document> = documents
                 .iter()
                 .map(|d| match &positional_filter {
@@ -277,7 +278,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     };
     let indexes = hinted_indexes(&info.indexes, hint)?;
     let mut session = context.open_session().await?;
-    let total = planner::count(session.as_mut(), &info.record, indexes, filter).await?;
+    let total = read::count(session.as_mut(), &info.record, indexes, filter).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
     Ok(doc! {"n": count_bson(n)})
@@ -306,7 +307,7 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     let indexes = hinted_indexes(&info.indexes, hint)?;
     let mut session = context.open_session().await?;
     let plan = ReadPlan::new(filter, None, 0, None, indexes);
-    let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
+    let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
     let mut values: Vec<Bson> = Vec::new();
     for document in &documents {
         collect_distinct_values(document, key, &mut values);

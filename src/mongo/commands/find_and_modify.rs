@@ -17,7 +17,8 @@ use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::ops::write_errors::duplicate_id_error;
 use crate::query::filter::Filter;
 use crate::query::keys::encode_key;
-use crate::query::planner::{self, ReadPlan};
+use crate::ops::read;
+use crate::query::planner::ReadPlan;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::state::ServerCounters;
@@ -90,7 +91,7 @@ pub async fn find_and_modify(
             let record = &collection.record;
             ServerCounters::add(&context.server.state.counters.op_delete, 1);
             let plan = ReadPlan::new(filter, sort, 0, Some(1), &collection.indexes);
-            let found = planner::execute_for_update(transaction.session(), record, &plan)
+            let found = read::execute_for_update(transaction.session(), record, &plan)
                 .await?
                 .into_iter()
                 .next();

@@ -6,12 +6,12 @@
 //! parallel arrays) leaves nothing behind. The `_id` index always exists and cannot be
 //! dropped.
 //!
-//! Not for: using indexes (the planner chooses them) or expiring documents (see `ttl`).
+//! Not for: using indexes (the planner chooses them) or expiring documents (see `ops::ttl`).
 
 use bson::{doc, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
-use crate::catalog::CollectionInfo;
+use crate::catalog::{CollectionInfo, NO_INDEXES};
 use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
@@ -21,7 +21,8 @@ use crate::ops::write::collection_for_write;
 use crate::query::filter::Filter;
 use crate::query::index_spec::IndexSpec;
 use crate::query::keys::encode_key;
-use crate::query::planner::{self, ReadPlan};
+use crate::ops::read;
+use crate::query::planner::ReadPlan;
 use crate::store::StoreError;
 
 /// Most indexes a collection may have, the `_id` index included (MongoDB's limit).
@@ -128,8 +129,8 @@ pub async fn create_indexes(
             .session()
             .lock_collection_for_index_build(&info.record)
             .await?;
-        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
-        let documents = planner::execute(transaction.session(), &info.record, &plan).await?;
+        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
+        let documents = read::execute(transaction.session(), &info.record, &plan).await?;
         for spec in &to_build {
             let mut entries = Vec::with_capacity(documents.len());
             let mut multikey = false;

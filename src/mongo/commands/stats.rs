@@ -13,7 +13,7 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops::namespace::check_db_name;
-use crate::query::planner::decode_document;
+use crate::ops::read::decode_document;
 use crate::store::{Predicate, ScanRequest};
 
 /// `scale` divides the byte figures, as in MongoDB.
