@@ -16,12 +16,12 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
+use crate::ops::read;
 use crate::ops::transaction::Transaction;
 use crate::ops::write::collection_for_write;
 use crate::query::filter::Filter;
 use crate::query::index_spec::IndexSpec;
 use crate::query::keys::encode_key;
-use crate::ops::read;
 use crate::query::planner::ReadPlan;
 use crate::store::StoreError;
 
