@@ -49,6 +49,40 @@ impl<T: IndexCandidate + ?Sized> IndexCandidate for &T {
     }
 }
 
+/// What the store can do with a filter (DataFusion's `TableProviderFilterPushDown`):
+/// evaluate it exactly, evaluate a predicate that may over-select (Rust re-checks the
+/// filter), or nothing (every document is read and the filter checked in Rust).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pushdown {
+    /// The predicate selects exactly the matching documents; no re-check.
+    Exact(Predicate),
+    /// The predicate selects every matching document and maybe more; Rust re-checks.
+    Inexact(Predicate),
+    /// Nothing can be pushed.
+    Unsupported,
+}
+
+impl Pushdown {
+    /// `predicate`, exact or over-selecting; an over-selecting `True` pushes nothing.
+    fn of(predicate: Predicate, exact: bool) -> Pushdown {
+        match (predicate, exact) {
+            (predicate, true) => Pushdown::Exact(predicate),
+            (Predicate::True, false) => Pushdown::Unsupported,
+            (predicate, false) => Pushdown::Inexact(predicate),
+        }
+    }
+
+    /// The predicate the store evaluates (`True` when nothing is pushed) and whether it is
+    /// exact.
+    pub fn into_parts(self) -> (Predicate, bool) {
+        match self {
+            Pushdown::Exact(predicate) => (predicate, true),
+            Pushdown::Inexact(predicate) => (predicate, false),
+            Pushdown::Unsupported => (Predicate::True, false),
+        }
+    }
+}
+
 /// How one read will run.
 #[derive(Clone, Debug)]
 pub struct ReadPlan {
@@ -73,7 +107,7 @@ impl ReadPlan {
         limit: Option<u64>,
         indexes: &[I],
     ) -> ReadPlan {
-        let (predicate, exact) = pushdown(&filter, indexes);
+        let (predicate, exact) = pushdown(&filter, indexes).into_parts();
         // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.
         let reverse_natural = sort.as_ref().is_some_and(|spec| {
             spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
@@ -157,40 +191,50 @@ fn scan_order<I: IndexCandidate>(spec: &SortSpec, indexes: &[I]) -> Option<ScanO
     Some(ScanOrder::Index(index.entries_table().to_string(), order))
 }
 
-/// Translates a filter into a store predicate; the flag says whether it is exact.
-pub fn pushdown<I: IndexCandidate>(filter: &Filter, indexes: &[I]) -> (Predicate, bool) {
+/// Translates a filter into what the store can evaluate of it.
+pub fn pushdown<I: IndexCandidate>(filter: &Filter, indexes: &[I]) -> Pushdown {
     match filter {
         Filter::And(parts) => {
             let mut pushed = Vec::new();
             let mut exact = true;
             for part in parts {
-                let (predicate, part_exact) = pushdown(part, indexes);
-                exact &= part_exact;
-                if predicate != Predicate::True {
-                    pushed.push(predicate);
+                match pushdown(part, indexes) {
+                    Pushdown::Exact(predicate) => pushed.push(predicate),
+                    Pushdown::Inexact(predicate) => {
+                        exact = false;
+                        pushed.push(predicate);
+                    }
+                    Pushdown::Unsupported => exact = false,
                 }
             }
-            (conjunction(pushed), exact)
+            pushed.retain(|predicate| *predicate != Predicate::True);
+            Pushdown::of(conjunction(pushed), exact)
         }
         Filter::Or(branches) => {
             let mut pushed = Vec::new();
             let mut exact = true;
             for branch in branches {
-                let (predicate, branch_exact) = pushdown(branch, indexes);
-                if predicate == Predicate::True {
-                    // One branch that selects everything makes the whole $or select everything.
-                    return (
-                        Predicate::True,
-                        branch_exact && exact && branches.len() == 1,
-                    );
-                }
-                exact &= branch_exact;
+                let predicate = match pushdown(branch, indexes) {
+                    // One branch that selects everything makes the whole $or select
+                    // everything.
+                    Pushdown::Exact(Predicate::True) if branches.len() == 1 => {
+                        return Pushdown::Exact(Predicate::True);
+                    }
+                    Pushdown::Exact(Predicate::True)
+                    | Pushdown::Inexact(Predicate::True)
+                    | Pushdown::Unsupported => return Pushdown::Unsupported,
+                    Pushdown::Exact(predicate) => predicate,
+                    Pushdown::Inexact(predicate) => {
+                        exact = false;
+                        predicate
+                    }
+                };
                 pushed.push(predicate);
             }
             if pushed.is_empty() {
-                return (Predicate::True, false);
+                return Pushdown::Unsupported;
             }
-            (Predicate::Or(pushed), exact)
+            Pushdown::of(Predicate::Or(pushed), exact)
         }
         Filter::Field { path, predicates } => {
             let mut pushed = Vec::new();
@@ -201,19 +245,20 @@ pub fn pushdown<I: IndexCandidate>(filter: &Filter, indexes: &[I]) -> (Predicate
             pushed.extend(merged);
             for predicate in rest {
                 match field_predicate(path, predicate, indexes) {
-                    Some((p, p_exact)) => {
-                        exact &= p_exact;
+                    Pushdown::Exact(p) => pushed.push(p),
+                    Pushdown::Inexact(p) => {
+                        exact = false;
                         pushed.push(p);
                     }
-                    None => exact = false,
+                    Pushdown::Unsupported => exact = false,
                 }
             }
             if pushed.is_empty() {
-                return (Predicate::True, false);
+                return Pushdown::Unsupported;
             }
-            (conjunction(pushed), exact)
+            Pushdown::of(conjunction(pushed), exact)
         }
-        _ => (Predicate::True, false),
+        _ => Pushdown::Unsupported,
     }
 }
 
@@ -327,47 +372,44 @@ fn conjunction(mut parts: Vec<Predicate>) -> Predicate {
     }
 }
 
-/// One field condition, if it can be pushed.
+/// What can be pushed of one field condition.
 fn field_predicate<I: IndexCandidate>(
     path: &str,
     predicate: &FieldPredicate,
     indexes: &[I],
-) -> Option<(Predicate, bool)> {
+) -> Pushdown {
     match predicate {
         FieldPredicate::Eq(value) if path == "_id" && is_plain_value(value) => {
-            return Some((Predicate::KeyEquals(encode_key(value)), true));
+            return Pushdown::Exact(Predicate::KeyEquals(encode_key(value)));
         }
         FieldPredicate::In(values) if path == "_id" && values.iter().all(is_plain_value) => {
             let mut keys: Vec<Vec<u8>> = values.iter().map(encode_key).collect();
             keys.sort();
             keys.dedup();
-            return Some((Predicate::KeyIn(keys), true));
+            return Pushdown::Exact(Predicate::KeyIn(keys));
         }
         _ => {}
     }
     if let Some(pushed) = index_predicate(path, predicate, indexes) {
-        return Some((pushed, true));
+        return Pushdown::Exact(pushed);
     }
-    match predicate {
-        FieldPredicate::Eq(value) => {
-            let value = path_value(value)?;
-            let segments: Vec<String> = path.split('.').map(str::to_string).collect();
-            if segments
-                .iter()
-                .any(|s| s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()))
-            {
-                return None;
-            }
-            Some((
-                Predicate::PathEquals {
-                    path: segments,
-                    value,
-                },
-                false,
-            ))
-        }
-        _ => None,
+    let FieldPredicate::Eq(value) = predicate else {
+        return Pushdown::Unsupported;
+    };
+    let Some(value) = path_value(value) else {
+        return Pushdown::Unsupported;
+    };
+    let segments: Vec<String> = path.split('.').map(str::to_string).collect();
+    if segments
+        .iter()
+        .any(|s| s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Pushdown::Unsupported;
     }
+    Pushdown::Inexact(Predicate::PathEquals {
+        path: segments,
+        value,
+    })
 }
 
 /// An index that leads with `path` and may answer for it: not partial (it would miss the
@@ -457,7 +499,7 @@ mod tests {
     const NONE: &[TestIndex] = &[];
 
     fn plan(filter: Document) -> (Predicate, bool) {
-        pushdown(&Filter::parse(&filter).unwrap(), NONE)
+        pushdown(&Filter::parse(&filter).unwrap(), NONE).into_parts()
     }
 
     #[test]
@@ -558,7 +600,8 @@ mod tests {
     #[test]
     fn two_bounds_on_a_single_key_index_are_one_range() {
         let filter = Filter::parse(&doc! {"b": {"$gte": 5, "$lt": 10}}).unwrap();
-        let (predicate, exact) = pushdown(&filter, &[index("b_1", doc! {"b": 1}, false)]);
+        let (predicate, exact) =
+            pushdown(&filter, &[index("b_1", doc! {"b": 1}, false)]).into_parts();
         assert!(exact);
         assert!(
             matches!(
@@ -576,7 +619,8 @@ mod tests {
     #[test]
     fn bounds_on_a_multikey_index_stay_separate() {
         let filter = Filter::parse(&doc! {"b": {"$gte": 5, "$lt": 10}}).unwrap();
-        let (predicate, exact) = pushdown(&filter, &[index("b_1", doc! {"b": 1}, true)]);
+        let (predicate, exact) =
+            pushdown(&filter, &[index("b_1", doc! {"b": 1}, true)]).into_parts();
         assert!(exact);
         assert!(
             matches!(predicate, Predicate::And(ref parts) if parts.len() == 2),

@@ -57,21 +57,6 @@ pub struct IndexBound {
     pub inclusive: bool,
 }
 
-impl Predicate {
-    /// True when the store evaluates this predicate exactly (no re-check needed).
-    pub fn is_exact(&self) -> bool {
-        match self {
-            Predicate::True
-            | Predicate::KeyEquals(_)
-            | Predicate::KeyIn(_)
-            | Predicate::KeyRange { .. }
-            | Predicate::IndexRange { .. } => true,
-            Predicate::PathEquals { .. } => false,
-            Predicate::And(parts) | Predicate::Or(parts) => parts.iter().all(Predicate::is_exact),
-        }
-    }
-}
-
 /// Order of a scan by `_id` key (the key encoding preserves MongoDB's `_id` order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyOrder {
