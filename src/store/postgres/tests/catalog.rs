@@ -356,13 +356,3 @@ async fn connect_reports_errors_and_describes_itself() {
     drop(store);
     db.drop_db().await;
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metadata_records() {
-    let db = fresh_db!();
-    let store = open(&db).await;
-    let mut s = session(&store).await;
-    super::super::super::meta_scenario::check_meta_records(&mut s).await;
-    drop(s);
-    db.drop_db().await;
-}

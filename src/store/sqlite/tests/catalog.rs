@@ -155,11 +155,3 @@ async fn open_reports_errors_and_describes_itself() {
     assert!(store.describe().ends_with(super::super::DATABASE_FILE));
     assert!(store.file().exists());
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metadata_records() {
-    let dir = tempdir();
-    let store = open_in(&dir);
-    let mut s = session(&store).await;
-    super::super::super::meta_scenario::check_meta_records(&mut s).await;
-}

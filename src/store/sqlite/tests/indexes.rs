@@ -26,7 +26,7 @@ fn scan_keys(docs: Vec<Vec<u8>>) -> Vec<String> {
 
 async fn find(
     s: &mut super::SqliteSession,
-    coll: &super::CollectionRecord,
+    coll: &super::super::super::CollectionRecord,
     p: Predicate,
 ) -> Vec<String> {
     let request = ScanRequest {
