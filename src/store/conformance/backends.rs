@@ -6,7 +6,7 @@
 //! Not here: the tests themselves.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tempfile::TempDir;
 use tokio_postgres::NoTls;
@@ -49,6 +49,37 @@ impl TestBackend {
                 PostgresOptions::default(),
             )
             .await)),
+        }
+    }
+
+    /// A store whose pool holds at most `pool_max` connections and makes callers wait at
+    /// most `wait` for one.
+    pub(crate) async fn open_with(&self, pool_max: usize, wait: Duration) -> Box<dyn Store> {
+        match &self.place {
+            Place::Dir(dir) => {
+                let options = SqliteOptions {
+                    pool_max,
+                    pool_wait_timeout: wait,
+                };
+                Box::new(ok(SqliteStore::open(&dir.path().join("data"), options)))
+            }
+            Place::Pg(db) => {
+                let options = PostgresOptions {
+                    pool_min: 1,
+                    pool_max,
+                    pool_wait_timeout: wait,
+                    statement_cache: true,
+                };
+                Box::new(ok(PostgresStore::connect(&db.url, options).await))
+            }
+        }
+    }
+
+    /// The URL of the PostgreSQL database, for assertions made behind the store's back.
+    pub(crate) fn pg_url(&self) -> Option<&str> {
+        match &self.place {
+            Place::Dir(_) => None,
+            Place::Pg(db) => Some(&db.url),
         }
     }
 

@@ -12,8 +12,10 @@
 //! in each backend's `tests/` folder.
 
 pub(crate) mod backends;
+mod catalog;
 mod documents;
 mod meta;
+mod transactions;
 
 use bson::{doc, Document};
 
