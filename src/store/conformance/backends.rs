@@ -83,6 +83,47 @@ impl TestBackend {
         }
     }
 
+    /// Rows in `table` (a physical name as the store reports it), counted behind the
+    /// store's back.
+    pub(crate) async fn rows_in(&self, table: &str) -> i64 {
+        let sql = format!("SELECT count(*) FROM {table}");
+        match &self.place {
+            Place::Dir(dir) => {
+                let conn = ok(rusqlite::Connection::open(sqlite_file(dir)));
+                ok(conn.query_row(&sql, [], |row| row.get(0)))
+            }
+            Place::Pg(db) => ok(ok(admin(&db.url).await.query_one(&sql, &[]).await).try_get(0)),
+        }
+    }
+
+    /// The secondary index entries tables in the database, named as `IndexRecord::table`
+    /// names them, sorted.
+    pub(crate) async fn index_tables(&self) -> Vec<String> {
+        match &self.place {
+            Place::Dir(dir) => {
+                let conn = ok(rusqlite::Connection::open(sqlite_file(dir)));
+                let mut stmt = ok(conn.prepare(
+                    "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'dgi\\_%' \
+                     ESCAPE '\\' ORDER BY name",
+                ));
+                let rows = ok(stmt.query_map([], |row| row.get::<_, String>(0)));
+                ok(rows.collect::<Result<Vec<_>, _>>())
+            }
+            Place::Pg(db) => {
+                let rows = ok(admin(&db.url)
+                    .await
+                    .query(
+                        "SELECT format('\"%s\".\"%s\"', n.nspname, c.relname) FROM pg_class c \
+                         JOIN pg_namespace n ON n.oid = c.relnamespace \
+                         WHERE c.relname LIKE 'dgi\\_%' AND c.relkind = 'r' ORDER BY 1",
+                        &[],
+                    )
+                    .await);
+                rows.iter().map(|row| ok(row.try_get(0))).collect()
+            }
+        }
+    }
+
     /// Removes the test's database (call when the test passed; drop every store first).
     pub(crate) async fn finish(self) {
         match self.place {
@@ -90,6 +131,13 @@ impl TestBackend {
             Place::Pg(db) => db.drop_db().await,
         }
     }
+}
+
+/// The SQLite database file of a test directory.
+fn sqlite_file(dir: &TempDir) -> std::path::PathBuf {
+    dir.path()
+        .join("data")
+        .join(super::super::sqlite::DATABASE_FILE)
 }
 
 /// Every backend that can run here, each with a fresh database: SQLite always, PostgreSQL

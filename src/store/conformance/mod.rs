@@ -14,12 +14,17 @@
 pub(crate) mod backends;
 mod catalog;
 mod documents;
+pub(crate) mod index_entries;
+mod indexes;
 mod meta;
 mod transactions;
 
 use bson::{doc, Document};
 
-use super::{CollectionRecord, StoreSession, StoredDocument};
+use super::{
+    CollectionRecord, DocumentIndexKeys, IndexBound, IndexRecord, Predicate, StoreSession,
+    StoredDocument,
+};
 pub(crate) use backends::{backends, BackendKind};
 
 /// Unwraps a result in test code, with the error's message.
@@ -54,4 +59,39 @@ pub(crate) fn keys_of(docs: &[Vec<u8>]) -> Vec<String> {
             ok(d.get_str("_id")).to_owned()
         })
         .collect()
+}
+
+/// `doc` with index keys: for each index, the given keys (sorted, deduplicated here).
+pub(crate) fn indexed(
+    mut doc: StoredDocument,
+    keys: &[(&IndexRecord, &[&[u8]])],
+) -> StoredDocument {
+    doc.index_keys = keys
+        .iter()
+        .map(|(index, keys)| {
+            let mut keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
+            keys.sort();
+            keys.dedup();
+            DocumentIndexKeys {
+                table: index.table.clone(),
+                index: index.name.clone(),
+                unique: index.unique,
+                keys,
+            }
+        })
+        .collect();
+    doc
+}
+
+/// An `IndexRange` over `index`.
+pub(crate) fn range(
+    index: &IndexRecord,
+    lower: Option<IndexBound>,
+    upper: Option<IndexBound>,
+) -> Predicate {
+    Predicate::IndexRange {
+        table: index.table.clone(),
+        lower,
+        upper,
+    }
 }

@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-pub(super) use super::super::conformance::{create, keys_of, ok, stored};
-use super::super::{DocumentIndexKeys, IndexBound, IndexRecord, Predicate, StoredDocument};
+pub(super) use super::super::conformance::{create, indexed, keys_of, ok, range, stored};
 use super::{SqliteOptions, SqliteSession, SqliteStore};
 
 pub(super) fn open_in(dir: &TempDir) -> SqliteStore {
@@ -38,39 +37,4 @@ pub(super) fn tempdir() -> TempDir {
 
 pub(super) async fn session(store: &SqliteStore) -> SqliteSession {
     ok(store.sqlite_session().await)
-}
-
-/// `doc` with index keys: for each index, the given keys (sorted, deduplicated here).
-pub(super) fn indexed(
-    mut doc: StoredDocument,
-    keys: &[(&IndexRecord, &[&[u8]])],
-) -> StoredDocument {
-    doc.index_keys = keys
-        .iter()
-        .map(|(index, keys)| {
-            let mut keys: Vec<Vec<u8>> = keys.iter().map(|k| k.to_vec()).collect();
-            keys.sort();
-            keys.dedup();
-            DocumentIndexKeys {
-                table: index.table.clone(),
-                index: index.name.clone(),
-                unique: index.unique,
-                keys,
-            }
-        })
-        .collect();
-    doc
-}
-
-/// An `IndexRange` over `index`.
-pub(super) fn range(
-    index: &IndexRecord,
-    lower: Option<IndexBound>,
-    upper: Option<IndexBound>,
-) -> Predicate {
-    Predicate::IndexRange {
-        table: index.table.clone(),
-        lower,
-        upper,
-    }
 }
