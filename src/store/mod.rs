@@ -11,10 +11,10 @@
 //! may over-select; the core re-checks with the Rust evaluator), or anything about the wire.
 //! Nothing outside `src/store/` spells SQL.
 
+#[cfg(test)]
+mod conformance;
 pub mod error;
 mod image;
-#[cfg(test)]
-mod meta_scenario;
 pub mod postgres;
 pub mod sqlite;
 mod where_clause;
