@@ -100,6 +100,7 @@ mod tests {
     use crate::ops::read::decode_document;
     use crate::query::index_spec::IndexSpec;
     use crate::query::scan::ScanRequest;
+    use crate::store::postgres::{PostgresOptions, PostgresStore};
     use crate::store::sqlite::{SqliteOptions, SqliteStore};
 
     /// Creates `db.name` with the index `spec` and the documents `docs` (keys computed for it).
@@ -145,6 +146,54 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(
             SqliteStore::open(&dir.path().join("data"), SqliteOptions::default()).unwrap(),
         );
+        expire_scenario(store).await;
+    }
+
+    /// The same on PostgreSQL (`DOCGATE_TEST_PG_URL`, in a database of its own), where the
+    /// delete's read locks the expired rows; skipped with a note when no server is given.
+    #[tokio::test]
+    async fn expired_documents_are_deleted_through_the_index_on_postgres() {
+        let Some(server) = std::env::var("DOCGATE_TEST_PG_URL")
+            .ok()
+            .filter(|url| !url.is_empty())
+        else {
+            eprintln!("note: DOCGATE_TEST_PG_URL is not set, skipping the PostgreSQL TTL test");
+            return;
+        };
+        let name = format!("dg_test_ttl_{}", std::process::id());
+        let (admin, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let drop = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+        admin.batch_execute(&drop).await.unwrap();
+        admin
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .unwrap();
+        let (base, query) = server.split_once('?').unwrap_or((&server, ""));
+        let authority = base.find("://").map_or(0, |i| i + 3);
+        let head = base[authority..]
+            .find('/')
+            .map_or(base, |slash| &base[..authority + slash]);
+        let query = if query.is_empty() {
+            String::new()
+        } else {
+            format!("?{query}")
+        };
+        let url = format!("{head}/{name}{query}");
+        let store: Arc<dyn Store> = Arc::new(
+            PostgresStore::connect(&url, PostgresOptions::default())
+                .await
+                .unwrap(),
+        );
+        expire_scenario(store).await;
+        admin.batch_execute(&drop).await.unwrap();
+    }
+
+    /// TTL indexes, plain and partial, over expired, fresh, non-date, array and missing
+    /// values; one pass deletes exactly the expired documents the indexes hold.
+    async fn expire_scenario(store: Arc<dyn Store>) {
         let catalog = Catalog::new(store.clone(), &MetadataCacheSettings::default());
         let now = DateTime::from_millis(1_000_000_000_000);
         let old = Bson::DateTime(DateTime::from_millis(1_000_000_000_000 - 61_000));

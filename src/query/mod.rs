@@ -15,7 +15,7 @@
 //!
 //! The planner ([`planner`]) turns a filter, sort, skip and limit into a
 //! [`scan::ScanRequest`] the store evaluates plus a residual checked in Rust. Nothing here
-//! performs I/O: the core (`crate::ops::read`) runs plans on a store session.
+//! performs I/O: the core (`ops/read.rs`) runs plans on a store session.
 //!
 //! Not for: SQL, wire protocol or command shapes.
 

@@ -1,9 +1,9 @@
 //! The pushdown vocabulary: what the query planner may ask a backend to evaluate in SQL.
 //! Predicates are about keys and JSON paths, not MongoDB operators; the planner
 //! (`planner.rs`) translates a MongoDB filter into them and keeps whatever cannot be
-//! expressed exactly as a residual that Rust re-checks. The store consumes these types
-//! (`crate::store` re-exports them); they live here because the planner builds them and
-//! `query` depends on nothing below it.
+//! expressed exactly as a residual that Rust re-checks. The store consumes these types (and
+//! re-exports them); they live here because the planner builds them and `query` must not
+//! depend on the store.
 //!
 //! Not for: SQL text (each backend writes its own from these) or choosing what to push.
 
