@@ -10,7 +10,8 @@
 //! do. Shared helpers live in `postgres_support/`.
 //!
 //! Not for: two instances on one database (`postgres_instances.rs`), pool limits
-//! (`postgres_pool.rs`), the store's own behaviour (`src/store/postgres/tests`).
+//! (`postgres_pool.rs`), the store's own behaviour (`src/store/conformance`,
+//! `src/store/postgres/tests`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod postgres_support;

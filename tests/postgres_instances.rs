@@ -10,8 +10,8 @@
 //! note, as the PostgreSQL store tests do. Shared helpers live in `postgres_support/`.
 //!
 //! Not for: PostgreSQL stopping under a client (`postgres_faults.rs`), pool limits
-//! (`postgres_pool.rs`), the store's own behaviour (`src/store/postgres/tests`) or CRUD
-//! semantics (`driver_crud.rs`).
+//! (`postgres_pool.rs`), the store's own behaviour (`src/store/conformance`,
+//! `src/store/postgres/tests`) or CRUD semantics (`driver_crud.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod postgres_support;

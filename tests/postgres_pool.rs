@@ -10,7 +10,7 @@
 //!
 //! Not for: two instances on one database (`postgres_instances.rs`), PostgreSQL stopping
 //! under a client (`postgres_faults.rs`), the store's own behaviour
-//! (`src/store/postgres/tests`).
+//! (`src/store/conformance`, `src/store/postgres/tests`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod postgres_support;

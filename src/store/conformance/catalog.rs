@@ -1,11 +1,13 @@
 //! Catalog tests on every backend: create, list, drop, rename, the catalog version, a new
-//! store on the same data, stats, DDL inside a transaction. The physical names each backend
-//! chooses are checked per backend; odd names, foreign objects, statement caches, concurrent
-//! bootstraps and opening errors stay in the backends' own tests.
+//! store on the same data, stats, DDL inside a transaction, concurrent bootstraps of an empty
+//! database. The physical names each backend chooses are checked per backend; odd names,
+//! foreign objects, statement caches and opening errors stay in the backends' own tests.
+
+use std::sync::Arc;
 
 use bson::doc;
 
-use super::super::{Predicate, ScanRequest};
+use super::super::{Predicate, ScanRequest, StoreError};
 use super::backends::admin;
 use super::{backends, create, keys_of, ok, stored, BackendKind};
 
@@ -37,7 +39,7 @@ async fn create_list_drop() {
         assert_eq!(listed, vec![a.clone(), b.clone(), z.clone()]);
 
         match s.create_collection("app", "a", &doc! {}).await {
-            Err(super::super::StoreError::AlreadyExists(what)) => assert_eq!(what, "app.a"),
+            Err(StoreError::AlreadyExists(what)) => assert_eq!(what, "app.a"),
             other => panic!("expected AlreadyExists, got {other:?}"),
         }
 
@@ -86,7 +88,7 @@ async fn rename_keeps_data_and_checks_target() {
         ok(s.insert(&a, &[stored("1", doc! {"x": 1})], true).await);
 
         match s.rename_collection(&a, "app", "b").await {
-            Err(super::super::StoreError::AlreadyExists(what)) => assert_eq!(what, "app.b"),
+            Err(StoreError::AlreadyExists(what)) => assert_eq!(what, "app.b"),
             other => panic!("expected AlreadyExists, got {other:?}"),
         }
         let v = ok(s.catalog_version().await);
@@ -194,5 +196,40 @@ async fn create_inside_a_transaction_commits_with_it() {
         );
         drop((s, other, store));
         backend.finish().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_bootstraps_and_creates() {
+    for backend in backends().await {
+        let backend = Arc::new(backend);
+        let mut tasks = Vec::new();
+        for i in 0..4 {
+            let backend = backend.clone();
+            tasks.push(tokio::spawn(async move {
+                // Each task opens its own store on the empty database, as a process would.
+                let store = backend.open().await;
+                let mut s = store.session().await?;
+                let mine = s
+                    .create_collection("app", &format!("c{i}"), &doc! {})
+                    .await?;
+                let shared = s.create_collection("app", "shared", &doc! {}).await;
+                Ok::<_, StoreError>((mine, shared.is_ok()))
+            }));
+        }
+        let mut winners = 0;
+        for task in tasks {
+            let (_, won) = ok(ok(task.await));
+            winners += usize::from(won);
+        }
+        assert_eq!(winners, 1, "exactly one create of app.shared succeeds");
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        assert_eq!(ok(s.list_collections().await).len(), 5);
+        drop((s, store));
+        match Arc::try_unwrap(backend) {
+            Ok(backend) => backend.finish().await,
+            Err(_) => panic!("a task still holds the backend"),
+        }
     }
 }

@@ -17,6 +17,7 @@ mod documents;
 pub(crate) mod index_entries;
 mod indexes;
 mod meta;
+mod timing;
 mod transactions;
 
 use bson::{doc, Document};

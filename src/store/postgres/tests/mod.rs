@@ -25,7 +25,6 @@ mod indexes;
 mod plans;
 mod restart;
 mod stale;
-mod timing;
 mod transactions;
 
 use std::time::Duration;

@@ -6,7 +6,6 @@ mod catalog;
 mod index_plans;
 mod indexes;
 mod plans;
-mod timing;
 mod transactions;
 
 use std::time::Duration;
