@@ -67,9 +67,9 @@ const DESCRIPTORS_PER_POOL_CONNECTION: u64 = 4;
 /// need together, so that no listener can take the descriptors the other or the database
 /// needs; warns when the hard limit is below that.
 fn raise_open_file_limit(settings: &Settings) {
-    let needed = settings.max_connections as u64
-        + settings.limits.rest_max_connections as u64
-        + settings.pool.max as u64 * DESCRIPTORS_PER_POOL_CONNECTION
+    let needed = settings.app.max_connections as u64
+        + settings.rest.limits.max_connections as u64
+        + settings.app.pool.max as u64 * DESCRIPTORS_PER_POOL_CONNECTION
         + SPARE_DESCRIPTORS;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -102,12 +102,12 @@ fn raise_open_file_limit(settings: &Settings) {
 async fn run(settings: Settings) -> Result<(), String> {
     raise_open_file_limit(&settings);
     let tls = ListenerTls::from_settings(&settings.tls).map_err(|e| e.to_string())?;
-    let state = AppState::open(settings.clone())
+    let state = AppState::open(settings.app.clone())
         .await
         .map_err(|e| format!("cannot open backend: {e}"))?;
-    let listener = TcpListener::bind(settings.listen)
+    let listener = TcpListener::bind(settings.app.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
+        .map_err(|e| format!("cannot listen on {}: {e}", settings.app.listen))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let auth = describe_auth(&state).await;
     // Both listeners are bound before either is announced, so "listening" means both are.
@@ -116,7 +116,7 @@ async fn run(settings: Settings) -> Result<(), String> {
             TcpListener::bind(rest)
                 .await
                 .map_err(|e| format!("cannot listen on {rest} (--rest-listen): {e}"))?,
-            docgate::rest::RestState::new(state.clone())?,
+            docgate::rest::RestState::new(state.clone(), &settings.rest)?,
         )),
         None => None,
     };
@@ -124,11 +124,11 @@ async fn run(settings: Settings) -> Result<(), String> {
         "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={}",
         state.store.backend_name(),
         state.store.describe(),
-        settings.max_connections,
+        settings.app.max_connections,
         settings.tls.mode
     );
     if !address.ip().is_loopback() {
-        match settings.auth.mode {
+        match settings.app.auth.mode {
             AuthMode::Off => tracing::warn!(
                 "AUTHENTICATION IS OFF and docgate listens beyond loopback on {address}: \
                  anyone who can reach it can read and change all data"
@@ -156,13 +156,13 @@ async fn run(settings: Settings) -> Result<(), String> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let ttl_monitor = tokio::spawn(docgate::query::ttl::run_monitor(
         state.clone(),
-        settings.ttl_monitor_interval,
+        settings.app.ttl_monitor_interval,
         shutdown_rx.clone(),
     ));
     let rest_serving = rest_listener.map(|(rest, rest_state)| {
         tokio::spawn(docgate::rest::serve(rest_state, rest, shutdown_rx.clone()))
     });
-    let server = Arc::new(MongoServer::new(state));
+    let server = Arc::new(MongoServer::new(state, settings.mongo_limits));
     let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");
@@ -214,7 +214,7 @@ async fn run_user_command(settings: Settings, command: UserCommand) -> Result<()
             _ => return Err(format!("no built-in role {}@{}", grant.role, grant.db)),
         }
     }
-    let state = AppState::open(settings)
+    let state = AppState::open(settings.app)
         .await
         .map_err(|e| format!("cannot open backend: {e}"))?;
     let credentials = derive_credentials_blocking(
@@ -246,7 +246,7 @@ async fn run_rest_apply(
     db: &str,
     file: &std::path::Path,
 ) -> Result<(), String> {
-    let state = AppState::open(settings)
+    let state = AppState::open(settings.app)
         .await
         .map_err(|e| format!("cannot open backend: {e}"))?;
     for line in docgate::rest::modules::admin::apply_module_file(&state, db, file).await? {
@@ -258,7 +258,7 @@ async fn run_rest_apply(
 /// `docgate demo`: loads the concert sample, then serves.
 async fn run_demo(settings: Settings) -> Result<(), String> {
     {
-        let state = AppState::open(settings.clone())
+        let state = AppState::open(settings.app.clone())
             .await
             .map_err(|e| format!("cannot open backend: {e}"))?;
         docgate::rest::demo::load_concert_sample(&state).await?;

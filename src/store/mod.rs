@@ -16,6 +16,7 @@ mod image;
 mod meta_scenario;
 pub mod postgres;
 pub mod scan;
+pub mod settings;
 pub mod sqlite;
 mod where_clause;
 
