@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
+use super::error::InvalidDuration;
 use crate::auth::service::AuthSource;
 use crate::auth::AuthMode;
 use crate::mongo::settings::TlsMode;
@@ -231,9 +232,11 @@ pub struct LimitArgs {
 
 /// Parses a duration: humane (`500ms`, `30s`, `5m`, `1h`, `1d`, a bare number of seconds)
 /// or ISO-8601 (`PT30S`, `PT1M30S`, `P1D`, `PT0.5S`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, InvalidDuration> {
     let text = text.trim();
-    let invalid = || format!("invalid duration {text:?}: use e.g. 500ms, 30s, 5m, 1h or PT30S");
+    let invalid = || InvalidDuration {
+        text: text.to_string(),
+    };
     if let Some(iso) = text.strip_prefix('P').or_else(|| text.strip_prefix('p')) {
         let mut seconds = 0f64;
         let mut number = String::new();

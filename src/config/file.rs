@@ -10,17 +10,22 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::cli::LogFormat;
+use super::error::ConfigError;
 
 use crate::auth::service::AuthSource;
 use crate::auth::AuthMode;
 use crate::mongo::settings::TlsMode;
 
 /// Reads and parses the settings file at `path`.
-pub(super) fn read(path: &Path) -> Result<FileSettings, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
-    toml::from_str::<FileSettings>(&text)
-        .map_err(|e| format!("invalid config file {}: {e}", path.display()))
+pub(super) fn read(path: &Path) -> Result<FileSettings, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::ReadFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str::<FileSettings>(&text).map_err(|source| ConfigError::ParseFile {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Keys accepted in the `--config` TOML file. Pool and cache keys use ORDS's names:

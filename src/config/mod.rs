@@ -8,10 +8,12 @@
 //! the database).
 
 mod cli;
+mod error;
 mod file;
 mod resolve;
 
 pub use cli::{parse_duration, Cli, Command, LimitArgs, LogFormat, RestCommand, UserCommand};
+pub use error::{ConfigError, InvalidDuration};
 pub use resolve::Settings;
 pub use resolve::{
     parse_rest_listen, DEFAULT_BACKEND, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS,

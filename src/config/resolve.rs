@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::cli::LogFormat;
 use super::cli::{parse_duration, Cli, LimitArgs};
+use super::error::{ConfigError, InvalidDuration};
 use super::file::{self, FileLimits, FileSettings};
 use crate::auth::{AuthSettings, ThrottleSettings, VerifierSettings};
 use crate::catalog::MetadataCacheSettings;
@@ -34,14 +35,17 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Parses a REST listener setting: an address, or `off` for no REST front end.
-pub fn parse_rest_listen(text: &str) -> Result<Option<SocketAddr>, String> {
+pub fn parse_rest_listen(text: &str) -> Result<Option<SocketAddr>, ConfigError> {
     let text = text.trim();
     if text.eq_ignore_ascii_case(REST_LISTEN_OFF) {
         return Ok(None);
     }
     text.parse()
         .map(Some)
-        .map_err(|e| format!("invalid rest_listen {text:?} ({e}): use HOST:PORT or `off`"))
+        .map_err(|source| ConfigError::RestListen {
+            text: text.to_string(),
+            source,
+        })
 }
 
 /// Pairs the certificate with its key and picks the default mode: `required` with a
@@ -50,12 +54,12 @@ fn resolve_tls(
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     mode: Option<TlsMode>,
-) -> Result<TlsSettings, String> {
+) -> Result<TlsSettings, ConfigError> {
     let identity = match (cert, key) {
         (Some(cert), Some(key)) => Some(TlsIdentityFiles { cert, key }),
         (None, None) => None,
-        (Some(_), None) => return Err("--tls-cert needs --tls-key (tls.key)".into()),
-        (None, Some(_)) => return Err("--tls-key needs --tls-cert (tls.cert)".into()),
+        (Some(_), None) => return Err(ConfigError::TlsCertWithoutKey),
+        (None, Some(_)) => return Err(ConfigError::TlsKeyWithoutCert),
     };
     let mode = mode.unwrap_or(if identity.is_some() {
         TlsMode::Required
@@ -63,10 +67,7 @@ fn resolve_tls(
         TlsMode::Disabled
     });
     if mode != TlsMode::Disabled && identity.is_none() {
-        return Err(format!(
-            "--tls-mode {mode} needs a certificate and key: give --tls-cert and --tls-key \
-             (tls.cert, tls.key)"
-        ));
+        return Err(ConfigError::TlsWithoutIdentity(mode));
     }
     Ok(TlsSettings { mode, identity })
 }
@@ -88,7 +89,10 @@ pub struct Settings {
 }
 
 /// The flag's duration if given, else the file's (parsed), else `None`.
-fn duration(flag: Option<Duration>, file: Option<String>) -> Result<Option<Duration>, String> {
+fn duration(
+    flag: Option<Duration>,
+    file: Option<String>,
+) -> Result<Option<Duration>, InvalidDuration> {
     match flag {
         Some(value) => Ok(Some(value)),
         None => file.as_deref().map(parse_duration).transpose(),
@@ -97,7 +101,7 @@ fn duration(flag: Option<Duration>, file: Option<String>) -> Result<Option<Durat
 
 impl Settings {
     /// Resolves flags/environment over the optional file over defaults.
-    pub fn resolve(cli: Cli, argv: Vec<String>) -> Result<Settings, String> {
+    pub fn resolve(cli: Cli, argv: Vec<String>) -> Result<Settings, ConfigError> {
         let file = match &cli.config {
             Some(path) => file::read(path)?,
             None => FileSettings::default(),
@@ -107,15 +111,14 @@ impl Settings {
             .clone()
             .or(file.backend.clone())
             .unwrap_or_else(|| DEFAULT_BACKEND.to_string());
-        let default_listen: SocketAddr = DEFAULT_LISTEN
-            .parse()
-            .map_err(|e| format!("bad default listen address: {e}"))?;
+        let default_listen: SocketAddr =
+            DEFAULT_LISTEN.parse().map_err(ConfigError::DefaultListen)?;
         let max_connections = cli
             .max_connections
             .or(file.max_connections)
             .unwrap_or(DEFAULT_MAX_CONNECTIONS);
         if max_connections == 0 {
-            return Err("max_connections must be at least 1".into());
+            return Err(ConfigError::NotAtLeastOne("max_connections"));
         }
         let pool = resolve_pool(&cli, &file)?;
         let cache_defaults = MetadataCacheSettings::default();
@@ -134,7 +137,7 @@ impl Settings {
             duration(cli.ttl_monitor_interval, file.ttl_monitor_interval.clone())?
                 .unwrap_or(Duration::from_secs(60));
         if ttl_monitor_interval.is_zero() {
-            return Err("ttl_monitor_interval must be positive".into());
+            return Err(ConfigError::NotPositive("ttl_monitor_interval".into()));
         }
         let auth = resolve_auth(&cli, &file)?;
         let limits = resolve_limits(cli.limits, file.limits)?;
@@ -187,7 +190,7 @@ impl Settings {
 
 /// The pool (ORDS `pool.*`): the default minimum shrinks to fit a smaller maximum; a given
 /// one must fit.
-fn resolve_pool(cli: &Cli, file: &FileSettings) -> Result<PoolSettings, String> {
+fn resolve_pool(cli: &Cli, file: &FileSettings) -> Result<PoolSettings, ConfigError> {
     let defaults = PoolSettings::default();
     let pool_max = cli.pool_max.or(file.pool.max).unwrap_or(defaults.max);
     let pool = PoolSettings {
@@ -204,16 +207,16 @@ fn resolve_pool(cli: &Cli, file: &FileSettings) -> Result<PoolSettings, String> 
             .unwrap_or(defaults.statement_cache),
     };
     if pool.max == 0 || pool.min > pool.max {
-        return Err(format!(
-            "pool.min ({}) must not exceed pool.max ({}), which must be at least 1",
-            pool.min, pool.max
-        ));
+        return Err(ConfigError::Pool {
+            min: pool.min,
+            max: pool.max,
+        });
     }
     Ok(pool)
 }
 
 /// Authentication: the mode, the source, the fast path's cache and the throttle.
-fn resolve_auth(cli: &Cli, file: &FileSettings) -> Result<AuthSettings, String> {
+fn resolve_auth(cli: &Cli, file: &FileSettings) -> Result<AuthSettings, ConfigError> {
     let defaults = AuthSettings::default();
     Ok(AuthSettings {
         mode: cli.auth.or(file.auth.mode).unwrap_or(defaults.mode),
@@ -257,20 +260,20 @@ struct Limits {
 }
 
 /// Flags and environment over the file over the defaults.
-fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, String> {
+fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigError> {
     let mongo_defaults = MongoLimits::default();
     let rest_defaults = RestLimits::default();
-    let duration = |flag: Option<Duration>, file: Option<String>, name: &str| match flag {
+    let duration = |flag: Option<Duration>, file: Option<String>, name: &'static str| match flag {
         Some(value) => Ok(Some(value)),
         None => file
             .as_deref()
             .map(parse_duration)
             .transpose()
-            .map_err(|e| format!("limits.{name}: {e}")),
+            .map_err(|source| ConfigError::LimitDuration { name, source }),
     };
     let positive = |value: Duration, name: &str| {
         if value.is_zero() {
-            Err(format!("limits.{name} must be positive"))
+            Err(ConfigError::NotPositive(format!("limits.{name}")))
         } else {
             Ok(value)
         }
@@ -339,21 +342,15 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, String> {
     let shutdown_grace = duration(args.shutdown_grace, file.shutdown_grace, "shutdown_grace")?
         .unwrap_or(DEFAULT_SHUTDOWN_GRACE);
     if mongo.unauthenticated_max_message_bytes < 4096 {
-        return Err(
-            "limits.unauthenticated_max_message_bytes must be at least 4096 (a \
-                    handshake and SASL need a few kilobytes)"
-                .into(),
-        );
+        return Err(ConfigError::UnauthenticatedMessageTooSmall);
     }
     if mongo.incoming_message_budget_bytes < docgate_wire::MAX_MESSAGE_SIZE_BYTES {
-        return Err(format!(
-            "limits.incoming_message_budget_bytes must be at least the largest message, {} \
-             bytes",
-            docgate_wire::MAX_MESSAGE_SIZE_BYTES
+        return Err(ConfigError::MessageBudgetTooSmall(
+            docgate_wire::MAX_MESSAGE_SIZE_BYTES,
         ));
     }
     if rest.max_connections == 0 {
-        return Err("limits.rest_max_connections must be at least 1".into());
+        return Err(ConfigError::NotAtLeastOne("limits.rest_max_connections"));
     }
     Ok(Limits {
         mongo,
@@ -369,7 +366,7 @@ mod tests {
     use clap::Parser;
 
     /// The settings of `docgate --config FILE <flags>` with `toml` in FILE.
-    fn settings_with_file(toml: &str, flags: &[&str]) -> Result<Settings, String> {
+    fn settings_with_file(toml: &str, flags: &[&str]) -> Result<Settings, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("docgate.toml");
         std::fs::write(&file, toml).unwrap();
@@ -403,7 +400,7 @@ mod tests {
             .pool;
         assert_eq!((one.min, one.max), (1, 1));
         let given = settings_with_file("", &["--pool-min", "3", "--pool-max", "2"]);
-        assert!(given.unwrap_err().contains("must not exceed"));
+        assert!(given.unwrap_err().to_string().contains("must not exceed"));
     }
 
     #[test]
@@ -477,7 +474,9 @@ mod tests {
             &["docgate", "--tls-cert", "c.pem"],
             &["docgate", "--tls-key", "k.pem", "--tls-mode", "disabled"],
         ] {
-            let error = Settings::resolve(Cli::parse_from(args), vec![]).unwrap_err();
+            let error = Settings::resolve(Cli::parse_from(args), vec![])
+                .unwrap_err()
+                .to_string();
             assert!(error.contains("--tls-"), "{args:?}: {error}");
         }
         let cli = Cli::parse_from(["docgate", "--tls-mode", "disabled"]);

@@ -1,5 +1,5 @@
 //! The store's settings: where the data lives ([`BackendUrl`], parsed from `sqlite:DIR` or a
-//! `postgres://` URL, never shown with its password) and the connection pool's sizes and
+//! `postgres://` URL, never shown with its password, or a [`BackendUrlError`]) and the connection pool's sizes and
 //! timeout ([`PoolSettings`], ORDS's `pool.*`).
 //!
 //! Not for: reading them from flags, environment or file (`crate::config` does), or opening
@@ -26,6 +26,18 @@ impl Default for PoolSettings {
             statement_cache: true,
         }
     }
+}
+
+/// A backend URL docgate cannot open.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendUrlError {
+    #[error("sqlite backend needs a directory: sqlite:DIR")]
+    SqliteWithoutDirectory,
+    /// Neither `sqlite:` nor `postgres://`; the URL is kept without its password.
+    #[error(
+        "unknown backend {redacted:?}: expected sqlite:DIR or postgres://user@host:port/dbname"
+    )]
+    Unknown { redacted: String },
 }
 
 /// Where the data lives.
@@ -63,21 +75,20 @@ pub fn redact_password(url: &str) -> String {
 
 impl BackendUrl {
     /// Parses `sqlite:DIR` (also `sqlite://DIR`).
-    pub fn parse(url: &str) -> Result<BackendUrl, String> {
+    pub fn parse(url: &str) -> Result<BackendUrl, BackendUrlError> {
         if let Some(rest) = url.strip_prefix("sqlite:") {
             let path = rest.strip_prefix("//").unwrap_or(rest);
             if path.is_empty() {
-                return Err("sqlite backend needs a directory: sqlite:DIR".into());
+                return Err(BackendUrlError::SqliteWithoutDirectory);
             }
             return Ok(BackendUrl::Sqlite(PathBuf::from(path)));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(BackendUrl::Postgres(url.to_string()));
         }
-        Err(format!(
-            "unknown backend {:?}: expected sqlite:DIR or postgres://user@host:port/dbname",
-            redact_password(url)
-        ))
+        Err(BackendUrlError::Unknown {
+            redacted: redact_password(url),
+        })
     }
 }
 
@@ -109,6 +120,7 @@ mod tests {
         assert_eq!(format!("{url:?}"), "postgres://app:***@db:5432/prod");
         assert!(!BackendUrl::parse("mysql://app:s3cret@db")
             .unwrap_err()
+            .to_string()
             .contains("s3cret"));
     }
 }
