@@ -19,7 +19,7 @@
 //! `docgate::query::filter::Filter::parse`, planned with `docgate::query::planner::ReadPlan::new`
 //! over the collection's indexes from `docgate::catalog::Catalog::collection_info` (so it pushes
 //! the same `Predicate`, index range and limit to the store), and executed with
-//! `docgate::query::planner::execute` on a `docgate::store` session (the store's own SQL on
+//! `docgate::ops::read::execute` on a `docgate::store` session (the store's own SQL on
 //! rusqlite / tokio-postgres, pooled). It is not hand-written SQL; `find_by_id` compares the
 //! `_id` lookup with a hand-written prepared `SELECT` as well.
 //!
@@ -53,8 +53,9 @@ use common::{
 };
 use docgate::catalog::MetadataCacheSettings;
 use docgate::catalog::{Catalog, CollectionInfo};
+use docgate::ops::read;
 use docgate::query::filter::Filter;
-use docgate::query::planner::{self, ReadPlan};
+use docgate::query::planner::ReadPlan;
 use docgate::store::postgres::{PostgresOptions, PostgresStore};
 use docgate::store::sqlite::{SqliteOptions, SqliteStore};
 use docgate::store::Store;
@@ -269,7 +270,7 @@ async fn run(backend: &Backend, dir: &std::path::Path, docs: usize, lookups: usi
                         &infos[which].indexes,
                     );
                     let mut session = store.session().await.expect("session");
-                    planner::execute(session.as_mut(), &infos[which].record, &plan)
+                    read::execute(session.as_mut(), &infos[which].record, &plan)
                         .await
                         .expect("execute")
                 };

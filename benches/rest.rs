@@ -32,7 +32,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -67,7 +66,7 @@ fn open_module() -> Value {
 
 /// Runs `docgate <args>` on `backend` to completion (setup steps before serving).
 fn docgate(backend: &Backend, args: &[&str], env: &[(&str, &str)]) {
-    let output = Command::new(env!("CARGO_BIN_EXE_docgate"))
+    let output = common::launcher::docgate_command()
         .args(["--backend", &backend.arg(), "--rest-listen", "off"])
         .args(args)
         .envs(env.iter().copied())

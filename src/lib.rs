@@ -1,7 +1,9 @@
 //! docgate: a MongoDB-compatible document server over SQL databases.
 //!
-//! One process, two front ends (the MongoDB wire protocol in [`mongo`], HTTP REST in [`rest`]), one core ([`query`], [`catalog`]) and one store ([`store`]). Data flows one way:
-//! front end → core → store. See DESIGN.md for the invariants every module keeps.
+//! One process, two front ends (the MongoDB wire protocol in [`mongo`], HTTP REST in
+//! [`rest`]), one core ([`ops`], over MongoDB's semantics and the planner in [`query`] and
+//! the metadata in [`catalog`]) and one store ([`store`]). Data flows one way:
+//! front end → core → store; [`query`] performs no I/O and depends on nothing above it. See DESIGN.md for the invariants every module keeps.
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 /// The allocator docgate runs with, in the server binary and in every test and benchmark that
@@ -15,8 +17,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub mod auth;
 pub mod catalog;
 pub mod compute;
-// The planner is part of the query core; it is declared here until the query module
-// can name the store types it plans for.
 pub mod config;
 pub mod interrupt;
 pub mod mongo;

@@ -208,7 +208,7 @@ async fn run(settings: Settings) -> Result<(), MainError> {
     }
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let ttl_monitor = tokio::spawn(docgate::query::ttl::run_monitor(
+    let ttl_monitor = tokio::spawn(docgate::ops::ttl::run_monitor(
         state.clone(),
         settings.app.ttl_monitor_interval,
         shutdown_rx.clone(),

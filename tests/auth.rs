@@ -453,7 +453,7 @@ async fn logout_forgets_the_user() {
 fn user_create_on_the_command_line_bootstraps_the_first_user() {
     let mut server = TestServer::start();
     server.kill();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_docgate"))
+    let output = common::launcher::docgate_command()
         .args([
             "user",
             "create",
@@ -550,7 +550,7 @@ async fn delegated_verification_logs_on_to_postgresql_once() {
 #[test]
 fn delegated_verification_is_refused_on_sqlite_at_start() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_docgate"))
+    let output = common::launcher::docgate_command()
         .args([
             "--listen",
             "127.0.0.1:0",

@@ -187,6 +187,18 @@ async fn coll_stats_db_stats_and_validate() {
     assert_eq!(num(&ds, "objects"), 5.0, "{ds}");
     assert!(num(&ds, "dataSize") > 0.0, "{ds}");
 
+    // MongoDB's lowercase spellings, as pymongo's manual writes `db.command("dbstats")`.
+    let lower = db
+        .run_command(doc! { "dbstats": 1 })
+        .await
+        .expect("dbstats");
+    assert_eq!(num(&lower, "objects"), 5.0, "{lower}");
+    let lower = db
+        .run_command(doc! { "collstats": "inventory" })
+        .await
+        .expect("collstats");
+    assert_eq!(num(&lower, "count"), 5.0, "{lower}");
+
     let v = db
         .run_command(doc! { "validate": "inventory" })
         .await

@@ -801,3 +801,93 @@ async fn let_variables_are_refused_not_ignored() {
         .await
         .expect("find with an empty let");
 }
+
+/// Options that used to be accepted and never read are now each either honoured or refused
+/// with MongoDB's error, and nothing they would have touched is changed: an update
+/// statement's constants (`c`), a collation on `aggregate`, a hint naming no index on
+/// `count`/`distinct`/`aggregate`, `validate` with `repair`, `create` without an `_id` index,
+/// `createIndexes` asking to ignore unknown options, and any field no handler takes.
+#[tokio::test]
+async fn options_nobody_reads_are_refused() {
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "optionsdb", "items").await;
+    coll.insert_many([doc! {"_id": 1, "a": "x"}, doc! {"_id": 2, "a": "X"}])
+        .await
+        .expect("seed");
+    let expr = doc! {"$expr": {"$eq": ["$_id", "$$id"]}};
+    let refused = [
+        (
+            doc! {"update": "items", "updates": [{"q": expr.clone(), "u": {"$set": {"x": 1}}, "c": {"id": 1}}]},
+            115,
+        ),
+        (
+            doc! {"aggregate": "items", "pipeline": [{"$match": {"a": "x"}}], "cursor": {}, "collation": {"locale": "en", "strength": 2}},
+            115,
+        ),
+        (doc! {"count": "items", "hint": "no_such_index"}, 2),
+        (
+            doc! {"distinct": "items", "key": "a", "hint": "no_such_index"},
+            2,
+        ),
+        (
+            doc! {"aggregate": "items", "pipeline": [], "cursor": {}, "hint": {"nope": 1}},
+            2,
+        ),
+        (doc! {"validate": "items", "repair": true}, 115),
+        (doc! {"create": "other", "autoIndexId": false}, 115),
+        (
+            doc! {"createIndexes": "items", "indexes": [{"key": {"a": 1}, "name": "a_1"}], "ignoreUnknownIndexOptions": true},
+            115,
+        ),
+        (doc! {"find": "items", "bogus": 1}, 40415),
+        (
+            doc! {"delete": "items", "deletes": [{"q": {}, "limit": 0, "bogus": 1}]},
+            40415,
+        ),
+        (doc! {"listIndexes": "items", "bogus": 1}, 40415),
+        (
+            doc! {"dropIndexes": "items", "index": "*", "bogus": 1},
+            40415,
+        ),
+    ];
+    for (command, code) in refused {
+        // A bad statement of a write is that statement's write error; anything else fails
+        // the command.
+        let answered = match db.run_command(command.clone()).await {
+            Ok(reply) => reply
+                .get_array("writeErrors")
+                .ok()
+                .and_then(|errors| errors.first())
+                .and_then(|entry| entry.as_document())
+                .and_then(|entry| entry.get_i32("code").ok()),
+            Err(error) => driver_support::server_code(&error),
+        };
+        assert_eq!(answered, Some(code), "{command}");
+    }
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 2);
+    let touched = coll
+        .count_documents(doc! {"x": {"$exists": true}})
+        .await
+        .expect("count");
+    assert_eq!(touched, 0, "nothing was written");
+    let indexes = coll.list_index_names().await.expect("indexes");
+    assert_eq!(indexes, vec!["_id_".to_string()], "no index was built");
+    let names = db.list_collection_names().await.expect("collections");
+    assert_eq!(
+        names,
+        vec!["items".to_string()],
+        "no collection was created"
+    );
+    // The same commands without the unread option still run, and a valid hint is used.
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .expect("index");
+    let counted = db
+        .run_command(doc! {"count": "items", "query": {"a": "x"}, "hint": {"a": 1}})
+        .await
+        .expect("count with a hint");
+    assert_eq!(counted.get_i32("n").ok(), Some(1));
+    db.run_command(doc! {"validate": "items", "full": true})
+        .await
+        .expect("validate");
+}

@@ -8,7 +8,6 @@
 mod common;
 mod rest_support;
 
-use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -300,7 +299,7 @@ async fn rest_apply_stores_modules_from_a_file() {
     module["privileges"] = json!([]);
     std::fs::write(&file, Value::Array(vec![module]).to_string()).expect("write");
     let backend = server.backend().arg();
-    let output = Command::new(env!("CARGO_BIN_EXE_docgate"))
+    let output = common::launcher::docgate_command()
         .args([
             "--backend",
             &backend,

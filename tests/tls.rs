@@ -10,7 +10,6 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use common::TestServer;
@@ -177,9 +176,9 @@ async fn broken_and_silent_handshakes_leave_the_server_serving() {
 /// Runs the binary with `args` (it must refuse to start) and returns its stderr.
 fn refused_start(args: &[&str]) -> String {
     let data = tempfile::tempdir().expect("temp dir");
-    let output = Command::new(env!("CARGO_BIN_EXE_docgate"))
+    let output = common::launcher::docgate_command()
         .arg("--listen")
-        .arg(format!("127.0.0.1:{}", common::free_port()))
+        .arg(format!("127.0.0.1:{}", common::launcher::free_port()))
         .arg("--backend")
         .arg(format!("sqlite:{}", data.path().display()))
         .args(args)

@@ -1,5 +1,5 @@
 //! Shared harness of docgate's benchmarks: start the real `docgate` release binary on a free
-//! loopback port over SQLite or PostgreSQL, find a collection's physical table for the
+//! loopback port over SQLite or PostgreSQL (with the tests' launcher, `tests/common/launcher.rs`), find a collection's physical table for the
 //! direct-SQL baselines, obtain a PostgreSQL (from `DOCGATE_BENCH_PG_URL` or a throwaway
 //! cluster started with `tests/pg_cluster.sh`), summarize latencies, print tables.
 //!
@@ -17,17 +17,20 @@
 
 #![allow(dead_code)]
 
+#[path = "../../tests/common/launcher.rs"]
+pub mod launcher;
 pub mod raw_sql;
 pub mod relay;
 pub mod wire_client;
 
-use std::fs::File;
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use launcher::Launch;
 
 /// How long a freshly spawned server gets to accept its first connection.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -41,14 +44,6 @@ pub fn env_usize(name: &str, default: usize) -> usize {
             .unwrap_or_else(|_| panic!("{name} must be a whole number, not {v:?}")),
         _ => default,
     }
-}
-
-/// A port that was free a moment ago.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
 }
 
 /// Where a benchmarked server keeps its data.
@@ -96,56 +91,30 @@ impl Server {
     /// Starts `docgate --listen 127.0.0.1:<free port> --rest-listen 127.0.0.1:<free port>
     /// --backend <backend>` and waits until it accepts TCP connections. `log_dir` receives its stderr.
     pub fn start(backend: &Backend, log_dir: &Path, extra_args: &[&str]) -> Server {
-        let mut last = String::new();
-        for attempt in 0..3 {
-            let port = free_port();
-            let rest_port = free_port();
-            let log = log_dir.join(format!("docgate-{port}-{attempt}.log"));
-            let stderr = File::create(&log).expect("create server log");
-            let mut child = Command::new(env!("CARGO_BIN_EXE_docgate"))
-                .arg("--listen")
-                .arg(format!("127.0.0.1:{port}"))
-                .arg("--backend")
-                .arg(backend.arg())
-                .arg("--rest-listen")
-                .arg(format!("127.0.0.1:{rest_port}"))
-                .args(extra_args)
-                .env("DOCGATE_LOG", "warn")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(stderr)
-                .spawn()
-                .expect("spawn docgate");
-            let deadline = Instant::now() + START_TIMEOUT;
-            loop {
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Server {
-                        child,
-                        port,
-                        rest_port,
-                        log,
-                    };
-                }
-                if let Ok(Some(status)) = child.try_wait() {
-                    last = format!(
-                        "docgate exited with {status}: {}",
-                        std::fs::read_to_string(&log).unwrap_or_default()
-                    );
-                    break;
-                }
-                if Instant::now() > deadline {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    last = format!(
-                        "docgate did not listen within {START_TIMEOUT:?}: {}",
-                        std::fs::read_to_string(&log).unwrap_or_default()
-                    );
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+        let backend = backend.arg();
+        let launch = Launch {
+            args: extra_args,
+            envs: &[("DOCGATE_LOG", "warn")],
+            timeout: START_TIMEOUT,
+            // At log level warn the "listening" line is not written.
+            wait_for_announcement: false,
+            ..Launch::new(&backend)
+        };
+        // Several servers may share `log_dir`: each start gets a log of its own.
+        static STARTS: AtomicUsize = AtomicUsize::new(0);
+        let started = launch.start(|attempt| {
+            let n = STARTS.fetch_add(1, Ordering::Relaxed);
+            log_dir.join(format!("docgate-{n}-{attempt}.log"))
+        });
+        match started {
+            Ok(launched) => Server {
+                child: launched.child,
+                port: launched.port,
+                rest_port: launched.rest_port,
+                log: launched.log,
+            },
+            Err(why) => panic!("cannot start docgate: {why}"),
         }
-        panic!("cannot start docgate: {last}");
     }
 
     /// A direct-connection URI for this server with extra `options` (`k=v&…`).

@@ -22,6 +22,7 @@ use std::time::Duration;
 use moka::future::Cache;
 
 use crate::query::index_spec::IndexSpec;
+use crate::query::planner::IndexCandidate;
 use crate::store::{
     CollectionRecord, IndexRecord, MetaRecord, MetaWrite, Store, StoreError, StoreSession,
 };
@@ -57,6 +58,21 @@ struct MetaEntry {
 pub struct CollectionIndex {
     pub record: IndexRecord,
     pub spec: IndexSpec,
+}
+
+/// No secondary index, for a plan that must not use any (a full scan).
+pub const NO_INDEXES: &[CollectionIndex] = &[];
+
+impl IndexCandidate for CollectionIndex {
+    fn spec(&self) -> &IndexSpec {
+        &self.spec
+    }
+    fn entries_table(&self) -> &str {
+        &self.record.table
+    }
+    fn is_multikey(&self) -> bool {
+        self.record.multikey
+    }
 }
 
 /// A collection with its secondary indexes, as commands need it.

@@ -60,12 +60,25 @@ impl CursorOwner {
     }
 }
 
+/// How a cursor hands out its result: the first batch's size, whether the first batch is
+/// all there is (`singleBatch`, a negative `limit`), and whether the idle timeout spares
+/// it (`noCursorTimeout`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BatchOptions {
+    pub batch_size: Option<usize>,
+    pub single_batch: bool,
+    pub no_timeout: bool,
+}
+
 /// The rest of one result.
 struct Cursor {
     namespace: String,
     remaining: VecDeque<RawDocumentBuf>,
     owner: CursorOwner,
     last_used: Instant,
+    /// `noCursorTimeout`: never closed for being idle (only by exhaustion, `killCursors`
+    /// or the end of its session).
+    no_timeout: bool,
 }
 
 /// Every open cursor of the process.
@@ -117,12 +130,12 @@ impl CursorRegistry {
         &self,
         namespace: &str,
         mut results: VecDeque<RawDocumentBuf>,
-        batch_size: Option<usize>,
-        single_batch: bool,
+        options: BatchOptions,
         owner: CursorOwner,
     ) -> Batch {
-        let documents = take_batch(&mut results, batch_size.unwrap_or(DEFAULT_FIRST_BATCH));
-        if results.is_empty() || single_batch {
+        let first_size = options.batch_size.unwrap_or(DEFAULT_FIRST_BATCH);
+        let documents = take_batch(&mut results, first_size);
+        if results.is_empty() || options.single_batch {
             return Batch {
                 documents,
                 cursor_id: 0,
@@ -134,6 +147,7 @@ impl CursorRegistry {
             remaining: results,
             owner,
             last_used: Instant::now(),
+            no_timeout: options.no_timeout,
         };
         self.lock().insert(id, cursor);
         Batch {
@@ -222,11 +236,12 @@ impl CursorRegistry {
         self.lock().clear();
     }
 
-    /// Closes cursors idle for longer than `max_idle`; returns how many.
+    /// Closes cursors idle for longer than `max_idle`, except `noCursorTimeout` ones;
+    /// returns how many.
     pub fn reap_idle(&self, max_idle: Duration) -> usize {
         let mut cursors = self.lock();
         let before = cursors.len();
-        cursors.retain(|_, cursor| cursor.last_used.elapsed() < max_idle);
+        cursors.retain(|_, cursor| cursor.no_timeout || cursor.last_used.elapsed() < max_idle);
         before - cursors.len()
     }
 
@@ -265,11 +280,19 @@ mod tests {
             .collect()
     }
 
+    fn options(batch_size: Option<usize>, single_batch: bool) -> BatchOptions {
+        BatchOptions {
+            batch_size,
+            single_batch,
+            no_timeout: false,
+        }
+    }
+
     #[test]
     fn batches_until_exhausted() {
         let registry = CursorRegistry::default();
         let anyone = CursorOwner::default();
-        let first = registry.first_batch("d.c", docs(10), Some(4), false, anyone.clone());
+        let first = registry.first_batch("d.c", docs(10), options(Some(4), false), anyone.clone());
         assert_eq!(first.documents.len(), 4);
         assert_ne!(first.cursor_id, 0);
         let second = registry
@@ -294,13 +317,18 @@ mod tests {
         let registry = CursorRegistry::default();
         assert_eq!(
             registry
-                .first_batch("d.c", docs(3), None, false, CursorOwner::default())
+                .first_batch("d.c", docs(3), options(None, false), CursorOwner::default())
                 .cursor_id,
             0
         );
         assert_eq!(
             registry
-                .first_batch("d.c", docs(300), None, true, CursorOwner::default())
+                .first_batch(
+                    "d.c",
+                    docs(300),
+                    options(None, true),
+                    CursorOwner::default()
+                )
                 .cursor_id,
             0
         );
@@ -322,7 +350,7 @@ mod tests {
             user: Some(("app".into(), "reader".into())),
             ..mine.clone()
         };
-        let batch = registry.first_batch("d.c", docs(10), Some(1), false, mine.clone());
+        let batch = registry.first_batch("d.c", docs(10), options(Some(1), false), mine.clone());
         let id = batch.cursor_id;
         for stranger in [&other_session, &other_user] {
             assert_eq!(
@@ -353,13 +381,46 @@ mod tests {
     fn kill_and_reap() {
         let registry = CursorRegistry::default();
         let a = registry
-            .first_batch("d.c", docs(10), Some(1), false, CursorOwner::default())
+            .first_batch(
+                "d.c",
+                docs(10),
+                options(Some(1), false),
+                CursorOwner::default(),
+            )
             .cursor_id;
         let (killed, not_found) = registry
             .kill("d.c", &[a, 42], &CursorOwner::default())
             .unwrap();
         assert_eq!((killed, not_found), (vec![a], vec![42]));
-        registry.first_batch("d.c", docs(10), Some(1), false, CursorOwner::default());
+        registry.first_batch(
+            "d.c",
+            docs(10),
+            options(Some(1), false),
+            CursorOwner::default(),
+        );
         assert_eq!(registry.reap_idle(Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn no_cursor_timeout_survives_the_reaper() {
+        let registry = CursorRegistry::default();
+        let kept = BatchOptions {
+            no_timeout: true,
+            ..options(Some(1), false)
+        };
+        let id = registry
+            .first_batch("d.c", docs(3), kept, CursorOwner::default())
+            .cursor_id;
+        registry.first_batch(
+            "d.c",
+            docs(3),
+            options(Some(1), false),
+            CursorOwner::default(),
+        );
+        assert_eq!(registry.reap_idle(Duration::ZERO), 1);
+        let next = registry
+            .next_batch(id, "d.c", None, &CursorOwner::default())
+            .unwrap();
+        assert_eq!(next.documents.len(), 2);
     }
 }

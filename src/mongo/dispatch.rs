@@ -69,7 +69,7 @@ pub async fn dispatch(
     let Some(spec) = spec else {
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
-    let refused = refuse_transactions(&request).and_then(|()| refuse_let(spec, &request));
+    let refused = refuse_transactions(&request).and_then(|()| refuse_explained_let(spec, &request));
     let result = match refused.and_then(|()| time_limit(server, &request)) {
         Err(error) => Err(error),
         Ok(limit) => {
@@ -173,14 +173,17 @@ fn refuse_transactions(request: &CommandRequest) -> Result<(), OpError> {
     Ok(())
 }
 
-/// Command-level `let` variables are not implemented yet: a command that defines some is
-/// refused rather than run as if they were not there (an empty `let` changes nothing).
-fn refuse_let(spec: &CommandSpec, request: &CommandRequest) -> Result<(), OpError> {
-    let body = match (spec.command, request.body.get("explain")) {
-        (Command::Explain, Some(Bson::Document(explained))) => explained,
-        _ => &request.body,
+/// Command-level `let` variables are not implemented yet. Each command's handler refuses
+/// them as it takes its arguments; the command inside an `explain` is only partly parsed
+/// (its filter, sort and hint), so its `let` is refused here, rather than explained as if
+/// the variables were not there (an empty `let` changes nothing).
+fn refuse_explained_let(spec: &CommandSpec, request: &CommandRequest) -> Result<(), OpError> {
+    let (Command::Explain, Some(Bson::Document(explained))) =
+        (spec.command, request.body.get("explain"))
+    else {
+        return Ok(());
     };
-    match body.get("let") {
+    match explained.get("let") {
         None => Ok(()),
         Some(Bson::Document(variables)) if variables.is_empty() => Ok(()),
         Some(_) => Err(OpError::NotSupported(

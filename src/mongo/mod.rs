@@ -4,6 +4,7 @@
 //! Not for: SQL (commands talk to the core — `query`, `catalog` — and to the `Store` trait
 //! with neutral requests), or framing details (those live in the `docgate-wire` crate).
 
+pub mod arguments;
 pub mod command_table;
 pub mod commands;
 pub mod connection;

@@ -1,7 +1,8 @@
 //! A command as the dispatcher sees it: its name, its database and one body document in
-//! which the OP_MSG kind-1 document sequences are merged as arrays. Also the typed argument
-//! readers every command uses, which accept what MongoDB accepts (numbers for booleans,
-//! any integral number type for counts) and answer MongoDB's type errors otherwise.
+//! which the OP_MSG kind-1 document sequences are merged as arrays. Also the typed readers
+//! of single values, which accept what MongoDB accepts (numbers for booleans, any integral
+//! number type for counts) and answer MongoDB's type errors otherwise; handlers take their
+//! fields through `arguments::Arguments`, which uses them.
 //!
 //! Not for: executing anything.
 
@@ -91,56 +92,13 @@ impl CommandRequest {
     }
 }
 
-/// Arguments any command may carry (MongoDB's generic arguments); never "unknown fields".
-const GENERIC_ARGUMENTS: &[&str] = &[
-    "$db",
-    "lsid",
-    "$clusterTime",
-    "$readPreference",
-    "txnNumber",
-    "autocommit",
-    "startTransaction",
-    "readConcern",
-    "writeConcern",
-    "comment",
-    "maxTimeMS",
-    "apiVersion",
-    "apiStrict",
-    "apiDeprecationErrors",
-    "$audit",
-    "$client",
-    "$configServerState",
-    "$gleStats",
-    "$oplogQueryData",
-    "$replData",
-    "$topologyTime",
-    "databaseVersion",
-    "shardVersion",
-    "$queryOptions",
-    "mayBypassWriteBlocking",
-    "clientOperationKey",
-    "help",
-];
-
-impl CommandRequest {
-    /// Rejects fields that are neither in `allowed` nor generic arguments, as MongoDB's
-    /// command parser does (40415, "BSON field 'find.foo' is an unknown field.").
-    pub fn check_fields(&self, allowed: &[&str]) -> Result<(), OpError> {
-        for key in self.body.keys().skip(1) {
-            if !allowed.contains(&key.as_str()) && !GENERIC_ARGUMENTS.contains(&key.as_str()) {
-                return Err(OpError::UnknownField(format!("{}.{key}", self.name)));
-            }
-        }
-        Ok(())
-    }
-}
-
 /// MongoDB's name for a value's type, for error messages.
 pub fn type_name(value: &Bson) -> &'static str {
     crate::query::compare::bson_type_name(value)
 }
 
-fn wrong_type(field: &str, expected: &str, got: &Bson) -> OpError {
+/// MongoDB's error for an argument of the wrong type.
+pub(super) fn wrong_type(field: &str, expected: &str, got: &Bson) -> OpError {
     OpError::TypeMismatch(format!(
         "BSON field '{field}' is the wrong type '{}', expected type '{expected}'",
         type_name(got)
@@ -178,11 +136,20 @@ pub fn opt_str<'a>(body: &'a Document, field: &str) -> Result<Option<&'a str>, O
 pub fn opt_bool(body: &Document, field: &str) -> Result<Option<bool>, OpError> {
     match body.get(field) {
         None | Some(Bson::Null) => Ok(None),
-        Some(Bson::Boolean(b)) => Ok(Some(*b)),
-        Some(Bson::Int32(n)) => Ok(Some(*n != 0)),
-        Some(Bson::Int64(n)) => Ok(Some(*n != 0)),
-        Some(Bson::Double(n)) => Ok(Some(*n != 0.0)),
-        Some(other) => Err(wrong_type(field, "bool", other)),
+        Some(value) => as_bool(value)
+            .map(Some)
+            .ok_or_else(|| wrong_type(field, "bool", value)),
+    }
+}
+
+/// A boolean, or a number standing for one (non-zero is true), as MongoDB reads flags.
+pub fn as_bool(value: &Bson) -> Option<bool> {
+    match value {
+        Bson::Boolean(b) => Some(*b),
+        Bson::Int32(n) => Some(*n != 0),
+        Bson::Int64(n) => Some(*n != 0),
+        Bson::Double(n) => Some(*n != 0.0),
+        _ => None,
     }
 }
 

@@ -8,10 +8,12 @@
 
 use bson::Document;
 
+use super::read;
 use super::OpError;
+use crate::catalog::NO_INDEXES;
 use crate::query::aggregate::{ForeignDocuments, Pipeline};
 use crate::query::filter::Filter;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 
 /// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
 /// planned into the scan, the collections `$lookup`/`$unionWith` read are read whole, then
@@ -28,7 +30,7 @@ pub async fn run_pipeline(
         Some(info) => {
             let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
             let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
-            planner::execute(session, &info.record, &plan).await?
+            read::execute(session, &info.record, &plan).await?
         }
     };
     // $lookup and $unionWith read other collections of the same database.
@@ -37,8 +39,8 @@ pub async fn run_pipeline(
         let documents = match catalog.collection(db, &other).await? {
             None => Vec::new(),
             Some(record) => {
-                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
-                planner::execute(session, &record, &plan).await?
+                let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
+                read::execute(session, &record, &plan).await?
             }
         };
         foreign.insert(other, documents);

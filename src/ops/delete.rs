@@ -6,11 +6,12 @@
 
 use bson::Bson;
 
+use super::read;
 use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::filter::Filter;
 use crate::query::keys::encode_key;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::store::StoreSession;
 
 /// A parsed delete statement (also what the REST front end deletes with).
@@ -28,7 +29,7 @@ pub async fn run_statement(
     let record = &collection.record;
     let limit = statement.just_one.then_some(1);
     let plan = ReadPlan::new(statement.filter, None, 0, limit, &collection.indexes);
-    let documents = planner::execute_for_update(session, record, &plan).await?;
+    let documents = read::execute_for_update(session, record, &plan).await?;
     let keys: Vec<Vec<u8>> = documents
         .iter()
         .map(|d| encode_key(d.get("_id").unwrap_or(&Bson::Null)))

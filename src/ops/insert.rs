@@ -100,7 +100,7 @@ pub async fn insert(
             by_index.and_then(|(_, name)| info.indexes.iter().find(|i| &i.record.name == name));
         let entry = match spec {
             Some(spec) => {
-                let original = crate::query::planner::decode_document(&document.stored.bson)?;
+                let original = super::read::decode_document(&document.stored.bson)?;
                 duplicate_index_error(*index, &namespace, &spec.spec, &original)
             }
             None => duplicate_id_error(*index, &namespace, &document.id),

@@ -14,7 +14,10 @@
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
-//! - `aggregate`: running a pipeline over a collection.
+//! - `read`: a planned read run on a store session, the residual filter, sort, skip and
+//!   limit in Rust, and the decoding of stored documents;
+//! - `aggregate`: running a pipeline over a collection;
+//! - `ttl`: the TTL monitor, which deletes expired documents through `delete`.
 //!
 //! Not for: command or request shapes (the front ends parse those), SQL (the store), the
 //! semantics of filters, updates and pipelines (`query`).
@@ -26,8 +29,10 @@ pub mod error;
 pub mod insert;
 pub mod namespace;
 pub mod prepare;
+pub mod read;
 pub mod retry;
 pub mod transaction;
+pub mod ttl;
 pub mod update;
 pub mod write;
 pub mod write_errors;

@@ -11,12 +11,13 @@ use std::collections::BTreeSet;
 use bson::{Bson, Document};
 
 use super::prepare::prepare_for_storage;
+use super::read;
 use super::write_errors::{command_write_error, duplicate_id_error, duplicate_index_error};
 use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::filter::{upsert_seed, Filter};
 use crate::query::keys::encode_key;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::query::sort::SortSpec;
 use crate::query::update::{UpdateContext, UpdateSpec};
 use crate::store::{StoreError, StoreSession, StoredDocument};
@@ -116,7 +117,7 @@ pub async fn apply_statement(
     // A concurrent upsert of the same document may win the insert; MongoDB then retries the
     // statement as an update, and so do we (a bounded number of times).
     for attempt in 0..=UPSERT_RETRIES {
-        let matched = planner::execute_for_update(session, record, &plan).await?;
+        let matched = read::execute_for_update(session, record, &plan).await?;
         let mut applied = AppliedStatement::default();
         let mut changed: Vec<StoredDocument> = Vec::new();
         let mut changed_documents: Vec<Document> = Vec::new();
@@ -163,7 +164,7 @@ pub async fn apply_statement(
             let inserted = session
                 .insert(record, std::slice::from_ref(&prepared.stored), true)
                 .await?;
-            let stored_document = planner::decode_document(&prepared.stored.bson)?;
+            let stored_document = read::decode_document(&prepared.stored.bson)?;
             if let Some((_, index)) = inserted.index_conflicts.first() {
                 return Err(index_duplicate(
                     collection,

@@ -17,7 +17,7 @@ use super::filter::FieldPredicate;
 use super::index_spec::{invert, key_component, prefix_successor, IndexDirection};
 use super::keys::encode_key;
 use super::number::Number;
-use crate::store::IndexBound;
+use super::scan::IndexBound;
 
 /// A half-open byte range `[lower, upper)` of index keys (None = unbounded).
 #[derive(Clone, Debug, PartialEq)]

@@ -13,8 +13,9 @@
 //! [`positional::matched_array_position`]. Every error is a
 //! [`QueryError`] carrying MongoDB's code and code name.
 //!
-//! The planner ([`planner`]) is the one part that talks to the store: it turns a filter,
-//! sort, skip and limit into a store `ScanRequest` plus a residual checked here in Rust.
+//! The planner ([`planner`]) turns a filter, sort, skip and limit into a
+//! [`scan::ScanRequest`] the store evaluates plus a residual checked in Rust. Nothing here
+//! performs I/O: the core (`ops/read.rs`) runs plans on a store session.
 //!
 //! Not for: SQL, wire protocol or command shapes.
 
@@ -52,10 +53,10 @@ mod projection_apply;
 pub mod regex_match;
 #[cfg(test)]
 mod robustness_tests;
+pub mod scan;
 pub mod sort;
 #[cfg(test)]
 mod test_values;
-pub mod ttl;
 pub mod update;
 pub mod update_ops;
 pub mod update_path;

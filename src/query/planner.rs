@@ -1,6 +1,6 @@
 //! The planner: splits a read (filter, sort, skip, limit) into a `ScanRequest` the store runs
 //! in SQL and a residual the Rust evaluator checks (DESIGN.md invariant 2: pushdown may
-//! over-select, never under-select), and runs the two together.
+//! over-select, never under-select). Running a plan is the core's (`ops/read.rs`).
 //!
 //! What is pushed:
 //! - `_id` equality and `$in` — exact, served by the `_id` key index;
@@ -13,20 +13,75 @@
 //! sparse, partial nor hidden, is pushed together with skip and limit when the whole
 //! filter was pushed exactly; otherwise sorting, skipping and limiting happen in Rust.
 //!
-//! Not for: SQL text (the store spells it), or MongoDB command shapes.
+//! Not for: SQL text (the store spells it), I/O of any kind, or MongoDB command shapes.
 
-use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
-use bson::{Bson, Document};
+use bson::Bson;
 
 use super::filter::{FieldPredicate, Filter};
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
-use super::index_spec::IndexDirection;
+use super::index_spec::{IndexDirection, IndexSpec};
 use super::keys::encode_key;
+use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
-use crate::catalog::CollectionIndex;
-use crate::store::{
-    CollectionRecord, KeyOrder, PathValue, Predicate, ScanRequest, StoreError, StoreSession,
-};
+
+/// A secondary index as the planner needs to know it: its parsed specification, the
+/// entries table the store scans for it, and whether some document has more than one key in
+/// it. The catalog's `CollectionIndex` is one; the planner never looks anything up itself.
+pub trait IndexCandidate {
+    /// The parsed index specification (key fields, sparse, partial, hidden).
+    fn spec(&self) -> &IndexSpec;
+    /// The entries table of the index (`IndexRecord::table`), named in
+    /// `Predicate::IndexRange` and `ScanRequest::order_index`.
+    fn entries_table(&self) -> &str;
+    /// Some document has had more than one key in the index (an array on an indexed path).
+    fn is_multikey(&self) -> bool;
+}
+
+impl<T: IndexCandidate + ?Sized> IndexCandidate for &T {
+    fn spec(&self) -> &IndexSpec {
+        (**self).spec()
+    }
+    fn entries_table(&self) -> &str {
+        (**self).entries_table()
+    }
+    fn is_multikey(&self) -> bool {
+        (**self).is_multikey()
+    }
+}
+
+/// What the store can do with a filter (DataFusion's `TableProviderFilterPushDown`):
+/// evaluate it exactly, evaluate a predicate that may over-select (Rust re-checks the
+/// filter), or nothing (every document is read and the filter checked in Rust).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pushdown {
+    /// The predicate selects exactly the matching documents; no re-check.
+    Exact(Predicate),
+    /// The predicate selects every matching document and maybe more; Rust re-checks.
+    Inexact(Predicate),
+    /// Nothing can be pushed.
+    Unsupported,
+}
+
+impl Pushdown {
+    /// `predicate`, exact or over-selecting; an over-selecting `True` pushes nothing.
+    fn of(predicate: Predicate, exact: bool) -> Pushdown {
+        match (predicate, exact) {
+            (predicate, true) => Pushdown::Exact(predicate),
+            (Predicate::True, false) => Pushdown::Unsupported,
+            (predicate, false) => Pushdown::Inexact(predicate),
+        }
+    }
+
+    /// The predicate the store evaluates (`True` when nothing is pushed) and whether it is
+    /// exact.
+    pub fn into_parts(self) -> (Predicate, bool) {
+        match self {
+            Pushdown::Exact(predicate) => (predicate, true),
+            Pushdown::Inexact(predicate) => (predicate, false),
+            Pushdown::Unsupported => (Predicate::True, false),
+        }
+    }
+}
 
 /// How one read will run.
 #[derive(Clone, Debug)]
@@ -45,14 +100,14 @@ pub struct ReadPlan {
 impl ReadPlan {
     /// Plans a read of documents matching `filter`, ordered by `sort`, then skip and limit,
     /// over a collection with the given secondary indexes.
-    pub fn new(
+    pub fn new<I: IndexCandidate>(
         filter: Filter,
         sort: Option<SortSpec>,
         skip: u64,
         limit: Option<u64>,
-        indexes: &[CollectionIndex],
+        indexes: &[I],
     ) -> ReadPlan {
-        let (predicate, exact) = pushdown(&filter, indexes);
+        let (predicate, exact) = pushdown(&filter, indexes).into_parts();
         // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.
         let reverse_natural = sort.as_ref().is_some_and(|spec| {
             spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
@@ -112,7 +167,7 @@ enum ScanOrder {
 
 /// A one-key sort the store can serve: `_id`, or the first field of an index in which
 /// every document has exactly one key.
-fn scan_order(spec: &SortSpec, indexes: &[CollectionIndex]) -> Option<ScanOrder> {
+fn scan_order<I: IndexCandidate>(spec: &SortSpec, indexes: &[I]) -> Option<ScanOrder> {
     let [(path, direction)] = spec.keys.as_slice() else {
         return None;
     };
@@ -125,51 +180,61 @@ fn scan_order(spec: &SortSpec, indexes: &[CollectionIndex]) -> Option<ScanOrder>
         }));
     }
     let index = indexes.iter().find(|index| {
-        !index.record.multikey && !index.spec.sparse && holds_every_match(index, path)
+        !index.is_multikey() && !index.spec().sparse && holds_every_match(index, path)
     })?;
-    let index_ascending = matches!(index.spec.fields[0].1, IndexDirection::Ascending);
+    let index_ascending = matches!(index.spec().fields[0].1, IndexDirection::Ascending);
     let order = if ascending == index_ascending {
         KeyOrder::Ascending
     } else {
         KeyOrder::Descending
     };
-    Some(ScanOrder::Index(index.record.table.clone(), order))
+    Some(ScanOrder::Index(index.entries_table().to_string(), order))
 }
 
-/// Translates a filter into a store predicate; the flag says whether it is exact.
-pub fn pushdown(filter: &Filter, indexes: &[CollectionIndex]) -> (Predicate, bool) {
+/// Translates a filter into what the store can evaluate of it.
+pub fn pushdown<I: IndexCandidate>(filter: &Filter, indexes: &[I]) -> Pushdown {
     match filter {
         Filter::And(parts) => {
             let mut pushed = Vec::new();
             let mut exact = true;
             for part in parts {
-                let (predicate, part_exact) = pushdown(part, indexes);
-                exact &= part_exact;
-                if predicate != Predicate::True {
-                    pushed.push(predicate);
+                match pushdown(part, indexes) {
+                    Pushdown::Exact(predicate) => pushed.push(predicate),
+                    Pushdown::Inexact(predicate) => {
+                        exact = false;
+                        pushed.push(predicate);
+                    }
+                    Pushdown::Unsupported => exact = false,
                 }
             }
-            (conjunction(pushed), exact)
+            pushed.retain(|predicate| *predicate != Predicate::True);
+            Pushdown::of(conjunction(pushed), exact)
         }
         Filter::Or(branches) => {
             let mut pushed = Vec::new();
             let mut exact = true;
             for branch in branches {
-                let (predicate, branch_exact) = pushdown(branch, indexes);
-                if predicate == Predicate::True {
-                    // One branch that selects everything makes the whole $or select everything.
-                    return (
-                        Predicate::True,
-                        branch_exact && exact && branches.len() == 1,
-                    );
-                }
-                exact &= branch_exact;
+                let predicate = match pushdown(branch, indexes) {
+                    // One branch that selects everything makes the whole $or select
+                    // everything.
+                    Pushdown::Exact(Predicate::True) if branches.len() == 1 => {
+                        return Pushdown::Exact(Predicate::True);
+                    }
+                    Pushdown::Exact(Predicate::True)
+                    | Pushdown::Inexact(Predicate::True)
+                    | Pushdown::Unsupported => return Pushdown::Unsupported,
+                    Pushdown::Exact(predicate) => predicate,
+                    Pushdown::Inexact(predicate) => {
+                        exact = false;
+                        predicate
+                    }
+                };
                 pushed.push(predicate);
             }
             if pushed.is_empty() {
-                return (Predicate::True, false);
+                return Pushdown::Unsupported;
             }
-            (Predicate::Or(pushed), exact)
+            Pushdown::of(Predicate::Or(pushed), exact)
         }
         Filter::Field { path, predicates } => {
             let mut pushed = Vec::new();
@@ -180,29 +245,30 @@ pub fn pushdown(filter: &Filter, indexes: &[CollectionIndex]) -> (Predicate, boo
             pushed.extend(merged);
             for predicate in rest {
                 match field_predicate(path, predicate, indexes) {
-                    Some((p, p_exact)) => {
-                        exact &= p_exact;
+                    Pushdown::Exact(p) => pushed.push(p),
+                    Pushdown::Inexact(p) => {
+                        exact = false;
                         pushed.push(p);
                     }
-                    None => exact = false,
+                    Pushdown::Unsupported => exact = false,
                 }
             }
             if pushed.is_empty() {
-                return (Predicate::True, false);
+                return Pushdown::Unsupported;
             }
-            (conjunction(pushed), exact)
+            Pushdown::of(conjunction(pushed), exact)
         }
-        _ => (Predicate::True, false),
+        _ => Pushdown::Unsupported,
     }
 }
 
 /// Splits a field's conditions into one intersected index range for its comparisons (when
 /// the usable index is not multikey: with arrays, different elements may satisfy different
 /// bounds, so each bound must stay its own range) and the conditions left to push one by one.
-fn merge_bounds<'a>(
+fn merge_bounds<'a, I: IndexCandidate>(
     path: &str,
     predicates: &'a [FieldPredicate],
-    indexes: &[CollectionIndex],
+    indexes: &[I],
 ) -> (Option<Predicate>, Vec<&'a FieldPredicate>) {
     if path == "_id" {
         return merge_key_bounds(predicates);
@@ -211,14 +277,14 @@ fn merge_bounds<'a>(
     let Some(index) = indexes
         .iter()
         .filter(|index| holds_every_match(index, path))
-        .min_by_key(|index| index.spec.fields.len())
+        .min_by_key(|index| index.spec().fields.len())
     else {
         return (None, all);
     };
-    if index.record.multikey {
+    if index.is_multikey() {
         return (None, all);
     }
-    let direction = index.spec.fields[0].1;
+    let direction = index.spec().fields[0].1;
     let mut ranges = Vec::new();
     let mut rest = Vec::new();
     for predicate in predicates {
@@ -237,7 +303,7 @@ fn merge_bounds<'a>(
     }
     let merged = ranges.into_iter().reduce(intersect);
     let predicate = merged.map(|range| Predicate::IndexRange {
-        table: index.record.table.clone(),
+        table: index.entries_table().to_string(),
         lower: range.lower,
         upper: range.upper,
     });
@@ -268,7 +334,6 @@ fn merge_key_bounds(predicates: &[FieldPredicate]) -> (Option<Predicate>, Vec<&F
 /// The keys both ranges hold: the higher lower bound and the lower upper bound (exclusive
 /// wins a tie).
 fn intersect(a: KeyRange, b: KeyRange) -> KeyRange {
-    use crate::store::IndexBound;
     let tighter_lower = |x: Option<IndexBound>, y: Option<IndexBound>| match (x, y) {
         (Some(x), Some(y)) => Some(match x.key.cmp(&y.key) {
             std::cmp::Ordering::Greater => x,
@@ -307,76 +372,73 @@ fn conjunction(mut parts: Vec<Predicate>) -> Predicate {
     }
 }
 
-/// One field condition, if it can be pushed.
-fn field_predicate(
+/// What can be pushed of one field condition.
+fn field_predicate<I: IndexCandidate>(
     path: &str,
     predicate: &FieldPredicate,
-    indexes: &[CollectionIndex],
-) -> Option<(Predicate, bool)> {
+    indexes: &[I],
+) -> Pushdown {
     match predicate {
         FieldPredicate::Eq(value) if path == "_id" && is_plain_value(value) => {
-            return Some((Predicate::KeyEquals(encode_key(value)), true));
+            return Pushdown::Exact(Predicate::KeyEquals(encode_key(value)));
         }
         FieldPredicate::In(values) if path == "_id" && values.iter().all(is_plain_value) => {
             let mut keys: Vec<Vec<u8>> = values.iter().map(encode_key).collect();
             keys.sort();
             keys.dedup();
-            return Some((Predicate::KeyIn(keys), true));
+            return Pushdown::Exact(Predicate::KeyIn(keys));
         }
         _ => {}
     }
     if let Some(pushed) = index_predicate(path, predicate, indexes) {
-        return Some((pushed, true));
+        return Pushdown::Exact(pushed);
     }
-    match predicate {
-        FieldPredicate::Eq(value) => {
-            let value = path_value(value)?;
-            let segments: Vec<String> = path.split('.').map(str::to_string).collect();
-            if segments
-                .iter()
-                .any(|s| s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()))
-            {
-                return None;
-            }
-            Some((
-                Predicate::PathEquals {
-                    path: segments,
-                    value,
-                },
-                false,
-            ))
-        }
-        _ => None,
+    let FieldPredicate::Eq(value) = predicate else {
+        return Pushdown::Unsupported;
+    };
+    let Some(value) = path_value(value) else {
+        return Pushdown::Unsupported;
+    };
+    let segments: Vec<String> = path.split('.').map(str::to_string).collect();
+    if segments
+        .iter()
+        .any(|s| s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Pushdown::Unsupported;
     }
+    Pushdown::Inexact(Predicate::PathEquals {
+        path: segments,
+        value,
+    })
 }
 
 /// An index that leads with `path` and may answer for it: not partial (it would miss the
 /// documents its filter leaves out) and not hidden (MongoDB never plans with those).
-fn holds_every_match(index: &CollectionIndex, path: &str) -> bool {
-    index.spec.partial_filter.is_none()
-        && !index.spec.hidden()
+fn holds_every_match(index: &impl IndexCandidate, path: &str) -> bool {
+    index.spec().partial_filter.is_none()
+        && !index.spec().hidden()
         && index
-            .spec
+            .spec()
             .fields
             .first()
             .is_some_and(|(first, _)| first == path)
 }
 
 /// An exact index range for a condition on the first field of a usable index.
-fn index_predicate(
+fn index_predicate<I: IndexCandidate>(
     path: &str,
     predicate: &FieldPredicate,
-    indexes: &[CollectionIndex],
+    indexes: &[I],
 ) -> Option<Predicate> {
     // Partial and hidden indexes do not hold every matching document; sparse ones do for
     // these conditions (none of them matches a missing field). Prefer the narrowest index.
     let index = indexes
         .iter()
         .filter(|index| holds_every_match(index, path))
-        .min_by_key(|index| index.spec.fields.len())?;
-    let direction = index.spec.fields[0].1;
+        .min_by_key(|index| index.spec().fields.len())?;
+    let direction = index.spec().fields[0].1;
     let to_predicate = |range: KeyRange| Predicate::IndexRange {
-        table: index.record.table.clone(),
+        table: index.entries_table().to_string(),
         lower: range.lower,
         upper: range.upper,
     };
@@ -409,229 +471,35 @@ fn path_value(value: &Bson) -> Option<PathValue> {
     }
 }
 
-/// Runs a plan: the store's scan, then the residual filter, sort, skip and limit in Rust.
-pub async fn execute(
-    session: &mut dyn StoreSession,
-    collection: &CollectionRecord,
-    plan: &ReadPlan,
-) -> Result<Vec<Document>, StoreError> {
-    let rows = session.scan(collection, &plan.scan).await?;
-    in_rust(rows, plan, finish).await
-}
-
-/// Like [`execute`], for the read of a write (update, delete, findAndModify): the rows are
-/// locked for the rest of the transaction and read as concurrent writers left them, so a
-/// read-modify-write never loses a concurrent update.
-pub async fn execute_for_update(
-    session: &mut dyn StoreSession,
-    collection: &CollectionRecord,
-    plan: &ReadPlan,
-) -> Result<Vec<Document>, StoreError> {
-    let rows = session.scan_for_update(collection, &plan.scan).await?;
-    in_rust(rows, plan, finish).await
-}
-
-/// Like [`execute`], answering each selected document in its stored BSON bytes, for a
-/// caller that only passes the documents on (a REST page): a document is decoded only when
-/// the residual filter must look at it, and a sort reads just the fields it sorts by.
-pub async fn execute_raw(
-    session: &mut dyn StoreSession,
-    collection: &CollectionRecord,
-    plan: &ReadPlan,
-) -> Result<Vec<RawDocumentBuf>, StoreError> {
-    let rows = session.scan(collection, &plan.scan).await?;
-    in_rust(rows, plan, finish_raw).await
-}
-
-/// Rows up to which the Rust side of a plan without an `$expr` runs inline on the async
-/// thread: below this a trip to the compute pool costs more than the work.
-const INLINE_ROWS: usize = 256;
-
-/// [`finish`] or [`finish_raw`].
-type Finisher<T> = fn(Vec<Vec<u8>>, &ReadPlan) -> Result<Vec<T>, StoreError>;
-
-/// Runs the Rust side of `plan` over `rows`: inline when it is small, on the compute pool
-/// (`crate::compute`) otherwise, under the command's interrupt either way.
-async fn in_rust<T: Send + 'static>(
-    rows: Vec<Vec<u8>>,
-    plan: &ReadPlan,
-    finish: Finisher<T>,
-) -> Result<Vec<T>, StoreError> {
-    let expressions = plan
-        .residual
-        .as_ref()
-        .is_some_and(Filter::evaluates_expressions);
-    if !expressions && rows.len() <= INLINE_ROWS {
-        return crate::compute::run_inline(|| finish(rows, plan));
-    }
-    let plan = plan.clone();
-    crate::compute::run(move || finish(rows, &plan)).await
-}
-
-/// The residual filter, sort, skip and limit over the rows the store returned. Without a
-/// sort in Rust, evaluation stops once skip plus limit documents matched.
-pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
-    let enough = enough_matches(plan);
-    let mut documents = Vec::with_capacity(rows.len().min(enough));
-    for row in in_scan_order(rows, plan) {
-        if documents.len() >= enough {
-            break;
-        }
-        crate::interrupt::check()?;
-        let document = decode_document(&row)?;
-        if plan
-            .residual
-            .as_ref()
-            .is_none_or(|filter| filter.matches(&document))
-        {
-            documents.push(document);
-        }
-    }
-    crate::interrupt::check_now()?;
-    if let Some(sort) = sort_in_rust(plan) {
-        sort.sort(&mut documents);
-    }
-    Ok(skip_and_limit(documents, plan))
-}
-
-/// [`finish`] keeping the documents in their stored bytes (see [`execute_raw`]).
-pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocumentBuf>, StoreError> {
-    let enough = enough_matches(plan);
-    let mut selected = Vec::with_capacity(rows.len().min(enough));
-    for row in in_scan_order(rows, plan) {
-        if selected.len() >= enough {
-            break;
-        }
-        crate::interrupt::check()?;
-        let raw = RawDocumentBuf::from_bytes(row).map_err(corrupt)?;
-        if let Some(filter) = &plan.residual {
-            if !filter.matches(&decode_document(raw.as_bytes())?) {
-                continue;
-            }
-        }
-        selected.push(raw);
-    }
-    crate::interrupt::check_now()?;
-    if let Some(sort) = sort_in_rust(plan) {
-        let keyed = selected
-            .into_iter()
-            .map(|raw| Ok((raw_sort_key(&raw, sort)?, raw)))
-            .collect::<Result<_, StoreError>>()?;
-        selected = sort.order_by_keys(keyed);
-    }
-    Ok(skip_and_limit(selected, plan))
-}
-
-/// How many matching documents the Rust side needs: all of them before a sort, else skip
-/// plus limit.
-fn enough_matches(plan: &ReadPlan) -> usize {
-    match (sort_in_rust(plan), plan.limit) {
-        (None, Some(limit)) => {
-            usize::try_from(plan.skip.saturating_add(limit)).unwrap_or(usize::MAX)
-        }
-        _ => usize::MAX,
-    }
-}
-
-/// The rows in the order the plan reads them (a `$natural: -1` sort reverses the scan).
-fn in_scan_order(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Box<dyn Iterator<Item = Vec<u8>>> {
-    let reverse = plan.sort.as_ref().is_some_and(|spec| {
-        spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
-    });
-    if reverse {
-        Box::new(rows.into_iter().rev())
-    } else {
-        Box::new(rows.into_iter())
-    }
-}
-
-/// The sort the plan leaves to Rust, if any.
-fn sort_in_rust(plan: &ReadPlan) -> Option<&SortSpec> {
-    plan.sort.as_ref().filter(|spec| !spec.keys.is_empty())
-}
-
-/// The plan's Rust-side skip and limit applied to `items`.
-fn skip_and_limit<T>(mut items: Vec<T>, plan: &ReadPlan) -> Vec<T> {
-    let skip = usize::try_from(plan.skip).unwrap_or(usize::MAX);
-    if skip > 0 {
-        items.drain(..skip.min(items.len()));
-    }
-    if let Some(limit) = plan.limit {
-        items.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-    }
-    items
-}
-
-/// The sort key of a stored document. A top-level field that is not an array is its own
-/// key (a missing one is null), read straight from the bytes; other paths are resolved on
-/// the decoded top-level fields they start with.
-fn raw_sort_key(raw: &RawDocument, sort: &SortSpec) -> Result<Vec<Bson>, StoreError> {
-    let mut key = Vec::with_capacity(sort.keys.len());
-    for (path, _) in &sort.keys {
-        let own_key = if path.contains('.') {
-            None
-        } else {
-            match raw.get(path).map_err(corrupt)? {
-                None => Some(Bson::Null),
-                Some(RawBsonRef::Array(_)) => None,
-                Some(value) => Some(Bson::try_from(value).map_err(corrupt)?),
-            }
-        };
-        match own_key {
-            Some(value) => key.push(value),
-            None => return Ok(sort.keys_of(&sorted_fields(raw, sort)?)),
-        }
-    }
-    Ok(key)
-}
-
-/// The top-level fields of `raw` that `sort`'s paths start with, decoded: enough for the
-/// document's sort key.
-fn sorted_fields(raw: &RawDocument, sort: &SortSpec) -> Result<Document, StoreError> {
-    let mut fields = Document::new();
-    for name in sort.top_level_fields() {
-        if fields.contains_key(name) {
-            continue;
-        }
-        if let Some(value) = raw.get(name).map_err(corrupt)? {
-            fields.insert(name, Bson::try_from(value).map_err(corrupt)?);
-        }
-    }
-    Ok(fields)
-}
-
-fn corrupt(error: bson::error::Error) -> StoreError {
-    StoreError::Corrupt(error.to_string())
-}
-
-/// Counts what a filter matches: a SQL `COUNT` when the pushdown is exact.
-pub async fn count(
-    session: &mut dyn StoreSession,
-    collection: &CollectionRecord,
-    indexes: &[CollectionIndex],
-    filter: Filter,
-) -> Result<u64, StoreError> {
-    let plan = ReadPlan::new(filter, None, 0, None, indexes);
-    if plan.is_fully_pushed() {
-        return session.count(collection, &plan.scan.filter).await;
-    }
-    Ok(execute(session, collection, &plan).await?.len() as u64)
-}
-
-/// Parses stored BSON bytes (in place: no copy of the bytes is made first).
-pub fn decode_document(bytes: &[u8]) -> Result<Document, StoreError> {
-    RawDocument::from_bytes(bytes)
-        .and_then(Document::try_from)
-        .map_err(corrupt)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
+    use bson::{doc, Document};
+
+    /// An index as the catalog would hand it to the planner.
+    struct TestIndex {
+        spec: IndexSpec,
+        table: String,
+        multikey: bool,
+    }
+
+    impl IndexCandidate for TestIndex {
+        fn spec(&self) -> &IndexSpec {
+            &self.spec
+        }
+        fn entries_table(&self) -> &str {
+            &self.table
+        }
+        fn is_multikey(&self) -> bool {
+            self.multikey
+        }
+    }
+
+    /// No secondary index.
+    const NONE: &[TestIndex] = &[];
 
     fn plan(filter: Document) -> (Predicate, bool) {
-        pushdown(&Filter::parse(&filter).unwrap(), &[])
+        pushdown(&Filter::parse(&filter).unwrap(), NONE).into_parts()
     }
 
     #[test]
@@ -646,7 +514,6 @@ mod tests {
 
     #[test]
     fn id_comparisons_are_one_exact_key_range() {
-        use crate::store::IndexBound;
         let bound = |value: Bson, inclusive: bool| IndexBound {
             key: encode_key(&value),
             inclusive,
@@ -706,7 +573,7 @@ mod tests {
     fn sort_on_id_with_limit_is_pushed_when_exact() {
         let filter = Filter::parse(&doc! {}).unwrap();
         let sort = SortSpec::parse(&doc! {"_id": -1}).unwrap();
-        let read = ReadPlan::new(filter, Some(sort), 2, Some(3), &[]);
+        let read = ReadPlan::new(filter, Some(sort), 2, Some(3), NONE);
         assert_eq!(read.scan.order, Some(KeyOrder::Descending));
         assert_eq!((read.scan.skip, read.scan.limit), (2, Some(3)));
         assert!(read.is_fully_pushed());
@@ -716,97 +583,25 @@ mod tests {
     fn other_sorts_stay_in_rust() {
         let filter = Filter::parse(&doc! {}).unwrap();
         let sort = SortSpec::parse(&doc! {"a": 1}).unwrap();
-        let read = ReadPlan::new(filter, Some(sort), 1, Some(1), &[]);
+        let read = ReadPlan::new(filter, Some(sort), 1, Some(1), NONE);
         assert!(read.scan.limit.is_none() && read.sort.is_some() && read.limit == Some(1));
     }
 
-    fn index(name: &str, key: Document, multikey: bool) -> CollectionIndex {
+    fn index(name: &str, key: Document, multikey: bool) -> TestIndex {
         let spec =
             crate::query::index_spec::IndexSpec::parse(&doc! {"key": key, "name": name}).unwrap();
-        let record = crate::store::IndexRecord {
-            db: "d".into(),
-            collection: "c".into(),
-            name: name.into(),
-            spec: spec.document.clone(),
+        TestIndex {
+            spec,
             table: format!("t_{name}"),
-            unique: false,
             multikey,
-        };
-        CollectionIndex { record, spec }
-    }
-
-    #[test]
-    fn reverse_natural_order_is_done_after_the_scan() {
-        let docs: Vec<Vec<u8>> = (0..3).map(|i| doc! {"_id": i}.to_vec().unwrap()).collect();
-        let sort = SortSpec::parse(&doc! {"$natural": -1}).unwrap();
-        let plan = ReadPlan::new(
-            Filter::parse(&doc! {}).unwrap(),
-            Some(sort),
-            1,
-            Some(1),
-            &[],
-        );
-        assert_eq!(plan.scan.order, None);
-        assert_eq!(finish(docs, &plan).unwrap(), vec![doc! {"_id": 1}]);
-    }
-
-    #[test]
-    fn stored_bytes_are_selected_and_ordered_like_decoded_documents() {
-        let docs = [
-            doc! {"_id": 1, "kind": "a", "when": {"day": 3, "at": [2, 9]}, "name": "one"},
-            doc! {"_id": 2, "kind": "b", "when": {"day": 1}, "name": "two"},
-            doc! {"_id": 3, "kind": "a", "when": {"day": 1, "at": [5]}, "name": "three"},
-            doc! {"_id": 4, "kind": "a", "name": "four"},
-            doc! {"_id": 5, "kind": "a", "when": {"day": 1, "at": [1, 7]}, "name": "five"},
-            doc! {"_id": 6, "kind": ["a", "c"], "when": {"day": 2}, "name": "six"},
-        ];
-        let rows = || -> Vec<Vec<u8>> { docs.iter().map(|d| d.to_vec().unwrap()).collect() };
-        let cases = [
-            (
-                doc! {"kind": "a"},
-                doc! {"when.day": 1, "when.at": -1},
-                1,
-                Some(3),
-            ),
-            (doc! {}, doc! {"name": -1}, 0, None),
-            (
-                doc! {"kind": {"$ne": "b"}},
-                doc! {"$natural": -1},
-                2,
-                Some(2),
-            ),
-            (
-                doc! {"when.at": {"$gt": 4}},
-                doc! {"when": 1, "_id": -1},
-                0,
-                Some(10),
-            ),
-            (doc! {}, doc! {"kind": -1, "name": 1}, 0, None),
-            (doc! {}, doc! {"when": -1, "missing": 1, "_id": 1}, 1, None),
-        ];
-        for (filter, sort, skip, limit) in cases {
-            let plan = ReadPlan::new(
-                Filter::parse(&filter).unwrap(),
-                Some(SortSpec::parse(&sort).unwrap()),
-                skip,
-                limit,
-                &[],
-            );
-            let decoded = finish(rows(), &plan).unwrap();
-            let raw: Vec<Document> = finish_raw(rows(), &plan)
-                .unwrap()
-                .iter()
-                .map(|raw| decode_document(raw.as_bytes()).unwrap())
-                .collect();
-            assert!(!decoded.is_empty(), "{filter} {sort} selects something");
-            assert_eq!(raw, decoded, "filter {filter}, sort {sort}");
         }
     }
 
     #[test]
     fn two_bounds_on_a_single_key_index_are_one_range() {
         let filter = Filter::parse(&doc! {"b": {"$gte": 5, "$lt": 10}}).unwrap();
-        let (predicate, exact) = pushdown(&filter, &[index("b_1", doc! {"b": 1}, false)]);
+        let (predicate, exact) =
+            pushdown(&filter, &[index("b_1", doc! {"b": 1}, false)]).into_parts();
         assert!(exact);
         assert!(
             matches!(
@@ -824,7 +619,8 @@ mod tests {
     #[test]
     fn bounds_on_a_multikey_index_stay_separate() {
         let filter = Filter::parse(&doc! {"b": {"$gte": 5, "$lt": 10}}).unwrap();
-        let (predicate, exact) = pushdown(&filter, &[index("b_1", doc! {"b": 1}, true)]);
+        let (predicate, exact) =
+            pushdown(&filter, &[index("b_1", doc! {"b": 1}, true)]).into_parts();
         assert!(exact);
         assert!(
             matches!(predicate, Predicate::And(ref parts) if parts.len() == 2),

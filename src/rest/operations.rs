@@ -19,12 +19,13 @@ use crate::catalog::CollectionInfo;
 use crate::ops;
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::insert::InsertMode;
+use crate::ops::read;
 use crate::ops::retry::refreshed_after_stale;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::filter::Filter;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::query::sort::SortSpec;
 use crate::query::update::{UpdateContext, UpdateSpec};
 use crate::state::{AppState, ServerCounters};
@@ -74,7 +75,7 @@ pub async fn find_page(
     );
     ServerCounters::add(&state.counters.op_query, 1);
     let mut session = state.store.session().await?;
-    let mut items = planner::execute_raw(session.as_mut(), &collection.record, &plan).await?;
+    let mut items = read::execute_raw(session.as_mut(), &collection.record, &plan).await?;
     let has_more = items.len() as u64 > request.limit;
     items.truncate(usize::try_from(request.limit).unwrap_or(usize::MAX));
     Ok(FoundPage { items, has_more })
@@ -108,7 +109,7 @@ pub async fn find_first(
     .await?;
     page.items
         .first()
-        .map(|raw| planner::decode_document(raw.as_bytes()))
+        .map(|raw| read::decode_document(raw.as_bytes()))
         .transpose()
         .map_err(Into::into)
 }

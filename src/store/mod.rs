@@ -1,6 +1,7 @@
 //! The storage seam: the `Store` trait that every backend implements, and the neutral
-//! vocabulary (collection records, stored documents, scan requests, pushdown predicates)
-//! that the core uses to talk to it.
+//! vocabulary (collection records, stored documents) that the core uses to talk to it. The
+//! scan requests and pushdown predicates it evaluates are the planner's (`query::scan`),
+//! re-exported here.
 //!
 //! What lives here: how collections become tables, how documents are stored losslessly
 //! (raw BSON bytes plus a backend-specific queryable image), how a pushdown predicate
@@ -10,12 +11,11 @@
 //! may over-select; the core re-checks with the Rust evaluator), or anything about the wire.
 //! Nothing outside `src/store/` spells SQL.
 
+#[cfg(test)]
+mod conformance;
 pub mod error;
 mod image;
-#[cfg(test)]
-mod meta_scenario;
 pub mod postgres;
-pub mod scan;
 pub mod settings;
 pub mod sqlite;
 mod where_clause;
@@ -23,8 +23,8 @@ mod where_clause;
 use async_trait::async_trait;
 use bson::Document;
 
+pub use crate::query::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 pub use error::StoreError;
-pub use scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 
 /// A collection as recorded in the catalog tables of the backend.
 #[derive(Clone, Debug, PartialEq)]

@@ -11,7 +11,7 @@
 //!
 //! Not for: `SELECT`, `ORDER BY`, `LIMIT` (each dialect's own `select`) or writes.
 
-use super::scan::{IndexBound, PathValue, Predicate};
+use crate::query::scan::{IndexBound, PathValue, Predicate};
 
 /// A statement being written, in one SQL dialect.
 pub(super) trait WhereClause {

@@ -10,13 +10,15 @@
 
 #![allow(dead_code)]
 
-use std::fs::File;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+pub mod launcher;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
+use std::time::Duration;
 
 use tempfile::TempDir;
+
+use launcher::Launch;
 
 /// How long a freshly spawned server gets to accept its first connection.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -136,12 +138,6 @@ fn psql(url: &str, sql: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// A port that was free a moment ago: bind 127.0.0.1:0, read the port, release it.
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
 }
 
 /// A running `docgate` process with its own temporary data directory.
@@ -349,87 +345,42 @@ impl TestServer {
     }
 
     fn log_path(&self, run: usize) -> PathBuf {
-        self.dir.path().join(format!("docgate.{run}.stderr.log"))
+        run_log(self.dir.path(), run)
     }
 
     fn spawn_and_wait(&mut self) {
-        for attempt in 1..=START_ATTEMPTS {
-            self.runs += 1;
-            let port = free_port();
-            let rest_port = free_port();
-            let log = File::create(self.log_path(self.runs)).expect("create stderr log");
-            let mut command = Command::new(env!("CARGO_BIN_EXE_docgate"));
-            if let Some(limit) = self.open_file_limit {
-                use std::os::unix::process::CommandExt;
-                let rlimit = libc::rlimit {
-                    rlim_cur: limit as libc::rlim_t,
-                    rlim_max: limit as libc::rlim_t,
-                };
-                // SAFETY: setrlimit is async-signal-safe and only reads its argument.
-                unsafe {
-                    command.pre_exec(move || {
-                        if libc::setrlimit(libc::RLIMIT_NOFILE, &rlimit) == 0 {
-                            Ok(())
-                        } else {
-                            Err(std::io::Error::last_os_error())
-                        }
-                    });
-                }
+        let backend = self.backend.arg();
+        let args: Vec<&str> = self.extra_args.iter().map(String::as_str).collect();
+        let launch = Launch {
+            args: &args,
+            timeout: START_TIMEOUT,
+            open_file_limit: self.open_file_limit,
+            attempts: START_ATTEMPTS,
+            ..Launch::new(&backend)
+        };
+        let dir = self.dir.path().to_path_buf();
+        let runs = &mut self.runs;
+        let started = launch.start(|_| {
+            *runs += 1;
+            run_log(&dir, *runs)
+        });
+        match started {
+            Ok(launched) => {
+                self.child = Some(launched.child);
+                self.port = launched.port;
+                self.rest_port = launched.rest_port;
             }
-            let child = command
-                .arg("--listen")
-                .arg(format!("127.0.0.1:{port}"))
-                .arg("--backend")
-                .arg(self.backend.arg())
-                .arg("--rest-listen")
-                .arg(format!("127.0.0.1:{rest_port}"))
-                .args(&self.extra_args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::from(log))
-                .spawn()
-                .expect("spawn docgate");
-            self.child = Some(child);
-            self.port = port;
-            self.rest_port = rest_port;
-            match self.wait_until_accepting() {
-                Ok(()) => return,
-                Err(why) => {
-                    self.kill();
-                    if attempt == START_ATTEMPTS {
-                        panic!(
-                            "docgate did not start ({why}) after {attempt} attempts\n{}",
-                            self.stderr_log()
-                        );
-                    }
-                }
-            }
+            Err(why) => panic!(
+                "docgate did not start ({why}) after {START_ATTEMPTS} attempts\n{}",
+                self.stderr_log()
+            ),
         }
     }
+}
 
-    fn wait_until_accepting(&mut self) -> Result<(), String> {
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(format!("exited early with {status}"));
-                }
-            }
-            // Our own server said it listens (so a foreign process that grabbed the port
-            // in the meantime is not mistaken for it) and the port accepts.
-            let announced = std::fs::read_to_string(self.log_path(self.runs))
-                .map(|log| log.contains("listening"))
-                .unwrap_or(false);
-            if announced && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(format!("not accepting on {addr} after {START_TIMEOUT:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
+/// The stderr log of run `run` (counted from 1) of a server whose files are in `dir`.
+fn run_log(dir: &Path, run: usize) -> PathBuf {
+    dir.join(format!("docgate.{run}.stderr.log"))
 }
 
 impl Drop for TestServer {

@@ -1,8 +1,9 @@
 //! Shared helpers of the docgate-on-PostgreSQL deployment tests (`postgres_instances.rs`,
 //! `postgres_faults.rs`, `postgres_pool.rs`): skipping when `DOCGATE_SKIP_POSTGRES=1`, a
-//! fresh database per test on the PostgreSQL named by `DOCGATE_TEST_PG_URL`, a launcher for
-//! real `docgate` processes over a PostgreSQL URL with extra flags, and small driver helpers
-//! that fail a test (instead of hanging it) when docgate does not answer.
+//! fresh database per test on the PostgreSQL named by `DOCGATE_TEST_PG_URL`, real `docgate`
+//! processes over a PostgreSQL URL with extra flags (started by `tests/common/launcher.rs`,
+//! included here with `#[path]`), and small driver helpers that fail a test (instead of
+//! hanging it) when docgate does not answer.
 //!
 //! Not for assertions: those live in the test files. Included with `mod postgres_support;`.
 //! It does not include `tests/common` (whose own harness test would then run in every binary
@@ -10,19 +11,23 @@
 
 #![allow(dead_code)]
 
-use std::fs::File;
+// A test that also includes `tests/common` loads the launcher twice; each copy is the same.
+#[allow(clippy::duplicate_mod)]
+#[path = "../common/launcher.rs"]
+pub mod launcher;
+
 use std::future::IntoFuture;
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mongodb::bson::{doc, Document};
 use mongodb::error::{Error, ErrorKind, WriteFailure};
 use mongodb::options::IndexOptions;
 use mongodb::{Client, Collection, Database, IndexModel};
 use tempfile::TempDir;
+
+use launcher::Launch;
 use tokio_postgres::NoTls;
 
 /// How long a freshly spawned docgate gets to say it listens.
@@ -134,33 +139,6 @@ impl TestDb {
 // docgate processes and driver helpers
 // ---------------------------------------------------------------------------
 
-/// A port that was free a moment ago.
-pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr").port()
-}
-
-/// Waits until `child` has logged that it listens and `port` accepts connections.
-pub fn wait_until_listening(child: &mut Child, port: u16, log: &Path) -> Result<(), String> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!("exited early with {status}"));
-        }
-        let announced = std::fs::read_to_string(log)
-            .map(|text| text.contains("listening"))
-            .unwrap_or(false);
-        if announced && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!("not accepting on {addr} after {START_TIMEOUT:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// One running `docgate` over a PostgreSQL URL with extra flags; killed on drop (its stderr
 /// is printed if the test is failing).
 pub struct Docgate {
@@ -175,51 +153,26 @@ pub struct Docgate {
 
 impl Docgate {
     pub fn start(name: &'static str, backend: &str, extra: &[&str]) -> Docgate {
-        let mut last_error = String::new();
-        // Another process may take the port between choosing and binding it: try again.
-        for _ in 0..3 {
-            let dir = tempfile::Builder::new()
-                .prefix("docgate-inst-")
-                .tempdir()
-                .expect("create temp dir");
-            let port = free_port();
-            let rest_port = free_port();
-            let log_path = dir.path().join("docgate.log");
-            let log = File::create(&log_path).expect("create stderr log");
-            let mut child = Command::new(env!("CARGO_BIN_EXE_docgate"))
-                .arg("--listen")
-                .arg(format!("127.0.0.1:{port}"))
-                .arg("--backend")
-                .arg(backend)
-                .arg("--rest-listen")
-                .arg(format!("127.0.0.1:{rest_port}"))
-                .args(extra)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::from(log))
-                .spawn()
-                .expect("spawn docgate");
-            match wait_until_listening(&mut child, port, &log_path) {
-                Ok(()) => {
-                    return Docgate {
-                        name,
-                        child,
-                        port,
-                        rest_port,
-                        dir,
-                    }
-                }
-                Err(why) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    last_error = format!(
-                        "{why}\n{}",
-                        std::fs::read_to_string(&log_path).unwrap_or_default()
-                    );
-                }
-            }
+        let dir = tempfile::Builder::new()
+            .prefix("docgate-inst-")
+            .tempdir()
+            .expect("create temp dir");
+        let log = dir.path().join("docgate.log");
+        let launch = Launch {
+            args: extra,
+            timeout: START_TIMEOUT,
+            ..Launch::new(backend)
+        };
+        match launch.start(|_| log.clone()) {
+            Ok(launched) => Docgate {
+                name,
+                child: launched.child,
+                port: launched.port,
+                rest_port: launched.rest_port,
+                dir,
+            },
+            Err(why) => panic!("docgate {name} did not start: {why}"),
         }
-        panic!("docgate {name} did not start: {last_error}");
     }
 
     /// `http://127.0.0.1:<rest port>`: prefix of this instance's REST URLs.

@@ -8,32 +8,36 @@
 use bson::{Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
+use super::find::hinted_indexes;
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{OpError, ReplyResult};
-use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
+use crate::mongo::request::CommandRequest;
 use crate::ops::aggregate::run_pipeline;
 use crate::query::aggregate::Pipeline;
 use crate::state::ServerCounters;
 
 /// `aggregate`.
 pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
-    request.check_fields(&[
-        "pipeline",
-        "cursor",
-        "explain",
-        "allowDiskUse",
-        "hint",
-        "collation",
-        "let",
-        "bypassDocumentValidation",
-    ])?;
+    let mut arguments = request.arguments();
+    let explain = arguments.bool("explain")?.unwrap_or(false);
+    let cursor = arguments.document("cursor")?;
+    let pipeline = arguments.array("pipeline")?;
+    arguments.simple_collation()?;
+    arguments.no_variables("let")?;
+    let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
+    // Honoured by doing nothing: docgate's pipelines have no memory limit to lift, and no
+    // collection has a validator to bypass ($out and $merge are refused).
+    arguments.without_effect("allowDiskUse");
+    arguments.without_effect("bypassDocumentValidation");
+    arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let Bson::String(name) = request.target() else {
         return Err(OpError::NotSupported(
             "collection-less aggregate (aggregate: 1) is not supported by docgate".into(),
         ));
     };
-    if opt_bool(&request.body, "explain")?.unwrap_or(false) {
+    if explain {
         // `aggregate` with `explain: true` answers like `{explain: {aggregate: ...}}`.
         let mut inner = request.body.clone();
         inner.remove("explain");
@@ -49,13 +53,13 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             .await
             .map(Into::into);
     }
-    if opt_document(&request.body, "cursor")?.is_none() {
+    if cursor.is_none() {
         return Err(OpError::FailedToParse(
             "The 'cursor' option is required, except for aggregate with the explain argument"
                 .into(),
         ));
     }
-    let stages: Vec<Document> = opt_array(&request.body, "pipeline")?
+    let stages: Vec<Document> = pipeline
         .ok_or_else(|| OpError::missing_field("aggregate.pipeline"))?
         .iter()
         .map(|stage| match stage {
@@ -66,8 +70,13 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         })
         .collect::<Result<_, _>>()?;
     let pipeline = Pipeline::parse(&stages)?;
-    let batch_size = cursor_batch_size(&request.body)?;
+    let batch_size = cursor_batch_size(cursor)?;
     let namespace = format!("{}.{name}", request.db);
+    if let Some(info) = context.collection_info(&request.db, name).await? {
+        // The leading $match is planned with every index; a hint must still name one, as
+        // MongoDB requires.
+        hinted_indexes(&info.indexes, hint)?;
+    }
 
     let mut session = context.open_session().await?;
     let results = run_pipeline(
@@ -84,7 +93,9 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         request,
         &namespace,
         encode_documents(&results)?,
-        batch_size,
-        false,
+        BatchOptions {
+            batch_size,
+            ..BatchOptions::default()
+        },
     )
 }

@@ -9,10 +9,10 @@ use std::collections::VecDeque;
 use bson::{Document, RawDocumentBuf};
 
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::Batch;
+use crate::mongo::cursors::{Batch, BatchOptions};
 use crate::mongo::dispatch::CommandReply;
 use crate::mongo::error::{OpError, ReplyResult};
-use crate::mongo::request::{opt_document, opt_i64, CommandRequest};
+use crate::mongo::request::{opt_i64, CommandRequest};
 
 /// A cursor reply, encoded: `{cursor: {firstBatch|nextBatch: [...], id, ns}, ok: 1}`. The
 /// batch's documents are copied in as they are, never decoded.
@@ -117,23 +117,20 @@ pub fn first_batch_reply(
     request: &CommandRequest,
     namespace: &str,
     results: Vec<RawDocumentBuf>,
-    batch_size: Option<usize>,
-    single_batch: bool,
+    options: BatchOptions,
 ) -> ReplyResult {
     let owner = context.cursor_owner(request);
-    let batch = context.server.cursors.first_batch(
-        namespace,
-        VecDeque::from(results),
-        batch_size,
-        single_batch,
-        owner,
-    );
+    let batch =
+        context
+            .server
+            .cursors
+            .first_batch(namespace, VecDeque::from(results), options, owner);
     cursor_reply(namespace, batch, true)
 }
 
 /// `cursor: {batchSize: n}` of `aggregate`, `listCollections`, `listIndexes`.
-pub fn cursor_batch_size(body: &Document) -> Result<Option<usize>, OpError> {
-    match opt_document(body, "cursor")? {
+pub fn cursor_batch_size(cursor: Option<&Document>) -> Result<Option<usize>, OpError> {
+    match cursor {
         Some(cursor) => match opt_i64(cursor, "batchSize")? {
             Some(n) if n < 0 => Err(OpError::BadValue("batchSize must be non-negative".into())),
             Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),

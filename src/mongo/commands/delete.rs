@@ -7,16 +7,15 @@
 use bson::{doc, Bson, Document};
 
 use super::write_reply::{count_bson, with_write_errors};
+use crate::mongo::arguments::Arguments;
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
-use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_i64, CommandRequest};
+use crate::mongo::request::CommandRequest;
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::transaction::Transaction;
 use crate::ops::write_errors::command_write_error;
 use crate::query::filter::Filter;
 use crate::state::ServerCounters;
-
-const STATEMENT_FIELDS: &[&str] = &["q", "limit", "collation", "hint"];
 
 fn parse_statement(value: &Bson) -> Result<DeleteStatement, OpError> {
     let Bson::Document(statement) = value else {
@@ -24,22 +23,16 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, OpError> {
             "delete statements must be objects".into(),
         ));
     };
-    for key in statement.keys() {
-        if !STATEMENT_FIELDS.contains(&key.as_str()) {
-            return Err(OpError::UnknownField(format!("DeleteOpEntry.{key}")));
-        }
-    }
-    if let Some(collation) = opt_document(statement, "collation")? {
-        if collation.get_str("locale").ok() != Some("simple") {
-            return Err(OpError::NotSupported(
-                "collations other than 'simple' are not supported".into(),
-            ));
-        }
-    }
-    let filter = Filter::parse(
-        opt_document(statement, "q")?.ok_or_else(|| OpError::missing_field("delete.deletes.q"))?,
-    )?;
-    let just_one = match opt_i64(statement, "limit")? {
+    let mut arguments = Arguments::new("DeleteOpEntry", statement);
+    arguments.simple_collation()?;
+    let filter = arguments.document("q")?;
+    let limit = arguments.i64("limit")?;
+    // MongoDB uses a statement's hint to pick an index; docgate's planner picks its own,
+    // which never changes which documents match.
+    arguments.without_effect("hint");
+    arguments.finish()?;
+    let filter = Filter::parse(filter.ok_or_else(|| OpError::missing_field("delete.deletes.q"))?)?;
+    let just_one = match limit {
         Some(0) => false,
         Some(1) => true,
         Some(other) => {
@@ -54,11 +47,14 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, OpError> {
 
 /// `delete`.
 pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["deletes", "ordered", "let"])?;
-    let name = request.collection()?;
-    let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
-    let statements = opt_array(&request.body, "deletes")?
+    let mut arguments = request.arguments();
+    let ordered = arguments.bool("ordered")?.unwrap_or(true);
+    arguments.no_variables("let")?;
+    let statements = arguments
+        .array("deletes")?
         .ok_or_else(|| OpError::missing_field("delete.deletes"))?;
+    arguments.finish()?;
+    let name = request.collection()?;
     if statements.is_empty()
         || statements.len() > crate::mongo::limits::MAX_WRITE_BATCH_SIZE as usize
     {

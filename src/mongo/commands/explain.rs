@@ -17,22 +17,24 @@ use crate::catalog::CollectionInfo;
 use crate::mongo::command_table::{self, Command};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
-use crate::mongo::request::{opt_array, opt_document, opt_str, CommandRequest};
+use crate::mongo::request::{opt_array, opt_document, CommandRequest};
+use crate::ops::read;
 use crate::query::aggregate::Pipeline;
 use crate::query::filter::Filter;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::query::sort::SortSpec;
 use crate::store::Predicate;
 
 /// `explain`.
 pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["verbosity"])?;
+    let mut arguments = request.arguments();
+    let verbosity = arguments.str("verbosity")?.unwrap_or("allPlansExecution");
+    arguments.finish()?;
     let Bson::Document(inner) = request.target() else {
         return Err(OpError::TypeMismatch(
             "explain takes a command document".into(),
         ));
     };
-    let verbosity = opt_str(&request.body, "verbosity")?.unwrap_or("allPlansExecution");
     if !matches!(
         verbosity,
         "queryPlanner" | "executionStats" | "allPlansExecution"
@@ -96,7 +98,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         let started = Instant::now();
         let rows = session.scan(&info.record, &plan.scan).await?;
         let examined = rows.len();
-        let returned = planner::finish(rows, &plan)?.len();
+        let returned = read::finish(rows, &plan)?.len();
         reply.insert("executionStats", doc! {
             "executionSuccess": true,
             "nReturned": returned as i64,

@@ -12,62 +12,16 @@ use super::cursor_reply::{cursor_reply, encode_documents, first_batch_reply};
 use super::write_reply::count_bson;
 use crate::catalog::CollectionIndex;
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
-use crate::mongo::request::{
-    as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
-};
+use crate::mongo::request::{as_i64, CommandRequest};
+use crate::ops::read;
 use crate::query::compare::compare_values;
 use crate::query::filter::Filter;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::state::ServerCounters;
-
-const FIND_FIELDS: &[&str] = &[
-    "filter",
-    "sort",
-    "projection",
-    "skip",
-    "limit",
-    "batchSize",
-    "singleBatch",
-    "hint",
-    "min",
-    "max",
-    "returnKey",
-    "showRecordId",
-    "tailable",
-    "oplogReplay",
-    "noCursorTimeout",
-    "awaitData",
-    "allowPartialResults",
-    "collation",
-    "allowDiskUse",
-    "let",
-    "readOnce",
-];
-
-/// A non-negative count argument.
-fn non_negative(body: &Document, field: &str) -> Result<Option<u64>, OpError> {
-    match opt_i64(body, field)? {
-        Some(n) if n < 0 => Err(OpError::BadValue(format!(
-            "{field} value must be non-negative, but received: {n}"
-        ))),
-        Some(n) => Ok(Some(n as u64)),
-        None => Ok(None),
-    }
-}
-
-fn check_simple_collation(body: &Document) -> Result<(), OpError> {
-    if let Some(collation) = opt_document(body, "collation")? {
-        if collation.get_str("locale").ok() != Some("simple") {
-            return Err(OpError::NotSupported(
-                "collations other than 'simple' are not supported".into(),
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// The arguments of a `find`, parsed and checked (also used by `explain`).
 pub(super) struct FindArguments {
@@ -79,12 +33,13 @@ pub(super) struct FindArguments {
     pub single_batch: bool,
     pub batch_size: Option<usize>,
     pub hint: Option<Bson>,
+    /// `noCursorTimeout`: the cursor is not closed for being idle.
+    pub no_cursor_timeout: bool,
 }
 
 impl FindArguments {
     pub(super) fn parse(request: &CommandRequest) -> Result<FindArguments, OpError> {
-        request.check_fields(FIND_FIELDS)?;
-        let body = &request.body;
+        let mut arguments = request.arguments();
         for unsupported in [
             "tailable",
             "awaitData",
@@ -93,40 +48,61 @@ impl FindArguments {
             "returnKey",
             "showRecordId",
         ] {
-            if opt_bool(body, unsupported).unwrap_or(None).unwrap_or(false)
-                || matches!(body.get(unsupported), Some(Bson::Document(_)))
-            {
+            let value = arguments.value(unsupported);
+            let set = match value {
+                Some(Bson::Document(_)) => true,
+                Some(Bson::Null) | None => false,
+                Some(other) => crate::mongo::request::as_bool(other).unwrap_or(true),
+            };
+            if set {
                 return Err(OpError::NotSupported(format!(
                     "find option '{unsupported}' is not supported by docgate"
                 )));
             }
         }
-        check_simple_collation(body)?;
-        let filter = Filter::parse(opt_document(body, "filter")?.unwrap_or(&Document::new()))?;
-        let sort = opt_document(body, "sort")?
+        arguments.simple_collation()?;
+        arguments.no_variables("let")?;
+        let filter = Filter::parse(arguments.document("filter")?.unwrap_or(&Document::new()))?;
+        let sort = arguments
+            .document("sort")?
             .map(SortSpec::parse)
             .transpose()?;
-        let projection = opt_document(body, "projection")?
+        let projection = arguments
+            .document("projection")?
             .filter(|p| !p.is_empty())
             .map(Projection::parse)
             .transpose()?;
-        let skip = non_negative(body, "skip")?.unwrap_or(0);
-        let mut single_batch = opt_bool(body, "singleBatch")?.unwrap_or(false);
-        let limit = match opt_i64(body, "limit")? {
+        let skip = arguments.count("skip")?.unwrap_or(0);
+        let mut single_batch = arguments.bool("singleBatch")?.unwrap_or(false);
+        let limit = match arguments.i64("limit")? {
             Some(n) if n < 0 => {
                 // Legacy negative limit: at most |n| documents in a single batch.
                 single_batch = true;
                 Some(n.unsigned_abs())
             }
             Some(0) | None => None,
-            Some(n) => Some(n as u64),
+            Some(n) => Some(n.unsigned_abs()),
         };
-        let batch_size =
-            non_negative(body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-        let hint = body
-            .get("hint")
+        let batch_size = arguments
+            .count("batchSize")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let hint = arguments
+            .value("hint")
             .filter(|h| !matches!(h, Bson::Null))
             .cloned();
+        let no_cursor_timeout = arguments.bool("noCursorTimeout")?.unwrap_or(false);
+        // Honoured by doing nothing: partial results and oplog replay only mean something on
+        // a sharded cluster or the oplog; `readOnce` is a storage-engine cache hint;
+        // `allowDiskUse` lifts a memory limit docgate's find does not impose.
+        for no_effect in [
+            "allowPartialResults",
+            "oplogReplay",
+            "readOnce",
+            "allowDiskUse",
+        ] {
+            arguments.without_effect(no_effect);
+        }
+        arguments.finish()?;
         Ok(FindArguments {
             filter,
             sort,
@@ -136,6 +112,7 @@ impl FindArguments {
             single_batch,
             batch_size,
             hint,
+            no_cursor_timeout,
         })
     }
 }
@@ -182,13 +159,23 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         single_batch,
         batch_size,
         hint,
+        no_cursor_timeout,
     } = FindArguments::parse(request)?;
+    let options = BatchOptions {
+        batch_size,
+        single_batch,
+        no_timeout: no_cursor_timeout,
+    };
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
 
     let Some(info) = context.collection_info(&request.db, name).await? else {
-        return first_batch_reply(context, request, &namespace, Vec::new(), batch_size, true);
+        let options = BatchOptions {
+            single_batch: true,
+            ..options
+        };
+        return first_batch_reply(context, request, &namespace, Vec::new(), options);
     };
     let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
     let positional_filter = projection
@@ -198,9 +185,9 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let plan = ReadPlan::new(filter, sort, skip, limit, indexes);
     let mut session = context.open_session().await?;
     let results = match &projection {
-        None => planner::execute_raw(session.as_mut(), &info.record, &plan).await?,
+        None => read::execute_raw(session.as_mut(), &info.record, &plan).await?,
         Some(projection) => {
-            let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
+            let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
             let projected: Vec<Document> = documents
                 .iter()
                 .map(|d| match &positional_filter {
@@ -212,24 +199,22 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         }
     };
     drop(session);
-    first_batch_reply(
-        context,
-        request,
-        &namespace,
-        results,
-        batch_size,
-        single_batch,
-    )
+    first_batch_reply(context, request, &namespace, results, options)
 }
 
 /// `getMore`.
 pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
-    request.check_fields(&[
-        "collection",
-        "batchSize",
-        "term",
-        "lastKnownCommittedOpTime",
-    ])?;
+    let mut arguments = request.arguments();
+    let collection = arguments
+        .str("collection")?
+        .ok_or_else(|| OpError::missing_field("getMore.collection"))?;
+    let batch_size = arguments
+        .count("batchSize")?
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    // Replication fields a secondary's oplog fetcher sends; nothing to do on a primary.
+    arguments.without_effect("term");
+    arguments.without_effect("lastKnownCommittedOpTime");
+    arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_getmore, 1);
     let id = match request.target() {
         Bson::Int64(id) => *id,
@@ -240,10 +225,6 @@ pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> R
             )))
         }
     };
-    let collection = opt_str(&request.body, "collection")?
-        .ok_or_else(|| OpError::missing_field("getMore.collection"))?;
-    let batch_size =
-        non_negative(&request.body, "batchSize")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let namespace = format!("{}.{collection}", request.db);
     let requester = context.cursor_owner(request);
     let batch = context
@@ -255,11 +236,14 @@ pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> R
 
 /// `killCursors`.
 pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["cursors"])?;
+    let mut arguments = request.arguments();
+    let cursors = arguments
+        .array("cursors")?
+        .ok_or_else(|| OpError::missing_field("killCursors.cursors"))?;
+    arguments.finish()?;
     let collection = request.collection()?;
     let namespace = format!("{}.{collection}", request.db);
-    let ids: Vec<i64> = opt_array(&request.body, "cursors")?
-        .ok_or_else(|| OpError::missing_field("killCursors.cursors"))?
+    let ids: Vec<i64> = cursors
         .iter()
         .map(|v| as_i64(v).ok_or_else(|| OpError::TypeMismatch("cursor ids must be longs".into())))
         .collect::<Result<_, _>>()?;
@@ -275,20 +259,26 @@ pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
 /// `count`: a SQL `COUNT` when the filter is pushed exactly.
 pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["query", "limit", "skip", "hint", "collation", "fields"])?;
-    ServerCounters::add(&context.server.state.counters.op_query, 1);
-    let name = request.collection()?;
-    check_simple_collation(&request.body)?;
-    let filter = Filter::parse(opt_document(&request.body, "query")?.unwrap_or(&Document::new()))?;
-    let skip = non_negative(&request.body, "skip")?.unwrap_or(0);
-    let limit = opt_i64(&request.body, "limit")?
+    let mut arguments = request.arguments();
+    arguments.simple_collation()?;
+    let filter = Filter::parse(arguments.document("query")?.unwrap_or(&Document::new()))?;
+    let skip = arguments.count("skip")?.unwrap_or(0);
+    let limit = arguments
+        .i64("limit")?
         .map(i64::unsigned_abs)
         .filter(|l| *l > 0);
+    let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
+    // The legacy `fields` of `count` never changed its answer.
+    arguments.without_effect("fields");
+    arguments.finish()?;
+    ServerCounters::add(&context.server.state.counters.op_query, 1);
+    let name = request.collection()?;
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };
+    let indexes = hinted_indexes(&info.indexes, hint)?;
     let mut session = context.open_session().await?;
-    let total = planner::count(session.as_mut(), &info.record, &info.indexes, filter).await?;
+    let total = read::count(session.as_mut(), &info.record, indexes, filter).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
     Ok(doc! {"n": count_bson(n)})
@@ -296,24 +286,28 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
 
 /// `distinct`: the distinct values of a field over the matching documents, arrays unwound.
 pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["key", "query", "collation", "hint"])?;
-    ServerCounters::add(&context.server.state.counters.op_query, 1);
-    let name = request.collection()?;
-    check_simple_collation(&request.body)?;
-    let key =
-        opt_str(&request.body, "key")?.ok_or_else(|| OpError::missing_field("distinct.key"))?;
+    let mut arguments = request.arguments();
+    arguments.simple_collation()?;
+    let key = arguments
+        .str("key")?
+        .ok_or_else(|| OpError::missing_field("distinct.key"))?;
     if key.is_empty() {
         return Err(OpError::BadValue(
             "FieldPath cannot be constructed with empty string".into(),
         ));
     }
-    let filter = Filter::parse(opt_document(&request.body, "query")?.unwrap_or(&Document::new()))?;
+    let filter = Filter::parse(arguments.document("query")?.unwrap_or(&Document::new()))?;
+    let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
+    arguments.finish()?;
+    ServerCounters::add(&context.server.state.counters.op_query, 1);
+    let name = request.collection()?;
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
+    let indexes = hinted_indexes(&info.indexes, hint)?;
     let mut session = context.open_session().await?;
-    let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
-    let documents = planner::execute(session.as_mut(), &info.record, &plan).await?;
+    let plan = ReadPlan::new(filter, None, 0, None, indexes);
+    let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
     let mut values: Vec<Bson> = Vec::new();
     for document in &documents {
         collect_distinct_values(document, key, &mut values);

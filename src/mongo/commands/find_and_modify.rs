@@ -7,50 +7,49 @@
 
 use bson::{doc, Bson, Document};
 
-use super::update::{check_simple_collation, parse_array_filters, parse_update};
+use super::update::{parse_array_filters, parse_update};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
-use crate::mongo::request::{opt_bool, opt_document, CommandRequest};
+use crate::mongo::request::CommandRequest;
+use crate::ops::read;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::ops::write_errors::duplicate_id_error;
 use crate::query::filter::Filter;
 use crate::query::keys::encode_key;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::state::ServerCounters;
-
-const FIELDS: &[&str] = &[
-    "query",
-    "sort",
-    "remove",
-    "update",
-    "new",
-    "fields",
-    "upsert",
-    "bypassDocumentValidation",
-    "collation",
-    "arrayFilters",
-    "hint",
-    "let",
-];
 
 /// `findAndModify` (also spelled `findandmodify`).
 pub async fn find_and_modify(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(FIELDS)?;
+    let mut arguments = request.arguments();
+    arguments.simple_collation()?;
+    arguments.no_variables("let")?;
+    let remove = arguments.bool("remove")?.unwrap_or(false);
+    let return_new = arguments.bool("new")?.unwrap_or(false);
+    let upsert = arguments.bool("upsert")?.unwrap_or(false);
+    let update = arguments
+        .value("update")
+        .filter(|u| !matches!(u, Bson::Null));
+    let has_update = update.is_some();
+    let query = arguments.document("query")?;
+    let sort = arguments.document("sort")?;
+    let fields = arguments.document("fields")?;
+    let array_filters = arguments.array("arrayFilters")?;
+    // MongoDB uses the hint to pick an index; docgate's planner picks its own, which never
+    // changes which document is found (the sort decides). No collection has a validator to
+    // bypass (`validator` is refused by `create`).
+    arguments.without_effect("hint");
+    arguments.without_effect("bypassDocumentValidation");
+    arguments.finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let body = &request.body;
-    check_simple_collation(body)?;
-    let remove = opt_bool(body, "remove")?.unwrap_or(false);
-    let return_new = opt_bool(body, "new")?.unwrap_or(false);
-    let upsert = opt_bool(body, "upsert")?.unwrap_or(false);
-    let has_update = body.get("update").is_some_and(|u| !matches!(u, Bson::Null));
     match (remove, has_update) {
         (true, true) => {
             return Err(OpError::FailedToParse("Cannot specify both an update and remove=true".into()))
@@ -68,11 +67,9 @@ pub async fn find_and_modify(
         }
         _ => {}
     }
-    let filter = Filter::parse(opt_document(body, "query")?.unwrap_or(&Document::new()))?;
-    let sort = opt_document(body, "sort")?
-        .map(SortSpec::parse)
-        .transpose()?;
-    let projection = opt_document(body, "fields")?
+    let filter = Filter::parse(query.unwrap_or(&Document::new()))?;
+    let sort = sort.map(SortSpec::parse).transpose()?;
+    let projection = fields
         .filter(|f| !f.is_empty())
         .map(Projection::parse)
         .transpose()?;
@@ -94,7 +91,7 @@ pub async fn find_and_modify(
             let record = &collection.record;
             ServerCounters::add(&context.server.state.counters.op_delete, 1);
             let plan = ReadPlan::new(filter, sort, 0, Some(1), &collection.indexes);
-            let found = planner::execute_for_update(transaction.session(), record, &plan)
+            let found = read::execute_for_update(transaction.session(), record, &plan)
                 .await?
                 .into_iter()
                 .next();
@@ -111,8 +108,8 @@ pub async fn find_and_modify(
             ServerCounters::add(&context.server.state.counters.op_update, 1);
             let statement = UpdateStatement {
                 filter,
-                update: parse_update(body.get("update"), "findAndModify.update")?,
-                context: parse_array_filters(body)?,
+                update: parse_update(update, "findAndModify.update")?,
+                context: parse_array_filters(array_filters)?,
                 upsert,
                 multi: false,
                 sort,

@@ -6,21 +6,23 @@
 //! parallel arrays) leaves nothing behind. The `_id` index always exists and cannot be
 //! dropped.
 //!
-//! Not for: using indexes (the planner chooses them) or expiring documents (see `ttl`).
+//! Not for: using indexes (the planner chooses them) or expiring documents (see `ops::ttl`).
 
 use bson::{doc, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
-use crate::catalog::CollectionInfo;
+use crate::catalog::{CollectionInfo, NO_INDEXES};
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
-use crate::mongo::request::{opt_array, CommandRequest};
+use crate::mongo::request::CommandRequest;
+use crate::ops::read;
 use crate::ops::transaction::Transaction;
 use crate::ops::write::collection_for_write;
 use crate::query::filter::Filter;
 use crate::query::index_spec::IndexSpec;
 use crate::query::keys::encode_key;
-use crate::query::planner::{self, ReadPlan};
+use crate::query::planner::ReadPlan;
 use crate::store::StoreError;
 
 /// Most indexes a collection may have, the `_id` index included (MongoDB's limit).
@@ -36,9 +38,10 @@ pub async fn list_indexes(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> ReplyResult {
-    request.check_fields(&["cursor"])?;
+    let mut arguments = request.arguments();
+    let batch_size = cursor_batch_size(arguments.document("cursor")?)?;
+    arguments.finish()?;
     let name = request.collection()?;
-    let batch_size = cursor_batch_size(&request.body)?;
     let Some(info) = context
         .catalog()
         .fresh_snapshot()
@@ -59,8 +62,10 @@ pub async fn list_indexes(
         request,
         &namespace,
         encode_documents(&specs)?,
-        batch_size,
-        false,
+        BatchOptions {
+            batch_size,
+            ..BatchOptions::default()
+        },
     )
 }
 
@@ -69,16 +74,22 @@ pub async fn create_indexes(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&[
-        "indexes",
-        "commitQuorum",
-        "ignoreUnknownIndexOptions",
-        "isTimeseriesNamespace",
-    ])?;
+    let mut arguments = request.arguments();
+    let requested = arguments
+        .array("indexes")?
+        .ok_or_else(|| OpError::missing_field("createIndexes.indexes"))?;
+    // One member is every quorum: the build is committed when the command answers.
+    arguments.without_effect("commitQuorum");
+    for unsupported in ["ignoreUnknownIndexOptions", "isTimeseriesNamespace"] {
+        if arguments.bool(unsupported)?.unwrap_or(false) {
+            return Err(OpError::NotSupported(format!(
+                "createIndexes option '{unsupported}' is not supported by docgate"
+            )));
+        }
+    }
+    arguments.finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let requested = opt_array(&request.body, "indexes")?
-        .ok_or_else(|| OpError::missing_field("createIndexes.indexes"))?;
     if requested.is_empty() {
         return Err(OpError::BadValue(
             "Must specify at least one index to create".into(),
@@ -118,8 +129,8 @@ pub async fn create_indexes(
             .session()
             .lock_collection_for_index_build(&info.record)
             .await?;
-        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, &[]);
-        let documents = planner::execute(transaction.session(), &info.record, &plan).await?;
+        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
+        let documents = read::execute(transaction.session(), &info.record, &plan).await?;
         for spec in &to_build {
             let mut entries = Vec::with_capacity(documents.len());
             let mut multikey = false;
@@ -221,7 +232,9 @@ pub async fn drop_indexes(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&["index"])?;
+    let mut arguments = request.arguments();
+    let index = arguments.value("index");
+    arguments.finish()?;
     let name = request.collection()?;
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Err(OpError::NamespaceNotFound(format!(
@@ -235,7 +248,7 @@ pub async fn drop_indexes(
         Bson::Document(key) => key.len() == 1 && key.contains_key("_id"),
         _ => false,
     };
-    let selected: Vec<usize> = match request.body.get("index") {
+    let selected: Vec<usize> = match index {
         None => return Err(OpError::missing_field("dropIndexes.index")),
         Some(Bson::String(all)) if all == "*" => (0..info.indexes.len()).collect(),
         Some(value) if is_id(value) => {

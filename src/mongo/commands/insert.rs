@@ -9,17 +9,21 @@ use bson::doc;
 use super::write_reply::{count_bson, with_write_errors};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
-use crate::mongo::request::{opt_array, opt_bool, CommandRequest};
+use crate::mongo::request::CommandRequest;
 use crate::ops;
 use crate::ops::insert::InsertMode;
 
 /// `insert`.
 pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["documents", "ordered", "bypassDocumentValidation"])?;
-    let name = request.collection()?;
-    let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
-    let documents = opt_array(&request.body, "documents")?
+    let mut arguments = request.arguments();
+    let ordered = arguments.bool("ordered")?.unwrap_or(true);
+    let documents = arguments
+        .array("documents")?
         .ok_or_else(|| OpError::missing_field("insert.documents"))?;
+    // No collection has a validator to bypass (`validator` is refused by `create`).
+    arguments.without_effect("bypassDocumentValidation");
+    arguments.finish()?;
+    let name = request.collection()?;
     if documents.is_empty() {
         return Err(OpError::InvalidLength(
             "Write batch sizes must be between 1 and 100000. Got 0 operations.".into(),

@@ -8,8 +8,9 @@ use bson::{doc, Binary, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::mongo::context::CommandContext;
+use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
-use crate::mongo::request::{opt_bool, opt_document, opt_str, CommandRequest};
+use crate::mongo::request::CommandRequest;
 use crate::ops;
 use crate::ops::namespace::{check_collection_name, check_db_name, split_namespace};
 use crate::query::filter::Filter;
@@ -20,9 +21,13 @@ pub async fn list_databases(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&["filter", "nameOnly", "authorizedDatabases"])?;
-    let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
-    let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
+    let mut arguments = request.arguments();
+    let name_only = arguments.bool("nameOnly")?.unwrap_or(false);
+    let filter = Filter::parse(arguments.document("filter")?.unwrap_or(&Document::new()))?;
+    // A user is only ever shown the databases their roles reach (`visible_databases`),
+    // which is what `authorizedDatabases` asks for.
+    arguments.without_effect("authorizedDatabases");
+    arguments.finish()?;
     let snapshot = context.catalog().fresh_snapshot().await?;
     let visible = super::auth::visible_databases(context);
     let mut session = context.open_session().await?;
@@ -74,17 +79,16 @@ pub async fn list_collections(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> ReplyResult {
-    request.check_fields(&[
-        "filter",
-        "nameOnly",
-        "cursor",
-        "authorizedCollections",
-        "includePendingDrops",
-    ])?;
+    let mut arguments = request.arguments();
+    let name_only = arguments.bool("nameOnly")?.unwrap_or(false);
+    let filter = Filter::parse(arguments.document("filter")?.unwrap_or(&Document::new()))?;
+    let batch_size = cursor_batch_size(arguments.document("cursor")?)?;
+    // Honoured by doing nothing: a user who may run listCollections sees every collection
+    // of the database, and docgate drops collections at once (no drop is ever pending).
+    arguments.without_effect("authorizedCollections");
+    arguments.without_effect("includePendingDrops");
+    arguments.finish()?;
     check_db_name(&request.db)?;
-    let name_only = opt_bool(&request.body, "nameOnly")?.unwrap_or(false);
-    let filter = Filter::parse(opt_document(&request.body, "filter")?.unwrap_or(&Document::new()))?;
-    let batch_size = cursor_batch_size(&request.body)?;
     let snapshot = context.catalog().fresh_snapshot().await?;
     let entries: Vec<Document> = snapshot
         .collections_in(&request.db)
@@ -98,8 +102,10 @@ pub async fn list_collections(
         request,
         &namespace,
         encode_documents(&entries)?,
-        batch_size,
-        false,
+        BatchOptions {
+            batch_size,
+            ..BatchOptions::default()
+        },
     )
 }
 
@@ -121,41 +127,47 @@ const UNSUPPORTED_CREATE_OPTIONS: &[&str] = &[
 /// `create`: an empty collection.
 pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     let name = request.collection()?;
+    let mut arguments = request.arguments();
     for option in UNSUPPORTED_CREATE_OPTIONS {
-        if request.body.contains_key(*option) {
+        if arguments.value(option).is_some() {
             return Err(OpError::NotSupported(format!(
                 "create option '{option}' is not supported by docgate"
             )));
         }
     }
-    request.check_fields(&[
-        "idIndex",
+    arguments.simple_collation()?;
+    // Kept in the collection's options, as MongoDB keeps them (validation settings have no
+    // effect while `validator` is refused).
+    const KEPT_OPTIONS: [&str; 5] = [
         "storageEngine",
         "indexOptionDefaults",
         "validationLevel",
         "validationAction",
         "collation",
-        "autoIndexId",
-        "flags",
-    ])?;
-    if let Some(collation) = opt_document(&request.body, "collation")? {
-        if collation.get_str("locale").ok() != Some("simple") {
+    ];
+    for kept in KEPT_OPTIONS {
+        arguments.value(kept);
+    }
+    match arguments.document("idIndex")? {
+        Some(spec) if spec.get_document("key").ok() != Some(&doc! {"_id": 1}) => {
             return Err(OpError::NotSupported(
-                "collations other than 'simple' are not supported".into(),
+                "an idIndex other than {_id: 1} is not supported by docgate".into(),
             ));
         }
+        _ => {}
     }
+    if arguments.bool("autoIndexId")? == Some(false) {
+        return Err(OpError::NotSupported(
+            "collections without an _id index (autoIndexId: false) are not supported".into(),
+        ));
+    }
+    // Legacy MMAPv1 storage flags: no meaning on any storage engine since MongoDB 4.2.
+    arguments.without_effect("flags");
+    arguments.finish()?;
     check_collection_name(&request.db, name)?;
     let mut options = Document::new();
     for (key, value) in request.body.iter().skip(1) {
-        if matches!(
-            key.as_str(),
-            "storageEngine"
-                | "indexOptionDefaults"
-                | "validationLevel"
-                | "validationAction"
-                | "collation"
-        ) {
+        if KEPT_OPTIONS.contains(&key.as_str()) {
             options.insert(key.clone(), value.clone());
         }
     }
@@ -178,7 +190,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
 /// `drop`: removes a collection and its data. Dropping a missing collection succeeds, as in
 /// MongoDB 7.0.
 pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&[])?;
+    request.arguments().finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let Some(record) = context.catalog().collection(&request.db, name).await? else {
@@ -193,7 +205,7 @@ pub async fn drop_database(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&[])?;
+    request.arguments().finish()?;
     check_db_name(&request.db)?;
     let snapshot = context.catalog().fresh_snapshot().await?;
     let records: Vec<CollectionRecord> = snapshot.collections_in(&request.db).cloned().collect();
@@ -206,7 +218,14 @@ pub async fn rename_collection(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&["to", "dropTarget", "stayTemp"])?;
+    let mut arguments = request.arguments();
+    let target = arguments
+        .str("to")?
+        .ok_or_else(|| OpError::FailedToParse("renameCollection requires 'to'".into()))?;
+    let drop_target = arguments.bool("dropTarget")?.unwrap_or(false);
+    // docgate has no temporary collections, so there is no temp flag to keep.
+    arguments.without_effect("stayTemp");
+    arguments.finish()?;
     if request.db != "admin" {
         return Err(OpError::Unauthorized(
             "renameCollection may only be run against the admin database.".into(),
@@ -217,9 +236,6 @@ pub async fn rename_collection(
             "renameCollection must be a namespace string".into(),
         ));
     };
-    let target = opt_str(&request.body, "to")?
-        .ok_or_else(|| OpError::FailedToParse("renameCollection requires 'to'".into()))?;
-    let drop_target = opt_bool(&request.body, "dropTarget")?.unwrap_or(false);
     let (source_db, source_name) = split_namespace(source)?;
     let (target_db, target_name) = split_namespace(target)?;
     check_collection_name(target_db, target_name)?;

@@ -8,16 +8,17 @@
 use bson::{doc, Bson};
 
 use super::write_reply::count_bson;
+use crate::mongo::arguments::Arguments;
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
-use crate::mongo::request::{opt_i64, CommandRequest};
+use crate::mongo::request::CommandRequest;
 use crate::ops::namespace::check_db_name;
-use crate::query::planner::decode_document;
+use crate::ops::read::decode_document;
 use crate::store::{Predicate, ScanRequest};
 
 /// `scale` divides the byte figures, as in MongoDB.
-fn scale_of(request: &CommandRequest) -> Result<i64, OpError> {
-    match opt_i64(&request.body, "scale")? {
+fn scale_of(arguments: &mut Arguments<'_>) -> Result<i64, OpError> {
+    match arguments.i64("scale")? {
         None => Ok(1),
         Some(n) if n >= 1 => Ok(n),
         Some(_) => Err(OpError::BadValue(
@@ -35,9 +36,12 @@ pub async fn coll_stats(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
 ) -> CommandResult {
-    request.check_fields(&["scale", "verbose"])?;
+    let mut arguments = request.arguments();
+    let scale = scale_of(&mut arguments)?;
+    // `verbose` adds storage-engine detail docgate's backends do not have.
+    arguments.without_effect("verbose");
+    arguments.finish()?;
     let name = request.collection()?;
-    let scale = scale_of(request)?;
     let namespace = format!("{}.{name}", request.db);
     let Some(record) = context.catalog().collection(&request.db, name).await? else {
         return Err(OpError::NamespaceNotFound(format!(
@@ -68,9 +72,12 @@ pub async fn coll_stats(
 
 /// `dbStats`.
 pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["scale", "freeStorage"])?;
+    let mut arguments = request.arguments();
+    let scale = scale_of(&mut arguments)?;
+    // docgate reports no free storage (`freeStorageSize` is 0) whether asked or not.
+    arguments.without_effect("freeStorage");
+    arguments.finish()?;
     check_db_name(&request.db)?;
-    let scale = scale_of(request)?;
     let snapshot = context.catalog().fresh_snapshot().await?;
     let mut session = context.open_session().await?;
     let (mut collections, mut objects, mut data, mut storage, mut indexes) =
@@ -102,13 +109,19 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
 
 /// `validate`: decodes every document and checks it against its `_id` key.
 pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&[
-        "full",
-        "repair",
-        "metadata",
-        "checkBSONConformance",
-        "background",
-    ])?;
+    let mut arguments = request.arguments();
+    if arguments.bool("repair")?.unwrap_or(false) {
+        return Err(OpError::NotSupported(
+            "validate with repair is not supported by docgate".into(),
+        ));
+    }
+    // docgate always runs the full check (every document decoded and found by its `_id`
+    // key), which is what `full`, `metadata` and `checkBSONConformance` ask for or less,
+    // and in the foreground, which `background` permits.
+    for no_effect in ["full", "metadata", "checkBSONConformance", "background"] {
+        arguments.without_effect(no_effect);
+    }
+    arguments.finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let Some(record) = context.catalog().collection(&request.db, name).await? else {

@@ -12,9 +12,10 @@ use std::collections::BTreeSet;
 use bson::{doc, Bson, Document};
 
 use super::write_reply::{count_bson, with_write_errors};
+use crate::mongo::arguments::Arguments;
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
-use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
+use crate::mongo::request::CommandRequest;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, AppliedStatement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
@@ -23,18 +24,6 @@ use crate::query::sort::SortSpec;
 use crate::query::update::UpdateContext;
 use crate::query::update::UpdateSpec;
 use crate::state::ServerCounters;
-
-const STATEMENT_FIELDS: &[&str] = &[
-    "q",
-    "u",
-    "upsert",
-    "multi",
-    "arrayFilters",
-    "collation",
-    "hint",
-    "c",
-    "sort",
-];
 
 /// Parses an update given as a document (replacement or operators) or a pipeline.
 pub(crate) fn parse_update(value: Option<&Bson>, field: &str) -> Result<UpdateSpec, OpError> {
@@ -60,8 +49,8 @@ pub(crate) fn parse_update(value: Option<&Bson>, field: &str) -> Result<UpdateSp
 }
 
 /// Parses `arrayFilters` into the update context.
-pub(super) fn parse_array_filters(statement: &Document) -> Result<UpdateContext, OpError> {
-    let Some(filters) = opt_array(statement, "arrayFilters")? else {
+pub(super) fn parse_array_filters(filters: Option<&Vec<Bson>>) -> Result<UpdateContext, OpError> {
+    let Some(filters) = filters else {
         return Ok(UpdateContext::default());
     };
     let filters: Vec<Document> = filters
@@ -76,41 +65,33 @@ pub(super) fn parse_array_filters(statement: &Document) -> Result<UpdateContext,
     Ok(UpdateContext::with_array_filters(&filters)?)
 }
 
-/// Refuses collations other than `simple` (docgate compares by code points).
-pub(super) fn check_simple_collation(statement: &Document) -> Result<(), OpError> {
-    if let Some(collation) = opt_document(statement, "collation")? {
-        if collation.get_str("locale").ok() != Some("simple") {
-            return Err(OpError::NotSupported(
-                "collations other than 'simple' are not supported".into(),
-            ));
-        }
-    }
-    Ok(())
-}
-
 fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
     let Bson::Document(statement) = value else {
         return Err(OpError::TypeMismatch(
             "update statements must be objects".into(),
         ));
     };
-    for key in statement.keys() {
-        if !STATEMENT_FIELDS.contains(&key.as_str()) {
-            return Err(OpError::UnknownField(format!("UpdateOpEntry.{key}")));
-        }
-    }
-    check_simple_collation(statement)?;
-    let filter = Filter::parse(opt_document(statement, "q")?.unwrap_or(&Document::new()))?;
-    let update = parse_update(statement.get("u"), "update.updates.u")?;
-    let multi = opt_bool(statement, "multi")?.unwrap_or(false);
+    let mut arguments = Arguments::new("UpdateOpEntry", statement);
+    arguments.simple_collation()?;
+    arguments.no_variables("c")?;
+    let filter = Filter::parse(arguments.document("q")?.unwrap_or(&Document::new()))?;
+    let update = parse_update(arguments.value("u"), "update.updates.u")?;
+    let multi = arguments.bool("multi")?.unwrap_or(false);
+    let upsert = arguments.bool("upsert")?.unwrap_or(false);
+    let sort = arguments
+        .document("sort")?
+        .map(SortSpec::parse)
+        .transpose()?;
+    let context = parse_array_filters(arguments.array("arrayFilters")?)?;
+    // MongoDB uses a statement's hint to pick an index; docgate's planner picks its own,
+    // which never changes which documents match.
+    arguments.without_effect("hint");
+    arguments.finish()?;
     if multi && matches!(update, UpdateSpec::Replacement(_)) {
         return Err(OpError::FailedToParse(
             "multi update is not supported for replacement-style update".into(),
         ));
     }
-    let sort = opt_document(statement, "sort")?
-        .map(SortSpec::parse)
-        .transpose()?;
     if sort.is_some() && multi {
         return Err(OpError::FailedToParse(
             "Cannot specify sort with multi=true".into(),
@@ -119,8 +100,8 @@ fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
     Ok(UpdateStatement {
         filter,
         update,
-        context: parse_array_filters(statement)?,
-        upsert: opt_bool(statement, "upsert")?.unwrap_or(false),
+        context,
+        upsert,
         multi,
         sort,
     })
@@ -128,12 +109,17 @@ fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
 
 /// `update`.
 pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    request.check_fields(&["updates", "ordered", "bypassDocumentValidation", "let"])?;
+    let mut arguments = request.arguments();
+    let ordered = arguments.bool("ordered")?.unwrap_or(true);
+    arguments.no_variables("let")?;
+    let statements = arguments
+        .array("updates")?
+        .ok_or_else(|| OpError::missing_field("update.updates"))?;
+    // No collection has a validator to bypass (`validator` is refused by `create`).
+    arguments.without_effect("bypassDocumentValidation");
+    arguments.finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let ordered = opt_bool(&request.body, "ordered")?.unwrap_or(true);
-    let statements = opt_array(&request.body, "updates")?
-        .ok_or_else(|| OpError::missing_field("update.updates"))?;
     if statements.is_empty()
         || statements.len() > crate::mongo::limits::MAX_WRITE_BATCH_SIZE as usize
     {

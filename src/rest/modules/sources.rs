@@ -25,7 +25,7 @@ use serde_json::json;
 
 use super::binds::Binds;
 use super::definition::{HandlerDefinition, SourceType};
-use crate::query::planner::decode_document;
+use crate::ops::read::decode_document;
 use crate::query::projection::Projection;
 use crate::query::update::UpdateSpec;
 use crate::rest::error::{RestError, RestResult};

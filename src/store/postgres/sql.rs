@@ -32,10 +32,10 @@
 use std::fmt::Write as _;
 
 use super::super::image::nul_free;
-use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
 use super::super::where_clause::{push_predicate, WhereClause};
 use super::super::StoreError;
 use super::conn::Params;
+use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
 
 /// PostgreSQL's limit on bound values in one statement.
 const MAX_PARAMS: usize = 65_535;

@@ -26,8 +26,8 @@
 
 use rusqlite::types::Value;
 
-use super::super::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
 use super::super::where_clause::{push_predicate, WhereClause};
+use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
 
 /// Above this many keys, `KeyIn` binds a single JSON array instead of one `?` per key.
 const INLINE_KEYS: usize = 50;
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn a_range_on_the_walked_index_bounds_the_walk() {
-        use super::super::super::scan::IndexBound;
+        use crate::query::scan::IndexBound;
         let range = |table: &str| Predicate::IndexRange {
             table: table.into(),
             lower: Some(IndexBound {

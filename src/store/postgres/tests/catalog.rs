@@ -1,5 +1,7 @@
-//! Catalog tests: create, list, drop, rename (odd names included), catalog version, schema
-//! and table names, a new store on the same database, stats, connect errors.
+//! PostgreSQL's own catalog tests: odd names (generated table names), objects docgate did not
+//! create, cached statements across drop and recreate, concurrent bootstraps, connect
+//! errors. The catalog tests every backend shares (and the schema and table names PostgreSQL
+//! chooses) are in `store/conformance/catalog.rs`.
 
 use std::time::Duration;
 
@@ -8,58 +10,6 @@ use bson::doc;
 use super::super::super::{Predicate, ScanRequest, Store, StoreError, StoreSession};
 use super::super::{PostgresOptions, PostgresStore};
 use super::{admin, create, keys_of, ok, open, session, stored};
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_list_drop() {
-    let db = fresh_db!();
-    let store = open(&db).await;
-    let mut s = session(&store).await;
-    let v0 = ok(s.catalog_version().await);
-    let opts = doc! { "capped": false, "validator": { "a": { "$gt": 1 } } };
-    let b = ok(s.create_collection("app", "b.with.dots", &opts).await);
-    let a = create(&mut s, "app", "a").await;
-    let z = create(&mut s, "other", "a").await;
-    assert_eq!(b.options, opts);
-    assert_eq!(b.uuid.len(), 16);
-    assert_ne!(a.uuid, b.uuid);
-    assert_eq!(a.uuid[6] >> 4, 4, "UUID v4 layout");
-    assert_eq!(a.table, "\"app\".\"a\"");
-    assert_eq!(z.table, "\"other\".\"a\"");
-    assert!(b.table.starts_with("\"app\".\"coll_"), "{}", b.table);
-    assert!(ok(s.catalog_version().await) >= v0 + 3);
-
-    let listed = ok(s.list_collections().await);
-    assert_eq!(listed, vec![a.clone(), b.clone(), z.clone()]);
-
-    match s.create_collection("app", "a", &doc! {}).await {
-        Err(StoreError::AlreadyExists(what)) => assert_eq!(what, "app.a"),
-        other => panic!("expected AlreadyExists, got {other:?}"),
-    }
-
-    let v1 = ok(s.catalog_version().await);
-    ok(s.drop_collection(&a).await);
-    assert!(ok(s.catalog_version().await) > v1);
-    assert_eq!(ok(s.list_collections().await), vec![b.clone(), z.clone()]);
-    // Dropping again (a stale record) is a no-op; the table is gone.
-    let v2 = ok(s.catalog_version().await);
-    ok(s.drop_collection(&a).await);
-    assert_eq!(ok(s.catalog_version().await), v2);
-    assert!(s.scan(&a, &ScanRequest::all()).await.is_err());
-    // The name can be reused; the stale record cannot drop the new collection.
-    let a2 = create(&mut s, "app", "a").await;
-    ok(s.insert(&a2, &[stored("1", doc! {})], true).await);
-    ok(s.drop_collection(&a).await);
-    assert_eq!(ok(s.count(&a2, &Predicate::True).await), 1);
-    // Dropping the last collection of a database drops its schema.
-    ok(s.drop_collection(&z).await);
-    let client = admin(&db.url).await;
-    let schemas = ok(client
-        .query("SELECT 1 FROM pg_namespace WHERE nspname = 'other'", &[])
-        .await);
-    assert!(schemas.is_empty());
-    drop((s, store));
-    db.drop_db().await;
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn odd_names_get_generated_names_and_work() {
@@ -191,73 +141,6 @@ async fn cached_statements_follow_drop_and_recreate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rename_keeps_data_and_checks_target() {
-    let db = fresh_db!();
-    let store = open(&db).await;
-    let mut s = session(&store).await;
-    let a = create(&mut s, "app", "a").await;
-    let b = create(&mut s, "app", "b").await;
-    ok(s.insert(&a, &[stored("1", doc! {"x": 1})], true).await);
-
-    match s.rename_collection(&a, "app", "b").await {
-        Err(StoreError::AlreadyExists(what)) => assert_eq!(what, "app.b"),
-        other => panic!("expected AlreadyExists, got {other:?}"),
-    }
-    let v = ok(s.catalog_version().await);
-    let moved = ok(s.rename_collection(&a, "archive", "a2").await);
-    assert!(ok(s.catalog_version().await) > v);
-    assert_eq!((moved.db.as_str(), moved.name.as_str()), ("archive", "a2"));
-    assert_eq!(moved.table, "\"archive\".\"a2\"");
-    assert_eq!(moved.uuid, a.uuid);
-    assert_eq!(
-        keys_of(&ok(s.scan(&moved, &ScanRequest::all()).await)),
-        ["1"]
-    );
-    assert_eq!(
-        ok(s.list_collections().await),
-        vec![b.clone(), moved.clone()]
-    );
-    // The stale record no longer names a collection: rename fails, drop is a no-op that
-    // must not drop the renamed collection's table.
-    assert!(s.rename_collection(&a, "x", "y").await.is_err());
-    ok(s.drop_collection(&a).await);
-    assert_eq!(ok(s.count(&moved, &Predicate::True).await), 1);
-    // Within one schema, and back.
-    let back = ok(s.rename_collection(&moved, "archive", "a3").await);
-    assert_eq!(back.table, "\"archive\".\"a3\"");
-    let back = ok(s.rename_collection(&back, "app", "a").await);
-    assert_eq!(back.table, "\"app\".\"a\"");
-    assert_eq!(ok(s.count(&back, &Predicate::True).await), 1);
-    drop((s, store));
-    db.drop_db().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn data_survives_a_new_store() {
-    let db = fresh_db!();
-    let (coll, version) = {
-        let store = open(&db).await;
-        let mut s = session(&store).await;
-        let coll = create(&mut s, "app", "keep").await;
-        ok(
-            s.insert(&coll, &[stored("1", doc! {}), stored("2", doc! {})], true)
-                .await,
-        );
-        (coll, ok(s.catalog_version().await))
-    };
-    let store = open(&db).await;
-    let mut s = session(&store).await;
-    assert_eq!(ok(s.catalog_version().await), version);
-    assert_eq!(ok(s.list_collections().await), vec![coll.clone()]);
-    assert_eq!(
-        keys_of(&ok(s.scan(&coll, &ScanRequest::all()).await)),
-        ["1", "2"]
-    );
-    drop((s, store));
-    db.drop_db().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_bootstraps_and_creates() {
     let db = fresh_db!();
     let url = db.url.clone();
@@ -288,48 +171,6 @@ async fn concurrent_bootstraps_and_creates() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stats_count_sizes_and_indexes() {
-    let db = fresh_db!();
-    let store = open(&db).await;
-    let mut s = session(&store).await;
-    let coll = create(&mut s, "app", "stats").await;
-    let docs: Vec<_> = (0..100)
-        .map(|i| stored(&format!("{i:03}"), doc! {"pad": "x".repeat(100)}))
-        .collect();
-    let expected: u64 = docs.iter().map(|d| d.bson.len() as u64).sum();
-    ok(s.insert(&coll, &docs, true).await);
-    let stats = ok(s.collection_stats(&coll).await);
-    assert_eq!(stats.count, 100);
-    assert_eq!(stats.data_size, expected);
-    assert_eq!(stats.index_count, 1);
-    assert!(stats.storage_size >= expected, "{stats:?}");
-    drop((s, store));
-    db.drop_db().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_inside_a_transaction_commits_with_it() {
-    let db = fresh_db!();
-    let store = open(&db).await;
-    let mut s = session(&store).await;
-    let v = ok(s.catalog_version().await);
-    ok(s.begin().await);
-    let coll = create(&mut s, "app", "in_tx").await;
-    ok(s.insert(&coll, &[stored("1", doc! {})], true).await);
-    let renamed = ok(s.rename_collection(&coll, "app", "renamed").await);
-    ok(s.commit().await);
-    let mut other = session(&store).await;
-    assert_eq!(ok(other.list_collections().await), vec![renamed.clone()]);
-    assert_eq!(ok(other.catalog_version().await), v + 2);
-    assert_eq!(
-        keys_of(&ok(other.scan(&renamed, &ScanRequest::all()).await)),
-        ["1"]
-    );
-    drop((s, other, store));
-    db.drop_db().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_reports_errors_and_describes_itself() {
     let db = fresh_db!();
     let options = PostgresOptions {
@@ -354,15 +195,5 @@ async fn connect_reports_errors_and_describes_itself() {
     assert!(text.starts_with("postgres postgres@127.0.0.1:"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
     drop(store);
-    db.drop_db().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metadata_records() {
-    let db = fresh_db!();
-    let store = open(&db).await;
-    let mut s = session(&store).await;
-    super::super::super::meta_scenario::check_meta_records(&mut s).await;
-    drop(s);
     db.drop_db().await;
 }

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use bson::doc;
 
+use super::super::super::conformance::backends::skipped;
 use super::super::super::{Predicate, Store, StoreError, StoreSession};
 use super::super::{PostgresOptions, PostgresStore};
-use super::{create, ok, session, skipped, stored};
+use super::{create, ok, session, stored};
 
 /// `tests/pg_cluster.sh` of this repository, found from this source file's path (absolute
 /// or relative to the crate root), unless env `DOCGATE_PG_CLUSTER_SCRIPT` names it.

@@ -1,7 +1,11 @@
 //! The pushdown vocabulary: what the query planner may ask a backend to evaluate in SQL.
-//! Predicates are about keys and JSON paths, not MongoDB operators; the planner in
-//! `src/query/` translates a MongoDB filter into them and keeps whatever cannot be expressed
-//! exactly as a residual that Rust re-checks.
+//! Predicates are about keys and JSON paths, not MongoDB operators; the planner
+//! (`planner.rs`) translates a MongoDB filter into them and keeps whatever cannot be
+//! expressed exactly as a residual that Rust re-checks. The store consumes these types (and
+//! re-exports them); they live here because the planner builds them and `query` must not
+//! depend on the store.
+//!
+//! Not for: SQL text (each backend writes its own from these) or choosing what to push.
 
 /// A scalar value compared against a field of the queryable image.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,21 +55,6 @@ pub enum Predicate {
 pub struct IndexBound {
     pub key: Vec<u8>,
     pub inclusive: bool,
-}
-
-impl Predicate {
-    /// True when the store evaluates this predicate exactly (no re-check needed).
-    pub fn is_exact(&self) -> bool {
-        match self {
-            Predicate::True
-            | Predicate::KeyEquals(_)
-            | Predicate::KeyIn(_)
-            | Predicate::KeyRange { .. }
-            | Predicate::IndexRange { .. } => true,
-            Predicate::PathEquals { .. } => false,
-            Predicate::And(parts) | Predicate::Or(parts) => parts.iter().all(Predicate::is_exact),
-        }
-    }
 }
 
 /// Order of a scan by `_id` key (the key encoding preserves MongoDB's `_id` order).

@@ -1,0 +1,198 @@
+//! Catalog tests on every backend: create, list, drop, rename, the catalog version, a new
+//! store on the same data, stats, DDL inside a transaction. The physical names each backend
+//! chooses are checked per backend; odd names, foreign objects, statement caches, concurrent
+//! bootstraps and opening errors stay in the backends' own tests.
+
+use bson::doc;
+
+use super::super::{Predicate, ScanRequest};
+use super::backends::admin;
+use super::{backends, create, keys_of, ok, stored, BackendKind};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_list_drop() {
+    for backend in backends().await {
+        let pg = backend.kind == BackendKind::Postgres;
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        let v0 = ok(s.catalog_version().await);
+        let opts = doc! { "capped": false, "validator": { "a": { "$gt": 1 } } };
+        let b = ok(s.create_collection("app", "b.with.dots", &opts).await);
+        let a = create(&mut *s, "app", "a").await;
+        let z = create(&mut *s, "other", "a").await;
+        assert_eq!(b.options, opts);
+        assert_eq!(b.uuid.len(), 16);
+        assert_ne!(a.uuid, b.uuid);
+        assert_eq!(a.uuid[6] >> 4, 4, "UUID v4 layout");
+        if pg {
+            assert_eq!(a.table, "\"app\".\"a\"");
+            assert_eq!(z.table, "\"other\".\"a\"");
+            assert!(b.table.starts_with("\"app\".\"coll_"), "{}", b.table);
+        } else {
+            assert!(a.table.starts_with("dgc_") && a.table != b.table && a.table != z.table);
+        }
+        assert!(ok(s.catalog_version().await) >= v0 + 3);
+
+        let listed = ok(s.list_collections().await);
+        assert_eq!(listed, vec![a.clone(), b.clone(), z.clone()]);
+
+        match s.create_collection("app", "a", &doc! {}).await {
+            Err(super::super::StoreError::AlreadyExists(what)) => assert_eq!(what, "app.a"),
+            other => panic!("expected AlreadyExists, got {other:?}"),
+        }
+
+        let v1 = ok(s.catalog_version().await);
+        ok(s.drop_collection(&a).await);
+        assert!(ok(s.catalog_version().await) > v1);
+        assert_eq!(ok(s.list_collections().await), vec![b.clone(), z.clone()]);
+        // Dropping again (a stale record) is a no-op; the table is gone.
+        let v2 = ok(s.catalog_version().await);
+        ok(s.drop_collection(&a).await);
+        if pg {
+            assert_eq!(ok(s.catalog_version().await), v2);
+        }
+        assert!(s.scan(&a, &ScanRequest::all()).await.is_err());
+        // The name can be reused (on SQLite the new table has a new physical name); the
+        // stale record cannot drop the new collection.
+        let a2 = create(&mut *s, "app", "a").await;
+        if !pg {
+            assert_ne!(a2.table, a.table);
+        }
+        ok(s.insert(&a2, &[stored("1", doc! {})], true).await);
+        ok(s.drop_collection(&a).await);
+        assert_eq!(ok(s.count(&a2, &Predicate::True).await), 1);
+        if let Some(url) = backend.pg_url() {
+            // Dropping the last collection of a database drops its schema.
+            ok(s.drop_collection(&z).await);
+            let client = admin(url).await;
+            let schemas = ok(client
+                .query("SELECT 1 FROM pg_namespace WHERE nspname = 'other'", &[])
+                .await);
+            assert!(schemas.is_empty());
+        }
+        drop((s, store));
+        backend.finish().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rename_keeps_data_and_checks_target() {
+    for backend in backends().await {
+        let pg = backend.kind == BackendKind::Postgres;
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        let a = create(&mut *s, "app", "a").await;
+        let b = create(&mut *s, "app", "b").await;
+        ok(s.insert(&a, &[stored("1", doc! {"x": 1})], true).await);
+
+        match s.rename_collection(&a, "app", "b").await {
+            Err(super::super::StoreError::AlreadyExists(what)) => assert_eq!(what, "app.b"),
+            other => panic!("expected AlreadyExists, got {other:?}"),
+        }
+        let v = ok(s.catalog_version().await);
+        let moved = ok(s.rename_collection(&a, "archive", "a2").await);
+        assert!(ok(s.catalog_version().await) > v);
+        assert_eq!((moved.db.as_str(), moved.name.as_str()), ("archive", "a2"));
+        assert_eq!(moved.uuid, a.uuid);
+        if pg {
+            assert_eq!(moved.table, "\"archive\".\"a2\"");
+        } else {
+            assert_eq!(moved.table, a.table);
+        }
+        assert_eq!(
+            keys_of(&ok(s.scan(&moved, &ScanRequest::all()).await)),
+            ["1"]
+        );
+        assert_eq!(
+            ok(s.list_collections().await),
+            vec![b.clone(), moved.clone()]
+        );
+        // The stale record no longer names a collection: rename fails, drop is a no-op that
+        // must not drop the renamed collection's table.
+        assert!(s.rename_collection(&a, "x", "y").await.is_err());
+        ok(s.drop_collection(&a).await);
+        assert_eq!(ok(s.count(&moved, &Predicate::True).await), 1);
+        // Within one database, and back.
+        let back = ok(s.rename_collection(&moved, "archive", "a3").await);
+        if pg {
+            assert_eq!(back.table, "\"archive\".\"a3\"");
+        }
+        let back = ok(s.rename_collection(&back, "app", "a").await);
+        if pg {
+            assert_eq!(back.table, "\"app\".\"a\"");
+        }
+        assert_eq!(ok(s.count(&back, &Predicate::True).await), 1);
+        drop((s, store));
+        backend.finish().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_survives_a_new_store() {
+    for backend in backends().await {
+        let (coll, version) = {
+            let store = backend.open().await;
+            let mut s = ok(store.session().await);
+            let coll = create(&mut *s, "app", "keep").await;
+            ok(
+                s.insert(&coll, &[stored("1", doc! {}), stored("2", doc! {})], true)
+                    .await,
+            );
+            (coll, ok(s.catalog_version().await))
+        };
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        assert_eq!(ok(s.catalog_version().await), version);
+        assert_eq!(ok(s.list_collections().await), vec![coll.clone()]);
+        assert_eq!(
+            keys_of(&ok(s.scan(&coll, &ScanRequest::all()).await)),
+            ["1", "2"]
+        );
+        drop((s, store));
+        backend.finish().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stats_count_sizes_and_indexes() {
+    for backend in backends().await {
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        let coll = create(&mut *s, "app", "stats").await;
+        let docs: Vec<_> = (0..100)
+            .map(|i| stored(&format!("{i:03}"), doc! {"pad": "x".repeat(100)}))
+            .collect();
+        let expected: u64 = docs.iter().map(|d| d.bson.len() as u64).sum();
+        ok(s.insert(&coll, &docs, true).await);
+        let stats = ok(s.collection_stats(&coll).await);
+        assert_eq!(stats.count, 100);
+        assert_eq!(stats.data_size, expected);
+        assert_eq!(stats.index_count, 1);
+        assert!(stats.storage_size >= expected, "{stats:?}");
+        drop((s, store));
+        backend.finish().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_inside_a_transaction_commits_with_it() {
+    for backend in backends().await {
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        let v = ok(s.catalog_version().await);
+        ok(s.begin().await);
+        let coll = create(&mut *s, "app", "in_tx").await;
+        ok(s.insert(&coll, &[stored("1", doc! {})], true).await);
+        let renamed = ok(s.rename_collection(&coll, "app", "renamed").await);
+        ok(s.commit().await);
+        let mut other = ok(store.session().await);
+        assert_eq!(ok(other.list_collections().await), vec![renamed.clone()]);
+        assert_eq!(ok(other.catalog_version().await), v + 2);
+        assert_eq!(
+            keys_of(&ok(other.scan(&renamed, &ScanRequest::all()).await)),
+            ["1"]
+        );
+        drop((s, other, store));
+        backend.finish().await;
+    }
+}
