@@ -51,8 +51,8 @@ use bson::{doc, Bson, Document};
 use common::{
     backends, env_usize, print_table, ratio, summarize, us, Backend, Rng, Server, Summary,
 };
+use docgate::catalog::MetadataCacheSettings;
 use docgate::catalog::{Catalog, CollectionInfo};
-use docgate::config::MetadataCacheSettings;
 use docgate::ops::read;
 use docgate::query::filter::Filter;
 use docgate::query::planner::ReadPlan;

@@ -46,6 +46,7 @@ use common::{backends, env_usize, print_table, ratio, summarize, us, Backend, Se
 use docgate::config::{Cli, Settings};
 use docgate::rest::operations::{self, PageRequest};
 use docgate::rest::page::{Envelope, Paging};
+use docgate::rest::settings::RestSettings;
 use docgate::state::AppState;
 use serde_json::{json, Value};
 
@@ -354,7 +355,7 @@ async fn app_state(backend: &Backend, cache: bool) -> Arc<AppState> {
         &cache,
     ]);
     let settings = Settings::resolve(cli, Vec::new()).expect("settings");
-    AppState::open(settings).await.expect("open backend")
+    AppState::open(settings.app).await.expect("open backend")
 }
 
 /// Serves `app` on a free port of this process; answers its base URL.
@@ -371,7 +372,7 @@ async fn serve_in_process(app: Router) -> String {
 
 /// docgate's REST router over `state`.
 async fn docgate_router(state: Arc<AppState>) -> String {
-    let rest = docgate::rest::RestState::new(state).expect("rest state");
+    let rest = docgate::rest::RestState::new(state, &RestSettings::default()).expect("rest state");
     serve_in_process(docgate::rest::router(rest)).await
 }
 

@@ -5,19 +5,66 @@
 //! Not for: anything a library user or a test needs (that lives in the `docgate` library).
 
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
 use docgate::auth::service::derive_credentials_blocking;
 use docgate::auth::users::new_uuid;
-use docgate::auth::{AuthMode, BuiltinRole, RoleGrant, ScramMechanism, UserRecord};
+use docgate::auth::{AuthError, AuthMode, BuiltinRole, RoleGrant, ScramMechanism, UserRecord};
 use docgate::config::{Cli, Command, LogFormat, RestCommand, Settings, UserCommand};
-use docgate::mongo::tls::ListenerTls;
+use docgate::mongo::tls::{ListenerTls, TlsSetupError};
 use docgate::mongo::{listener, MongoServer};
+use docgate::rest::demo::DemoError;
 use docgate::state::AppState;
+use docgate::store::StoreError;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+
+/// Why a subcommand, or serving, failed (logged, then the process exits with status 1).
+#[derive(Debug, thiserror::Error)]
+enum MainError {
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
+    #[error("cannot open backend: {0}")]
+    OpenBackend(StoreError),
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot listen on {address} (--rest-listen): {source}")]
+    RestListen {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    /// A bound listener that cannot tell its own address.
+    #[error(transparent)]
+    LocalAddress(std::io::Error),
+    /// The REST front end's token settings cannot be used (an unreadable JWKS file).
+    #[error("{0}")]
+    RestSetup(String),
+    #[error("cannot read the password: {0}")]
+    ReadPassword(std::io::Error),
+    #[error("no built-in role {role}@{db}")]
+    NoBuiltinRole { role: String, db: String },
+    #[error(transparent)]
+    Credentials(#[from] AuthError),
+    #[error("user {user}@{db} already exists")]
+    UserExists { user: String, db: String },
+    #[error("cannot create user {user}@{db}: {source}")]
+    CreateUser {
+        user: String,
+        db: String,
+        source: StoreError,
+    },
+    /// `docgate rest apply` could not read or store the module file.
+    #[error("{0}")]
+    RestApply(String),
+    #[error(transparent)]
+    Demo(#[from] DemoError),
+}
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("DOCGATE_LOG")
@@ -67,9 +114,9 @@ const DESCRIPTORS_PER_POOL_CONNECTION: u64 = 4;
 /// need together, so that no listener can take the descriptors the other or the database
 /// needs; warns when the hard limit is below that.
 fn raise_open_file_limit(settings: &Settings) {
-    let needed = settings.max_connections as u64
-        + settings.limits.rest_max_connections as u64
-        + settings.pool.max as u64 * DESCRIPTORS_PER_POOL_CONNECTION
+    let needed = settings.app.max_connections as u64
+        + settings.rest.limits.max_connections as u64
+        + settings.app.pool.max as u64 * DESCRIPTORS_PER_POOL_CONNECTION
         + SPARE_DESCRIPTORS;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
@@ -99,24 +146,31 @@ fn raise_open_file_limit(settings: &Settings) {
     }
 }
 
-async fn run(settings: Settings) -> Result<(), String> {
+async fn run(settings: Settings) -> Result<(), MainError> {
     raise_open_file_limit(&settings);
-    let tls = ListenerTls::from_settings(&settings.tls).map_err(|e| e.to_string())?;
-    let state = AppState::open(settings.clone())
+    let tls = ListenerTls::from_settings(&settings.tls)?;
+    let state = AppState::open(settings.app.clone())
         .await
-        .map_err(|e| format!("cannot open backend: {e}"))?;
-    let listener = TcpListener::bind(settings.listen)
+        .map_err(MainError::OpenBackend)?;
+    let listener = TcpListener::bind(settings.app.listen)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", settings.listen))?;
-    let address = listener.local_addr().map_err(|e| e.to_string())?;
+        .map_err(|source| MainError::Listen {
+            address: settings.app.listen,
+            source,
+        })?;
+    let address = listener.local_addr().map_err(MainError::LocalAddress)?;
     let auth = describe_auth(&state).await;
     // Both listeners are bound before either is announced, so "listening" means both are.
     let rest_listener = match settings.rest_listen {
         Some(rest) => Some((
             TcpListener::bind(rest)
                 .await
-                .map_err(|e| format!("cannot listen on {rest} (--rest-listen): {e}"))?,
-            docgate::rest::RestState::new(state.clone())?,
+                .map_err(|source| MainError::RestListen {
+                    address: rest,
+                    source,
+                })?,
+            docgate::rest::RestState::new(state.clone(), &settings.rest)
+                .map_err(MainError::RestSetup)?,
         )),
         None => None,
     };
@@ -124,11 +178,11 @@ async fn run(settings: Settings) -> Result<(), String> {
         "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={}",
         state.store.backend_name(),
         state.store.describe(),
-        settings.max_connections,
+        settings.app.max_connections,
         settings.tls.mode
     );
     if !address.ip().is_loopback() {
-        match settings.auth.mode {
+        match settings.app.auth.mode {
             AuthMode::Off => tracing::warn!(
                 "AUTHENTICATION IS OFF and docgate listens beyond loopback on {address}: \
                  anyone who can reach it can read and change all data"
@@ -141,7 +195,7 @@ async fn run(settings: Settings) -> Result<(), String> {
         }
     }
     if let Some((rest, rest_state)) = &rest_listener {
-        let rest_address = rest.local_addr().map_err(|e| e.to_string())?;
+        let rest_address = rest.local_addr().map_err(MainError::LocalAddress)?;
         let jwt = if rest_state.tokens.accepts_external() {
             " jwt=jwks"
         } else {
@@ -156,13 +210,13 @@ async fn run(settings: Settings) -> Result<(), String> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let ttl_monitor = tokio::spawn(docgate::ops::ttl::run_monitor(
         state.clone(),
-        settings.ttl_monitor_interval,
+        settings.app.ttl_monitor_interval,
         shutdown_rx.clone(),
     ));
     let rest_serving = rest_listener.map(|(rest, rest_state)| {
         tokio::spawn(docgate::rest::serve(rest_state, rest, shutdown_rx.clone()))
     });
-    let server = Arc::new(MongoServer::new(state));
+    let server = Arc::new(MongoServer::new(state, settings.mongo_limits));
     let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");
@@ -188,7 +242,7 @@ async fn describe_auth(state: &AppState) -> &'static str {
 }
 
 /// `docgate user create`: stores a user in the backend directly (no server needed).
-async fn run_user_command(settings: Settings, command: UserCommand) -> Result<(), String> {
+async fn run_user_command(settings: Settings, command: UserCommand) -> Result<(), MainError> {
     let UserCommand::Create { user, db, roles } = command;
     let password = match std::env::var("DOCGATE_USER_PASSWORD") {
         Ok(password) => password,
@@ -197,7 +251,7 @@ async fn run_user_command(settings: Settings, command: UserCommand) -> Result<()
             let mut line = String::new();
             std::io::stdin()
                 .read_line(&mut line)
-                .map_err(|e| format!("cannot read the password: {e}"))?;
+                .map_err(MainError::ReadPassword)?;
             line.trim_end_matches(['\r', '\n']).to_owned()
         }
     };
@@ -211,19 +265,23 @@ async fn run_user_command(settings: Settings, command: UserCommand) -> Result<()
     for grant in &grants {
         match BuiltinRole::from_name(&grant.role) {
             Some(role) if !role.admin_only() || grant.db == "admin" => {}
-            _ => return Err(format!("no built-in role {}@{}", grant.role, grant.db)),
+            _ => {
+                return Err(MainError::NoBuiltinRole {
+                    role: grant.role.clone(),
+                    db: grant.db.clone(),
+                })
+            }
         }
     }
-    let state = AppState::open(settings)
+    let state = AppState::open(settings.app)
         .await
-        .map_err(|e| format!("cannot open backend: {e}"))?;
+        .map_err(MainError::OpenBackend)?;
     let credentials = derive_credentials_blocking(
         &user,
         &password,
         &[ScramMechanism::Sha1, ScramMechanism::Sha256],
     )
-    .await
-    .map_err(|e| e.to_string())?;
+    .await?;
     let record = UserRecord {
         db: db.clone(),
         name: user.clone(),
@@ -233,8 +291,15 @@ async fn run_user_command(settings: Settings, command: UserCommand) -> Result<()
         custom_data: None,
     };
     state.auth.create_user(&record).await.map_err(|e| match e {
-        docgate::store::StoreError::AlreadyExists(_) => format!("user {user}@{db} already exists"),
-        other => format!("cannot create user {user}@{db}: {other}"),
+        StoreError::AlreadyExists(_) => MainError::UserExists {
+            user: user.clone(),
+            db: db.clone(),
+        },
+        source => MainError::CreateUser {
+            user: user.clone(),
+            db: db.clone(),
+            source,
+        },
     })?;
     eprintln!("created user {user}@{db}");
     Ok(())
@@ -245,22 +310,25 @@ async fn run_rest_apply(
     settings: Settings,
     db: &str,
     file: &std::path::Path,
-) -> Result<(), String> {
-    let state = AppState::open(settings)
+) -> Result<(), MainError> {
+    let state = AppState::open(settings.app)
         .await
-        .map_err(|e| format!("cannot open backend: {e}"))?;
-    for line in docgate::rest::modules::admin::apply_module_file(&state, db, file).await? {
+        .map_err(MainError::OpenBackend)?;
+    let lines = docgate::rest::modules::admin::apply_module_file(&state, db, file)
+        .await
+        .map_err(MainError::RestApply)?;
+    for line in lines {
         eprintln!("{line}");
     }
     Ok(())
 }
 
 /// `docgate demo`: loads the concert sample, then serves.
-async fn run_demo(settings: Settings) -> Result<(), String> {
+async fn run_demo(settings: Settings) -> Result<(), MainError> {
     {
-        let state = AppState::open(settings.clone())
+        let state = AppState::open(settings.app.clone())
             .await
-            .map_err(|e| format!("cannot open backend: {e}"))?;
+            .map_err(MainError::OpenBackend)?;
         docgate::rest::demo::load_concert_sample(&state).await?;
     }
     let (user, password) = docgate::rest::demo::DEMO_USER;

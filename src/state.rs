@@ -1,20 +1,41 @@
 //! `AppState`: everything the front ends share, built once at start — the store (which owns
 //! the one connection pool), the catalog (which owns the one metadata cache), the
 //! authentication service (users, password verifier), the settings and the server-wide
-//! counters.
+//! counters — and [`AppSettings`], the resolved settings it is opened with.
 //!
-//! Not for: per-connection state (that lives in `mongo::connection`).
+//! Not for: per-connection state (that lives in `mongo::connection`), or reading settings
+//! from flags, environment or file (`crate::config` does that, for `main.rs`).
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use crate::auth::AuthService;
-use crate::catalog::Catalog;
-use crate::config::{BackendUrl, Settings};
+use crate::auth::{AuthService, AuthSettings};
+use crate::catalog::{Catalog, MetadataCacheSettings};
 use crate::store::postgres::{PostgresOptions, PostgresStore};
+use crate::store::settings::{BackendUrl, PoolSettings};
 use crate::store::sqlite::{SqliteOptions, SqliteStore};
 use crate::store::{Store, StoreError};
+
+/// The resolved settings the shared state is opened with and both front ends read: where
+/// the data lives, the pool, the metadata cache, authentication, and the few that belong to
+/// the process (the MongoDB listener's address and connection bound, the TTL monitor's
+/// interval, the shutdown grace, the command line).
+#[derive(Clone, Debug)]
+pub struct AppSettings {
+    pub backend: BackendUrl,
+    pub listen: SocketAddr,
+    pub max_connections: usize,
+    pub pool: PoolSettings,
+    pub metadata_cache: MetadataCacheSettings,
+    pub ttl_monitor_interval: Duration,
+    pub auth: AuthSettings,
+    /// How long shutdown lets running commands and requests finish before interrupting them.
+    pub shutdown_grace: Duration,
+    /// The command line as given, for `getCmdLineOpts`.
+    pub argv: Vec<String>,
+}
 
 /// Server-wide counters reported by `serverStatus` (and later exported as metrics).
 #[derive(Debug, Default)]
@@ -68,7 +89,7 @@ impl ServerCounters {
 
 /// Shared by every connection of every front end.
 pub struct AppState {
-    pub settings: Settings,
+    pub settings: AppSettings,
     pub store: Arc<dyn Store>,
     pub catalog: Catalog,
     /// Users, roles and password verification (with its fast path), for both front ends.
@@ -80,7 +101,7 @@ pub struct AppState {
 
 impl AppState {
     /// Opens the backend named in the settings and builds the shared state.
-    pub async fn open(settings: Settings) -> Result<Arc<AppState>, StoreError> {
+    pub async fn open(settings: AppSettings) -> Result<Arc<AppState>, StoreError> {
         let store: Arc<dyn Store> = match &settings.backend {
             BackendUrl::Sqlite(dir) => {
                 let options = SqliteOptions {

@@ -21,12 +21,27 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
-use crate::config::MetadataCacheSettings;
 use crate::query::index_spec::IndexSpec;
 use crate::query::planner::IndexCandidate;
 use crate::store::{
     CollectionRecord, IndexRecord, MetaRecord, MetaWrite, Store, StoreError, StoreSession,
 };
+
+/// Metadata cache settings (ORDS `cache.metadata.*`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetadataCacheSettings {
+    pub enabled: bool,
+    pub timeout: Duration,
+}
+
+impl Default for MetadataCacheSettings {
+    fn default() -> Self {
+        MetadataCacheSettings {
+            enabled: true,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
 
 /// Key of the cached metadata records: (kind, database or all databases).
 type MetaKey = (String, Option<String>);

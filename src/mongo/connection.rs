@@ -124,7 +124,7 @@ pub async fn handle_connection<S>(
 /// The limits of the next read: small and short until the client has authenticated (when
 /// it must), the configured ones after.
 fn read_limits(server: &MongoServer, connection: &ConnectionInfo, open_access: bool) -> ReadLimits {
-    let limits = &server.state.settings.limits;
+    let limits = &server.limits;
     if open_access || connection.auth.user.is_some() {
         ReadLimits {
             idle: limits.idle_timeout,

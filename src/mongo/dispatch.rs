@@ -134,7 +134,7 @@ fn time_limit(
     request: &CommandRequest,
 ) -> Result<Option<std::time::Duration>, OpError> {
     let Some(value) = request.body.get("maxTimeMS") else {
-        return Ok(server.state.settings.limits.default_max_time);
+        return Ok(server.limits.default_max_time);
     };
     let millis = match value {
         Bson::Int32(n) => i64::from(*n),

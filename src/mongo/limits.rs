@@ -3,7 +3,7 @@
 //! BSON document limit is the core's, `crate::ops::prepare::MAX_BSON_OBJECT_SIZE`; the
 //! message size limit the wire crate's.)
 //!
-//! Not for: the operator-set limits of `[limits]` (`crate::config::limits`).
+//! Not for: the operator-set limits of `[limits]` (`settings::MongoLimits`).
 
 /// Most statements in one write command.
 pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;

@@ -79,7 +79,7 @@ pub async fn serve(
         let connection_server = server.clone();
         let connection_shutdown = shutdown.clone();
         let connection_tls = tls.clone();
-        let handshake_timeout = server.state.settings.limits.message_timeout;
+        let handshake_timeout = server.limits.message_timeout;
         tracker.spawn(async move {
             match tokio::time::timeout(handshake_timeout, connection_tls.secure(stream)).await {
                 Ok(Ok(ClientStream::Plain(stream))) => {
@@ -96,7 +96,7 @@ pub async fn serve(
     }
 
     tracker.close();
-    let grace = server.state.settings.limits.shutdown_grace;
+    let grace = server.state.settings.shutdown_grace;
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
         tracing::warn!(
             "commands still running after {grace:?} (--shutdown-grace); interrupting them"

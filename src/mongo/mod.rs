@@ -16,6 +16,7 @@ pub mod limits;
 pub mod listener;
 pub mod reader;
 pub mod request;
+pub mod settings;
 pub mod tls;
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -30,15 +31,17 @@ pub struct MongoServer {
     pub cursors: CursorRegistry,
     /// Bytes of incoming messages all connections may hold at once (`reader`).
     pub message_budget: reader::MessageBudget,
+    /// What each connection and command is allowed (`[limits]`).
+    pub limits: settings::MongoLimits,
     next_connection_id: AtomicI64,
 }
 
 impl MongoServer {
-    pub fn new(state: Arc<AppState>) -> MongoServer {
-        let message_budget =
-            reader::MessageBudget::new(state.settings.limits.incoming_message_budget_bytes);
+    pub fn new(state: Arc<AppState>, limits: settings::MongoLimits) -> MongoServer {
+        let message_budget = reader::MessageBudget::new(limits.incoming_message_budget_bytes);
         MongoServer {
             state,
+            limits,
             cursors: CursorRegistry::default(),
             message_budget,
             next_connection_id: AtomicI64::new(1),

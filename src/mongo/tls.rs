@@ -19,7 +19,7 @@ use tokio_rustls::rustls::{self, ServerConfig};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
-use crate::config::{TlsIdentityFiles, TlsMode, TlsSettings};
+use super::settings::{TlsIdentityFiles, TlsMode, TlsSettings};
 
 /// How long a new connection gets to finish its TLS handshake (or, in `allowed` mode, to
 /// send its first byte).

@@ -95,7 +95,7 @@ mod tests {
     use super::*;
     use bson::{doc, Document};
 
-    use crate::config::MetadataCacheSettings;
+    use crate::catalog::MetadataCacheSettings;
     use crate::ops::prepare::prepare_for_storage;
     use crate::ops::read::decode_document;
     use crate::query::index_spec::IndexSpec;

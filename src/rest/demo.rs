@@ -9,6 +9,7 @@
 
 use serde_json::Value;
 
+use super::error::RestError;
 use super::extjson;
 use super::modules::admin::apply_module;
 use super::operations;
@@ -16,6 +17,7 @@ use crate::auth::credentials::ScramMechanism;
 use crate::auth::roles::RoleGrant;
 use crate::auth::service::derive_credentials_blocking;
 use crate::auth::users::{new_uuid, RoleRecord, UserRecord};
+use crate::auth::AuthError;
 use crate::state::AppState;
 use crate::store::StoreError;
 
@@ -36,34 +38,61 @@ const COLLECTIONS: &[(&str, &str)] = &[
 ];
 const MODULE: &str = include_str!("../../fixtures/concert/module.json");
 
+/// Why the sample could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Credentials(#[from] AuthError),
+    /// A fixture compiled into the binary is not JSON (`what`: the collection or `module`).
+    #[error("{what}: {source}")]
+    Fixture {
+        what: &'static str,
+        source: serde_json::Error,
+    },
+    /// A collection's fixture is not an array of documents.
+    #[error(transparent)]
+    Documents(RestError),
+    #[error("cannot load {collection}: {source}")]
+    Load {
+        collection: &'static str,
+        source: RestError,
+    },
+    #[error("cannot store the concert module: {0}")]
+    Module(RestError),
+}
+
 /// Loads the sample into the backend behind `state`.
-pub async fn load_concert_sample(state: &AppState) -> Result<(), String> {
-    for (name, text) in COLLECTIONS {
-        let existing = state
-            .catalog
-            .collection_info(DEMO_DB, name)
-            .await
-            .map_err(|e| e.to_string())?;
+pub async fn load_concert_sample(state: &AppState) -> Result<(), DemoError> {
+    for &(name, text) in COLLECTIONS {
+        let existing = state.catalog.collection_info(DEMO_DB, name).await?;
         if let Some(collection) = existing {
-            let mut session = state.store.session().await.map_err(|e| e.to_string())?;
+            let mut session = state.store.session().await?;
             let count = session
                 .count(&collection.record, &crate::store::Predicate::True)
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             if count > 0 {
                 continue;
             }
         }
-        let value: Value = serde_json::from_str(text).map_err(|e| format!("{name}: {e}"))?;
-        let documents = extjson::to_documents(value, name).map_err(|e| e.to_string())?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|source| DemoError::Fixture { what: name, source })?;
+        let documents = extjson::to_documents(value, name).map_err(DemoError::Documents)?;
         operations::insert_documents(state, DEMO_DB, name, documents)
             .await
-            .map_err(|e| format!("cannot load {name}: {e}"))?;
+            .map_err(|source| DemoError::Load {
+                collection: name,
+                source,
+            })?;
     }
-    let module: Value = serde_json::from_str(MODULE).map_err(|e| format!("module: {e}"))?;
+    let module: Value = serde_json::from_str(MODULE).map_err(|source| DemoError::Fixture {
+        what: "module",
+        source,
+    })?;
     apply_module(state, DEMO_DB, None, module)
         .await
-        .map_err(|e| format!("cannot store the concert module: {e}"))?;
+        .map_err(DemoError::Module)?;
 
     let role = RoleRecord {
         db: DEMO_DB.to_string(),
@@ -72,20 +101,13 @@ pub async fn load_concert_sample(state: &AppState) -> Result<(), String> {
     };
     ignore_existing(state.auth.create_role(&role).await)?;
     let (user, password) = DEMO_USER;
-    if state
-        .auth
-        .user(DEMO_DB, user)
-        .await
-        .map_err(|e| e.to_string())?
-        .is_none()
-    {
+    if state.auth.user(DEMO_DB, user).await?.is_none() {
         let credentials = derive_credentials_blocking(
             user,
             password,
             &[ScramMechanism::Sha1, ScramMechanism::Sha256],
         )
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
         let record = UserRecord {
             db: DEMO_DB.to_string(),
             name: user.to_string(),
@@ -99,9 +121,9 @@ pub async fn load_concert_sample(state: &AppState) -> Result<(), String> {
     Ok(())
 }
 
-fn ignore_existing(result: Result<(), StoreError>) -> Result<(), String> {
+fn ignore_existing(result: Result<(), StoreError>) -> Result<(), StoreError> {
     match result {
         Ok(()) | Err(StoreError::AlreadyExists(_)) => Ok(()),
-        Err(other) => Err(other.to_string()),
+        Err(other) => Err(other),
     }
 }

@@ -25,18 +25,19 @@ use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
 use super::error::RestError;
-use crate::config::LimitSettings;
+use super::settings::RestLimits;
 use crate::interrupt::{Interrupt, Interruption};
 
 /// Serves `app` on `listener` until `shutdown` turns true, then lets requests in flight
 /// finish (for at most the shutdown grace).
 pub async fn serve(
     app: Router,
-    limits: LimitSettings,
+    limits: RestLimits,
+    grace: Duration,
     listener: TcpListener,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let slots = Arc::new(Semaphore::new(limits.rest_max_connections));
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let tracker = TaskTracker::new();
     loop {
         let permit = tokio::select! {
@@ -68,7 +69,6 @@ pub async fn serve(
         });
     }
     tracker.close();
-    let grace = limits.shutdown_grace;
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
         tracing::warn!("rest requests still running after {grace:?}; exiting anyway");
     }
@@ -76,12 +76,12 @@ pub async fn serve(
 
 async fn serve_connection(
     app: Router,
-    limits: LimitSettings,
+    limits: RestLimits,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let request_timeout = limits.rest_request_timeout;
+    let request_timeout = limits.request_timeout;
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
         let mut app = app.clone();
@@ -110,7 +110,7 @@ async fn serve_connection(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.rest_idle_timeout)
+        .header_read_timeout(limits.idle_timeout)
         .keep_alive(true);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);

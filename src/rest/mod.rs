@@ -25,10 +25,13 @@ pub mod openapi;
 pub mod operations;
 pub mod page;
 pub mod security;
+pub mod settings;
 pub mod soda;
 pub mod tokens;
 
 use std::sync::Arc;
+
+use settings::{RestLimits, RestSettings};
 
 use axum::extract::DefaultBodyLimit;
 use axum::http::Uri;
@@ -43,10 +46,12 @@ use error::RestError;
 pub const MAX_BODY_BYTES: usize = 48_000_000;
 
 /// What REST handlers share: the process's `AppState` (reached through `Deref`), the REST
-/// front end's token service and its parsed modules.
+/// front end's token service, its limits and its parsed modules.
 pub struct RestState {
     pub app: Arc<AppState>,
     pub tokens: tokens::TokenService,
+    /// What the listener allows each client.
+    pub limits: RestLimits,
     /// REST modules parsed from the catalog's cached records.
     pub modules: modules::dispatch::ParsedModules,
 }
@@ -62,11 +67,12 @@ impl std::ops::Deref for RestState {
 impl RestState {
     /// The REST state over `app`; fails when the token settings cannot be used (an
     /// unreadable JWKS file).
-    pub fn new(app: Arc<AppState>) -> Result<Arc<RestState>, String> {
-        let tokens = tokens::TokenService::new(&app.settings.rest)?;
+    pub fn new(app: Arc<AppState>, settings: &RestSettings) -> Result<Arc<RestState>, String> {
+        let tokens = tokens::TokenService::new(settings)?;
         Ok(Arc::new(RestState {
             app,
             tokens,
+            limits: settings.limits.clone(),
             modules: Default::default(),
         }))
     }
@@ -94,6 +100,7 @@ async fn method_not_allowed(uri: Uri) -> RestError {
 /// Serves `router(state)` on `listener` until `shutdown` turns true, then lets requests in
 /// flight finish (see `listener` for its limits).
 pub async fn serve(state: Arc<RestState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    let limits = state.settings.limits.clone();
-    self::listener::serve(router(state), limits, listener, shutdown).await
+    let limits = state.limits.clone();
+    let grace = state.settings.shutdown_grace;
+    self::listener::serve(router(state), limits, grace, listener, shutdown).await
 }

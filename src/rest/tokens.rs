@@ -26,10 +26,10 @@ use tokio::sync::OnceCell;
 
 use super::error::{RestError, RestResult};
 use super::security::Principal;
+use super::settings::RestSettings;
 use crate::auth::roles::RoleGrant;
 use crate::auth::service::shared_secret;
 use crate::catalog::Catalog;
-use crate::config::RestSettings;
 
 /// `iss` of the tokens docgate issues.
 pub const ISSUER: &str = "docgate";

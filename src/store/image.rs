@@ -34,13 +34,11 @@ pub(super) fn json_image(bson: &[u8]) -> Result<String, StoreError> {
 }
 
 /// Like `json_image`, with U+0000 in strings replaced by U+FFFD (for PostgreSQL's `jsonb`).
-#[allow(dead_code)] // used by the PostgreSQL backend
 pub(super) fn json_image_without_nul(bson: &[u8]) -> Result<String, StoreError> {
     build(bson, true)
 }
 
 /// `s` with U+0000 replaced by U+FFFD, the mapping `json_image_without_nul` applies.
-#[allow(dead_code)] // used by the PostgreSQL backend
 pub(super) fn nul_free(s: &str) -> std::borrow::Cow<'_, str> {
     if s.contains('\0') {
         std::borrow::Cow::Owned(s.replace('\0', "\u{fffd}"))

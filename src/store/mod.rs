@@ -16,6 +16,7 @@ mod conformance;
 pub mod error;
 mod image;
 pub mod postgres;
+pub mod settings;
 pub mod sqlite;
 mod where_clause;
 
@@ -151,11 +152,12 @@ pub struct CollectionStats {
     pub index_count: u64,
 }
 
-/// A backend: SQLite, PostgreSQL, Oracle. Built once, shared by both front ends through
-/// `AppState`, owner of the one connection pool.
+/// A backend: SQLite (`sqlite`) or PostgreSQL (`postgres`); Oracle will be one more module
+/// implementing the same traits. Built once, shared by both front ends through `AppState`,
+/// owner of the one connection pool.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Short backend name for logs and `buildInfo`: "sqlite", "postgres", "oracle".
+    /// Short backend name for logs and `buildInfo`: "sqlite" or "postgres".
     fn backend_name(&self) -> &'static str;
 
     /// Where the data lives, for the startup log line; never contains a password.
@@ -276,9 +278,7 @@ pub trait StoreSession: Send {
         Ok(())
     }
     /// Every secondary index of every collection, ordered by (db, collection, name).
-    async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError> {
-        Ok(Vec::new())
-    }
+    async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError>;
     /// Creates a secondary index on `coll` and fills it with `entries` (`_id` key, index keys
     /// of that document). A unique index whose entries collide fails with
     /// `StoreError::IndexKeyConflict` and leaves nothing behind. Bumps the catalog version.
@@ -290,25 +290,11 @@ pub trait StoreSession: Send {
         unique: bool,
         multikey: bool,
         entries: &[(Vec<u8>, Vec<Vec<u8>>)],
-    ) -> Result<IndexRecord, StoreError> {
-        let _ = (coll, spec, unique, multikey, entries);
-        Err(StoreError::Unsupported(format!(
-            "secondary indexes ({name}) are not supported by the {} backend yet",
-            "configured"
-        )))
-    }
+    ) -> Result<IndexRecord, StoreError>;
     /// Drops a secondary index and its entries. Bumps the catalog version.
-    async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
-        Err(StoreError::Unsupported(format!(
-            "cannot drop index {}",
-            index.name
-        )))
-    }
+    async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError>;
     /// Records that `index` became multikey. Bumps the catalog version.
-    async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
-        let _ = index;
-        Ok(())
-    }
+    async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError>;
 
     /// Figures for `collStats`.
     async fn collection_stats(
@@ -317,16 +303,13 @@ pub trait StoreSession: Send {
     ) -> Result<CollectionStats, StoreError>;
 
     /// The backend's plan for `scan(coll, request)`, one line per step (SQLite: the `detail`
-    /// column of `EXPLAIN QUERY PLAN`), so tests can assert that indexes are used. Backends
-    /// that cannot tell answer an empty list.
+    /// column of `EXPLAIN QUERY PLAN`, PostgreSQL: the lines of `EXPLAIN`), so tests can
+    /// assert that indexes are used.
     async fn explain(
         &mut self,
         coll: &CollectionRecord,
         request: &ScanRequest,
-    ) -> Result<Vec<String>, StoreError> {
-        let _ = (coll, request);
-        Ok(Vec::new())
-    }
+    ) -> Result<Vec<String>, StoreError>;
 
     /// The metadata records of `kind`, of one database or of all, ordered by `(db, name)`.
     async fn list_meta(

@@ -40,13 +40,12 @@
 use bson::{Document, RawDocument};
 
 use super::super::{CollectionRecord, CollectionStats, StoreError};
-use super::conn::{quote_ident, PgConn};
+use super::catalog_row::{bump_version, corrupt, next_number, table_taken};
+use super::conn::{qualified, quote_ident, PgConn};
 use super::index;
 
 /// Format of the catalog tables written by this code.
 const FORMAT: i32 = 1;
-/// Channel of catalog change notifications; the payload is the new version.
-pub(super) const CHANNEL: &str = "docgate_catalog";
 
 /// Creates the catalog if missing. Idempotent; a transaction-level advisory lock makes two
 /// processes starting at once take turns.
@@ -123,38 +122,6 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
     Ok(())
 }
 
-pub(super) fn corrupt(e: tokio_postgres::Error) -> StoreError {
-    StoreError::Corrupt(format!("catalog row: {e}"))
-}
-
-pub(super) async fn catalog_version(conn: &mut PgConn) -> Result<i64, StoreError> {
-    let row = conn
-        .query_one(
-            "SELECT version FROM docgate.catalog WHERE id = 1",
-            &params![],
-        )
-        .await?;
-    row.try_get(0).map_err(corrupt)
-}
-
-/// Bumps the version and queues the notification (sent at commit).
-pub(super) async fn bump_version(conn: &mut PgConn) -> Result<i64, StoreError> {
-    let row = conn
-        .query_one(
-            "WITH v AS (UPDATE docgate.catalog SET version = version + 1 WHERE id = 1
-                        RETURNING version)
-             SELECT version, pg_notify('docgate_catalog', version::text)::text FROM v",
-            &params![],
-        )
-        .await?;
-    row.try_get(0).map_err(corrupt)
-}
-
-/// `"schema"."table"`.
-pub(super) fn qualified(schema: &str, table: &str) -> String {
-    format!("{}.{}", quote_ident(schema), quote_ident(table))
-}
-
 pub(super) async fn list_collections(
     conn: &mut PgConn,
 ) -> Result<Vec<CollectionRecord>, StoreError> {
@@ -206,17 +173,6 @@ fn ordinary(name: &str) -> bool {
         && !matches!(lower.as_str(), "public" | "information_schema" | "docgate")
 }
 
-pub(super) async fn next_number(conn: &mut PgConn) -> Result<i64, StoreError> {
-    let row = conn
-        .query_one(
-            "UPDATE docgate.catalog SET next_name = next_name + 1 WHERE id = 1
-             RETURNING next_name - 1",
-            &params![],
-        )
-        .await?;
-    row.try_get(0).map_err(corrupt)
-}
-
 async fn schema_taken(conn: &mut PgConn, schema: &str) -> Result<bool, StoreError> {
     let row = conn
         .query_one(
@@ -224,25 +180,6 @@ async fn schema_taken(conn: &mut PgConn, schema: &str) -> Result<bool, StoreErro
                  OR EXISTS (SELECT 1 FROM docgate.databases
                             WHERE lower(schema_name) = lower($1))",
             &params![schema.to_owned()],
-        )
-        .await?;
-    row.try_get(0).map_err(corrupt)
-}
-
-pub(super) async fn table_taken(
-    conn: &mut PgConn,
-    schema: &str,
-    table: &str,
-) -> Result<bool, StoreError> {
-    let row = conn
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-                            WHERE s.nspname = $1 AND lower(c.relname) = lower($2))
-                 OR EXISTS (SELECT 1 FROM pg_type t JOIN pg_namespace s ON s.oid = t.typnamespace
-                            WHERE s.nspname = $1 AND lower(t.typname) = lower($2))
-                 OR EXISTS (SELECT 1 FROM docgate.collections
-                            WHERE schema_name = $1 AND lower(table_name) = lower($2))",
-            &params![schema.to_owned(), table.to_owned()],
         )
         .await?;
     row.try_get(0).map_err(corrupt)

@@ -571,3 +571,8 @@ pub(super) fn pool_err(e: managed::PoolError<tokio_postgres::Error>, wait: Durat
 pub(super) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
+
+/// `"schema"."table"`.
+pub(super) fn qualified(schema: &str, table: &str) -> String {
+    format!("{}.{}", quote_ident(schema), quote_ident(table))
+}

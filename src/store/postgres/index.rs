@@ -31,8 +31,8 @@
 use bson::{Document, RawDocument};
 
 use super::super::{CollectionRecord, IndexRecord, StoreError};
-use super::catalog::{bump_version, corrupt, next_number, qualified, table_taken};
-use super::conn::{quote_ident, PgConn, LOCK_SHARE};
+use super::catalog_row::{bump_version, corrupt, next_number, table_taken};
+use super::conn::{qualified, quote_ident, PgConn, LOCK_SHARE};
 
 /// `LOCK TABLE <coll> IN SHARE MODE` for the rest of the caller's transaction (see the
 /// module doc); an error outside a transaction.

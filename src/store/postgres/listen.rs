@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_postgres::{AsyncMessage, Config, NoTls};
 
-use super::catalog::CHANNEL;
+use super::catalog_row::CHANNEL;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);

@@ -9,7 +9,7 @@
 use tokio_postgres::Row;
 
 use super::super::{MetaRecord, MetaWrite, StoreError};
-use super::catalog::bump_version;
+use super::catalog_row::bump_version;
 use super::conn::PgConn;
 
 fn record(row: &Row) -> Result<MetaRecord, StoreError> {

@@ -37,6 +37,7 @@ macro_rules! params {
 }
 
 mod catalog;
+mod catalog_row;
 mod conn;
 mod index;
 mod listen;

@@ -25,7 +25,7 @@ use super::super::{
     Predicate, ScanRequest, StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{Manager, PgConn};
-use super::{catalog, index, meta, sql, write};
+use super::{catalog, catalog_row, index, meta, sql, write};
 
 /// A session of the PostgreSQL backend. Get one from `PostgresStore::postgres_session`
 /// (concrete) or `Store::session` (boxed).
@@ -132,7 +132,7 @@ impl StoreSession for PostgresSession {
     }
 
     async fn catalog_version(&mut self) -> Result<i64, StoreError> {
-        catalog::catalog_version(self.conn()?).await
+        catalog_row::catalog_version(self.conn()?).await
     }
 
     async fn list_collections(&mut self) -> Result<Vec<CollectionRecord>, StoreError> {

@@ -27,6 +27,7 @@ use bson::{Document, RawDocument};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::super::{CollectionRecord, CollectionStats, StoreError};
+use super::catalog_row::{bump_version, next_table_number};
 use super::conn::{db_err, write_tx};
 use super::index;
 use super::sql::quote_ident;
@@ -54,32 +55,6 @@ pub(super) fn init_schema(conn: &Connection) -> Result<(), StoreError> {
         conn.execute_batch(index::SCHEMA).map_err(db_err)?;
         conn.execute_batch(super::meta::SCHEMA).map_err(db_err)
     })
-}
-
-pub(super) fn catalog_version(conn: &Connection) -> Result<i64, StoreError> {
-    conn.prepare_cached("SELECT version FROM dg_catalog WHERE id = 1")
-        .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
-        .map_err(db_err)
-}
-
-pub(super) fn bump_version(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute(
-        "UPDATE dg_catalog SET version = version + 1 WHERE id = 1",
-        [],
-    )
-    .map_err(db_err)
-    .map(drop)
-}
-
-/// Takes the next number of the physical table sequence and bumps the catalog version.
-pub(super) fn next_table_number(conn: &Connection) -> Result<i64, StoreError> {
-    conn.query_row(
-        "UPDATE dg_catalog SET version = version + 1, next_table = next_table + 1
-         WHERE id = 1 RETURNING next_table - 1",
-        [],
-        |row| row.get(0),
-    )
-    .map_err(db_err)
 }
 
 pub(super) fn list_collections(conn: &Connection) -> Result<Vec<CollectionRecord>, StoreError> {

@@ -28,7 +28,7 @@ use rusqlite::types::ToSql;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::super::{CollectionRecord, IndexRecord, StoreError};
-use super::catalog::{bump_version, next_table_number};
+use super::catalog_row::{bump_version, next_table_number};
 use super::conn::{db_err, write_tx};
 use super::sql::quote_ident;
 

@@ -8,7 +8,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::super::{MetaRecord, MetaWrite, StoreError};
-use super::catalog::bump_version;
+use super::catalog_row::bump_version;
 use super::conn::{db_err, write_tx};
 
 /// The table, created when the store opens.

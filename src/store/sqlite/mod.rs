@@ -17,6 +17,7 @@
 //! Not for: MongoDB semantics; predicates given here may over-select and the core re-checks.
 
 mod catalog;
+mod catalog_row;
 mod conn;
 mod index;
 mod meta;

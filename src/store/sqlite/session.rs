@@ -30,7 +30,7 @@ use super::super::{
     Predicate, ScanRequest, StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{db_err, PooledConn};
-use super::{catalog, index, meta, sql, write};
+use super::{catalog, catalog_row, index, meta, sql, write};
 
 /// A session of the SQLite backend. Get one from `SqliteStore::sqlite_session` (concrete) or
 /// `Store::session` (boxed).
@@ -126,7 +126,7 @@ impl StoreSession for SqliteSession {
     }
 
     async fn catalog_version(&mut self) -> Result<i64, StoreError> {
-        self.run(catalog::catalog_version).await
+        self.run(catalog_row::catalog_version).await
     }
 
     async fn list_collections(&mut self) -> Result<Vec<CollectionRecord>, StoreError> {

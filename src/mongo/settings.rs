@@ -1,0 +1,87 @@
+//! The mongo front end's settings: TLS on its listener ([`TlsSettings`]: the mode and the
+//! certificate and key files) and the operator-set limits it enforces on connections and
+//! commands ([`MongoLimits`], `[limits]` of the settings file).
+//!
+//! Not for: reading them from flags, environment or file (`crate::config` does), building
+//! the rustls configuration (`tls`), or the limits announced to drivers (`limits`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ValueEnum;
+use serde::Deserialize;
+
+/// Whether the MongoDB listener speaks TLS (MongoDB's `net.tls.mode`, without the
+/// `preferTLS` nuance: docgate has no replica-set peers to prefer it for).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsMode {
+    /// Plain TCP only.
+    Disabled,
+    /// TLS or plain, told apart by the first byte a client sends.
+    Allowed,
+    /// TLS on every connection; a plain client is refused.
+    Required,
+}
+
+impl std::fmt::Display for TlsMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TlsMode::Disabled => "disabled",
+            TlsMode::Allowed => "allowed",
+            TlsMode::Required => "required",
+        })
+    }
+}
+
+/// The certificate chain and private key the MongoDB listener presents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsIdentityFiles {
+    /// PEM certificate chain, leaf first.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, RSA or EC).
+    pub key: PathBuf,
+}
+
+/// TLS on the MongoDB listener: the mode, and the identity whenever the mode is not
+/// `disabled` (resolving enforces it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsSettings {
+    pub mode: TlsMode,
+    pub identity: Option<TlsIdentityFiles>,
+}
+
+/// The limits the mongo front end enforces against clients that take more than their
+/// share. A `None` means no limit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MongoLimits {
+    /// Closes a connection that sends nothing for this long.
+    pub idle_timeout: Option<Duration>,
+    /// Closes a connection that has not authenticated and sends nothing for this long, when
+    /// authentication is required.
+    pub unauthenticated_idle_timeout: Duration,
+    /// Closes a connection whose message or TLS handshake is not complete this long after it
+    /// began.
+    pub message_timeout: Duration,
+    /// Largest message a connection may send before it has authenticated, when
+    /// authentication is required.
+    pub unauthenticated_max_message_bytes: usize,
+    /// Bytes of incoming messages (and their decompressed bodies) held at once across all
+    /// connections.
+    pub incoming_message_budget_bytes: usize,
+    /// `maxTimeMS` of commands that do not set one (MongoDB 8's `defaultMaxTimeMS`).
+    pub default_max_time: Option<Duration>,
+}
+
+impl Default for MongoLimits {
+    fn default() -> Self {
+        MongoLimits {
+            idle_timeout: Some(Duration::from_secs(30 * 60)),
+            unauthenticated_idle_timeout: Duration::from_secs(60),
+            message_timeout: Duration::from_secs(60),
+            unauthenticated_max_message_bytes: 64 * 1024,
+            incoming_message_budget_bytes: 1 << 30,
+            default_max_time: None,
+        }
+    }
+}
