@@ -22,7 +22,7 @@ use std::time::Duration;
 use moka::future::Cache;
 
 use crate::config::MetadataCacheSettings;
-use crate::query::index_spec::IndexSpec;
+use crate::query::IndexSpec;
 use crate::store::{
     CollectionRecord, IndexRecord, MetaRecord, MetaWrite, Store, StoreError, StoreSession,
 };

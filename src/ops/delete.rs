@@ -8,9 +8,9 @@ use bson::Bson;
 
 use super::OpError;
 use crate::catalog::CollectionInfo;
-use crate::query::filter::Filter;
-use crate::query::keys::encode_key;
+use crate::query::encode_key;
 use crate::query::planner::{self, ReadPlan};
+use crate::query::Filter;
 use crate::store::StoreSession;
 
 /// A parsed delete statement (also what the REST front end deletes with).

@@ -18,47 +18,28 @@
 //!
 //! Not for: SQL, wire protocol or command shapes.
 
-pub mod accumulate;
 pub mod aggregate;
-pub mod aggregate_stages;
-#[cfg(test)]
-mod aggregate_tests;
-pub mod compare;
-pub mod decimal;
 pub mod error;
 pub mod expr;
-pub mod expr_convert;
-pub mod expr_date_math;
-pub mod expr_dates;
-pub mod expr_more;
-pub mod expr_ops;
-pub mod expr_parse;
-#[cfg(test)]
-mod expr_tests;
 pub mod filter;
-pub mod filter_eval;
-#[cfg(test)]
-mod filter_tests;
+pub mod index;
 pub mod index_ranges;
-pub mod index_spec;
-pub mod keys;
-pub mod number;
-pub mod numeric_sum;
-pub mod path;
 pub mod planner;
-pub mod positional;
 pub mod projection;
-mod projection_apply;
-pub mod regex_match;
 #[cfg(test)]
 mod robustness_tests;
 pub mod sort;
-#[cfg(test)]
-mod test_values;
 pub mod ttl;
 pub mod update;
-pub mod update_ops;
-pub mod update_path;
-pub mod value_set;
+pub mod value;
 
+pub use aggregate::{ForeignDocuments, Pipeline};
 pub use error::QueryError;
+pub use filter::{upsert_seed, Filter};
+pub use index::IndexSpec;
+pub use projection::Projection;
+pub use sort::SortSpec;
+pub use update::{UpdateContext, UpdateSpec};
+pub use value::compare::{bson_type_name, compare_values};
+pub use value::keys::encode_key;
+pub use value::path::get_path;

@@ -18,12 +18,12 @@
 use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
-use super::filter::{FieldPredicate, Filter};
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
-use super::index_spec::IndexDirection;
-use super::keys::encode_key;
 use super::sort::{SortDirection, SortSpec};
 use crate::catalog::CollectionIndex;
+use crate::query::filter::{FieldPredicate, Filter};
+use crate::query::index::IndexDirection;
+use crate::query::value::keys::encode_key;
 use crate::store::{
     CollectionRecord, KeyOrder, PathValue, Predicate, ScanRequest, StoreError, StoreSession,
 };
@@ -721,8 +721,7 @@ mod tests {
     }
 
     fn index(name: &str, key: Document, multikey: bool) -> CollectionIndex {
-        let spec =
-            crate::query::index_spec::IndexSpec::parse(&doc! {"key": key, "name": name}).unwrap();
+        let spec = crate::query::index::IndexSpec::parse(&doc! {"key": key, "name": name}).unwrap();
         let record = crate::store::IndexRecord {
             db: "d".into(),
             collection: "c".into(),

@@ -4,10 +4,10 @@
 //!
 //! Not for: the comparison of two single values (`compare.rs`) or pushing ORDER BY into SQL.
 
-use super::compare::compare_values;
 use super::error::QueryError;
-use super::number::Number;
-use super::path::candidates;
+use crate::query::value::compare::compare_values;
+use crate::query::value::number::Number;
+use crate::query::value::path::candidates;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 

@@ -12,10 +12,10 @@ use std::time::Duration;
 use bson::{Bson, DateTime};
 use tokio::sync::watch;
 
-use super::filter::FieldPredicate;
 use super::index_ranges::comparison_range;
-use super::keys::encode_key;
 use super::planner::decode_document;
+use crate::query::filter::FieldPredicate;
+use crate::query::value::keys::encode_key;
 use crate::state::AppState;
 use crate::store::{Predicate, ScanRequest, StoreError};
 

@@ -12,7 +12,7 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
 use crate::ops::aggregate::run_pipeline;
-use crate::query::aggregate::Pipeline;
+use crate::query::Pipeline;
 use crate::state::ServerCounters;
 
 /// `aggregate`.

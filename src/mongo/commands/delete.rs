@@ -13,7 +13,7 @@ use crate::mongo::request::{opt_array, opt_bool, opt_document, opt_i64, CommandR
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::transaction::Transaction;
 use crate::ops::write_errors::command_write_error;
-use crate::query::filter::Filter;
+use crate::query::Filter;
 use crate::state::ServerCounters;
 
 const STATEMENT_FIELDS: &[&str] = &["q", "limit", "collation", "hint"];

@@ -18,10 +18,10 @@ use crate::mongo::command_table::{self, Command};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, opt_str, CommandRequest};
-use crate::query::aggregate::Pipeline;
-use crate::query::filter::Filter;
 use crate::query::planner::{self, ReadPlan};
-use crate::query::sort::SortSpec;
+use crate::query::Filter;
+use crate::query::Pipeline;
+use crate::query::SortSpec;
 use crate::store::Predicate;
 
 /// `explain`.

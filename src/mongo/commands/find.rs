@@ -16,11 +16,11 @@ use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{
     as_i64, opt_array, opt_bool, opt_document, opt_i64, opt_str, CommandRequest,
 };
-use crate::query::compare::compare_values;
-use crate::query::filter::Filter;
+use crate::query::compare_values;
 use crate::query::planner::{self, ReadPlan};
-use crate::query::projection::Projection;
-use crate::query::sort::SortSpec;
+use crate::query::Filter;
+use crate::query::Projection;
+use crate::query::SortSpec;
 use crate::state::ServerCounters;
 
 const FIND_FIELDS: &[&str] = &[

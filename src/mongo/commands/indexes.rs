@@ -17,10 +17,10 @@ use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{opt_array, CommandRequest};
 use crate::ops::transaction::Transaction;
 use crate::ops::write::collection_for_write;
-use crate::query::filter::Filter;
-use crate::query::index_spec::IndexSpec;
-use crate::query::keys::encode_key;
+use crate::query::encode_key;
 use crate::query::planner::{self, ReadPlan};
+use crate::query::Filter;
+use crate::query::IndexSpec;
 use crate::store::StoreError;
 
 /// Most indexes a collection may have, the `_id` index included (MongoDB's limit).

@@ -18,10 +18,10 @@ use crate::mongo::request::{opt_array, opt_bool, opt_document, CommandRequest};
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, AppliedStatement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
-use crate::query::filter::Filter;
-use crate::query::sort::SortSpec;
-use crate::query::update::UpdateContext;
-use crate::query::update::UpdateSpec;
+use crate::query::Filter;
+use crate::query::SortSpec;
+use crate::query::UpdateContext;
+use crate::query::UpdateSpec;
 use crate::state::ServerCounters;
 
 const STATEMENT_FIELDS: &[&str] = &[
