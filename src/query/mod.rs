@@ -3,35 +3,39 @@
 //! aggregation expressions and a small aggregation pipeline. This is the reference semantics
 //! that SQL pushdown must agree with.
 //!
-//! Entry points: [`filter::Filter::parse`] / `matches` / `try_matches`,
-//! [`filter::upsert_seed`], [`projection::Projection::parse`] / `apply` / `apply_with_query`
-//! (positional `a.$`), [`sort::SortSpec`], [`update::UpdateSpec`] (with
-//! [`update::UpdateContext`] for `$`, `$[]` and array filters),
-//! [`aggregate::Pipeline`] (`run`, or `run_with` the foreign collections that `$lookup` and
-//! `$unionWith` read), [`expr::Expression`], [`keys::encode_key`] / [`keys::index_keys`],
-//! [`compare::compare_values`], [`value_set::ValueSet`] (hashing under MongoDB equality) and
-//! [`positional::matched_array_position`]. Every error is a
-//! [`QueryError`] carrying MongoDB's code and code name.
+//! This file is the facade: the rest of the crate imports from `crate::query::{…}` only
+//! ([`Filter`] / `parse` / `matches` / `try_matches`, [`upsert_seed`], [`Projection`],
+//! [`SortSpec`], [`UpdateSpec`] with [`UpdateContext`], [`Pipeline`] with
+//! [`ForeignDocuments`], [`IndexSpec`], [`encode_key`], [`compare_values`],
+//! [`bson_type_name`], [`get_path`] and [`QueryError`], which carries MongoDB's code and code
+//! name). The folders behind it are private and layered, each using only those before it:
 //!
-//! The planner ([`planner`]) is the one part that talks to the store: it turns a filter,
-//! sort, skip and limit into a store `ScanRequest` plus a residual checked here in Rust.
+//! - `value/` — comparison order, numbers and decimals, byte keys, dotted paths, regexes,
+//!   value sets; `error.rs` — [`QueryError`]; `sort.rs` — sort specifications;
+//! - `expr/` — aggregation expressions, their variables and `ops/` by operator family;
+//! - `filter/` — the filter AST, its parser, matching and positional `$`;
+//! - `projection/`, `aggregate/` (accumulators, stages), `update/` (operators, paths,
+//!   pipeline updates run through `aggregate`), `index/` (index specifications and keys);
+//! - `planner.rs`, `index_ranges.rs` — the one part that talks to the store: a filter, sort,
+//!   skip and limit become a store `ScanRequest` plus a residual checked here in Rust;
+//!   `ttl.rs` — the TTL monitor.
 //!
 //! Not for: SQL, wire protocol or command shapes.
 
-pub mod aggregate;
-pub mod error;
-pub mod expr;
-pub mod filter;
-pub mod index;
+mod aggregate;
+mod error;
+mod expr;
+mod filter;
+mod index;
 pub mod index_ranges;
 pub mod planner;
-pub mod projection;
+mod projection;
 #[cfg(test)]
 mod robustness_tests;
-pub mod sort;
+mod sort;
 pub mod ttl;
-pub mod update;
-pub mod value;
+mod update;
+mod value;
 
 pub use aggregate::{ForeignDocuments, Pipeline};
 pub use error::QueryError;

@@ -7,7 +7,7 @@
 //! predicates (`filter.rs`).
 
 pub mod ops;
-pub mod parse;
+mod parse;
 
 use crate::query::error::QueryError;
 use bson::{Bson, Document};

@@ -582,6 +582,7 @@ fn parse_types(arg: &Bson) -> Result<Vec<TypeSelector>, QueryError> {
     }
 }
 
+#[cfg(test)]
 /// The `field: value` equalities of a filter (top level, inside `$and`, and inside a `$or`
 /// with a single clause) as the document an upsert starts from; dotted paths become nested
 /// documents; `_id` included. Lenient: conflicting paths are skipped (see [`upsert_seed`]).

@@ -19,7 +19,7 @@ mod tests;
 
 use crate::query::error::QueryError;
 use crate::query::filter::{FieldPredicate, Filter};
-use crate::query::value::compare::{compare_documents, type_rank};
+use crate::query::value::compare::compare_documents;
 use crate::query::value::number::Number;
 use bson::{Bson, Document};
 use keys::document_keys;
@@ -653,10 +653,12 @@ pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+#[cfg(test)]
 /// The bounds of a value's type bracket in key space: every `encode_key(x)` with
 /// `type_rank(x) == type_rank(v)` satisfies `lo <= key < hi`. For a descending component the
 /// bracket is `invert(&lo) <= key < prefix_successor(&invert(&lo))`.
 pub fn type_bracket(v: &Bson) -> (Vec<u8>, Vec<u8>) {
+    use crate::query::value::compare::type_rank;
     let rank = type_rank(v);
     (vec![rank], vec![rank.saturating_add(1)])
 }

@@ -6,8 +6,8 @@
 //! Not for: each operator's semantics (`update_ops.rs`), path writing (`update_path.rs`) or
 //! choosing which documents to update.
 
-pub mod ops;
-pub mod path;
+mod ops;
+mod path;
 
 use crate::query::error::QueryError;
 use crate::query::update::ops::{

@@ -286,8 +286,3 @@ fn walk_array(
 
 /// How many nulls an update may add to reach a numeric path component (MongoDB's limit).
 pub const MAX_ARRAY_PADDING: usize = 1_500_000;
-
-/// Whether a path component is positional (`$`, `$[]`, `$[id]`).
-pub fn is_positional(component: &str) -> bool {
-    component == "$" || (component.starts_with("$[") && component.ends_with(']'))
-}

@@ -34,9 +34,6 @@ pub fn type_rank(v: &Bson) -> u8 {
     }
 }
 
-/// The type rank of the Null bracket, which a missing field also sorts in.
-pub const NULL_RANK: u8 = 3;
-
 /// The text of a string or symbol.
 pub fn string_value(v: &Bson) -> Option<&str> {
     match v {

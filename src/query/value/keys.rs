@@ -71,6 +71,7 @@ fn encode_body(v: &Bson, out: &mut Vec<u8>) {
     }
 }
 
+#[cfg(test)]
 /// The keys a (multikey) index on `path` holds for `doc`, sorted and without duplicates:
 /// one per value at the path with arrays expanded (through arrays of documents too), null
 /// when the path is missing, undefined for an empty array — the values a query on the path

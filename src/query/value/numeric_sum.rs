@@ -119,11 +119,6 @@ impl NumericSum {
         self.doubles.add(low);
     }
 
-    /// How many numbers were added.
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
     fn non_decimal_double(&self) -> f64 {
         if self.saw_double {
             self.doubles.value()

@@ -38,15 +38,6 @@ fn step<'a>(value: &'a Bson, component: &str) -> Option<&'a Bson> {
     }
 }
 
-/// Plain lookup on any value (a document, or an array for numeric components).
-pub fn get_path_in_value<'a>(value: &'a Bson, path: &str) -> Option<&'a Bson> {
-    let mut current = value;
-    for part in path.split('.') {
-        current = step(current, part)?;
-    }
-    Some(current)
-}
-
 /// One value a predicate is evaluated against.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Candidate<'a> {

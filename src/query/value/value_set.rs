@@ -34,13 +34,9 @@ impl ValueSet {
     }
 
     /// How many distinct values the set holds.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.keys.len()
-    }
-
-    /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
     }
 }
 

@@ -13,7 +13,7 @@ pub mod more;
 mod tests;
 
 use crate::query::error::QueryError;
-use crate::query::value::compare::{compare_values, values_equal};
+use crate::query::value::compare::compare_values;
 use crate::query::value::number::{arithmetic, to_decimal, Arithmetic, Number};
 use bson::Bson;
 use std::cmp::Ordering;
@@ -690,12 +690,4 @@ fn array_elem_at(args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
         .ok()
         .and_then(|p| items.get(p))
         .cloned())
-}
-
-/// Equality as aggregation sees it (missing equals only missing/undefined).
-pub fn expression_values_equal(a: Option<&Bson>, b: Option<&Bson>) -> bool {
-    match (a, b) {
-        (Some(x), Some(y)) => values_equal(x, y),
-        _ => compare_optional(a, b) == Ordering::Equal,
-    }
 }
