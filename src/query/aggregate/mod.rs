@@ -103,10 +103,8 @@ impl Pipeline {
         stages: &[Document],
         variables: &Document,
     ) -> Result<Pipeline, QueryError> {
-        let bound = crate::query::filter::bind_variables(variables)?;
-        Pipeline::parse(&crate::query::aggregate::stages::substitute_variables(
-            stages, &bound,
-        ))
+        let bound = crate::query::expr::bind_variables(variables)?;
+        Pipeline::parse(&crate::query::expr::substitute_variables(stages, &bound))
     }
 
     /// The filter of a first `$match` stage, for pushdown.
@@ -184,7 +182,7 @@ impl Pipeline {
                             .iter()
                             .map(|(name, _)| (name.clone(), Bson::Null))
                             .collect();
-                        let stages = crate::query::aggregate::stages::substitute_variables(
+                        let stages = crate::query::expr::substitute_variables(
                             &lookup.pipeline_source,
                             &placeholders,
                         );

@@ -124,7 +124,10 @@ pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
             .iter()
             .map(|(name, _)| (name.clone(), Bson::Null))
             .collect();
-        Pipeline::parse(&substitute_variables(&pipeline_source, &placeholders))?;
+        Pipeline::parse(&crate::query::expr::substitute_variables(
+            &pipeline_source,
+            &placeholders,
+        ))?;
     }
     let fields = match (d.contains_key("localField"), d.contains_key("foreignField")) {
         (true, true) => Some((
@@ -154,47 +157,6 @@ pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
         pipeline_source,
         as_field: field_string(d, "as", "$lookup", 40321)?,
     })
-}
-
-/// The stages with every `"$$name"` (or `"$$name.path"`) of a `let` variable replaced by
-/// `{$literal: value}`, so a correlated sub-pipeline can be parsed for one input document.
-pub fn substitute_variables(stages: &[Document], variables: &[(String, Bson)]) -> Vec<Document> {
-    fn value(v: &Bson, variables: &[(String, Bson)]) -> Bson {
-        match v {
-            Bson::String(s) if s.starts_with("$$") => {
-                let rest = &s[2..];
-                let (name, path) = match rest.split_once('.') {
-                    Some((n, p)) => (n, Some(p)),
-                    None => (rest, None),
-                };
-                match variables.iter().find(|(n, _)| n == name) {
-                    Some((_, bound)) => {
-                        let resolved = match path {
-                            Some(p) => crate::query::expr::path_value(
-                                bound,
-                                &p.split('.').map(str::to_string).collect::<Vec<_>>(),
-                            ),
-                            None => Some(bound.clone()),
-                        };
-                        match resolved {
-                            Some(r) => Bson::Document(bson::doc! {"$literal": r}),
-                            None => Bson::String("$$REMOVE".into()),
-                        }
-                    }
-                    None => v.clone(),
-                }
-            }
-            Bson::Document(d) => Bson::Document(document(d, variables)),
-            Bson::Array(items) => Bson::Array(items.iter().map(|i| value(i, variables)).collect()),
-            other => other.clone(),
-        }
-    }
-    fn document(d: &Document, variables: &[(String, Bson)]) -> Document {
-        d.iter()
-            .map(|(k, v)| (k.clone(), value(v, variables)))
-            .collect()
-    }
-    stages.iter().map(|s| document(s, variables)).collect()
 }
 
 /// Parses `$unionWith` (`"coll"` or `{coll, pipeline}`).
@@ -383,7 +345,7 @@ pub fn run_lookup(
             for (name, expression) in &lookup.variables {
                 bound.push((name.clone(), expression.evaluate(&doc)?));
             }
-            let stages = substitute_variables(&lookup.pipeline_source, &bound);
+            let stages = crate::query::expr::substitute_variables(&lookup.pipeline_source, &bound);
             matched = Pipeline::parse(&stages)?.run_with(matched, foreign)?;
         }
         doc.insert(

@@ -6,8 +6,12 @@
 //! Not for: the operators' arithmetic and string rules themselves (`expr_ops.rs`) or query
 //! predicates (`filter.rs`).
 
+pub mod accumulator;
 pub mod ops;
 mod parse;
+mod variables;
+
+pub use variables::{bind_variables, substitute_variables};
 
 use crate::query::error::QueryError;
 use bson::{Bson, Document};

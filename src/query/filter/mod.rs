@@ -132,11 +132,9 @@ impl Filter {
         filter: &Document,
         variables: &Document,
     ) -> Result<Filter, QueryError> {
-        let bound = bind_variables(variables)?;
-        let substituted = crate::query::aggregate::stages::substitute_variables(
-            std::slice::from_ref(filter),
-            &bound,
-        );
+        let bound = crate::query::expr::bind_variables(variables)?;
+        let substituted =
+            crate::query::expr::substitute_variables(std::slice::from_ref(filter), &bound);
         match substituted.first() {
             Some(f) => Filter::parse(f),
             None => Filter::parse(filter),
@@ -164,23 +162,6 @@ impl Filter {
     pub fn try_matches(&self, doc: &Document) -> Result<bool, QueryError> {
         crate::query::filter::eval::try_matches(self, doc)
     }
-}
-
-/// Evaluates a command's `let` document into variable bindings (constants or expressions
-/// that need no document, such as `$$NOW`).
-pub fn bind_variables(variables: &Document) -> Result<Vec<(String, Bson)>, QueryError> {
-    let empty = Document::new();
-    let mut bound = Vec::with_capacity(variables.len());
-    for (name, value) in variables {
-        let first = name.chars().next().unwrap_or('$');
-        if !first.is_ascii_lowercase() && first.is_ascii() {
-            return Err(QueryError::failed_to_parse(format!(
-                "'{name}' starts with an invalid character for a user variable name"
-            )));
-        }
-        bound.push((name.clone(), Expression::parse(value)?.evaluate(&empty)?));
-    }
-    Ok(bound)
 }
 
 const MAX_DEPTH: usize = 100;

@@ -307,9 +307,7 @@ pub fn apply(op: Operator, args: Vec<Option<Bson>>) -> Result<Option<Bson>, Quer
                 (1, Some(Bson::Array(items))) => items.clone(),
                 _ => args.iter().flatten().cloned().collect(),
             };
-            Ok(crate::query::aggregate::accumulators::fold_values(
-                op, &values,
-            ))
+            Ok(crate::query::expr::accumulator::fold_values(op, &values))
         }
         ToString | ToInt | ToLong | ToDouble | ToDecimal | ToBool => {
             crate::query::expr::ops::convert::convert(op, arg(&args, 0))
