@@ -1,7 +1,11 @@
 //! Type conversion expressions ($toString, $toInt, $toLong, $toDouble, $toDecimal, $toBool)
-//! with MongoDB's ConversionFailure (241) on values that do not convert.
+//! with MongoDB's ConversionFailure (241) on values that do not convert, and `$convert`'s
+//! conversion itself ([`convert_to`]: a target named by type name or BSON type code, `date`
+//! and `objectId` included).
 //!
-//! Not for: the general `$convert` with `onError`/`onNull` (not implemented yet).
+//! Not for: `$convert`'s `onNull` and `onError`, which the evaluator (`expr/mod.rs`, the
+//! `Node::Convert` arm) applies around [`convert_to`] — `onNull` when the input is null or
+//! missing, `onError` only on a ConversionFailure (241); any other error still fails.
 
 use crate::query::error::QueryError;
 use crate::query::expr::ops::{type_name, value_to_string, Operator};
