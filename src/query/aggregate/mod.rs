@@ -11,8 +11,6 @@ pub mod stages;
 #[cfg(test)]
 mod tests;
 
-use crate::query::aggregate::accumulators::{feed, AccumulatorSpec, AccumulatorState};
-pub use crate::query::aggregate::stages::ForeignDocuments;
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
 use crate::query::filter::Filter;
@@ -20,7 +18,9 @@ use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
 use crate::query::value::keys::encode_key;
 use crate::query::value::number::Number;
+use accumulators::{feed, AccumulatorSpec, AccumulatorState};
 use bson::{Bson, Document};
+pub use stages::ForeignDocuments;
 use std::collections::HashMap;
 
 /// One parsed stage.
@@ -57,11 +57,11 @@ pub enum Stage {
     /// `$facet`: named sub-pipelines over the same input.
     Facet(Vec<(String, Pipeline)>),
     /// `$bucket`.
-    Bucket(Box<crate::query::aggregate::stages::Bucket>),
+    Bucket(Box<stages::Bucket>),
     /// `$sample` of this many documents.
     Sample(u64),
     /// `$lookup`.
-    Lookup(Box<crate::query::aggregate::stages::Lookup>),
+    Lookup(Box<stages::Lookup>),
     /// `$unionWith` a collection, through an optional pipeline.
     UnionWith {
         /// The other collection.
@@ -131,12 +131,8 @@ impl Pipeline {
         for stage in &self.stages {
             crate::interrupt::check_now()?;
             docs = match stage {
-                Stage::Facet(facets) => {
-                    crate::query::aggregate::stages::run_facet(facets, docs, foreign)?
-                }
-                Stage::Lookup(lookup) => {
-                    crate::query::aggregate::stages::run_lookup(lookup, docs, foreign)?
-                }
+                Stage::Facet(facets) => stages::run_facet(facets, docs, foreign)?,
+                Stage::Lookup(lookup) => stages::run_lookup(lookup, docs, foreign)?,
                 Stage::UnionWith {
                     collection,
                     pipeline,
@@ -305,15 +301,11 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
             });
             Stage::Sort(SortSpec::parse(&bson::doc! {"count": -1})?)
         }
-        "$facet" => Stage::Facet(crate::query::aggregate::stages::parse_facet(spec)?),
-        "$bucket" => Stage::Bucket(Box::new(crate::query::aggregate::stages::parse_bucket(
-            spec,
-        )?)),
-        "$lookup" => Stage::Lookup(Box::new(crate::query::aggregate::stages::parse_lookup(
-            spec,
-        )?)),
+        "$facet" => Stage::Facet(stages::parse_facet(spec)?),
+        "$bucket" => Stage::Bucket(Box::new(stages::parse_bucket(spec)?)),
+        "$lookup" => Stage::Lookup(Box::new(stages::parse_lookup(spec)?)),
         "$unionWith" => {
-            let (collection, pipeline) = crate::query::aggregate::stages::parse_union_with(spec)?;
+            let (collection, pipeline) = stages::parse_union_with(spec)?;
             Stage::UnionWith {
                 collection,
                 pipeline,
@@ -565,8 +557,8 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
                 )),
             })
             .collect::<Result<_, _>>()?,
-        Stage::Bucket(bucket) => crate::query::aggregate::stages::run_bucket(bucket, docs)?,
-        Stage::Sample(size) => crate::query::aggregate::stages::run_sample(*size, docs),
+        Stage::Bucket(bucket) => stages::run_bucket(bucket, docs)?,
+        Stage::Sample(size) => stages::run_sample(*size, docs),
         Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } => {
             Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
         }
