@@ -142,20 +142,7 @@ impl Expression {
         match &self.node {
             Node::Literal(v) => Ok(Some(v.clone())),
             Node::FieldPath(path) => Ok(path_value_in_document(scope.root, path)),
-            Node::Variable { name, path } => {
-                let base = match name.as_str() {
-                    "ROOT" | "CURRENT" if !path.is_empty() => {
-                        return Ok(path_value_in_document(scope.root, path))
-                    }
-                    "ROOT" | "CURRENT" => Some(Bson::Document(scope.root.clone())),
-                    "REMOVE" => None,
-                    "NOW" => Some(Bson::DateTime(bson::DateTime::now())),
-                    other => scope.lookup(other).ok_or_else(|| {
-                        QueryError::location(17276, format!("Use of undefined variable: {other}"))
-                    })?,
-                };
-                Ok(base.and_then(|b| path_value(&b, path)))
-            }
+            Node::Variable { name, path } => eval_variable(scope, name, path),
             Node::Object(fields) => {
                 let mut out = Document::new();
                 for (name, expr) in fields {
@@ -172,29 +159,7 @@ impl Expression {
                 }
                 Ok(Some(Bson::Array(out)))
             }
-            Node::Call { op, args } => {
-                if *op == Operator::And {
-                    for arg in args {
-                        if !arg.eval(scope)?.as_ref().map(truthy).unwrap_or(false) {
-                            return Ok(Some(Bson::Boolean(false)));
-                        }
-                    }
-                    return Ok(Some(Bson::Boolean(true)));
-                }
-                if *op == Operator::Or {
-                    for arg in args {
-                        if arg.eval(scope)?.as_ref().map(truthy).unwrap_or(false) {
-                            return Ok(Some(Bson::Boolean(true)));
-                        }
-                    }
-                    return Ok(Some(Bson::Boolean(false)));
-                }
-                let mut values = Vec::with_capacity(args.len());
-                for arg in args {
-                    values.push(arg.eval(scope)?);
-                }
-                ops::apply(*op, values)
-            }
+            Node::Call { op, args } => eval_call(scope, *op, args),
             Node::Cond(parts) => {
                 let [condition, then, otherwise] = parts.as_ref();
                 if condition.eval(scope)?.as_ref().map(truthy).unwrap_or(false) {
@@ -203,19 +168,7 @@ impl Expression {
                     otherwise.eval(scope)
                 }
             }
-            Node::Let { vars, body } => {
-                let mut values = Vec::with_capacity(vars.len());
-                for (name, expr) in vars {
-                    values.push((name, expr.eval(scope)?));
-                }
-                let count = values.len();
-                for (name, value) in values {
-                    scope.bind(name, value);
-                }
-                let result = body.eval(scope);
-                scope.unbind(count);
-                result
-            }
+            Node::Let { vars, body } => eval_let(scope, vars, body),
             Node::Map { input, name, body } => {
                 let Some(items) = array_input(input.eval(scope)?, "$map")? else {
                     return Ok(Some(Bson::Null));
@@ -343,6 +296,75 @@ impl Expression {
             _ => None,
         }
     }
+}
+
+/// `$let`: the variables are evaluated in the outer scope, then bound for the body.
+fn eval_let(
+    scope: &mut Scope<'_>,
+    vars: &[(String, Expression)],
+    body: &Expression,
+) -> Result<Option<Bson>, QueryError> {
+    let mut values = Vec::with_capacity(vars.len());
+    for (name, expr) in vars {
+        values.push((name, expr.eval(scope)?));
+    }
+    let count = values.len();
+    for (name, value) in values {
+        scope.bind(name, value);
+    }
+    let result = body.eval(scope);
+    scope.unbind(count);
+    result
+}
+
+/// An operator call: `$and` and `$or` short-circuit, every other operator evaluates all its
+/// arguments first.
+fn eval_call(
+    scope: &mut Scope<'_>,
+    op: Operator,
+    args: &[Expression],
+) -> Result<Option<Bson>, QueryError> {
+    if op == Operator::And {
+        for arg in args {
+            if !arg.eval(scope)?.as_ref().map(truthy).unwrap_or(false) {
+                return Ok(Some(Bson::Boolean(false)));
+            }
+        }
+        return Ok(Some(Bson::Boolean(true)));
+    }
+    if op == Operator::Or {
+        for arg in args {
+            if arg.eval(scope)?.as_ref().map(truthy).unwrap_or(false) {
+                return Ok(Some(Bson::Boolean(true)));
+            }
+        }
+        return Ok(Some(Bson::Boolean(false)));
+    }
+    let mut values = Vec::with_capacity(args.len());
+    for arg in args {
+        values.push(arg.eval(scope)?);
+    }
+    ops::apply(op, values)
+}
+
+/// A `$$variable` (with an optional path): ROOT/CURRENT, REMOVE, NOW or a bound name.
+fn eval_variable(
+    scope: &mut Scope<'_>,
+    name: &str,
+    path: &[String],
+) -> Result<Option<Bson>, QueryError> {
+    let base = match name {
+        "ROOT" | "CURRENT" if !path.is_empty() => {
+            return Ok(path_value_in_document(scope.root, path))
+        }
+        "ROOT" | "CURRENT" => Some(Bson::Document(scope.root.clone())),
+        "REMOVE" => None,
+        "NOW" => Some(Bson::DateTime(bson::DateTime::now())),
+        other => scope.lookup(other).ok_or_else(|| {
+            QueryError::location(17276, format!("Use of undefined variable: {other}"))
+        })?,
+    };
+    Ok(base.and_then(|b| path_value(&b, path)))
 }
 
 fn array_input(value: Option<Bson>, op: &str) -> Result<Option<Vec<Bson>>, QueryError> {

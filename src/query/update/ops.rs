@@ -370,50 +370,7 @@ pub fn apply_operation(
             Ok(())
         }),
         UpdateOperator::Inc | UpdateOperator::Mul => {
-            let (op, name) = if operation.operator == UpdateOperator::Inc {
-                (Arithmetic::Add, "$inc")
-            } else {
-                (Arithmetic::Multiply, "$mul")
-            };
-            visit(doc, path, true, context, &mut |mut slot| {
-                let next = match slot.get() {
-                    None => match op {
-                        Arithmetic::Multiply => arithmetic(op, &Bson::Int32(0), argument),
-                        _ => Some(argument.clone()),
-                    },
-                    Some(current) => arithmetic(op, current, argument),
-                };
-                let integers =
-                    |v: Option<&Bson>| matches!(v, Some(Bson::Int32(_) | Bson::Int64(_)));
-                if integers(slot.get())
-                    && integers(Some(argument))
-                    && matches!(next, Some(Bson::Double(_)))
-                {
-                    // Update arithmetic on integers fails on 64-bit overflow (aggregation
-                    // widens to double instead).
-                    let current = match slot.get() {
-                        Some(Bson::Int32(i)) => format!("(NumberInt){i}"),
-                        Some(Bson::Int64(i)) => format!("(NumberLong){i}"),
-                        _ => String::new(),
-                    };
-                    return Err(QueryError::bad_value(format!(
-                        "Failed to apply {name} operations to current value ({current}) for document {}",
-                        id_text(&doc_id)
-                    )));
-                }
-                match next {
-                    Some(v) => {
-                        slot.set(v);
-                        Ok(())
-                    }
-                    None => Err(QueryError::type_mismatch(format!(
-                        "Cannot apply {name} to a value of non-numeric type. {} has the field '{}' of non-numeric type {}",
-                        id_text(&doc_id),
-                        slot.name(),
-                        type_name(slot.get())
-                    ))),
-                }
-            })
+            increment_or_multiply(operation, doc, context, &doc_id)
         }
         UpdateOperator::Min | UpdateOperator::Max => {
             let wanted = if operation.operator == UpdateOperator::Min {
@@ -455,37 +412,7 @@ pub fn apply_operation(
             context,
         ),
         UpdateOperator::Push | UpdateOperator::AddToSet => {
-            let Some(args) = &operation.push else {
-                return Ok(());
-            };
-            let is_push = operation.operator == UpdateOperator::Push;
-            visit(doc, path, true, context, &mut |mut slot| {
-                let name = slot.name();
-                let mut items = match slot.get() {
-                    None => Vec::new(),
-                    Some(Bson::Array(items)) => items.clone(),
-                    Some(other) if is_push => {
-                        return Err(QueryError::bad_value(format!(
-                            "The field '{name}' must be an array but is of type {} in document {}",
-                            type_name(Some(other)),
-                            id_text(&doc_id)
-                        )))
-                    }
-                    Some(other) => {
-                        return Err(QueryError::bad_value(format!(
-                            "Cannot apply $addToSet to non-array field. Field named '{name}' has non-array type {}",
-                            type_name(Some(other))
-                        )))
-                    }
-                };
-                if is_push {
-                    push_into(&mut items, args);
-                } else {
-                    add_to_set(&mut items, &args.each);
-                }
-                slot.set(Bson::Array(items));
-                Ok(())
-            })
+            push_or_add_to_set(operation, doc, context, &doc_id)
         }
         UpdateOperator::Pop => {
             let from_front = Number::from_bson(argument).map(Number::to_f64) == Some(-1.0);
@@ -513,40 +440,7 @@ pub fn apply_operation(
                 },
             )
         }
-        UpdateOperator::Pull | UpdateOperator::PullAll => {
-            let condition = operation.pull.clone();
-            // `$pullAll` of several values: their keys, hashed once for every array visited.
-            let pulled = match (&condition, argument) {
-                (None, Bson::Array(values)) if values.len() > 1 => {
-                    let mut set = ValueSet::new();
-                    for v in values {
-                        set.insert(v);
-                    }
-                    Some(set)
-                }
-                _ => None,
-            };
-            visit(
-                doc,
-                path,
-                false,
-                context,
-                &mut |mut slot| match slot.get_mut() {
-                    None => Ok(()),
-                    Some(Bson::Array(items)) => {
-                        match &pulled {
-                            Some(set) => items.retain(|item| !set.contains(item)),
-                            None => items
-                                .retain(|item| !should_pull(condition.as_ref(), argument, item)),
-                        }
-                        Ok(())
-                    }
-                    Some(_) => Err(QueryError::bad_value(
-                        "Cannot apply $pull to a non-array value",
-                    )),
-                },
-            )
-        }
+        UpdateOperator::Pull | UpdateOperator::PullAll => pull(operation, doc, context),
         UpdateOperator::Bit => visit(doc, path, true, context, &mut |mut slot| {
             let mut value = match slot.get() {
                 None => Bson::Int32(0),
@@ -569,6 +463,140 @@ pub fn apply_operation(
             Ok(())
         }),
     }
+}
+
+/// `$inc` and `$mul`, which fail on integer overflow where aggregation widens to double.
+fn increment_or_multiply(
+    operation: &UpdateOperation,
+    doc: &mut Document,
+    context: &UpdateContext,
+    doc_id: &Option<Bson>,
+) -> Result<(), QueryError> {
+    let path = operation.path.as_str();
+    let argument = &operation.argument;
+    let (op, name) = if operation.operator == UpdateOperator::Inc {
+        (Arithmetic::Add, "$inc")
+    } else {
+        (Arithmetic::Multiply, "$mul")
+    };
+    visit(doc, path, true, context, &mut |mut slot| {
+        let next = match slot.get() {
+            None => match op {
+                Arithmetic::Multiply => arithmetic(op, &Bson::Int32(0), argument),
+                _ => Some(argument.clone()),
+            },
+            Some(current) => arithmetic(op, current, argument),
+        };
+        let integers = |v: Option<&Bson>| matches!(v, Some(Bson::Int32(_) | Bson::Int64(_)));
+        if integers(slot.get()) && integers(Some(argument)) && matches!(next, Some(Bson::Double(_)))
+        {
+            // Update arithmetic on integers fails on 64-bit overflow (aggregation
+            // widens to double instead).
+            let current = match slot.get() {
+                Some(Bson::Int32(i)) => format!("(NumberInt){i}"),
+                Some(Bson::Int64(i)) => format!("(NumberLong){i}"),
+                _ => String::new(),
+            };
+            return Err(QueryError::bad_value(format!(
+                "Failed to apply {name} operations to current value ({current}) for document {}",
+                id_text(doc_id)
+            )));
+        }
+        match next {
+            Some(v) => {
+                slot.set(v);
+                Ok(())
+            }
+            None => Err(QueryError::type_mismatch(format!(
+                "Cannot apply {name} to a value of non-numeric type. {} has the field '{}' of non-numeric type {}",
+                id_text(doc_id),
+                slot.name(),
+                type_name(slot.get())
+            ))),
+        }
+    })
+}
+
+/// `$push` (with `$each`, `$position`, `$slice`, `$sort`) and `$addToSet` on the array at the path.
+fn push_or_add_to_set(
+    operation: &UpdateOperation,
+    doc: &mut Document,
+    context: &UpdateContext,
+    doc_id: &Option<Bson>,
+) -> Result<(), QueryError> {
+    let path = operation.path.as_str();
+    let Some(args) = &operation.push else {
+        return Ok(());
+    };
+    let is_push = operation.operator == UpdateOperator::Push;
+    visit(doc, path, true, context, &mut |mut slot| {
+        let name = slot.name();
+        let mut items = match slot.get() {
+            None => Vec::new(),
+            Some(Bson::Array(items)) => items.clone(),
+            Some(other) if is_push => {
+                return Err(QueryError::bad_value(format!(
+                    "The field '{name}' must be an array but is of type {} in document {}",
+                    type_name(Some(other)),
+                    id_text(doc_id)
+                )))
+            }
+            Some(other) => {
+                return Err(QueryError::bad_value(format!(
+                    "Cannot apply $addToSet to non-array field. Field named '{name}' has non-array type {}",
+                    type_name(Some(other))
+                )))
+            }
+        };
+        if is_push {
+            push_into(&mut items, args);
+        } else {
+            add_to_set(&mut items, &args.each);
+        }
+        slot.set(Bson::Array(items));
+        Ok(())
+    })
+}
+
+/// `$pull` (a value or a condition) and `$pullAll` (values) on the array at the path.
+fn pull(
+    operation: &UpdateOperation,
+    doc: &mut Document,
+    context: &UpdateContext,
+) -> Result<(), QueryError> {
+    let path = operation.path.as_str();
+    let argument = &operation.argument;
+    let condition = operation.pull.clone();
+    // `$pullAll` of several values: their keys, hashed once for every array visited.
+    let pulled = match (&condition, argument) {
+        (None, Bson::Array(values)) if values.len() > 1 => {
+            let mut set = ValueSet::new();
+            for v in values {
+                set.insert(v);
+            }
+            Some(set)
+        }
+        _ => None,
+    };
+    visit(
+        doc,
+        path,
+        false,
+        context,
+        &mut |mut slot| match slot.get_mut() {
+            None => Ok(()),
+            Some(Bson::Array(items)) => {
+                match &pulled {
+                    Some(set) => items.retain(|item| !set.contains(item)),
+                    None => items.retain(|item| !should_pull(condition.as_ref(), argument, item)),
+                }
+                Ok(())
+            }
+            Some(_) => Err(QueryError::bad_value(
+                "Cannot apply $pull to a non-array value",
+            )),
+        },
+    )
 }
 
 fn bitwise(op: &str, value: &Bson, operand: &Bson) -> Bson {

@@ -202,94 +202,8 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
                 },
             }
         }
-        DateOperator::DateDiff => {
-            check_timezone(arg(3))?;
-            let (Some(start), Some(end)) = (
-                date_millis(arg(0), "$dateDiff")?,
-                date_millis(arg(1), "$dateDiff")?,
-            ) else {
-                return null;
-            };
-            if matches!(arg(2), None | Some(Bson::Null)) {
-                return null;
-            }
-            let u = unit(arg(2), "$dateDiff")?;
-            let first_weekday = week_start(arg(4))?;
-            let count = match u {
-                Unit::Year | Unit::Quarter | Unit::Month => {
-                    let (a, b) = (civil_time(start), civil_time(end));
-                    let months =
-                        (b.year * 12 + i64::from(b.month)) - (a.year * 12 + i64::from(a.month));
-                    match u {
-                        Unit::Year => b.year - a.year,
-                        Unit::Quarter => {
-                            let quarter = |t: &crate::query::expr::ops::date::CivilTime| {
-                                t.year * 4 + i64::from((t.month - 1) / 3)
-                            };
-                            quarter(&b) - quarter(&a)
-                        }
-                        _ => months,
-                    }
-                }
-                other => {
-                    let length = fixed_length(other).unwrap_or(1);
-                    let span = i128::from(period_start(end, other, 1, first_weekday))
-                        - i128::from(period_start(start, other, 1, first_weekday));
-                    (span / i128::from(length)) as i64
-                }
-            };
-            Ok(Some(Bson::Int64(count)))
-        }
-        DateOperator::DateFromParts => {
-            check_timezone(arg(7))?;
-            let part = |i: usize, name: &str, default: i64| -> Result<Option<i64>, QueryError> {
-                match arg(i) {
-                    None => Ok(Some(default)),
-                    Some(Bson::Null | Bson::Undefined) => Ok(None),
-                    other => Ok(Some(integer(other, name, "$dateFromParts")?)),
-                }
-            };
-            let (
-                Some(year),
-                Some(month),
-                Some(day),
-                Some(hour),
-                Some(minute),
-                Some(second),
-                Some(ms),
-            ) = (
-                part(0, "year", 1970)?,
-                part(1, "month", 1)?,
-                part(2, "day", 1)?,
-                part(3, "hour", 0)?,
-                part(4, "minute", 0)?,
-                part(5, "second", 0)?,
-                part(6, "millisecond", 0)?,
-            )
-            else {
-                return null;
-            };
-            if !(1..=9999).contains(&year) {
-                return Err(QueryError::location(
-                    40523,
-                    format!(
-                        "'year' must evaluate to an integer in the range 1 to 9999, found {year}"
-                    ),
-                ));
-            }
-            // Out-of-range parts carry over, as in MongoDB (month 14 is February next year).
-            let Some(with_months) = add_months(days_from_civil(year, 1, 1) * MS_PER_DAY, month - 1)
-            else {
-                return Err(QueryError::location(5166406, "$dateFromParts overflowed"));
-            };
-            let offset = (day - 1)
-                .saturating_mul(MS_PER_DAY)
-                .saturating_add(hour.saturating_mul(3_600_000))
-                .saturating_add(minute.saturating_mul(60_000))
-                .saturating_add(second.saturating_mul(1000))
-                .saturating_add(ms);
-            date(with_months.saturating_add(offset))
-        }
+        DateOperator::DateDiff => date_diff(args),
+        DateOperator::DateFromParts => date_from_parts(args),
         DateOperator::DateFromString => {
             check_timezone(arg(2))?;
             let on_error = args.get(3).cloned().flatten();
@@ -370,6 +284,90 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
             date(period_start(millis, u, bin, week_start(arg(4))?))
         }
     }
+}
+
+/// `$dateDiff`: whole units between two dates, in a timezone, weeks from `startOfWeek`.
+fn date_diff(args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
+    let arg = |i: usize| args.get(i).and_then(Option::as_ref);
+    let null = Ok(Some(Bson::Null));
+    check_timezone(arg(3))?;
+    let (Some(start), Some(end)) = (
+        date_millis(arg(0), "$dateDiff")?,
+        date_millis(arg(1), "$dateDiff")?,
+    ) else {
+        return null;
+    };
+    if matches!(arg(2), None | Some(Bson::Null)) {
+        return null;
+    }
+    let u = unit(arg(2), "$dateDiff")?;
+    let first_weekday = week_start(arg(4))?;
+    let count = match u {
+        Unit::Year | Unit::Quarter | Unit::Month => {
+            let (a, b) = (civil_time(start), civil_time(end));
+            let months = (b.year * 12 + i64::from(b.month)) - (a.year * 12 + i64::from(a.month));
+            match u {
+                Unit::Year => b.year - a.year,
+                Unit::Quarter => {
+                    let quarter = |t: &crate::query::expr::ops::date::CivilTime| {
+                        t.year * 4 + i64::from((t.month - 1) / 3)
+                    };
+                    quarter(&b) - quarter(&a)
+                }
+                _ => months,
+            }
+        }
+        other => {
+            let length = fixed_length(other).unwrap_or(1);
+            let span = i128::from(period_start(end, other, 1, first_weekday))
+                - i128::from(period_start(start, other, 1, first_weekday));
+            (span / i128::from(length)) as i64
+        }
+    };
+    Ok(Some(Bson::Int64(count)))
+}
+
+/// `$dateFromParts`: a date from calendar parts (missing parts take their defaults, a null part gives null).
+fn date_from_parts(args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
+    let arg = |i: usize| args.get(i).and_then(Option::as_ref);
+    let null = Ok(Some(Bson::Null));
+    let date = |millis: i64| Ok(Some(Bson::DateTime(bson::DateTime::from_millis(millis))));
+    check_timezone(arg(7))?;
+    let part = |i: usize, name: &str, default: i64| -> Result<Option<i64>, QueryError> {
+        match arg(i) {
+            None => Ok(Some(default)),
+            Some(Bson::Null | Bson::Undefined) => Ok(None),
+            other => Ok(Some(integer(other, name, "$dateFromParts")?)),
+        }
+    };
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second), Some(ms)) = (
+        part(0, "year", 1970)?,
+        part(1, "month", 1)?,
+        part(2, "day", 1)?,
+        part(3, "hour", 0)?,
+        part(4, "minute", 0)?,
+        part(5, "second", 0)?,
+        part(6, "millisecond", 0)?,
+    ) else {
+        return null;
+    };
+    if !(1..=9999).contains(&year) {
+        return Err(QueryError::location(
+            40523,
+            format!("'year' must evaluate to an integer in the range 1 to 9999, found {year}"),
+        ));
+    }
+    // Out-of-range parts carry over, as in MongoDB (month 14 is February next year).
+    let Some(with_months) = add_months(days_from_civil(year, 1, 1) * MS_PER_DAY, month - 1) else {
+        return Err(QueryError::location(5166406, "$dateFromParts overflowed"));
+    };
+    let offset = (day - 1)
+        .saturating_mul(MS_PER_DAY)
+        .saturating_add(hour.saturating_mul(3_600_000))
+        .saturating_add(minute.saturating_mul(60_000))
+        .saturating_add(second.saturating_mul(1000))
+        .saturating_add(ms);
+    date(with_months.saturating_add(offset))
 }
 
 /// ISO 8601 dates as `$dateFromString` reads them without a format: a date
