@@ -2,7 +2,7 @@
 //! uses the smallest value found at the path (array elements included), a descending sort the
 //! largest; a missing field sorts as null and an empty array below null. Stable.
 //!
-//! Not for: the comparison of two single values (`compare.rs`) or pushing ORDER BY into SQL.
+//! Not for: the comparison of two single values (`value/compare.rs`) or pushing ORDER BY into SQL.
 
 use super::error::QueryError;
 use crate::query::value::compare::compare_values;

@@ -3,7 +3,7 @@
 //! `pipeline` form) and `$unionWith`, which take those collections' documents from the
 //! caller (see [`crate::query::aggregate::Pipeline::foreign_collections`]).
 //!
-//! Not for: the single-collection stages (`aggregate.rs`), correlated `$lookup` with `let`
+//! Not for: the single-collection stages (`aggregate/mod.rs`), correlated `$lookup` with `let`
 //! (rejected as unsupported) or `$graphLookup`.
 
 use crate::query::aggregate::accumulators::{feed, AccumulatorSpec, AccumulatorState};

@@ -3,8 +3,8 @@
 //! MongoDB's distinction between a missing value and null. The same evaluator serves `$expr`,
 //! computed projections, `$group` keys and accumulators, and pipeline stages.
 //!
-//! Not for: the operators' arithmetic and string rules themselves (`expr_ops.rs`) or query
-//! predicates (`filter.rs`).
+//! Not for: the operators' arithmetic and string rules themselves (`expr/ops/`) or query
+//! predicates (`filter/mod.rs`).
 
 pub mod accumulator;
 pub mod ops;
@@ -506,7 +506,7 @@ fn parse_document(d: &Document, depth: usize) -> Result<Expression, QueryError> 
     crate::query::expr::parse::parse_operator(name, arg, depth)
 }
 
-/// Parses a sub-expression one level deeper (used by `expr_parse.rs`).
+/// Parses a sub-expression one level deeper (used by `expr/parse.rs`).
 pub(crate) fn parse_nested(v: &Bson, depth: usize) -> Result<Expression, QueryError> {
     parse_value(v, depth + 1)
 }

@@ -2,7 +2,7 @@
 //! operator's arity, and the named-argument forms ($cond, $let, $map, $filter, $reduce,
 //! $switch, $literal).
 //!
-//! Not for: evaluation (`expr.rs`, `expr_ops.rs`).
+//! Not for: evaluation (`expr/mod.rs`, `expr/ops/`).
 
 use crate::query::error::QueryError;
 use crate::query::expr::ops::Operator;

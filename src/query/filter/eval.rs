@@ -2,7 +2,7 @@
 //! bracketing of comparisons, null-matches-missing, NaN rules and the `$not`/`$ne`/`$nin`
 //! negations over arrays.
 //!
-//! Not for: parsing (`filter.rs`) or telling the planner what SQL may evaluate.
+//! Not for: parsing (`filter/mod.rs`) or telling the planner what SQL may evaluate.
 
 use crate::query::error::QueryError;
 use crate::query::filter::{BitTest, ElemMatch, FieldPredicate, Filter, TypeSelector};

@@ -1,9 +1,9 @@
 //! Query filters: the public AST of a MongoDB filter document, its parser (with MongoDB's
 //! error codes and messages) and the upsert seed derived from its equalities. Matching a
-//! document lives in `filter_eval.rs`.
+//! document lives in `filter/eval.rs`.
 //!
 //! Not for: deciding what SQL can evaluate (the planner pattern-matches this AST) or
-//! aggregation expressions (`expr.rs`, reached through `$expr`).
+//! aggregation expressions (`expr/mod.rs`, reached through `$expr`).
 
 pub mod eval;
 pub mod positional;
@@ -141,7 +141,7 @@ impl Filter {
         }
     }
 
-    /// Whether `doc` matches (see `filter_eval.rs`); an `$expr` error counts as no match.
+    /// Whether `doc` matches (see `filter/eval.rs`); an `$expr` error counts as no match.
     pub fn matches(&self, doc: &Document) -> bool {
         crate::query::filter::eval::matches(self, doc)
     }

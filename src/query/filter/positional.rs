@@ -1,8 +1,8 @@
 //! The positional operator's position: which element of the first array on a queried path
 //! made the query match, as `$` in an update (`{"a.$": 1}`) and the `a.$` projection need it.
 //!
-//! Not for: `$[]` or `$[identifier]` (array filters, in `update_path.rs`), or matching itself
-//! (`filter_eval.rs`).
+//! Not for: `$[]` or `$[identifier]` (array filters, in `update/path.rs`), or matching itself
+//! (`filter/eval.rs`).
 
 use crate::query::filter::eval::{element_matches, predicate_holds};
 use crate::query::filter::{FieldPredicate, Filter};

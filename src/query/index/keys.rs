@@ -1,4 +1,4 @@
-//! Index key extraction for `index_spec.rs`: the values each indexed path yields in a
+//! Index key extraction for `index/mod.rs`: the values each indexed path yields in a
 //! document (as `keys::index_keys` sees them), traced through the arrays they came from so
 //! that MongoDB's parallel-array rule can be checked, then combined into compound keys.
 //!

@@ -8,7 +8,7 @@
 //! inverted. Multikey keys are the cartesian product of each field's keys, so a bounded scan
 //! on any prefix of the fields never misses a matching document.
 //!
-//! Key extraction lives in `index_spec_keys.rs`, the tests in `index_spec_tests.rs`.
+//! Key extraction lives in `keys.rs` of this folder, the tests in `tests.rs`.
 //!
 //! Not for: storing or scanning indexes (the store), choosing an index (the planner), or
 //! text, geo, hashed and wildcard indexes, which are refused as not supported.

@@ -1,4 +1,4 @@
-//! Tests of `index_spec.rs`: parsing and MongoDB's errors, keys, conflicts, key order.
+//! Tests of `index/mod.rs`: parsing and MongoDB's errors, keys, conflicts, key order.
 
 use super::*;
 use crate::query::value::compare::compare_values;

@@ -2,7 +2,7 @@
 //! and arrays of documents, dropping excluded ones, `$slice`, `$elemMatch`, the positional
 //! element and computed fields.
 //!
-//! Not for: parsing or MongoDB's classification rules (`projection.rs`).
+//! Not for: parsing or MongoDB's classification rules (`projection/mod.rs`).
 
 use crate::query::error::QueryError;
 use crate::query::filter::eval::element_matches;

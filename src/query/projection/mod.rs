@@ -7,7 +7,7 @@
 //! The positional `a.$` form takes the query (`apply_with_query`).
 //!
 //! Not for: `$meta` (rejected with a clear error), or the
-//! aggregation `$project` stage's own rules beyond these (`aggregate.rs` reuses this).
+//! aggregation `$project` stage's own rules beyond these (`aggregate/mod.rs` reuses this).
 
 mod apply;
 
@@ -136,7 +136,7 @@ impl Projection {
     }
 
     /// Applies the projection, resolving a positional `a.$` with the array position at which
-    /// `query` matched `doc` (see `positional.rs`).
+    /// `query` matched `doc` (see `filter/positional.rs`).
     pub fn apply_with_query(&self, doc: &Document, query: &Filter) -> Result<Document, QueryError> {
         let position = if self.is_positional() {
             crate::query::filter::positional::matched_array_position(query, doc)

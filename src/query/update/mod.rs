@@ -3,7 +3,7 @@
 //! conflicting paths, `_id` immutability) and applied to a document, including the upsert
 //! case that starts from the query's equalities.
 //!
-//! Not for: each operator's semantics (`update_ops.rs`), path writing (`update_path.rs`) or
+//! Not for: each operator's semantics (`update/ops.rs`), path writing (`update/path.rs`) or
 //! choosing which documents to update.
 
 mod ops;

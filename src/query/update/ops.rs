@@ -3,8 +3,8 @@
 //! $pop, $pull, $pullAll and $bit — argument parsing and what each does at its path, with
 //! MongoDB's error codes.
 //!
-//! Not for: parsing the update document as a whole, conflicts and `_id` checks (`update.rs`),
-//! or walking paths (`update_path.rs`).
+//! Not for: parsing the update document as a whole, conflicts and `_id` checks (`update/mod.rs`),
+//! or walking paths (`update/path.rs`).
 
 use crate::query::error::QueryError;
 use crate::query::expr::ops::type_name;

@@ -2,8 +2,8 @@
 //! growing arrays with nulls for numeric components, expanding `$[]`, `$[identifier]`
 //! (array filters) and `$` (the matched position), and MongoDB's PathNotViable errors.
 //!
-//! Not for: what an operator does at the slot (`update_ops.rs`) or read-only lookups
-//! (`path.rs`).
+//! Not for: what an operator does at the slot (`update/ops.rs`) or read-only lookups
+//! (`value/path.rs`).
 
 use crate::query::error::QueryError;
 use crate::query::filter::Filter;
@@ -56,7 +56,7 @@ impl UpdateContext {
     }
 
     /// Sets the position the positional `$` stands for: where `query` matched `doc` (see
-    /// `positional.rs`).
+    /// `filter/positional.rs`).
     pub fn with_query_match(mut self, query: &Filter, doc: &Document) -> Self {
         self.matched_index = crate::query::filter::positional::matched_array_position(query, doc);
         self

@@ -2,8 +2,8 @@
 //! canonical type ranks and the ordering inside each type, numbers compared exactly across
 //! Int32, Int64, Double and Decimal128.
 //!
-//! Not for: query-operator semantics such as type bracketing or array matching (`filter.rs`),
-//! the sort rule for arrays (`sort.rs`), or byte keys (`keys.rs`, which must agree with this).
+//! Not for: query-operator semantics such as type bracketing or array matching (`filter/mod.rs`),
+//! the sort rule for arrays (`sort.rs`), or byte keys (`value/keys.rs`, which must agree with this).
 
 use crate::query::value::number::{compare_numbers, Number};
 use bson::{Bson, Document};

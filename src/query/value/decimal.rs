@@ -2,7 +2,7 @@
 //! ([`ExactDecimal`]) with addition, multiplication and half-even rounding, and encoding back
 //! with IEEE 754's preferred exponents (so 0.10 + 0.20 is 0.30, like MongoDB).
 //!
-//! Not for: comparing or widening across numeric types (`number.rs`).
+//! Not for: comparing or widening across numeric types (`value/number.rs`).
 
 use bson::Decimal128;
 use std::cmp::Ordering;

@@ -2,7 +2,7 @@
 //! Decimal128 with each other, Decimal128 decoding, and the arithmetic that update operators
 //! and aggregation share (with MongoDB's int → long → double promotion on overflow).
 //!
-//! Not for: ordering of non-numeric values (see `compare.rs`) or key encoding (`keys.rs`).
+//! Not for: ordering of non-numeric values (see `value/compare.rs`) or key encoding (`value/keys.rs`).
 
 pub use crate::query::value::decimal::{
     decimal_from_exact, decimal_to_f64, round_half_even, DecimalValue, ExactDecimal,

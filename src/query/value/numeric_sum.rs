@@ -3,8 +3,8 @@
 //! decimals summed exactly apart from the rest; the result takes the widest type seen
 //! (Int32 → Int64 → Double on overflow, Decimal128 when any decimal was added).
 //!
-//! Not for: arithmetic between two values (`number.rs`) or accumulator dispatch
-//! (`accumulate.rs`).
+//! Not for: arithmetic between two values (`value/number.rs`) or accumulator dispatch
+//! (`expr/accumulator.rs`).
 
 use crate::query::value::decimal::{decimal_with_ideal_exponent, raw_exponent};
 use crate::query::value::number::{

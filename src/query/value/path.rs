@@ -1,8 +1,8 @@
 //! Dotted field paths ("a.b.0.c") over documents: plain lookup, and the candidate values a
 //! query predicate sees when MongoDB implicitly traverses arrays.
 //!
-//! Not for: writing through paths (update operators do that in `update_path.rs`) or deciding
-//! what a candidate means to an operator (`filter.rs`).
+//! Not for: writing through paths (update operators do that in `update/path.rs`) or deciding
+//! what a candidate means to an operator (`filter/mod.rs`).
 
 use bson::{Bson, Document};
 

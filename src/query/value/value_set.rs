@@ -3,7 +3,7 @@
 //! a scan: the set operators, `$addToSet` (accumulator and update operator), `$lookup`'s
 //! equality match and `$bucket`'s groups use it to stay linear in their input.
 //!
-//! Not for: ordering values (`compare.rs`) or storing them: the set holds only the keys
+//! Not for: ordering values (`value/compare.rs`) or storing them: the set holds only the keys
 //! (bytes, about the size of the value's BSON), the caller keeps the values themselves,
 //! usually in first-occurrence order beside the set.
 

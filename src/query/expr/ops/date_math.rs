@@ -4,7 +4,7 @@
 //! crossed, like MongoDB).
 //!
 //! Not for: time zones other than UTC (rejected), or calendar field extraction
-//! (`expr_dates.rs`).
+//! (`expr/ops/date.rs`).
 
 use crate::query::error::QueryError;
 use crate::query::expr::ops::date::{

@@ -65,9 +65,9 @@ pub enum Operator {
     Lte,
     /// `$cmp`
     Cmp,
-    /// `$and` (short-circuit, evaluated in `expr.rs`)
+    /// `$and` (short-circuit, evaluated in `expr/mod.rs`)
     And,
-    /// `$or` (short-circuit, evaluated in `expr.rs`)
+    /// `$or` (short-circuit, evaluated in `expr/mod.rs`)
     Or,
     /// `$not`
     Not,
@@ -125,9 +125,9 @@ pub enum Operator {
     ToDecimal,
     /// `$toBool`
     ToBool,
-    /// Date operators (`expr_dates.rs`).
+    /// Date operators (`expr/ops/date.rs`).
     Date(crate::query::expr::ops::date::DateOperator),
-    /// Further math, string, array and object operators (`expr_more.rs`).
+    /// Further math, string, array and object operators (`expr/ops/more.rs`).
     More(crate::query::expr::ops::more::MoreOperator),
 }
 

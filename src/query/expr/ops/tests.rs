@@ -1,4 +1,4 @@
-//! Tests of the aggregation expression operators of `expr_more.rs` and `expr_convert.rs`
+//! Tests of the aggregation expression operators of `expr/ops/more.rs` and `expr/ops/convert.rs`
 //! through parsed expressions.
 //!
 //! Not for: production code (compiled only for tests).
