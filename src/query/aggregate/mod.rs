@@ -1,12 +1,16 @@
-//! A small aggregation pipeline over documents in memory: $match, $group, $sort, $skip,
-//! $limit, $count, $project, $addFields/$set, $unset, $replaceRoot/$replaceWith, $unwind and
-//! $sortByCount, with MongoDB's stage errors (e.g. 40324 for an unknown stage).
+//! A small aggregation pipeline over documents in memory: the [`Stage`] list, parsing a
+//! pipeline and running it, with MongoDB's stage errors (e.g. 40324 for an unknown stage).
+//! $match, $sort, $skip, $limit, $count, $project, $unset, $replaceRoot/$replaceWith and
+//! $sortByCount are here; $group is in `group.rs`, $addFields/$set and $unwind in
+//! `reshape.rs`, $facet, $bucket, $sample, $lookup and $unionWith in `stages.rs`, the
+//! accumulator specs in `accumulators.rs`.
 //!
-//! Not for: stages that need other collections or the server ($lookup, $out, $merge,
-//! $facet, $geoNear, $search) — they are rejected as unsupported — or pushdown decisions
-//! (the planner reads [`Pipeline::leading_match`]).
+//! Not for: $graphLookup, $out, $merge, $geoNear, $search and $bucketAuto (rejected as
+//! unsupported) or pushdown decisions (the planner reads [`Pipeline::leading_match`]).
 
 pub mod accumulators;
+mod group;
+mod reshape;
 pub mod stages;
 #[cfg(test)]
 mod tests;
@@ -16,12 +20,12 @@ use crate::query::expr::Expression;
 use crate::query::filter::Filter;
 use crate::query::projection::Projection;
 use crate::query::sort::SortSpec;
-use crate::query::value::keys::encode_key;
 use crate::query::value::number::Number;
-use accumulators::{feed, AccumulatorSpec, AccumulatorState};
+use accumulators::AccumulatorSpec;
 use bson::{Bson, Document};
+use group::{group, parse_group};
+use reshape::{add_fields, parse_unwind, unwind};
 pub use stages::ForeignDocuments;
-use std::collections::HashMap;
 
 /// One parsed stage.
 #[derive(Clone, Debug, PartialEq)]
@@ -429,81 +433,6 @@ fn parse_count_field(spec: &Bson) -> Result<String, QueryError> {
     Ok(field.clone())
 }
 
-fn parse_group(spec: &Document) -> Result<Stage, QueryError> {
-    let id_spec = spec
-        .get("_id")
-        .ok_or_else(|| QueryError::location(15955, "a group specification must include an _id"))?;
-    let id = Expression::parse(id_spec)?;
-    let mut accumulators = Vec::new();
-    for (field, value) in spec {
-        if field == "_id" {
-            continue;
-        }
-        if field.contains('.') {
-            return Err(QueryError::location(
-                40235,
-                format!("The field name '{field}' cannot contain '.'"),
-            ));
-        }
-        if field.starts_with('$') {
-            return Err(QueryError::location(
-                40236,
-                format!("The field name '{field}' cannot be an operator name"),
-            ));
-        }
-        accumulators.push(AccumulatorSpec::parse(field, value)?);
-    }
-    Ok(Stage::Group { id, accumulators })
-}
-
-fn parse_unwind(spec: &Bson) -> Result<Stage, QueryError> {
-    let (path, index_field, preserve_empty) = match spec {
-        Bson::String(p) => (p.clone(), None, false),
-        Bson::Document(d) => {
-            let Some(Bson::String(p)) = d.get("path") else {
-                return Err(QueryError::location(
-                    28812,
-                    "no path specified to $unwind stage",
-                ));
-            };
-            let index = match d.get("includeArrayIndex") {
-                None => None,
-                Some(Bson::String(s)) if !s.is_empty() && !s.starts_with('$') => Some(s.clone()),
-                Some(_) => return Err(QueryError::location(
-                    28810,
-                    "expected a non-empty string for the includeArrayIndex option to $unwind stage",
-                )),
-            };
-            let preserve = match d.get("preserveNullAndEmptyArrays") {
-                None => false,
-                Some(Bson::Boolean(b)) => *b,
-                Some(_) => return Err(QueryError::location(
-                    28809,
-                    "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage",
-                )),
-            };
-            (p.clone(), index, preserve)
-        }
-        _ => {
-            return Err(QueryError::location(
-                15981,
-                "expected either a string or an object as specification for $unwind stage",
-            ))
-        }
-    };
-    let Some(stripped) = path.strip_prefix('$') else {
-        return Err(QueryError::location(
-            28818,
-            format!("path option to $unwind stage should be prefixed with a '$': {path}"),
-        ));
-    };
-    Ok(Stage::Unwind {
-        path: stripped.to_string(),
-        index_field,
-        preserve_empty,
-    })
-}
-
 fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
     Ok(match stage {
         Stage::Match { filter, .. } => {
@@ -571,224 +500,4 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             out
         }
     })
-}
-
-fn group(
-    id: &Expression,
-    accumulators: &[AccumulatorSpec],
-    docs: Vec<Document>,
-) -> Result<Vec<Document>, QueryError> {
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut groups: Vec<(Bson, Vec<AccumulatorState>)> = Vec::new();
-    for doc in &docs {
-        crate::interrupt::check()?;
-        let key = id.evaluate(doc)?;
-        let encoded = encode_key(&key);
-        let slot = match index.get(&encoded) {
-            Some(i) => *i,
-            None => {
-                groups.push((
-                    key,
-                    accumulators
-                        .iter()
-                        .map(|a| AccumulatorState::new(a.kind))
-                        .collect(),
-                ));
-                index.insert(encoded, groups.len() - 1);
-                groups.len() - 1
-            }
-        };
-        if let Some((_, states)) = groups.get_mut(slot) {
-            feed(accumulators, states, doc)?;
-        }
-    }
-    Ok(groups
-        .into_iter()
-        .map(|(key, states)| {
-            let mut out = Document::new();
-            out.insert("_id", key);
-            for (spec, state) in accumulators.iter().zip(states) {
-                out.insert(spec.field.clone(), state.finish());
-            }
-            out
-        })
-        .collect())
-}
-
-fn add_fields(fields: &[(String, Expression)], doc: Document) -> Result<Document, QueryError> {
-    let mut values = Vec::with_capacity(fields.len());
-    for (path, expr) in fields {
-        values.push((path, expr.evaluate_optional(&doc)?));
-    }
-    let mut out = doc;
-    for (path, value) in values {
-        set_dotted(&mut out, path, value);
-    }
-    Ok(out)
-}
-
-/// Sets (or, for a missing value, removes) a dotted path the way `$addFields` does: through
-/// arrays the rest of the path is applied to every element, and a scalar in the way is
-/// replaced by a new document.
-fn set_dotted(doc: &mut Document, path: &str, value: Option<Bson>) {
-    match path.split_once('.') {
-        None => match value {
-            Some(v) => {
-                if let Some(existing) = doc.get_mut(path) {
-                    *existing = v;
-                } else {
-                    doc.insert(path, v);
-                }
-            }
-            None => {
-                doc.remove(path);
-            }
-        },
-        Some((head, rest)) => {
-            if !doc.contains_key(head) {
-                if value.is_none() {
-                    return;
-                }
-                doc.insert(head, Document::new());
-            }
-            if let Some(existing) = doc.get_mut(head) {
-                set_dotted_in_value(existing, rest, value);
-            }
-        }
-    }
-}
-
-fn set_dotted_in_value(target: &mut Bson, path: &str, value: Option<Bson>) {
-    match target {
-        Bson::Document(sub) => set_dotted(sub, path, value),
-        Bson::Array(items) => {
-            for item in items.iter_mut() {
-                set_dotted_in_value(item, path, value.clone());
-            }
-        }
-        other => {
-            if value.is_some() {
-                let mut fresh = Document::new();
-                set_dotted(&mut fresh, path, value);
-                *other = Bson::Document(fresh);
-            }
-        }
-    }
-}
-
-/// `$unwind` of one document. The array is taken out of the document first, so each output
-/// copies the document without it (linear in the array's length, not quadratic).
-pub(super) fn unwind(
-    mut doc: Document,
-    path: &str,
-    index_field: Option<&str>,
-    preserve: bool,
-    out: &mut Vec<Document>,
-) {
-    let value = match take_path(&mut doc, path) {
-        Taken::Value(v) => Some(v),
-        Taken::Missing => None,
-        Taken::ThroughArray => return unwind_by_copy(doc, path, index_field, preserve, out),
-    };
-    // `doc` holds null where the value was; `set_dotted` writes each output's value there.
-    let emit = |mut d: Document, v: Option<Bson>, i: Option<i64>, out: &mut Vec<Document>| {
-        set_dotted(&mut d, path, v);
-        if let Some(field) = index_field {
-            d.insert(field, i.map(Bson::Int64).unwrap_or(Bson::Null));
-        }
-        out.push(d);
-    };
-    match value {
-        Some(Bson::Array(items)) if !items.is_empty() => {
-            let last = items.len() - 1;
-            out.reserve(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                let d = if i == last {
-                    std::mem::take(&mut doc)
-                } else {
-                    doc.clone()
-                };
-                emit(d, Some(item), Some(i as i64), out);
-            }
-        }
-        Some(Bson::Array(_)) | None => {
-            if preserve {
-                emit(doc, None, None, out);
-            }
-        }
-        Some(Bson::Null) => {
-            if preserve {
-                emit(doc, Some(Bson::Null), None, out);
-            }
-        }
-        Some(other) => emit(doc, Some(other), None, out),
-    }
-}
-
-/// What [`take_path`] found.
-enum Taken {
-    /// The value, replaced by null in the document.
-    Value(Bson),
-    /// Nothing at the path (a field is absent, or a scalar is in the way).
-    Missing,
-    /// An array before the end of the path, which `get_path` may index by number.
-    ThroughArray,
-}
-
-/// Takes the value at a dotted path through documents out of `doc`, leaving null in its place.
-fn take_path(doc: &mut Document, path: &str) -> Taken {
-    let (parents, leaf) = match path.rsplit_once('.') {
-        Some((parents, leaf)) => (Some(parents), leaf),
-        None => (None, path),
-    };
-    let mut current = doc;
-    for part in parents.into_iter().flat_map(|p| p.split('.')) {
-        match current.get_mut(part) {
-            Some(Bson::Document(d)) => current = d,
-            Some(Bson::Array(_)) => return Taken::ThroughArray,
-            _ => return Taken::Missing,
-        }
-    }
-    match current.get_mut(leaf) {
-        Some(v) => Taken::Value(std::mem::replace(v, Bson::Null)),
-        None => Taken::Missing,
-    }
-}
-
-/// `$unwind` through an array met mid-path (`"$a.0.b"`): each output is a copy of the whole
-/// document with the path set, and setting a path through an array writes into every
-/// element, so the outputs themselves hold the array (see [`set_dotted`]).
-pub(super) fn unwind_by_copy(
-    doc: Document,
-    path: &str,
-    index_field: Option<&str>,
-    preserve: bool,
-    out: &mut Vec<Document>,
-) {
-    let value = crate::query::value::path::get_path(&doc, path).cloned();
-    let with = |v: Option<Bson>, i: Option<i64>| {
-        let mut d = doc.clone();
-        set_dotted(&mut d, path, v);
-        if let Some(field) = index_field {
-            d.insert(field, i.map(Bson::Int64).unwrap_or(Bson::Null));
-        }
-        d
-    };
-    match value {
-        Some(Bson::Array(items)) if !items.is_empty() => {
-            for (i, item) in items.into_iter().enumerate() {
-                out.push(with(Some(item), Some(i as i64)));
-            }
-        }
-        Some(Bson::Array(_)) | None | Some(Bson::Null) => {
-            if preserve {
-                let kept = match &value {
-                    Some(Bson::Null) => Some(Bson::Null),
-                    _ => None,
-                };
-                out.push(with(kept, None));
-            }
-        }
-        Some(other) => out.push(with(Some(other), None)),
-    }
 }

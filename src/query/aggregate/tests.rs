@@ -146,7 +146,8 @@ mod pipelines {
 }
 
 mod unwind {
-    use crate::query::aggregate::{unwind, unwind_by_copy, Pipeline};
+    use crate::query::aggregate::reshape::{unwind, unwind_by_copy};
+    use crate::query::aggregate::Pipeline;
     use bson::{doc, Document};
 
     #[test]
