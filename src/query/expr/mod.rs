@@ -11,6 +11,8 @@ pub mod ops;
 mod parse;
 mod variables;
 
+pub use crate::query::value::truthy::truthy;
+
 pub use variables::{bind_variables, substitute_variables};
 
 use crate::query::error::QueryError;
@@ -378,22 +380,6 @@ fn array_input(value: Option<Bson>, op: &str) -> Result<Option<Vec<Bson>>, Query
                 ops::type_name(Some(&other))
             ),
         )),
-    }
-}
-
-/// Aggregation truthiness: false, null, undefined, missing and numeric zero are false.
-pub fn truthy(v: &Bson) -> bool {
-    match v {
-        Bson::Boolean(b) => *b,
-        Bson::Null | Bson::Undefined => false,
-        Bson::Int32(i) => *i != 0,
-        Bson::Int64(i) => *i != 0,
-        Bson::Double(d) => *d != 0.0,
-        Bson::Decimal128(_) => crate::query::value::number::Number::from_bson(v)
-            .and_then(crate::query::value::number::exact_value)
-            .map(|x| !x.is_zero())
-            .unwrap_or(true),
-        _ => true,
     }
 }
 

@@ -54,7 +54,7 @@ pub fn try_matches(filter: &Filter, doc: &Document) -> Result<bool, QueryError> 
         Filter::Expr(expression) => expression
             .evaluate_optional(doc)?
             .as_ref()
-            .map(crate::query::expr::truthy)
+            .map(crate::query::value::truthy::truthy)
             .unwrap_or(false),
         Filter::AlwaysTrue => true,
         Filter::AlwaysFalse => false,

@@ -15,4 +15,5 @@ pub mod path;
 pub mod regex_match;
 #[cfg(test)]
 pub mod test_values;
+pub mod truthy;
 pub mod value_set;

@@ -9,9 +9,9 @@ use super::args::*;
 use super::more::MoreOperator;
 use super::{arg, compare_optional, is_nullish, misrouted, some, type_name, Operator};
 use crate::query::error::QueryError;
-use crate::query::expr::truthy;
 use crate::query::value::compare::values_equal;
 use crate::query::value::number::Number;
+use crate::query::value::truthy::truthy;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 

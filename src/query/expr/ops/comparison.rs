@@ -34,14 +34,18 @@ pub(super) fn apply(op: Operator, args: &[Option<Bson>]) -> Result<Option<Bson>,
             some(Bson::Boolean(result))
         }
         And => some(Bson::Boolean(args.iter().all(|a| {
-            a.as_ref().map(crate::query::expr::truthy).unwrap_or(false)
+            a.as_ref()
+                .map(crate::query::value::truthy::truthy)
+                .unwrap_or(false)
         }))),
         Or => some(Bson::Boolean(args.iter().any(|a| {
-            a.as_ref().map(crate::query::expr::truthy).unwrap_or(false)
+            a.as_ref()
+                .map(crate::query::value::truthy::truthy)
+                .unwrap_or(false)
         }))),
         Not => some(Bson::Boolean(
             !arg(args, 0)
-                .map(crate::query::expr::truthy)
+                .map(crate::query::value::truthy::truthy)
                 .unwrap_or(false),
         )),
         IfNull => {

@@ -118,7 +118,7 @@ pub fn convert(op: Operator, value: Option<&Bson>) -> Result<Option<Bson>, Query
         Operator::ToBool => match value {
             Bson::Boolean(b) => Bson::Boolean(*b),
             _ if Number::from_bson(value).is_some() => {
-                Bson::Boolean(crate::query::expr::truthy(value))
+                Bson::Boolean(crate::query::value::truthy::truthy(value))
             }
             _ => Bson::Boolean(true),
         },

@@ -256,18 +256,6 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
     if op == DateOperator::ToDate {
         return to_date(arg(0));
     }
-    if matches!(
-        op,
-        DateOperator::DateAdd
-            | DateOperator::DateSubtract
-            | DateOperator::DateDiff
-            | DateOperator::DateTrunc
-            | DateOperator::DateFromParts
-            | DateOperator::DateFromString
-            | DateOperator::DateToParts
-    ) {
-        return crate::query::expr::ops::date_math::apply(op, args);
-    }
     if op == DateOperator::DateToString {
         check_timezone(arg(2))?;
         let Some(millis) = date_millis(arg(1), "$dateToString")? else {

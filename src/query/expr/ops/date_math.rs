@@ -170,6 +170,21 @@ fn integer(v: Option<&Bson>, what: &str, op: &str) -> Result<i64, QueryError> {
         })
 }
 
+/// Whether [`apply`] evaluates `op` (the date arithmetic, parsing and parts operators);
+/// [`super::date::apply`] evaluates the others.
+pub fn evaluates(op: DateOperator) -> bool {
+    matches!(
+        op,
+        DateOperator::DateAdd
+            | DateOperator::DateSubtract
+            | DateOperator::DateDiff
+            | DateOperator::DateTrunc
+            | DateOperator::DateFromParts
+            | DateOperator::DateFromString
+            | DateOperator::DateToParts
+    )
+}
+
 /// Applies a date arithmetic operator to its evaluated named arguments.
 pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
     let arg = |i: usize| args.get(i).and_then(Option::as_ref);
@@ -244,7 +259,7 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
                 return null;
             };
             let t = civil_time(millis);
-            let iso = matches!(arg(2), Some(v) if crate::query::expr::truthy(v));
+            let iso = matches!(arg(2), Some(v) if crate::query::value::truthy::truthy(v));
             let mut parts = bson::Document::new();
             if iso {
                 let (week_year, week) = t.iso_week();

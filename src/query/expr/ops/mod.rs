@@ -181,7 +181,8 @@ pub fn apply(op: Operator, args: Vec<Option<Bson>>) -> Result<Option<Bson>, Quer
         ToString | ToInt | ToLong | ToDouble | ToDecimal | ToBool => {
             crate::query::expr::ops::convert::convert(op, arg(&args, 0))
         }
-        Date(date_op) => crate::query::expr::ops::date::apply(date_op, &args),
+        Date(date_op) if date_math::evaluates(date_op) => date_math::apply(date_op, &args),
+        Date(date_op) => date::apply(date_op, &args),
         More(more_op) => crate::query::expr::ops::more::apply(more_op, &args),
     }
 }
