@@ -4,7 +4,7 @@
 //!
 //! Not for: evaluating any operator.
 
-use super::type_name;
+use super::operator::type_name;
 use crate::query::error::QueryError;
 use crate::query::value::number::{to_decimal, Number};
 use bson::Bson;

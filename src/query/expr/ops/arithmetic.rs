@@ -6,7 +6,7 @@
 
 use super::args::*;
 use super::more::MoreOperator;
-use super::{arg, is_nullish, misrouted, some, type_name, Operator};
+use super::operator::{arg, is_nullish, misrouted, some, type_name, Operator};
 use crate::query::error::QueryError;
 use crate::query::value::number::{
     arithmetic, exact_value, round_half_even, to_decimal, Arithmetic, Number,

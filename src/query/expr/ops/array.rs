@@ -7,7 +7,7 @@
 
 use super::args::*;
 use super::more::MoreOperator;
-use super::{arg, compare_optional, is_nullish, misrouted, some, type_name, Operator};
+use super::operator::{arg, compare_optional, is_nullish, misrouted, some, type_name, Operator};
 use crate::query::error::QueryError;
 use crate::query::value::compare::values_equal;
 use crate::query::value::number::Number;

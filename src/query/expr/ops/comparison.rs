@@ -4,7 +4,7 @@
 //! Not for: the short-circuiting forms ($cond, $switch), which the evaluator handles
 //! (`expr/mod.rs`).
 
-use super::{arg, compare_optional, is_nullish, misrouted, some, type_name, Operator};
+use super::operator::{arg, compare_optional, is_nullish, misrouted, some, type_name, Operator};
 use crate::query::error::QueryError;
 use crate::query::value::number::Number;
 use bson::Bson;

@@ -8,7 +8,7 @@
 //! missing, `onError` only on a ConversionFailure (241); any other error still fails.
 
 use crate::query::error::QueryError;
-use crate::query::expr::ops::{type_name, value_to_string, Operator};
+use crate::query::expr::ops::operator::{type_name, value_to_string, Operator};
 use crate::query::value::number::{to_decimal, Number};
 use bson::Bson;
 

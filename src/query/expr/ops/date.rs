@@ -5,7 +5,7 @@
 //! Not for: time zones other than UTC (rejected), or $dateAdd/$dateDiff/$dateTrunc.
 
 use crate::query::error::QueryError;
-use crate::query::expr::ops::type_name;
+use crate::query::expr::ops::operator::type_name;
 use crate::query::value::number::Number;
 use bson::Bson;
 

@@ -10,7 +10,7 @@ use crate::query::error::QueryError;
 use crate::query::expr::ops::date::{
     check_timezone, civil_time, date_millis, days_from_civil, DateOperator,
 };
-use crate::query::expr::ops::type_name;
+use crate::query::expr::ops::operator::type_name;
 use crate::query::value::number::Number;
 use bson::Bson;
 

@@ -1,16 +1,12 @@
 //! The operators added after the first set ([`MoreOperator`]): their names and arities
-//! ([`lookup`]), their named-argument layouts ([`named_arguments`]) and the dispatch of each
-//! to its family file — math to `arithmetic.rs`, $trim/$substrBytes/$indexOfCP/$strcasecmp/
-//! $regexMatch to `string.rs`, $reverseArray/$range/$slice/$indexOfArray/$anyElementTrue/
-//! $allElementsTrue/$sortArray to `array.rs`, set operators to `set.rs`, and
+//! ([`lookup`]) and their named-argument layouts ([`named_arguments`]). `ops::apply_more`
+//! hands each to its family file — math to `arithmetic.rs`, $trim/$substrBytes/$indexOfCP/
+//! $strcasecmp/$regexMatch to `string.rs`, $reverseArray/$range/$slice/$indexOfArray/
+//! $anyElementTrue/$allElementsTrue/$sortArray to `array.rs`, set operators to `set.rs`, and
 //! $mergeObjects/$objectToArray/$arrayToObject/$getField to `object.rs`.
 //!
 //! Not for: evaluating any operator (the family files), dates (`date.rs`) or parsing
 //! (`expr/parse.rs`).
-
-use super::{arithmetic, array, object, set, string};
-use crate::query::error::QueryError;
-use bson::Bson;
 
 /// The extra operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,21 +120,4 @@ pub fn lookup(name: &str) -> Option<(MoreOperator, usize, Option<usize>)> {
         "$sortArray" => (SortArray, 2, Some(2)),
         _ => return None,
     })
-}
-
-/// Applies an extra operator to evaluated arguments, through its family.
-pub fn apply(op: MoreOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
-    use MoreOperator::*;
-    match op {
-        Round | Sqrt | Exp | Ln | Log10 | Log | Pow => arithmetic::apply_more(op, args),
-        Trim | LeftTrim | RightTrim | SubstrBytes | IndexOfCodePoint | StrCaseCmp | RegexMatch => {
-            string::apply_more(op, args)
-        }
-        ReverseArray | Range | Slice | IndexOfArray | AnyElementTrue | AllElementsTrue
-        | SortArray => array::apply_more(op, args),
-        SetUnion | SetIntersection | SetDifference | SetEquals | SetIsSubset => {
-            set::apply_more(op, args)
-        }
-        MergeObjects | ObjectToArray | ArrayToObject | GetField => object::apply_more(op, args),
-    }
 }

@@ -6,7 +6,7 @@
 
 use super::args::*;
 use super::more::MoreOperator;
-use super::{misrouted, type_name};
+use super::operator::{misrouted, type_name};
 use crate::query::error::QueryError;
 use bson::{Bson, Document};
 

@@ -4,8 +4,8 @@
 //! Not for: other array operators (`array.rs`).
 
 use super::args::*;
-use super::misrouted;
 use super::more::MoreOperator;
+use super::operator::misrouted;
 use crate::query::error::QueryError;
 use crate::query::value::value_set::{dedup, ValueSet};
 use bson::Bson;

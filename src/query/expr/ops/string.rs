@@ -6,7 +6,9 @@
 
 use super::args::*;
 use super::more::MoreOperator;
-use super::{arg, integer_arg, is_nullish, misrouted, some, type_name, value_to_string, Operator};
+use super::operator::{
+    arg, integer_arg, is_nullish, misrouted, some, type_name, value_to_string, Operator,
+};
 use crate::query::error::QueryError;
 use crate::query::value::regex_match::RegexPredicate;
 use bson::Bson;

@@ -160,7 +160,8 @@ mod more_operators {
 }
 
 mod set_operators {
-    use crate::query::expr::ops::more::{apply, MoreOperator};
+    use crate::query::expr::ops::apply_more as apply;
+    use crate::query::expr::ops::more::MoreOperator;
     use crate::query::value::compare::{identical, values_equal};
     use crate::query::value::test_values::Generator;
     use bson::{Bson, Decimal128};
