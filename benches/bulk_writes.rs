@@ -4,7 +4,7 @@
 //!
 //! - insert: the driver's `insert_many` (it cuts the batches by the server's
 //!   `maxWriteBatchSize`/`maxMessageSizeBytes`) vs, in one transaction, encoding each row
-//!   (`_id` key with `docgate::query::keys::encode_key`, BSON, JSON text with serde_json) and
+//!   (`_id` key with `docgate::query::encode_key`, BSON, JSON text with serde_json) and
 //!   multi-row `INSERT INTO t (k, doc, j) VALUES …` (SQLite: 256 rows a statement, `jsonb(?)`;
 //!   PostgreSQL: 1,000 rows a statement, `$n::text::jsonb`);
 //! - update: `update_many({}, {$inc: {n: 1}})` vs, in one transaction, reading every
@@ -34,7 +34,7 @@ use common::{
     backends, connect_pg, env_usize, open_sqlite, pg_table, print_table, ratio, sample_doc,
     sqlite_table, Backend, Server,
 };
-use docgate::query::keys::encode_key;
+use docgate::query::encode_key;
 use rusqlite::types::ToSql;
 
 const DB: &str = "bench";

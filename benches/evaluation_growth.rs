@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Bson, Document};
 use common::{env_usize, print_table, ratio};
-use docgate::query::aggregate::Pipeline;
+use docgate::query::Pipeline;
 
 /// One measured operator: its pipeline and input at a size, and the reference beside it.
 struct Case {

@@ -32,7 +32,7 @@ use common::{
     backends, connect_pg, env_usize, load_sample_docs, pg_table, print_table, ratio, sqlite_table,
     summarize, us, Backend, Rng, Server, BENCH_PASSWORD, BENCH_USER,
 };
-use docgate::query::keys::encode_key;
+use docgate::query::encode_key;
 use futures_util::TryStreamExt;
 
 const DB: &str = "bench";

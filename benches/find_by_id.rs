@@ -41,7 +41,7 @@ use common::{
     backends, connect_pg, env_usize, load_sample_docs, open_sqlite, pg_table, print_table, ratio,
     sqlite_table, summarize, us, Backend, Rng, Server, BENCH_PASSWORD, BENCH_USER,
 };
-use docgate::query::keys::encode_key;
+use docgate::query::encode_key;
 use docgate::store::postgres::{PostgresOptions, PostgresStore};
 use docgate::store::sqlite::{SqliteOptions, SqliteStore};
 use docgate::store::{CollectionRecord, Predicate, ScanRequest, Store};

@@ -16,7 +16,7 @@
 //! Sides: (a) docgate over the wire on `indexed`; (b) direct on `indexed`; (c) docgate over the
 //! wire on `plain`; (d) direct on `plain`. "Direct" is the read docgate's `find` runs, done
 //! in-process without the wire protocol or command layer: the filter parsed with
-//! `docgate::query::filter::Filter::parse`, planned with `docgate::query::planner::ReadPlan::new`
+//! `docgate::query::Filter::parse`, planned with `docgate::query::planner::ReadPlan::new`
 //! over the collection's indexes from `docgate::catalog::Catalog::collection_info` (so it pushes
 //! the same `Predicate`, index range and limit to the store), and executed with
 //! `docgate::ops::read::execute` on a `docgate::store` session (the store's own SQL on
@@ -54,8 +54,8 @@ use common::{
 use docgate::catalog::MetadataCacheSettings;
 use docgate::catalog::{Catalog, CollectionInfo};
 use docgate::ops::read;
-use docgate::query::filter::Filter;
 use docgate::query::planner::ReadPlan;
+use docgate::query::Filter;
 use docgate::store::postgres::{PostgresOptions, PostgresStore};
 use docgate::store::sqlite::{SqliteOptions, SqliteStore};
 use docgate::store::Store;

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use moka::future::Cache;
 
-use crate::query::index_spec::IndexSpec;
 use crate::query::planner::IndexCandidate;
+use crate::query::IndexSpec;
 use crate::store::{
     CollectionRecord, IndexRecord, MetaRecord, MetaWrite, Store, StoreError, StoreSession,
 };

@@ -94,7 +94,7 @@ impl CommandRequest {
 
 /// MongoDB's name for a value's type, for error messages.
 pub fn type_name(value: &Bson) -> &'static str {
-    crate::query::compare::bson_type_name(value)
+    crate::query::bson_type_name(value)
 }
 
 /// MongoDB's error for an argument of the wrong type.

@@ -11,9 +11,9 @@ use bson::Document;
 use super::read;
 use super::OpError;
 use crate::catalog::NO_INDEXES;
-use crate::query::aggregate::{ForeignDocuments, Pipeline};
-use crate::query::filter::Filter;
 use crate::query::planner::ReadPlan;
+use crate::query::Filter;
+use crate::query::{ForeignDocuments, Pipeline};
 
 /// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
 /// planned into the scan, the collections `$lookup`/`$unionWith` read are read whole, then

@@ -9,9 +9,9 @@ use bson::Bson;
 use super::read;
 use super::OpError;
 use crate::catalog::CollectionInfo;
-use crate::query::filter::Filter;
-use crate::query::keys::encode_key;
+use crate::query::encode_key;
 use crate::query::planner::ReadPlan;
+use crate::query::Filter;
 use crate::store::StoreSession;
 
 /// A parsed delete statement (also what the REST front end deletes with).

@@ -103,7 +103,7 @@ pub fn prepare_for_storage(
             bytes.len()
         )));
     }
-    let key = crate::query::keys::encode_key(&id);
+    let key = crate::query::encode_key(&id);
     Ok(PreparedDocument {
         stored: StoredDocument {
             key,

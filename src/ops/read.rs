@@ -8,9 +8,9 @@
 use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
-use crate::query::filter::Filter;
 use crate::query::planner::{IndexCandidate, ReadPlan};
-use crate::query::sort::{SortDirection, SortSpec};
+use crate::query::Filter;
+use crate::query::{SortDirection, SortSpec};
 use crate::store::{CollectionRecord, StoreError, StoreSession};
 
 /// Runs a plan: the store's scan, then the residual filter, sort, skip and limit in Rust.

@@ -18,7 +18,7 @@ use super::delete::{run_statement, DeleteStatement};
 use super::transaction::Transaction;
 use super::OpError;
 use crate::catalog::{Catalog, CollectionIndex};
-use crate::query::filter::{FieldPredicate, Filter};
+use crate::query::{FieldPredicate, Filter};
 use crate::state::AppState;
 use crate::store::Store;
 
@@ -98,8 +98,8 @@ mod tests {
     use crate::catalog::MetadataCacheSettings;
     use crate::ops::prepare::prepare_for_storage;
     use crate::ops::read::decode_document;
-    use crate::query::index_spec::IndexSpec;
     use crate::query::scan::ScanRequest;
+    use crate::query::IndexSpec;
     use crate::store::postgres::{PostgresOptions, PostgresStore};
     use crate::store::sqlite::{SqliteOptions, SqliteStore};
 

@@ -15,11 +15,11 @@ use super::read;
 use super::write_errors::{command_write_error, duplicate_id_error, duplicate_index_error};
 use super::OpError;
 use crate::catalog::CollectionInfo;
-use crate::query::filter::{upsert_seed, Filter};
-use crate::query::keys::encode_key;
+use crate::query::encode_key;
 use crate::query::planner::ReadPlan;
-use crate::query::sort::SortSpec;
-use crate::query::update::{UpdateContext, UpdateSpec};
+use crate::query::SortSpec;
+use crate::query::{upsert_seed, Filter};
+use crate::query::{UpdateContext, UpdateSpec};
 use crate::store::{StoreError, StoreSession, StoredDocument};
 
 /// A parsed update statement (also the core of `findAndModify`).

@@ -7,7 +7,7 @@
 use bson::{doc, Bson, Document};
 
 use super::OpError;
-use crate::query::index_spec::IndexSpec;
+use crate::query::IndexSpec;
 
 /// One `writeErrors` entry.
 pub fn write_error(index: usize, code: i32, message: impl Into<String>) -> Document {
@@ -45,7 +45,7 @@ pub fn duplicate_index_error(
 ) -> Document {
     let mut key_value = Document::new();
     for (path, _) in &spec.fields {
-        let value = crate::query::path::get_path(document, path)
+        let value = crate::query::get_path(document, path)
             .cloned()
             .unwrap_or(Bson::Null);
         key_value.insert(path.clone(), value);

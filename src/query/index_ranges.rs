@@ -12,12 +12,12 @@
 
 use bson::Bson;
 
-use super::compare::type_rank;
-use super::filter::FieldPredicate;
-use super::index_spec::{invert, key_component, prefix_successor, IndexDirection};
-use super::keys::encode_key;
-use super::number::Number;
 use super::scan::IndexBound;
+use crate::query::filter::FieldPredicate;
+use crate::query::index::{invert, key_component, prefix_successor, IndexDirection};
+use crate::query::value::compare::type_rank;
+use crate::query::value::keys::encode_key;
+use crate::query::value::number::Number;
 
 /// A half-open byte range `[lower, upper)` of index keys (None = unbounded).
 #[derive(Clone, Debug, PartialEq)]
@@ -126,7 +126,7 @@ pub fn comparison_range(predicate: &FieldPredicate, direction: IndexDirection) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::index_spec::IndexSpec;
+    use crate::query::index::IndexSpec;
     use bson::{doc, Document};
 
     /// Does the document's index entry fall in the range?

@@ -17,12 +17,12 @@
 
 use bson::Bson;
 
-use super::filter::{FieldPredicate, Filter};
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
-use super::index_spec::{IndexDirection, IndexSpec};
-use super::keys::encode_key;
 use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
+use crate::query::filter::{FieldPredicate, Filter};
+use crate::query::index::{IndexDirection, IndexSpec};
+use crate::query::value::keys::encode_key;
 
 /// A secondary index as the planner needs to know it: its parsed specification, the
 /// entries table the store scans for it, and whether some document has more than one key in
@@ -588,8 +588,7 @@ mod tests {
     }
 
     fn index(name: &str, key: Document, multikey: bool) -> TestIndex {
-        let spec =
-            crate::query::index_spec::IndexSpec::parse(&doc! {"key": key, "name": name}).unwrap();
+        let spec = crate::query::index::IndexSpec::parse(&doc! {"key": key, "name": name}).unwrap();
         TestIndex {
             spec,
             table: format!("t_{name}"),

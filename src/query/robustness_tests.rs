@@ -3,12 +3,12 @@
 //!
 //! Not for: checking results (the module tests do that).
 
-use super::filter::Filter;
-use super::keys::encode_key;
-use super::projection::Projection;
 use super::sort::SortSpec;
-use super::test_values::Generator;
-use super::update::UpdateSpec;
+use crate::query::filter::Filter;
+use crate::query::projection::Projection;
+use crate::query::update::UpdateSpec;
+use crate::query::value::keys::encode_key;
+use crate::query::value::test_values::Generator;
 use bson::{doc, Bson, Document};
 
 const ROUNDS: usize = 4000;
@@ -34,8 +34,8 @@ fn random_queries_never_panic() {
             parsed += 1;
             matched += usize::from(f.matches(&d));
             let _ = f.try_matches(&d);
-            let _ = super::filter::upsert_seed(&f);
-            let _ = super::positional::matched_array_position(&f, &d);
+            let _ = crate::query::filter::upsert_seed(&f);
+            let _ = crate::query::filter::positional::matched_array_position(&f, &d);
         }
         let projection = generator.projection();
         if let Ok(p) = Projection::parse(&projection) {
@@ -172,14 +172,14 @@ fn random_expressions_never_panic() {
     for _ in 0..ROUNDS {
         let d = random_document(&mut generator);
         let expression = random_expression(&mut generator, 3);
-        if let Ok(e) = super::expr::Expression::parse(&expression) {
+        if let Ok(e) = crate::query::expr::Expression::parse(&expression) {
             evaluated += usize::from(e.evaluate(&d).is_ok());
         }
         let stages = vec![
             doc! {"$addFields": {generator.path(): random_expression(&mut generator, 2)}},
             doc! {"$group": {"_id": random_expression(&mut generator, 1), "n": {"$sum": random_expression(&mut generator, 1)}}},
         ];
-        if let Ok(p) = super::aggregate::Pipeline::parse(&stages) {
+        if let Ok(p) = crate::query::aggregate::Pipeline::parse(&stages) {
             let _ = p.run(vec![d.clone(), random_document(&mut generator)]);
         }
     }

@@ -2,12 +2,12 @@
 //! uses the smallest value found at the path (array elements included), a descending sort the
 //! largest; a missing field sorts as null and an empty array below null. Stable.
 //!
-//! Not for: the comparison of two single values (`compare.rs`) or pushing ORDER BY into SQL.
+//! Not for: the comparison of two single values (`value/compare.rs`) or pushing ORDER BY into SQL.
 
-use super::compare::compare_values;
 use super::error::QueryError;
-use super::number::Number;
-use super::path::candidates;
+use crate::query::value::compare::compare_values;
+use crate::query::value::number::Number;
+use crate::query::value::path::candidates;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 

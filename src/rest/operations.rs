@@ -24,10 +24,10 @@ use crate::ops::retry::refreshed_after_stale;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
-use crate::query::filter::Filter;
 use crate::query::planner::ReadPlan;
-use crate::query::sort::SortSpec;
-use crate::query::update::{UpdateContext, UpdateSpec};
+use crate::query::Filter;
+use crate::query::SortSpec;
+use crate::query::{UpdateContext, UpdateSpec};
 use crate::state::{AppState, ServerCounters};
 
 /// One page of a read: the documents, in their stored bytes (a page is mostly sent on as it
@@ -297,7 +297,7 @@ pub async fn aggregate(
     name: &str,
     stages: &[Document],
 ) -> RestResult<Vec<Document>> {
-    let pipeline = crate::query::aggregate::Pipeline::parse(stages)?;
+    let pipeline = crate::query::Pipeline::parse(stages)?;
     ServerCounters::add(&state.counters.op_query, 1);
     let mut session = state.store.session().await?;
     Ok(

@@ -44,7 +44,7 @@ use super::page::{
 };
 use super::security::Caller;
 use crate::auth::roles::Action;
-use crate::query::update::UpdateSpec;
+use crate::query::UpdateSpec;
 use crate::rest::RestState;
 use crate::state::AppState;
 

@@ -45,7 +45,7 @@ pub struct CollectionRecord {
 /// and the keys it contributes to each secondary index of its collection.
 #[derive(Clone, Debug, Default)]
 pub struct StoredDocument {
-    /// `query::keys::encode_key(&_id)`; equal `_id`s (by MongoDB's rules) have equal keys.
+    /// `query::encode_key(&_id)`; equal `_id`s (by MongoDB's rules) have equal keys.
     pub key: Vec<u8>,
     /// The document exactly as the client sent it (after `_id` was added if missing).
     pub bson: Vec<u8>,

@@ -6,10 +6,10 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 
-use docgate::query::filter::Filter;
-use docgate::query::keys::encode_key;
-use docgate::query::projection::Projection;
-use docgate::query::sort::SortSpec;
+use docgate::query::encode_key;
+use docgate::query::Filter;
+use docgate::query::Projection;
+use docgate::query::SortSpec;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Collection;
 

@@ -14,7 +14,7 @@ use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops::aggregate::run_pipeline;
-use crate::query::aggregate::Pipeline;
+use crate::query::Pipeline;
 use crate::state::ServerCounters;
 
 /// `aggregate`.

@@ -14,7 +14,7 @@ use crate::mongo::request::CommandRequest;
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::transaction::Transaction;
 use crate::ops::write_errors::command_write_error;
-use crate::query::filter::Filter;
+use crate::query::Filter;
 use crate::state::ServerCounters;
 
 fn parse_statement(value: &Bson) -> Result<DeleteStatement, OpError> {

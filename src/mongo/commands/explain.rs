@@ -19,10 +19,10 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, CommandRequest};
 use crate::ops::read;
-use crate::query::aggregate::Pipeline;
-use crate::query::filter::Filter;
 use crate::query::planner::ReadPlan;
-use crate::query::sort::SortSpec;
+use crate::query::Filter;
+use crate::query::Pipeline;
+use crate::query::SortSpec;
 use crate::store::Predicate;
 
 /// `explain`.

@@ -16,11 +16,11 @@ use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{as_i64, CommandRequest};
 use crate::ops::read;
-use crate::query::compare::compare_values;
-use crate::query::filter::Filter;
+use crate::query::compare_values;
 use crate::query::planner::ReadPlan;
-use crate::query::projection::Projection;
-use crate::query::sort::SortSpec;
+use crate::query::Filter;
+use crate::query::Projection;
+use crate::query::SortSpec;
 use crate::state::ServerCounters;
 
 /// The arguments of a `find`, parsed and checked (also used by `explain`).

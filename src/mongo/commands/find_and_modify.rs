@@ -16,11 +16,11 @@ use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::ops::write_errors::duplicate_id_error;
-use crate::query::filter::Filter;
-use crate::query::keys::encode_key;
+use crate::query::encode_key;
 use crate::query::planner::ReadPlan;
-use crate::query::projection::Projection;
-use crate::query::sort::SortSpec;
+use crate::query::Filter;
+use crate::query::Projection;
+use crate::query::SortSpec;
 use crate::state::ServerCounters;
 
 /// `findAndModify` (also spelled `findandmodify`).

@@ -19,10 +19,10 @@ use crate::mongo::request::CommandRequest;
 use crate::ops::read;
 use crate::ops::transaction::Transaction;
 use crate::ops::write::collection_for_write;
-use crate::query::filter::Filter;
-use crate::query::index_spec::IndexSpec;
-use crate::query::keys::encode_key;
+use crate::query::encode_key;
 use crate::query::planner::ReadPlan;
+use crate::query::Filter;
+use crate::query::IndexSpec;
 use crate::store::StoreError;
 
 /// Most indexes a collection may have, the `_id` index included (MongoDB's limit).

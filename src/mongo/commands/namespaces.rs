@@ -13,7 +13,7 @@ use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops;
 use crate::ops::namespace::{check_collection_name, check_db_name, split_namespace};
-use crate::query::filter::Filter;
+use crate::query::Filter;
 use crate::store::CollectionRecord;
 
 /// `listDatabases` with `nameOnly` and `filter`.

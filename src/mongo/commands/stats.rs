@@ -141,7 +141,7 @@ pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest
                 None => Some("document without _id".to_string()),
                 Some(id) => {
                     let lookup = ScanRequest {
-                        filter: Predicate::KeyEquals(crate::query::keys::encode_key(id)),
+                        filter: Predicate::KeyEquals(crate::query::encode_key(id)),
                         ..ScanRequest::all()
                     };
                     match session.scan(&record, &lookup).await {

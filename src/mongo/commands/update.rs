@@ -19,10 +19,10 @@ use crate::mongo::request::CommandRequest;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, AppliedStatement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
-use crate::query::filter::Filter;
-use crate::query::sort::SortSpec;
-use crate::query::update::UpdateContext;
-use crate::query::update::UpdateSpec;
+use crate::query::Filter;
+use crate::query::SortSpec;
+use crate::query::UpdateContext;
+use crate::query::UpdateSpec;
 use crate::state::ServerCounters;
 
 /// Parses an update given as a document (replacement or operators) or a pipeline.

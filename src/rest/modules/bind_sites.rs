@@ -279,7 +279,7 @@ fn bind_integer(value: &Bson, binds: &dyn BindResolver, place: &str) -> RestResu
         bound @ (Bson::Int32(_) | Bson::Int64(_)) => Ok(bound),
         other => Err(RestError::BadRequest(format!(
             ":{name} is {place} and must be an integer, not {}",
-            crate::query::compare::bson_type_name(&other)
+            crate::query::bson_type_name(&other)
         ))),
     }
 }

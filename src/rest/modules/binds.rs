@@ -138,7 +138,7 @@ fn check_value(name: &str, value: &Bson) -> RestResult<()> {
             other => {
                 return Err(RestError::BadRequest(format!(
                     "the value of :{name} may not be of type {}: a bind carries a string, number, boolean, null, ObjectId, date, binary, or a document or array of those",
-                    crate::query::compare::bson_type_name(other)
+                    crate::query::bson_type_name(other)
                 )))
             }
         }

@@ -1,0 +1,503 @@
+//! A small aggregation pipeline over documents in memory: the [`Stage`] list, parsing a
+//! pipeline and running it, with MongoDB's stage errors (e.g. 40324 for an unknown stage).
+//! $match, $sort, $skip, $limit, $count, $project, $unset, $replaceRoot/$replaceWith and
+//! $sortByCount are here; $group is in `group.rs`, $addFields/$set and $unwind in
+//! `reshape.rs`, $facet, $bucket, $sample, $lookup and $unionWith in `stages.rs`, the
+//! accumulator specs in `accumulators.rs`.
+//!
+//! Not for: $graphLookup, $out, $merge, $geoNear, $search and $bucketAuto (rejected as
+//! unsupported) or pushdown decisions (the planner reads [`Pipeline::leading_match`]).
+
+pub mod accumulators;
+mod group;
+mod reshape;
+pub mod stages;
+#[cfg(test)]
+mod tests;
+
+use crate::query::error::QueryError;
+use crate::query::expr::Expression;
+use crate::query::filter::Filter;
+use crate::query::projection::Projection;
+use crate::query::sort::SortSpec;
+use crate::query::value::number::Number;
+use accumulators::AccumulatorSpec;
+use bson::{Bson, Document};
+use group::{group, parse_group};
+use reshape::{add_fields, parse_unwind, unwind};
+pub use stages::ForeignDocuments;
+
+/// One parsed stage.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stage {
+    /// `$match` with its original document (for pushdown).
+    Match {
+        /// The parsed filter.
+        filter: Filter,
+        /// The filter as given.
+        source: Document,
+    },
+    /// `$group`.
+    Group {
+        /// The `_id` expression.
+        id: Expression,
+        /// Output accumulators in spec order.
+        accumulators: Vec<AccumulatorSpec>,
+    },
+    /// `$sort`.
+    Sort(SortSpec),
+    /// `$skip`.
+    Skip(u64),
+    /// `$limit`.
+    Limit(u64),
+    /// `$count` into the named field.
+    Count(String),
+    /// `$project` / `$unset`.
+    Project(Projection),
+    /// `$addFields` / `$set`: dotted paths and their expressions.
+    AddFields(Vec<(String, Expression)>),
+    /// `$replaceRoot` / `$replaceWith`.
+    ReplaceRoot(Expression),
+    /// `$facet`: named sub-pipelines over the same input.
+    Facet(Vec<(String, Pipeline)>),
+    /// `$bucket`.
+    Bucket(Box<stages::Bucket>),
+    /// `$sample` of this many documents.
+    Sample(u64),
+    /// `$lookup`.
+    Lookup(Box<stages::Lookup>),
+    /// `$unionWith` a collection, through an optional pipeline.
+    UnionWith {
+        /// The other collection.
+        collection: String,
+        /// Stages applied to its documents first.
+        pipeline: Option<Pipeline>,
+    },
+    /// `$unwind`.
+    Unwind {
+        /// Path without the leading `$`.
+        path: String,
+        /// `includeArrayIndex`.
+        index_field: Option<String>,
+        /// `preserveNullAndEmptyArrays`.
+        preserve_empty: bool,
+    },
+}
+
+/// A parsed pipeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pipeline {
+    /// Stages in order.
+    pub stages: Vec<Stage>,
+}
+
+impl Pipeline {
+    /// Parses a list of stage documents.
+    pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        let mut parsed = Vec::with_capacity(stages.len());
+        for stage in stages {
+            parse_stage(stage, &mut parsed)?;
+        }
+        Ok(Pipeline { stages: parsed })
+    }
+
+    /// Parses stages that may use the command's `let` variables (`"$$name"`), each bound
+    /// once as a literal.
+    pub fn parse_with_variables(
+        stages: &[Document],
+        variables: &Document,
+    ) -> Result<Pipeline, QueryError> {
+        let bound = crate::query::expr::bind_variables(variables)?;
+        Pipeline::parse(&crate::query::expr::substitute_variables(stages, &bound))
+    }
+
+    /// The filter of a first `$match` stage, for pushdown.
+    pub fn leading_match(&self) -> Option<&Document> {
+        match self.stages.first() {
+            Some(Stage::Match { source, .. }) => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Runs the pipeline over `input`; `$lookup`/`$unionWith` see empty collections.
+    pub fn run(&self, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        self.run_with(input, &ForeignDocuments::new())
+    }
+
+    /// Runs the pipeline with the documents of the collections it reads besides its input
+    /// (those named by [`foreign_collections`](Self::foreign_collections)).
+    pub fn run_with(
+        &self,
+        input: Vec<Document>,
+        foreign: &ForeignDocuments,
+    ) -> Result<Vec<Document>, QueryError> {
+        let mut docs = input;
+        for stage in &self.stages {
+            crate::interrupt::check_now()?;
+            docs = match stage {
+                Stage::Facet(facets) => stages::run_facet(facets, docs, foreign)?,
+                Stage::Lookup(lookup) => stages::run_lookup(lookup, docs, foreign)?,
+                Stage::UnionWith {
+                    collection,
+                    pipeline,
+                } => {
+                    let others = foreign.get(collection).cloned().unwrap_or_default();
+                    let others = match pipeline {
+                        Some(p) => p.run_with(others, foreign)?,
+                        None => others,
+                    };
+                    docs.extend(others);
+                    docs
+                }
+                other => run_stage(other, docs)?,
+            };
+        }
+        Ok(docs)
+    }
+
+    /// The other collections `$lookup`, `$unionWith` (also inside `$facet` and
+    /// sub-pipelines) read, each once, in order of appearance.
+    pub fn foreign_collections(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        self.collect_foreign(&mut names);
+        names
+    }
+
+    fn collect_foreign(&self, names: &mut Vec<String>) {
+        let add = |name: &String, names: &mut Vec<String>| {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        };
+        for stage in &self.stages {
+            match stage {
+                Stage::Lookup(lookup) => {
+                    add(&lookup.from, names);
+                    if let Some(p) = &lookup.pipeline {
+                        p.collect_foreign(names);
+                    } else if !lookup.pipeline_source.is_empty() {
+                        // A correlated sub-pipeline: its stages with the variables as null.
+                        let placeholders: Vec<(String, Bson)> = lookup
+                            .variables
+                            .iter()
+                            .map(|(name, _)| (name.clone(), Bson::Null))
+                            .collect();
+                        let stages = crate::query::expr::substitute_variables(
+                            &lookup.pipeline_source,
+                            &placeholders,
+                        );
+                        if let Ok(p) = Pipeline::parse(&stages) {
+                            p.collect_foreign(names);
+                        }
+                    }
+                }
+                Stage::UnionWith {
+                    collection,
+                    pipeline,
+                } => {
+                    add(collection, names);
+                    if let Some(p) = pipeline {
+                        p.collect_foreign(names);
+                    }
+                }
+                Stage::Facet(facets) => {
+                    for (_, p) in facets {
+                        p.collect_foreign(names);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError> {
+    if stage.len() != 1 {
+        return Err(QueryError::location(
+            40323,
+            "A pipeline stage specification object must contain exactly one field.",
+        ));
+    }
+    let Some((name, spec)) = stage.iter().next() else {
+        return Ok(());
+    };
+    let parsed = match name.as_str() {
+        "$match" => {
+            let source = expect_document(name, spec, 15959)?;
+            Stage::Match {
+                filter: Filter::parse(source)?,
+                source: source.clone(),
+            }
+        }
+        "$group" => parse_group(expect_document(name, spec, 15947)?)?,
+        "$sort" => {
+            let d = expect_document(name, spec, 15973)?;
+            if d.is_empty() {
+                return Err(QueryError::location(
+                    15976,
+                    "$sort stage must have at least one sort key",
+                ));
+            }
+            Stage::Sort(SortSpec::parse(d)?)
+        }
+        "$skip" => Stage::Skip(non_negative(spec, "$skip", 15956, true)?),
+        "$limit" => Stage::Limit(non_negative(spec, "$limit", 15958, false)?),
+        "$count" => Stage::Count(parse_count_field(spec)?),
+        "$project" => {
+            let d = expect_document(name, spec, 15969)?;
+            if d.is_empty() {
+                return Err(QueryError::location(
+                    51272,
+                    "$project specification must have at least one field",
+                ));
+            }
+            Stage::Project(Projection::parse_aggregation(d)?)
+        }
+        "$unset" => {
+            let fields: Vec<String> = match spec {
+                Bson::String(s) => vec![s.clone()],
+                Bson::Array(items) if !items.is_empty() => items
+                    .iter()
+                    .map(|i| match i {
+                        Bson::String(s) => Ok(s.clone()),
+                        _ => Err(QueryError::location(31120, "$unset specification must be a string or an array containing only string values")),
+                    })
+                    .collect::<Result<_, _>>()?,
+                _ => return Err(QueryError::location(31002, "$unset specification must be a string or an array with at least one field")),
+            };
+            let mut spec = Document::new();
+            for f in fields {
+                spec.insert(f, 0);
+            }
+            Stage::Project(Projection::parse(&spec)?)
+        }
+        "$addFields" | "$set" => {
+            let d = expect_document(name, spec, 40272)?;
+            let mut fields = Vec::with_capacity(d.len());
+            for (path, value) in d {
+                if path.starts_with('$') {
+                    return Err(QueryError::location(
+                        16410,
+                        format!("FieldPath field names may not start with '$'. ({path})"),
+                    ));
+                }
+                add_field_specs(path, value, &mut fields)?;
+            }
+            Stage::AddFields(fields)
+        }
+        "$replaceRoot" => {
+            let d = expect_document(name, spec, 40228)?;
+            let root = d.get("newRoot").ok_or_else(|| {
+                QueryError::location(40231, "no newRoot specified for the $replaceRoot stage")
+            })?;
+            Stage::ReplaceRoot(Expression::parse(root)?)
+        }
+        "$replaceWith" => Stage::ReplaceRoot(Expression::parse(spec)?),
+        "$unwind" => parse_unwind(spec)?,
+        "$sortByCount" => {
+            let id = Expression::parse(spec)?;
+            out.push(Stage::Group {
+                id,
+                accumulators: vec![AccumulatorSpec::parse(
+                    "count",
+                    &Bson::Document(bson::doc! {"$sum": 1}),
+                )?],
+            });
+            Stage::Sort(SortSpec::parse(&bson::doc! {"count": -1})?)
+        }
+        "$facet" => Stage::Facet(stages::parse_facet(spec)?),
+        "$bucket" => Stage::Bucket(Box::new(stages::parse_bucket(spec)?)),
+        "$lookup" => Stage::Lookup(Box::new(stages::parse_lookup(spec)?)),
+        "$unionWith" => {
+            let (collection, pipeline) = stages::parse_union_with(spec)?;
+            Stage::UnionWith {
+                collection,
+                pipeline,
+            }
+        }
+        "$sample" => {
+            let size = match spec {
+                Bson::Document(d) => d.get("size"),
+                _ => None,
+            };
+            match size
+                .and_then(Number::from_bson)
+                .and_then(Number::to_exact_i64)
+            {
+                Some(n) if n >= 0 => Stage::Sample(n as u64),
+                _ => {
+                    return Err(QueryError::location(
+                        28747,
+                        "size argument to $sample must be a non-negative number",
+                    ))
+                }
+            }
+        }
+        "$graphLookup" | "$out" | "$merge" | "$geoNear" | "$search" | "$bucketAuto"
+        | "$collStats" | "$indexStats" | "$currentOp" | "$listSessions" | "$redact"
+        | "$setWindowFields" | "$densify" | "$fill" | "$documents" | "$changeStream" => {
+            return Err(QueryError::not_supported(format!(
+                "the {name} stage is not supported by docgate"
+            )))
+        }
+        other => {
+            return Err(QueryError::location(
+                40324,
+                format!("Unrecognized pipeline stage name: '{other}'"),
+            ))
+        }
+    };
+    out.push(parsed);
+    Ok(())
+}
+
+/// `$addFields` specs: a nested document that is not an expression sets sub-fields
+/// (`{specs: {fuel: "x"}}` is `{"specs.fuel": "x"}`, keeping the other fields of `specs`);
+/// an empty document is the literal `{}`.
+fn add_field_specs(
+    path: &str,
+    value: &Bson,
+    fields: &mut Vec<(String, Expression)>,
+) -> Result<(), QueryError> {
+    match value {
+        Bson::Document(d) if !d.is_empty() && !crate::query::filter::is_operator_document(d) => {
+            for (name, inner) in d {
+                add_field_specs(&format!("{path}.{name}"), inner, fields)?;
+            }
+            Ok(())
+        }
+        other => {
+            fields.push((path.to_string(), Expression::parse(other)?));
+            Ok(())
+        }
+    }
+}
+
+fn expect_document<'a>(name: &str, spec: &'a Bson, code: i32) -> Result<&'a Document, QueryError> {
+    match spec {
+        Bson::Document(d) => Ok(d),
+        _ => Err(QueryError::location(
+            code,
+            format!("the {name} stage specification must be an object"),
+        )),
+    }
+}
+
+fn non_negative(spec: &Bson, name: &str, code: i32, zero_ok: bool) -> Result<u64, QueryError> {
+    let n = Number::from_bson(spec)
+        .and_then(Number::to_exact_i64)
+        .ok_or_else(|| {
+            QueryError::location(
+                code,
+                format!("invalid argument to {name} stage: Expected an integer: {name}: {spec}"),
+            )
+        })?;
+    if n < 0 || (n == 0 && !zero_ok) {
+        return Err(QueryError::location(
+            code,
+            if zero_ok {
+                format!("invalid argument to {name} stage: Expected a non-negative number in: {name}: {n}")
+            } else {
+                format!("invalid argument to {name} stage: the limit must be positive")
+            },
+        ));
+    }
+    Ok(n as u64)
+}
+
+fn parse_count_field(spec: &Bson) -> Result<String, QueryError> {
+    let Bson::String(field) = spec else {
+        return Err(QueryError::location(
+            40156,
+            "the count field must be a non-empty string",
+        ));
+    };
+    if field.is_empty() {
+        return Err(QueryError::location(
+            40157,
+            "the count field must be a non-empty string",
+        ));
+    }
+    if field.starts_with('$') {
+        return Err(QueryError::location(
+            40158,
+            "the count field cannot be a $-prefixed path",
+        ));
+    }
+    if field.contains('.') {
+        return Err(QueryError::location(
+            40160,
+            "the count field cannot contain '.'",
+        ));
+    }
+    Ok(field.clone())
+}
+
+fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+    Ok(match stage {
+        Stage::Match { filter, .. } => {
+            let mut kept = Vec::new();
+            for d in docs {
+                crate::interrupt::check()?;
+                if filter.matches(&d) {
+                    kept.push(d);
+                }
+            }
+            kept
+        }
+        Stage::Group { id, accumulators } => group(id, accumulators, docs)?,
+        Stage::Sort(spec) => {
+            let mut docs = docs;
+            spec.sort(&mut docs);
+            docs
+        }
+        Stage::Skip(n) => docs.into_iter().skip(usize::try_from(*n).unwrap_or(usize::MAX)).collect(),
+        Stage::Limit(n) => docs.into_iter().take(usize::try_from(*n).unwrap_or(usize::MAX)).collect(),
+        Stage::Count(field) => {
+            if docs.is_empty() {
+                Vec::new()
+            } else {
+                let count = docs.len() as i64;
+                let value = i32::try_from(count).map(Bson::Int32).unwrap_or(Bson::Int64(count));
+                let mut d = Document::new();
+                d.insert(field.clone(), value);
+                vec![d]
+            }
+        }
+        Stage::Project(projection) => docs
+            .iter()
+            .map(|d| projection.apply(d))
+            .collect::<Result<_, _>>()?,
+        Stage::AddFields(fields) => docs
+            .into_iter()
+            .map(|d| add_fields(fields, d))
+            .collect::<Result<_, _>>()?,
+        Stage::ReplaceRoot(expr) => docs
+            .iter()
+            .map(|d| match expr.evaluate_optional(d)? {
+                Some(Bson::Document(new_root)) => Ok(new_root),
+                other => Err(QueryError::location(
+                    40228,
+                    format!(
+                        "'replacement document' must evaluate to an object, but resulting value was: {}. Type of resulting value: '{}'.",
+                        other.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "MISSING".to_string()),
+                        crate::query::expr::ops::type_name(other.as_ref())
+                    ),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Stage::Bucket(bucket) => stages::run_bucket(bucket, docs)?,
+        Stage::Sample(size) => stages::run_sample(*size, docs),
+        Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } => {
+            Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
+        }
+        Stage::Unwind { path, index_field, preserve_empty } => {
+            let mut out = Vec::new();
+            for d in docs {
+                crate::interrupt::check_now()?;
+                unwind(d, path, index_field.as_deref(), *preserve_empty, &mut out);
+            }
+            out
+        }
+    })
+}

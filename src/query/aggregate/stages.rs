@@ -1,0 +1,484 @@
+//! The pipeline stages that combine or fan out: `$facet`, `$bucket`, `$sample`, and the
+//! stages that read other collections, `$lookup` (equality form, and uncorrelated
+//! `pipeline` form) and `$unionWith`, which take those collections' documents from the
+//! caller (see [`crate::query::aggregate::Pipeline::foreign_collections`]).
+//!
+//! Not for: the single-collection stages (`aggregate/mod.rs`), correlated `$lookup` with `let`
+//! (rejected as unsupported) or `$graphLookup`.
+
+use crate::query::aggregate::accumulators::{feed, AccumulatorSpec, AccumulatorState};
+use crate::query::aggregate::Pipeline;
+use crate::query::error::QueryError;
+use crate::query::expr::Expression;
+use crate::query::value::compare::{compare_values, values_equal};
+use crate::query::value::path::candidates;
+use bson::{Bson, Document};
+use std::collections::HashMap;
+
+/// Documents of other collections, by name, for `$lookup` and `$unionWith`.
+pub type ForeignDocuments = HashMap<String, Vec<Document>>;
+
+/// `$lookup`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lookup {
+    /// Foreign collection.
+    pub from: String,
+    /// `localField` / `foreignField`, when given.
+    pub fields: Option<(String, String)>,
+    /// Sub-pipeline run over the (matching) foreign documents.
+    pub pipeline: Option<Pipeline>,
+    /// `let` variables, evaluated against each input document.
+    pub variables: Vec<(String, Expression)>,
+    /// The sub-pipeline as given, re-parsed per input document when it uses `let` variables.
+    pub pipeline_source: Vec<Document>,
+    /// Output array field.
+    pub as_field: String,
+}
+
+/// `$bucket`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bucket {
+    /// `groupBy` expression.
+    pub group_by: Expression,
+    /// Sorted boundaries (at least two).
+    pub boundaries: Vec<Bson>,
+    /// `default` bucket id for values outside the boundaries.
+    pub default: Option<Bson>,
+    /// Output accumulators (`count: {$sum: 1}` when not given).
+    pub output: Vec<AccumulatorSpec>,
+}
+
+fn field_string(d: &Document, field: &str, stage: &str, code: i32) -> Result<String, QueryError> {
+    match d.get(field) {
+        Some(Bson::String(s)) => Ok(s.clone()),
+        _ => Err(QueryError::location(
+            code,
+            format!("{stage} requires '{field}' to be a string"),
+        )),
+    }
+}
+
+fn sub_pipeline(v: Option<&Bson>) -> Result<Option<Pipeline>, QueryError> {
+    match v {
+        None => Ok(None),
+        Some(Bson::Array(stages)) => {
+            let mut docs = Vec::with_capacity(stages.len());
+            for s in stages {
+                match s {
+                    Bson::Document(d) => docs.push(d.clone()),
+                    _ => {
+                        return Err(QueryError::failed_to_parse(
+                            "pipeline stages must be objects",
+                        ))
+                    }
+                }
+            }
+            Ok(Some(Pipeline::parse(&docs)?))
+        }
+        Some(_) => Err(QueryError::failed_to_parse("'pipeline' must be an array")),
+    }
+}
+
+/// Parses `$lookup`.
+pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
+    let Bson::Document(d) = spec else {
+        return Err(QueryError::failed_to_parse(
+            "the $lookup stage specification must be an object",
+        ));
+    };
+    for key in d.keys() {
+        if !matches!(
+            key.as_str(),
+            "from" | "localField" | "foreignField" | "as" | "pipeline" | "let"
+        ) {
+            return Err(QueryError::failed_to_parse(format!(
+                "unknown argument to $lookup: {key}"
+            )));
+        }
+    }
+    let variables = match d.get("let") {
+        None => Vec::new(),
+        Some(Bson::Document(vars)) => vars
+            .iter()
+            .map(|(name, value)| Ok((name.clone(), Expression::parse(value)?)))
+            .collect::<Result<_, QueryError>>()?,
+        Some(_) => {
+            return Err(QueryError::failed_to_parse(
+                "$lookup argument 'let' must be an object",
+            ))
+        }
+    };
+    let pipeline_source: Vec<Document> = match d.get("pipeline") {
+        Some(Bson::Array(stages)) => stages
+            .iter()
+            .filter_map(|s| match s {
+                Bson::Document(stage) => Some(stage.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if !variables.is_empty() {
+        // Check the pipeline parses with the variables in place.
+        let placeholders: Vec<(String, Bson)> = variables
+            .iter()
+            .map(|(name, _)| (name.clone(), Bson::Null))
+            .collect();
+        Pipeline::parse(&crate::query::expr::substitute_variables(
+            &pipeline_source,
+            &placeholders,
+        ))?;
+    }
+    let fields = match (d.contains_key("localField"), d.contains_key("foreignField")) {
+        (true, true) => Some((
+            field_string(d, "localField", "$lookup", 4570)?,
+            field_string(d, "foreignField", "$lookup", 4570)?,
+        )),
+        (false, false) => None,
+        _ => return Err(QueryError::failed_to_parse(
+            "$lookup requires both or neither of 'localField' and 'foreignField' to be specified",
+        )),
+    };
+    let pipeline = if variables.is_empty() {
+        sub_pipeline(d.get("pipeline"))?
+    } else {
+        None
+    };
+    if fields.is_none() && pipeline.is_none() && pipeline_source.is_empty() {
+        return Err(QueryError::failed_to_parse(
+            "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified",
+        ));
+    }
+    Ok(Lookup {
+        from: field_string(d, "from", "$lookup", 40321)?,
+        fields,
+        pipeline,
+        variables,
+        pipeline_source,
+        as_field: field_string(d, "as", "$lookup", 40321)?,
+    })
+}
+
+/// Parses `$unionWith` (`"coll"` or `{coll, pipeline}`).
+pub fn parse_union_with(spec: &Bson) -> Result<(String, Option<Pipeline>), QueryError> {
+    match spec {
+        Bson::String(coll) => Ok((coll.clone(), None)),
+        Bson::Document(d) => Ok((
+            field_string(d, "coll", "$unionWith", 40602)?,
+            sub_pipeline(d.get("pipeline"))?,
+        )),
+        _ => Err(QueryError::failed_to_parse(
+            "the $unionWith stage specification must be an object or string",
+        )),
+    }
+}
+
+/// Parses `$facet`.
+pub fn parse_facet(spec: &Bson) -> Result<Vec<(String, Pipeline)>, QueryError> {
+    let Bson::Document(d) = spec else {
+        return Err(QueryError::location(
+            15947,
+            "the $facet specification must be an object",
+        ));
+    };
+    if d.is_empty() {
+        return Err(QueryError::location(
+            40169,
+            "the $facet specification must be a non-empty object",
+        ));
+    }
+    let mut facets = Vec::with_capacity(d.len());
+    for (name, stages) in d {
+        let pipeline = sub_pipeline(Some(stages))?.unwrap_or(Pipeline { stages: Vec::new() });
+        facets.push((name.clone(), pipeline));
+    }
+    Ok(facets)
+}
+
+/// Parses `$bucket`.
+pub fn parse_bucket(spec: &Bson) -> Result<Bucket, QueryError> {
+    let Bson::Document(d) = spec else {
+        return Err(QueryError::location(
+            40201,
+            "Argument to $bucket stage must be an object",
+        ));
+    };
+    let group_by = Expression::parse(d.get("groupBy").ok_or_else(|| {
+        QueryError::location(
+            40198,
+            "$bucket requires 'groupBy' and 'boundaries' to be specified",
+        )
+    })?)?;
+    let Some(Bson::Array(boundaries)) = d.get("boundaries") else {
+        return Err(QueryError::location(
+            40200,
+            "The $bucket 'boundaries' field must be an array",
+        ));
+    };
+    if boundaries.len() < 2 {
+        return Err(QueryError::location(
+            40192,
+            "The $bucket 'boundaries' field must have at least 2 values",
+        ));
+    }
+    if boundaries
+        .windows(2)
+        .any(|w| compare_values(&w[0], &w[1]) != std::cmp::Ordering::Less)
+    {
+        return Err(QueryError::location(
+            40194,
+            "The 'boundaries' option to $bucket must be sorted in ascending order",
+        ));
+    }
+    let default = d.get("default").cloned();
+    if let Some(dflt) = &default {
+        let inside = compare_values(dflt, &boundaries[0]) != std::cmp::Ordering::Less
+            && compare_values(dflt, &boundaries[boundaries.len() - 1]) == std::cmp::Ordering::Less;
+        if inside {
+            return Err(QueryError::location(40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary"));
+        }
+    }
+    let output = match d.get("output") {
+        None => vec![AccumulatorSpec::parse(
+            "count",
+            &Bson::Document(bson::doc! {"$sum": 1}),
+        )?],
+        Some(Bson::Document(o)) => o
+            .iter()
+            .map(|(k, v)| AccumulatorSpec::parse(k, v))
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(QueryError::location(
+                40196,
+                "The $bucket 'output' field must be an object",
+            ))
+        }
+    };
+    Ok(Bucket {
+        group_by,
+        boundaries: boundaries.clone(),
+        default,
+        output,
+    })
+}
+
+/// Runs `$bucket`.
+pub fn run_bucket(bucket: &Bucket, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+    let mut groups: Vec<(Bson, Vec<AccumulatorState>)> = Vec::new();
+    for doc in &docs {
+        let value = bucket.group_by.evaluate(doc)?;
+        let slot = bucket.boundaries.windows(2).position(|w| {
+            compare_values(&value, &w[0]) != std::cmp::Ordering::Less
+                && compare_values(&value, &w[1]) == std::cmp::Ordering::Less
+        });
+        let id = match (slot, &bucket.default) {
+            (Some(i), _) => bucket.boundaries[i].clone(),
+            (None, Some(d)) => d.clone(),
+            (None, None) => {
+                return Err(QueryError::location(
+                    40066,
+                    format!("$switch could not find a matching branch for an input, and no default was specified. (value {value} is outside the $bucket boundaries)"),
+                ))
+            }
+        };
+        let index = match groups.iter().position(|(g, _)| values_equal(g, &id)) {
+            Some(i) => i,
+            None => {
+                groups.push((
+                    id,
+                    bucket
+                        .output
+                        .iter()
+                        .map(|a| AccumulatorState::new(a.kind))
+                        .collect(),
+                ));
+                groups.len() - 1
+            }
+        };
+        if let Some((_, states)) = groups.get_mut(index) {
+            feed(&bucket.output, states, doc)?;
+        }
+    }
+    groups.sort_by(|(a, _), (b, _)| compare_values(a, b));
+    Ok(groups
+        .into_iter()
+        .map(|(id, states)| {
+            let mut out = Document::new();
+            out.insert("_id", id);
+            for (spec, state) in bucket.output.iter().zip(states) {
+                out.insert(spec.field.clone(), state.finish());
+            }
+            out
+        })
+        .collect())
+}
+
+/// Runs `$lookup`: each input document gets the matching foreign documents as an array.
+pub fn run_lookup(
+    lookup: &Lookup,
+    docs: Vec<Document>,
+    foreign: &ForeignDocuments,
+) -> Result<Vec<Document>, QueryError> {
+    let empty = Vec::new();
+    let others = foreign.get(&lookup.from).unwrap_or(&empty);
+    let mut out = Vec::with_capacity(docs.len());
+    for mut doc in docs {
+        let mut matched: Vec<Document> = match &lookup.fields {
+            Some((local, foreign_field)) => {
+                let keys = lookup_keys(&doc, local);
+                others
+                    .iter()
+                    .filter(|other| {
+                        lookup_keys(other, foreign_field)
+                            .iter()
+                            .any(|k| keys.iter().any(|l| values_equal(k, l)))
+                    })
+                    .cloned()
+                    .collect()
+            }
+            None => others.clone(),
+        };
+        if let Some(pipeline) = &lookup.pipeline {
+            matched = pipeline.run_with(matched, foreign)?;
+        } else if !lookup.variables.is_empty() {
+            let mut bound = Vec::with_capacity(lookup.variables.len());
+            for (name, expression) in &lookup.variables {
+                bound.push((name.clone(), expression.evaluate(&doc)?));
+            }
+            let stages = crate::query::expr::substitute_variables(&lookup.pipeline_source, &bound);
+            matched = Pipeline::parse(&stages)?.run_with(matched, foreign)?;
+        }
+        doc.insert(
+            lookup.as_field.clone(),
+            Bson::Array(matched.into_iter().map(Bson::Document).collect()),
+        );
+        out.push(doc);
+    }
+    Ok(out)
+}
+
+/// The values `$lookup` compares at a path: array elements (and the array itself), null for
+/// a missing field.
+fn lookup_keys(doc: &Document, path: &str) -> Vec<Bson> {
+    let mut keys: Vec<Bson> = candidates(doc, path)
+        .into_iter()
+        .map(|c| c.value.cloned().unwrap_or(Bson::Null))
+        .collect();
+    if keys.is_empty() {
+        keys.push(Bson::Null);
+    }
+    keys
+}
+
+/// Runs `$facet`: one document with each facet's results.
+pub fn run_facet(
+    facets: &[(String, Pipeline)],
+    docs: Vec<Document>,
+    foreign: &ForeignDocuments,
+) -> Result<Vec<Document>, QueryError> {
+    let mut out = Document::new();
+    for (name, pipeline) in facets {
+        let results = pipeline.run_with(docs.clone(), foreign)?;
+        out.insert(
+            name.clone(),
+            Bson::Array(results.into_iter().map(Bson::Document).collect()),
+        );
+    }
+    Ok(vec![out])
+}
+
+/// Runs `$sample`: `size` documents chosen at random (all of them, shuffled, if fewer).
+pub fn run_sample(size: u64, mut docs: Vec<Document>) -> Vec<Document> {
+    let mut state = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x9e37_79b9)
+        | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for i in (1..docs.len()).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        docs.swap(i, j);
+    }
+    docs.truncate(usize::try_from(size).unwrap_or(usize::MAX));
+    docs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn lookup_facet_bucket_union() {
+        let orders = vec![
+            doc! {"_id": 1, "item": "a"},
+            doc! {"_id": 2, "item": ["b", "c"]},
+            doc! {"_id": 3},
+        ];
+        let mut foreign = ForeignDocuments::new();
+        foreign.insert(
+            "inventory".into(),
+            vec![
+                doc! {"sku": "a", "n": 1},
+                doc! {"sku": "c", "n": 2},
+                doc! {"n": 3},
+            ],
+        );
+        let p = Pipeline::parse(&[doc! {"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inv"}}, doc! {"$project": {"inv.n": 1}}]).unwrap();
+        assert_eq!(p.foreign_collections(), vec!["inventory".to_string()]);
+        let out = p.run_with(orders.clone(), &foreign).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": 1, "inv": [{"n": 1}]},
+                doc! {"_id": 2, "inv": [{"n": 2}]},
+                doc! {"_id": 3, "inv": [{"n": 3}]},
+            ]
+        );
+        let p = Pipeline::parse(&[doc! {"$lookup": {
+            "from": "inventory",
+            "let": {"wanted": "$item"},
+            "pipeline": [
+                {"$match": {"$expr": {"$in": ["$sku", {"$ifNull": [{"$concatArrays": [["$$wanted"]]}, []]}]}}},
+                {"$project": {"_id": 0, "n": 1}}
+            ],
+            "as": "inv"
+        }}])
+        .unwrap();
+        let out = p.run_with(orders.clone(), &foreign).unwrap();
+        assert_eq!(
+            out[0].get_array("inv").unwrap(),
+            &vec![Bson::Document(doc! {"n": 1})]
+        );
+        assert!(out[2].get_array("inv").unwrap().is_empty());
+        let p = Pipeline::parse(&[doc! {"$facet": {"count": [{"$count": "n"}], "first": [{"$limit": 1}, {"$project": {"_id": 1}}]}}]).unwrap();
+        assert_eq!(
+            p.run(orders.clone()).unwrap(),
+            vec![doc! {"count": [{"n": 3}], "first": [{"_id": 1}]}]
+        );
+        let p = Pipeline::parse(&[
+            doc! {"$bucket": {"groupBy": "$_id", "boundaries": [0, 2, 10], "default": "other"}},
+        ])
+        .unwrap();
+        assert_eq!(
+            p.run(orders.clone()).unwrap(),
+            vec![doc! {"_id": 0, "count": 1}, doc! {"_id": 2, "count": 2}]
+        );
+        let p = Pipeline::parse(&[
+            doc! {"$unionWith": {"coll": "inventory", "pipeline": [{"$match": {"n": {"$gt": 2}}}]}},
+            doc! {"$count": "n"},
+        ])
+        .unwrap();
+        assert_eq!(
+            p.run_with(orders.clone(), &foreign).unwrap(),
+            vec![doc! {"n": 4}]
+        );
+        let p = Pipeline::parse(&[doc! {"$sample": {"size": 2}}]).unwrap();
+        assert_eq!(p.run(orders).unwrap().len(), 2);
+    }
+}

@@ -1,0 +1,213 @@
+//! Tests of the aggregation pipeline: the shapes mongosh and drivers send (countDocuments),
+//! `$group` accumulators, reshaping stages and stage errors.
+//!
+//! Not for: production code (compiled only for tests).
+
+mod pipelines {
+    use crate::query::aggregate::*;
+    use crate::query::error::QueryError;
+    use bson::{doc, Document};
+
+    fn run(stages: Vec<Document>, input: Vec<Document>) -> Result<Vec<Document>, QueryError> {
+        Pipeline::parse(&stages)?.run(input)
+    }
+
+    fn sample() -> Vec<Document> {
+        vec![
+            doc! {"_id": 1, "k": "a", "n": 1},
+            doc! {"_id": 2, "k": "b", "n": 2},
+            doc! {"_id": 3, "k": "a", "n": 3.5},
+            doc! {"_id": 4, "n": 4},
+        ]
+    }
+
+    #[test]
+    fn mongosh_count_documents_shape() {
+        let out = run(
+            vec![
+                doc! {"$match": {"n": {"$gt": 1}}},
+                doc! {"$skip": 1},
+                doc! {"$limit": 5},
+                doc! {"$group": {"_id": 1, "n": {"$sum": 1}}},
+            ],
+            sample(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"_id": 1, "n": 2}]);
+        let p = Pipeline::parse(&[doc! {"$match": {"a": 1}}]).unwrap();
+        assert_eq!(p.leading_match(), Some(&doc! {"a": 1}));
+    }
+
+    #[test]
+    fn group_with_accumulators() {
+        let out = run(
+            vec![
+                doc! {"$group": {"_id": "$k", "total": {"$sum": "$n"}, "avg": {"$avg": "$n"},
+                    "ids": {"$push": "$_id"}, "max": {"$max": "$n"}, "first": {"$first": "$_id"}, "c": {"$count": {}}}},
+                doc! {"$sort": {"_id": 1}},
+            ],
+            sample(),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![
+                doc! {"_id": null, "total": 4, "avg": 4.0, "ids": [4], "max": 4, "first": 4, "c": 1},
+                doc! {"_id": "a", "total": 4.5, "avg": 2.25, "ids": [1, 3], "max": 3.5, "first": 1, "c": 2},
+                doc! {"_id": "b", "total": 2, "avg": 2.0, "ids": [2], "max": 2, "first": 2, "c": 1},
+            ]
+        );
+        let out = run(
+            vec![
+                doc! {"$group": {"_id": {"k": "$k"}, "s": {"$sum": 1}}},
+                doc! {"$count": "groups"},
+            ],
+            sample(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"groups": 3}]);
+    }
+
+    #[test]
+    fn reshaping_stages() {
+        let input = vec![doc! {"_id": 1, "a": {"b": 2}, "xs": [1, 2]}];
+        let out = run(
+            vec![doc! {"$project": {"b": "$a.b", "_id": 0}}],
+            input.clone(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"b": 2}]);
+        let out = run(
+            vec![doc! {"$addFields": {"c": {"$add": ["$a.b", 1]}, "a.d": 1}}],
+            input.clone(),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![doc! {"_id": 1, "a": {"b": 2, "d": 1}, "xs": [1, 2], "c": 3}]
+        );
+        let out = run(
+            vec![doc! {"$addFields": {"a": {"e": 5}, "z": {}}}],
+            input.clone(),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![doc! {"_id": 1, "a": {"b": 2, "e": 5}, "xs": [1, 2], "z": {}}]
+        );
+        let out = run(
+            vec![doc! {"$replaceRoot": {"newRoot": "$a"}}],
+            input.clone(),
+        )
+        .unwrap();
+        assert_eq!(out, vec![doc! {"b": 2}]);
+        let out = run(
+            vec![doc! {"$set": {"arr.n": 1}}],
+            vec![doc! {"_id": 1, "arr": [{"m": 0}, 5, [{"m": 1}]]}],
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![doc! {"_id": 1, "arr": [{"m": 0, "n": 1}, {"n": 1}, [{"m": 1, "n": 1}]]}]
+        );
+        let out = run(vec![doc! {"$unset": ["a", "xs"]}], input.clone()).unwrap();
+        assert_eq!(out, vec![doc! {"_id": 1}]);
+        let out = run(
+            vec![doc! {"$unwind": "$xs"}, doc! {"$project": {"xs": 1}}],
+            input,
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            vec![doc! {"_id": 1, "xs": 1}, doc! {"_id": 1, "xs": 2}]
+        );
+    }
+
+    #[test]
+    fn stage_errors() {
+        let e = Pipeline::parse(&[doc! {"$foo": {}}]).unwrap_err();
+        assert_eq!((e.code, e.code_name), (40324, "Location40324"));
+        assert_eq!(e.message, "Unrecognized pipeline stage name: '$foo'");
+        assert_eq!(
+            Pipeline::parse(&[doc! {"$match": {}, "$limit": 1}])
+                .unwrap_err()
+                .code,
+            40323
+        );
+        assert_eq!(
+            Pipeline::parse(&[doc! {"$group": {"n": {"$sum": 1}}}])
+                .unwrap_err()
+                .code,
+            15955
+        );
+        assert!(Pipeline::parse(&[doc! {"$limit": 0}]).is_err());
+        assert!(Pipeline::parse(&[doc! {"$lookup": {}}]).is_err());
+    }
+}
+
+mod unwind {
+    use crate::query::aggregate::reshape::{unwind, unwind_by_copy};
+    use crate::query::aggregate::Pipeline;
+    use bson::{doc, Document};
+
+    #[test]
+    fn dotted_path_with_index_keeps_field_order() {
+        let p = Pipeline::parse(&[doc! {"$unwind": {
+            "path": "$a.b",
+            "includeArrayIndex": "i",
+            "preserveNullAndEmptyArrays": true
+        }}])
+        .unwrap();
+        let input = vec![
+            doc! {"_id": 1, "a": {"x": 0, "b": [10, {"c": 1}], "y": 2}, "z": 3},
+            doc! {"_id": 2, "a": {"b": []}},
+            doc! {"_id": 3, "a": {"b": null}},
+            doc! {"_id": 4, "a": 5},
+            doc! {"_id": 5, "a": {"b": "s"}},
+        ];
+        assert_eq!(
+            p.run(input).unwrap(),
+            vec![
+                doc! {"_id": 1, "a": {"x": 0, "b": 10, "y": 2}, "z": 3, "i": 0_i64},
+                doc! {"_id": 1, "a": {"x": 0, "b": {"c": 1}, "y": 2}, "z": 3, "i": 1_i64},
+                doc! {"_id": 2, "a": {}, "i": null},
+                doc! {"_id": 3, "a": {"b": null}, "i": null},
+                doc! {"_id": 4, "a": 5, "i": null},
+                doc! {"_id": 5, "a": {"b": "s"}, "i": null},
+            ]
+        );
+    }
+
+    /// Taking the array out first gives what copying the whole document per element gave.
+    #[test]
+    fn agrees_with_copying_the_document_per_element() {
+        let docs = [
+            doc! {"a": [1, 2, 3], "b": 1},
+            doc! {"b": 1, "a": {"b": [1, [2], {"c": 3}], "d": 4}},
+            doc! {"a": {"b": {"c": [5, 6]}}},
+            doc! {"a": [{"b": [1, 2]}, {"b": 3}]},
+            doc! {"a": [[1, 2], [3]], "i": "old"},
+            doc! {"a": [], "i": 9},
+            doc! {"a": null},
+            doc! {"a": {"b": null}},
+            doc! {"a": "scalar"},
+            doc! {"a": {"b": {}}},
+            doc! {"x": 1},
+            doc! {"a": 7, "i": 1},
+        ];
+        let paths = ["a", "a.b", "a.b.c", "a.0", "a.1.b", "a.0.b", "x.y", "i", ""];
+        for d in &docs {
+            for path in paths {
+                for index in [None, Some("i"), Some("a"), Some("n.m")] {
+                    for preserve in [false, true] {
+                        let (mut fast, mut copied): (Vec<Document>, Vec<Document>) =
+                            (Vec::new(), Vec::new());
+                        unwind(d.clone(), path, index, preserve, &mut fast);
+                        unwind_by_copy(d.clone(), path, index, preserve, &mut copied);
+                        assert_eq!(fast, copied, "{d} {path} {index:?} {preserve}");
+                    }
+                }
+            }
+        }
+    }
+}

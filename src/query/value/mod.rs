@@ -1,0 +1,19 @@
+//! BSON values as MongoDB sees them, below every query concern: the total comparison order
+//! ([`compare`]), numbers across the four numeric types ([`number`], [`decimal`],
+//! [`numeric_sum`]), order-preserving byte keys ([`keys`]), dotted paths ([`path`]), regular
+//! expressions ([`regex_match`]) and sets under MongoDB equality ([`value_set`]).
+//!
+//! Not for: anything that parses a query, an expression or an update — those folders build
+//! on this one, never the other way round.
+
+pub mod compare;
+pub mod decimal;
+pub mod keys;
+pub mod number;
+pub mod numeric_sum;
+pub mod path;
+pub mod regex_match;
+#[cfg(test)]
+pub mod test_values;
+pub mod truthy;
+pub mod value_set;
