@@ -13,6 +13,8 @@
 //! - `insert`: a batch of documents, ordered, unordered or all or nothing;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
+//! - `find_and_modify`: one document found, then removed or updated;
+//! - `indexes`: building and dropping secondary indexes;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
 //! - `read`: a planned read run on a store session, the residual filter, sort, skip and
 //!   limit in Rust, and the decoding of stored documents;
@@ -26,6 +28,8 @@ pub mod aggregate;
 pub mod collections;
 pub mod delete;
 pub mod error;
+pub mod find_and_modify;
+pub mod indexes;
 pub mod insert;
 pub mod namespace;
 pub mod prepare;

@@ -1,7 +1,7 @@
-//! `findAndModify`: finds one document (`query`, `sort`), updates or removes it in one
-//! transaction, and returns it as it was before or, with `new`, after; `upsert` inserts when
-//! nothing matches; `fields` projects the returned document; `lastErrorObject` reports
-//! `n`, `updatedExisting` and `upserted` as MongoDB does.
+//! `findAndModify`: its arguments (`query`, `sort`, `remove` or `update`, `new`, `upsert`,
+//! `fields`, `arrayFilters`) and its reply, `value` and a `lastErrorObject` with `n`,
+//! `updatedExisting` and `upserted` as MongoDB reports them. The operation itself runs in the
+//! core (`ops::find_and_modify`, one transaction).
 //!
 //! Not for: multi-document updates (see `update`).
 
@@ -11,17 +11,8 @@ use super::update::{parse_array_filters, parse_update};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
-use crate::ops::read;
-use crate::ops::transaction::Transaction;
-use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
-use crate::ops::write::{collection_for_write, mark_multikey};
-use crate::ops::write_errors::duplicate_id_error;
-use crate::query::encode_key;
-use crate::query::planner::ReadPlan;
-use crate::query::Filter;
-use crate::query::Projection;
-use crate::query::SortSpec;
-use crate::state::ServerCounters;
+use crate::ops::find_and_modify::{self, FindAndModify, Modification};
+use crate::query::{Filter, Projection, SortSpec};
 
 /// `findAndModify` (also spelled `findandmodify`).
 pub async fn find_and_modify(
@@ -49,7 +40,7 @@ pub async fn find_and_modify(
     arguments.without_effect("bypassDocumentValidation");
     arguments.finish()?;
     let name = request.collection()?;
-    let namespace = format!("{}.{name}", request.db);
+    let db = request.db.as_str();
     match (remove, has_update) {
         (true, true) => {
             return Err(OpError::FailedToParse("Cannot specify both an update and remove=true".into()))
@@ -73,82 +64,30 @@ pub async fn find_and_modify(
         .filter(|f| !f.is_empty())
         .map(Projection::parse)
         .transpose()?;
-
-    let state = &context.server.state;
-    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
-    let collection = match state
-        .catalog
-        .collection_info_in(transaction.session(), &request.db, name)
-        .await?
-    {
-        Some(collection) => Some(collection),
-        None if upsert => Some(collection_for_write(&mut transaction, &request.db, name).await?),
-        None => None,
+    let modification = match update {
+        None => Modification::Remove,
+        Some(update) => Modification::Update {
+            update: parse_update(Some(update), "findAndModify.update")?,
+            context: parse_array_filters(array_filters)?,
+            upsert,
+            return_new,
+        },
     };
-    let (value, last_error) = match &collection {
-        None => (None, doc! {"n": 0}),
-        Some(collection) if remove => {
-            let record = &collection.record;
-            ServerCounters::add(&context.server.state.counters.op_delete, 1);
-            let plan = ReadPlan::new(filter, sort, 0, Some(1), &collection.indexes);
-            let found = read::execute_for_update(transaction.session(), record, &plan)
-                .await?
-                .into_iter()
-                .next();
-            match found {
-                Some(document) => {
-                    let key = encode_key(document.get("_id").unwrap_or(&Bson::Null));
-                    transaction.session().delete(record, &[key]).await?;
-                    (Some(document), doc! {"n": 1})
-                }
-                None => (None, doc! {"n": 0}),
-            }
-        }
-        Some(collection) => {
-            ServerCounters::add(&context.server.state.counters.op_update, 1);
-            let statement = UpdateStatement {
-                filter,
-                update: parse_update(update, "findAndModify.update")?,
-                context: parse_array_filters(array_filters)?,
-                upsert,
-                multi: false,
-                sort,
-            };
-            let applied =
-                match apply_statement(transaction.session(), collection, &statement, &namespace)
-                    .await
-                {
-                    Ok(applied) => applied,
-                    Err(StatementFailure::Error(error)) => return Err(error),
-                    Err(StatementFailure::Store(error)) => return Err(error.into()),
-                    Err(StatementFailure::Duplicate { namespace, id }) => {
-                        let entry = duplicate_id_error(0, &namespace, &id);
-                        return Err(OpError::DuplicateKey(Box::new(entry)));
-                    }
-                    Err(StatementFailure::IndexDuplicate { entry }) => {
-                        return Err(OpError::DuplicateKey(entry));
-                    }
-                };
-            mark_multikey(&mut transaction, &collection.indexes, &applied.new_multikey).await?;
-            if let Some((id, inserted)) = applied.upserted {
-                (
-                    return_new.then_some(inserted),
-                    doc! {"n": 1, "updatedExisting": false, "upserted": id},
-                )
-            } else {
-                let before = applied.matched.into_iter().next();
-                let after = applied.updated.into_iter().next();
-                let n = i32::from(before.is_some());
-                let value = if return_new { after } else { before };
-                (value, doc! {"n": n, "updatedExisting": n == 1})
-            }
-        }
+    let request = FindAndModify {
+        filter,
+        sort,
+        projection,
+        modification,
     };
-    transaction.commit().await?;
-    let value = match (value, &projection) {
-        (Some(document), Some(projection)) => Bson::Document(projection.apply(&document)?),
-        (Some(document), None) => Bson::Document(document),
-        (None, _) => Bson::Null,
-    };
+    let outcome =
+        find_and_modify::find_and_modify(&context.server.state, db, name, request).await?;
+    let mut last_error = doc! {"n": outcome.n};
+    if let Some(updated_existing) = outcome.updated_existing {
+        last_error.insert("updatedExisting", updated_existing);
+    }
+    if let Some(id) = outcome.upserted {
+        last_error.insert("upserted", id);
+    }
+    let value = outcome.value.map_or(Bson::Null, Bson::Document);
     Ok(doc! {"lastErrorObject": last_error, "value": value})
 }
