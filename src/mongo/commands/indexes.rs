@@ -1,37 +1,20 @@
-//! Index commands: `createIndexes`, `listIndexes`, `dropIndexes`.
-//!
-//! An index is built in the same transaction that records it: every existing document's
-//! keys are computed by the query core (`IndexSpec::entries`) and handed to the store, which
-//! fills the index's entries table and enforces uniqueness. A failed build (duplicate key,
-//! parallel arrays) leaves nothing behind. The `_id` index always exists and cannot be
-//! dropped.
+//! Index commands: `createIndexes`, `listIndexes`, `dropIndexes` — their arguments, which
+//! indexes a `dropIndexes` names, and their replies. Builds and drops run in the core
+//! (`ops::indexes`: one transaction, nothing left behind by a failed build). The `_id` index
+//! always exists and cannot be dropped.
 //!
 //! Not for: using indexes (the planner chooses them) or expiring documents (see `ops::ttl`).
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
-use crate::catalog::{CollectionInfo, NO_INDEXES};
+use crate::catalog::CollectionInfo;
 use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
-use crate::ops::read;
-use crate::ops::transaction::Transaction;
-use crate::ops::write::collection_for_write;
-use crate::query::encode_key;
-use crate::query::planner::ReadPlan;
-use crate::query::Filter;
+use crate::ops;
 use crate::query::IndexSpec;
-use crate::store::StoreError;
-
-/// Most indexes a collection may have, the `_id` index included (MongoDB's limit).
-const MAX_INDEXES: usize = 64;
-
-/// The `_id` index every collection has.
-pub fn id_index_spec() -> Document {
-    doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
-}
 
 /// `listIndexes`: the `_id` index, then the secondary indexes as created.
 pub async fn list_indexes(
@@ -54,7 +37,7 @@ pub async fn list_indexes(
             request.db
         )));
     };
-    let mut specs = vec![id_index_spec()];
+    let mut specs = vec![ops::indexes::id_index_spec()];
     specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
     let namespace = format!("{}.{name}", request.db);
     first_batch_reply(
@@ -89,7 +72,6 @@ pub async fn create_indexes(
     }
     arguments.finish()?;
     let name = request.collection()?;
-    let namespace = format!("{}.{name}", request.db);
     if requested.is_empty() {
         return Err(OpError::BadValue(
             "Must specify at least one index to create".into(),
@@ -105,126 +87,17 @@ pub async fn create_indexes(
         })
         .collect::<Result<_, _>>()?;
 
-    let state = &context.server.state;
-    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
-    let info = collection_for_write(&mut transaction, &request.db, name).await?;
-    let created_collection = transaction.catalog_changed();
-    let before = info.indexes.len() + 1;
-    let to_build = new_indexes(&info, &specs)?;
-    if before + to_build.len() > MAX_INDEXES {
-        return Err(OpError::Query(crate::query::QueryError::location(
-            67,
-            format!(
-                "add index fails, too many indexes for {namespace} key:{}",
-                to_build
-                    .last()
-                    .map(|s| s.key_pattern().to_string())
-                    .unwrap_or_default()
-            ),
-        )));
-    }
-    if !to_build.is_empty() {
-        // No write may slip between this scan and the build (PostgreSQL: SHARE lock).
-        transaction
-            .session()
-            .lock_collection_for_index_build(&info.record)
-            .await?;
-        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
-        let documents = read::execute(transaction.session(), &info.record, &plan).await?;
-        for spec in &to_build {
-            let mut entries = Vec::with_capacity(documents.len());
-            let mut multikey = false;
-            for document in &documents {
-                if let Some(keys) = spec.entries(document)? {
-                    multikey |= keys.multikey;
-                    let id = document.get("_id").unwrap_or(&Bson::Null);
-                    entries.push((encode_key(id), keys.keys));
-                }
-            }
-            let built = transaction
-                .session()
-                .create_index(
-                    &info.record,
-                    &spec.name,
-                    &spec.document,
-                    spec.unique,
-                    multikey,
-                    &entries,
-                )
-                .await;
-            match built {
-                Ok(_) => transaction.changed_catalog(),
-                Err(StoreError::IndexKeyConflict { .. }) => {
-                    transaction.rollback().await?;
-                    return Err(duplicate_while_building(&namespace, spec, &documents));
-                }
-                Err(other) => return Err(other.into()),
-            }
-        }
-    }
-    transaction.commit().await?;
-    let after = before + to_build.len();
+    let built =
+        ops::indexes::create_indexes(&context.server.state, &request.db, name, &specs).await?;
     let mut reply = doc! {
-        "numIndexesBefore": before as i32,
-        "numIndexesAfter": after as i32,
-        "createdCollectionAutomatically": created_collection,
+        "numIndexesBefore": built.before as i32,
+        "numIndexesAfter": built.after as i32,
+        "createdCollectionAutomatically": built.created_collection,
     };
-    if to_build.is_empty() {
+    if built.before == built.after {
         reply.insert("note", "all indexes already exist");
     }
     Ok(reply)
-}
-
-/// The requested specs that do not exist yet, after MongoDB's conflict checks against the
-/// existing indexes and among the requested ones.
-fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, OpError> {
-    let id_index = IndexSpec::parse(&id_index_spec())?;
-    let mut to_build: Vec<IndexSpec> = Vec::new();
-    'requested: for spec in specs {
-        if spec.is_id_index() {
-            if let Some(conflict) = spec.conflict_with(&id_index) {
-                return Err(conflict.into());
-            }
-            continue;
-        }
-        for existing in info
-            .indexes
-            .iter()
-            .map(|index| &index.spec)
-            .chain(to_build.iter())
-        {
-            if let Some(conflict) = spec.conflict_with(existing) {
-                return Err(conflict.into());
-            }
-            if spec.name == existing.name {
-                continue 'requested;
-            }
-        }
-        to_build.push(spec.clone());
-    }
-    Ok(to_build)
-}
-
-/// MongoDB's E11000 for an index build that meets duplicates: names the first duplicated
-/// key pattern value found.
-fn duplicate_while_building(namespace: &str, spec: &IndexSpec, documents: &[Document]) -> OpError {
-    let mut seen: std::collections::HashMap<Vec<u8>, ()> = std::collections::HashMap::new();
-    for document in documents {
-        let Ok(Some(entries)) = spec.entries(document) else {
-            continue;
-        };
-        for key in entries.keys {
-            if seen.insert(key, ()).is_some() {
-                let entry =
-                    crate::ops::write_errors::duplicate_index_error(0, namespace, spec, document);
-                return OpError::DuplicateKey(Box::new(entry));
-            }
-        }
-    }
-    OpError::DuplicateKey(Box::new(doc! {
-        "errmsg": format!("E11000 duplicate key error collection: {namespace} index: {}", spec.name),
-        "keyPattern": spec.key_pattern().clone(),
-    }))
 }
 
 /// `dropIndexes`: by name, by key pattern, a list of names, or `"*"` (all but `_id_`).
@@ -306,15 +179,7 @@ pub async fn drop_indexes(
         }
     };
     if !selected.is_empty() {
-        let state = &context.server.state;
-        let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
-        for position in &selected {
-            if let Some(index) = info.indexes.get(*position) {
-                transaction.session().drop_index(&index.record).await?;
-                transaction.changed_catalog();
-            }
-        }
-        transaction.commit().await?;
+        ops::indexes::drop_indexes(&context.server.state, &info, &selected).await?;
     }
     Ok(doc! {"nIndexesWas": before})
 }

@@ -70,7 +70,7 @@ fn collection_entry(record: &CollectionRecord) -> Document {
             "readOnly": false,
             "uuid": Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: record.uuid.clone() },
         },
-        "idIndex": super::indexes::id_index_spec(),
+        "idIndex": crate::ops::indexes::id_index_spec(),
     }
 }
 

@@ -1,0 +1,179 @@
+//! Index management for every front end: building the requested indexes that do not exist
+//! yet, and dropping indexes. An index is built in the same transaction that records it:
+//! every existing document's keys are computed by the query core (`IndexSpec::entries`) and
+//! handed to the store, which fills the index's entries table and enforces uniqueness. A
+//! failed build (duplicate key, parallel arrays) leaves nothing behind; the catalog is
+//! invalidated when the transaction commits.
+//!
+//! Not for: which indexes a command names, or its reply (the front ends); using indexes (the
+//! planner); expiring documents (`ttl`).
+
+use bson::{doc, Bson, Document};
+
+use super::read;
+use super::transaction::Transaction;
+use super::write::collection_for_write;
+use super::write_errors::duplicate_index_error;
+use super::OpError;
+use crate::catalog::{CollectionInfo, NO_INDEXES};
+use crate::query::planner::ReadPlan;
+use crate::query::{encode_key, Filter, IndexSpec};
+use crate::state::AppState;
+use crate::store::StoreError;
+
+/// Most indexes a collection may have, the `_id` index included (MongoDB's limit).
+const MAX_INDEXES: usize = 64;
+
+/// The `_id` index every collection has.
+pub fn id_index_spec() -> Document {
+    doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+}
+
+/// What a `createIndexes` did: indexes before and after (the `_id` index counted), and
+/// whether the collection was created for it.
+#[derive(Debug)]
+pub struct IndexesCreated {
+    pub before: usize,
+    pub after: usize,
+    pub created_collection: bool,
+}
+
+/// Builds each of `specs` that `db.name` does not have yet (creating the collection if
+/// missing), in one transaction.
+pub async fn create_indexes(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    specs: &[IndexSpec],
+) -> Result<IndexesCreated, OpError> {
+    let namespace = format!("{db}.{name}");
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let info = collection_for_write(&mut transaction, db, name).await?;
+    let created_collection = transaction.catalog_changed();
+    let before = info.indexes.len() + 1;
+    let to_build = new_indexes(&info, specs)?;
+    if before + to_build.len() > MAX_INDEXES {
+        return Err(OpError::Query(crate::query::QueryError::location(
+            67,
+            format!(
+                "add index fails, too many indexes for {namespace} key:{}",
+                to_build
+                    .last()
+                    .map(|s| s.key_pattern().to_string())
+                    .unwrap_or_default()
+            ),
+        )));
+    }
+    if !to_build.is_empty() {
+        // No write may slip between this scan and the build (PostgreSQL: SHARE lock).
+        transaction
+            .session()
+            .lock_collection_for_index_build(&info.record)
+            .await?;
+        let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
+        let documents = read::execute(transaction.session(), &info.record, &plan).await?;
+        for spec in &to_build {
+            let mut entries = Vec::with_capacity(documents.len());
+            let mut multikey = false;
+            for document in &documents {
+                if let Some(keys) = spec.entries(document)? {
+                    multikey |= keys.multikey;
+                    let id = document.get("_id").unwrap_or(&Bson::Null);
+                    entries.push((encode_key(id), keys.keys));
+                }
+            }
+            let built = transaction
+                .session()
+                .create_index(
+                    &info.record,
+                    &spec.name,
+                    &spec.document,
+                    spec.unique,
+                    multikey,
+                    &entries,
+                )
+                .await;
+            match built {
+                Ok(_) => transaction.changed_catalog(),
+                Err(StoreError::IndexKeyConflict { .. }) => {
+                    transaction.rollback().await?;
+                    return Err(duplicate_while_building(&namespace, spec, &documents));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+    }
+    transaction.commit().await?;
+    Ok(IndexesCreated {
+        before,
+        after: before + to_build.len(),
+        created_collection,
+    })
+}
+
+/// Drops the indexes of `info` at `positions`, in one transaction.
+pub async fn drop_indexes(
+    state: &AppState,
+    info: &CollectionInfo,
+    positions: &[usize],
+) -> Result<(), OpError> {
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    for position in positions {
+        if let Some(index) = info.indexes.get(*position) {
+            transaction.session().drop_index(&index.record).await?;
+            transaction.changed_catalog();
+        }
+    }
+    transaction.commit().await
+}
+
+/// The requested specs that do not exist yet, after MongoDB's conflict checks against the
+/// existing indexes and among the requested ones.
+fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, OpError> {
+    let id_index = IndexSpec::parse(&id_index_spec())?;
+    let mut to_build: Vec<IndexSpec> = Vec::new();
+    'requested: for spec in specs {
+        if spec.is_id_index() {
+            if let Some(conflict) = spec.conflict_with(&id_index) {
+                return Err(conflict.into());
+            }
+            continue;
+        }
+        for existing in info
+            .indexes
+            .iter()
+            .map(|index| &index.spec)
+            .chain(to_build.iter())
+        {
+            if let Some(conflict) = spec.conflict_with(existing) {
+                return Err(conflict.into());
+            }
+            if spec.name == existing.name {
+                continue 'requested;
+            }
+        }
+        to_build.push(spec.clone());
+    }
+    Ok(to_build)
+}
+
+/// MongoDB's E11000 for an index build that meets duplicates: names the first duplicated
+/// key pattern value found.
+fn duplicate_while_building(namespace: &str, spec: &IndexSpec, documents: &[Document]) -> OpError {
+    let mut seen: std::collections::HashMap<Vec<u8>, ()> = std::collections::HashMap::new();
+    for document in documents {
+        let Ok(Some(entries)) = spec.entries(document) else {
+            continue;
+        };
+        for key in entries.keys {
+            if seen.insert(key, ()).is_some() {
+                let entry = duplicate_index_error(0, namespace, spec, document);
+                return OpError::DuplicateKey(Box::new(entry));
+            }
+        }
+    }
+    OpError::DuplicateKey(Box::new(doc! {
+        "errmsg": format!("E11000 duplicate key error collection: {namespace} index: {}", spec.name),
+        "keyPattern": spec.key_pattern().clone(),
+    }))
+}
