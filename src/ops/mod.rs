@@ -13,6 +13,7 @@
 //! - `insert`: a batch of documents, ordered, unordered or all or nothing;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
+//! - `find`: find, count and distinct, and the indexes a hint leaves;
 //! - `find_and_modify`: one document found, then removed or updated;
 //! - `indexes`: building and dropping secondary indexes;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
@@ -28,6 +29,7 @@ pub mod aggregate;
 pub mod collections;
 pub mod delete;
 pub mod error;
+pub mod find;
 pub mod find_and_modify;
 pub mod indexes;
 pub mod insert;

@@ -18,13 +18,13 @@ use super::error::{RestError, RestResult};
 use crate::catalog::CollectionInfo;
 use crate::ops;
 use crate::ops::delete::{run_statement, DeleteStatement};
+use crate::ops::find::FindRequest;
 use crate::ops::insert::InsertMode;
 use crate::ops::read;
 use crate::ops::retry::refreshed_after_stale;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
-use crate::query::planner::ReadPlan;
 use crate::query::Filter;
 use crate::query::SortSpec;
 use crate::query::{UpdateContext, UpdateSpec};
@@ -64,18 +64,17 @@ pub async fn find_page(
     collection: &CollectionInfo,
     request: PageRequest<'_>,
 ) -> RestResult<FoundPage> {
-    let filter = Filter::parse(request.filter)?;
-    let sort = request.sort.map(SortSpec::parse).transpose()?;
-    let plan = ReadPlan::new(
-        filter,
-        sort,
-        request.offset,
-        Some(request.limit.saturating_add(1)),
-        &collection.indexes,
-    );
+    let find = FindRequest {
+        filter: Filter::parse(request.filter)?,
+        sort: request.sort.map(SortSpec::parse).transpose()?,
+        projection: None,
+        skip: request.offset,
+        // One more than the page: whether more follow.
+        limit: Some(request.limit.saturating_add(1)),
+        hint: None,
+    };
     ServerCounters::add(&state.counters.op_query, 1);
-    let mut session = state.store.session().await?;
-    let mut items = read::execute_raw(session.as_mut(), &collection.record, &plan).await?;
+    let mut items = ops::find::find(state, collection, find).await?;
     let has_more = items.len() as u64 > request.limit;
     items.truncate(usize::try_from(request.limit).unwrap_or(usize::MAX));
     Ok(FoundPage { items, has_more })

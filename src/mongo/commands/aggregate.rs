@@ -8,12 +8,12 @@
 use bson::{Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
-use super::find::hinted_indexes;
 use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops::aggregate::run_pipeline;
+use crate::ops::find::hinted_indexes;
 use crate::query::Pipeline;
 use crate::state::ServerCounters;
 

@@ -98,18 +98,7 @@ fn put_element_name(out: &mut Vec<u8>, element_type: u8, name: &str) {
     out.push(0);
 }
 
-/// Documents built by a command (projections, pipeline results, catalog entries) encoded for
-/// a cursor; a document BSON cannot hold (a key with a NUL byte, say) is BadValue.
-pub fn encode_documents(documents: &[Document]) -> Result<Vec<RawDocumentBuf>, OpError> {
-    documents
-        .iter()
-        .map(|document| {
-            RawDocumentBuf::try_from(document).map_err(|error| {
-                OpError::BadValue(format!("a result document cannot be encoded: {error}"))
-            })
-        })
-        .collect()
-}
+pub use crate::ops::find::encode_documents;
 
 /// A whole result as a cursor reply: first batch now, the rest behind a cursor.
 pub fn first_batch_reply(

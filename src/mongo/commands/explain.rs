@@ -12,12 +12,13 @@ use std::time::Instant;
 
 use bson::{doc, Bson, Document};
 
-use super::find::{hinted_indexes, FindArguments};
+use super::find::FindArguments;
 use crate::catalog::CollectionInfo;
 use crate::mongo::command_table::{self, Command};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, CommandRequest};
+use crate::ops::find::hinted_indexes;
 use crate::ops::read;
 use crate::query::planner::ReadPlan;
 use crate::query::Filter;

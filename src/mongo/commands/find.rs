@@ -1,26 +1,22 @@
 //! Reads: `find`, `getMore`, `killCursors`, `count`, `distinct`.
 //!
-//! A read parses the filter, sort and projection with the query core, lets the planner push
-//! what it can into the store, and hands the result out in batches through the cursor
-//! registry.
+//! Each command takes its arguments, parses the filter, sort and projection with the query
+//! core, runs the read in the core (`ops::find`: the planner pushes what it can into the
+//! store) and hands the result out in batches through the cursor registry.
 //!
 //! Not for: aggregation pipelines (see `aggregate`).
 
 use bson::{doc, Bson, Document};
 
-use super::cursor_reply::{cursor_reply, encode_documents, first_batch_reply};
+use super::cursor_reply::{cursor_reply, first_batch_reply};
 use super::write_reply::count_bson;
-use crate::catalog::CollectionIndex;
 use crate::mongo::context::CommandContext;
 use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{as_i64, CommandRequest};
-use crate::ops::read;
-use crate::query::compare_values;
-use crate::query::planner::ReadPlan;
-use crate::query::Filter;
-use crate::query::Projection;
-use crate::query::SortSpec;
+use crate::ops;
+use crate::ops::find::FindRequest;
+use crate::query::{Filter, Projection, SortSpec};
 use crate::state::ServerCounters;
 
 /// The arguments of a `find`, parsed and checked (also used by `explain`).
@@ -117,36 +113,6 @@ impl FindArguments {
     }
 }
 
-/// The indexes the planner may use: all of them (borrowed), or only the one `hint` names
-/// (by name or key pattern; `_id_` and `{$natural: 1}` leave only the `_id` key). An unknown
-/// hint is MongoDB's BadValue.
-pub(super) fn hinted_indexes<'a>(
-    indexes: &'a [CollectionIndex],
-    hint: Option<&Bson>,
-) -> Result<&'a [CollectionIndex], OpError> {
-    let Some(hint) = hint else {
-        return Ok(indexes);
-    };
-    let found = match hint {
-        Bson::String(name) if name == "_id_" => return Ok(&[]),
-        Bson::String(name) => indexes.iter().position(|i| &i.record.name == name),
-        Bson::Document(key) if key.contains_key("$natural") => return Ok(&[]),
-        Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(&[]),
-        Bson::Document(key) => indexes.iter().position(|i| i.spec.key_pattern() == key),
-        _ => {
-            return Err(OpError::BadValue(
-                "hint must be a string or an object".into(),
-            ))
-        }
-    };
-    match found {
-        Some(at) => Ok(&indexes[at..=at]),
-        None => Err(OpError::BadValue(
-            "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index".into(),
-        )),
-    }
-}
-
 /// `find`. Without a projection the documents are answered in their stored bytes (decoded
 /// only where a residual filter or a sort must look at them).
 pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
@@ -177,28 +143,15 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         };
         return first_batch_reply(context, request, &namespace, Vec::new(), options);
     };
-    let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
-    let positional_filter = projection
-        .as_ref()
-        .filter(|p| p.is_positional())
-        .map(|_| filter.clone());
-    let plan = ReadPlan::new(filter, sort, skip, limit, indexes);
-    let mut session = context.open_session().await?;
-    let results = match &projection {
-        None => read::execute_raw(session.as_mut(), &info.record, &plan).await?,
-        Some(projection) => {
-            let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
-            let projected: Vec<Document> = documents
-                .iter()
-                .map(|d| match &positional_filter {
-                    Some(filter) => projection.apply_with_query(d, filter),
-                    None => projection.apply(d),
-                })
-                .collect::<Result<_, _>>()?;
-            encode_documents(&projected)?
-        }
+    let find_request = FindRequest {
+        filter,
+        sort,
+        projection,
+        skip,
+        limit,
+        hint,
     };
-    drop(session);
+    let results = ops::find::find(&context.server.state, &info, find_request).await?;
     first_batch_reply(context, request, &namespace, results, options)
 }
 
@@ -276,9 +229,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };
-    let indexes = hinted_indexes(&info.indexes, hint)?;
-    let mut session = context.open_session().await?;
-    let total = read::count(session.as_mut(), &info.record, indexes, filter).await?;
+    let total = ops::find::count(&context.server.state, &info, filter, hint).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
     Ok(doc! {"n": count_bson(n)})
@@ -304,53 +255,6 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
-    let indexes = hinted_indexes(&info.indexes, hint)?;
-    let mut session = context.open_session().await?;
-    let plan = ReadPlan::new(filter, None, 0, None, indexes);
-    let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
-    let mut values: Vec<Bson> = Vec::new();
-    for document in &documents {
-        collect_distinct_values(document, key, &mut values);
-    }
-    values.sort_by(compare_values);
-    values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
+    let values = ops::find::distinct(&context.server.state, &info, key, filter, hint).await?;
     Ok(doc! {"values": values})
-}
-
-/// MongoDB's `distinct` walk: the values at a dotted path, descending through arrays of
-/// documents, with array values contributing their elements.
-fn collect_distinct_values(document: &Document, path: &str, out: &mut Vec<Bson>) {
-    let (head, rest) = match path.split_once('.') {
-        Some((head, rest)) => (head, Some(rest)),
-        None => (path, None),
-    };
-    let Some(value) = document.get(head) else {
-        return;
-    };
-    collect_from_value(value, rest, out);
-}
-
-fn collect_from_value(value: &Bson, rest: Option<&str>, out: &mut Vec<Bson>) {
-    match (value, rest) {
-        (Bson::Array(items), None) => out.extend(items.iter().cloned()),
-        (_, None) => out.push(value.clone()),
-        (Bson::Document(inner), Some(rest)) => collect_distinct_values(inner, rest, out),
-        (Bson::Array(items), Some(rest)) => {
-            let (head, tail) = match rest.split_once('.') {
-                Some((head, tail)) => (head, Some(tail)),
-                None => (rest, None),
-            };
-            if let Ok(index) = head.parse::<usize>() {
-                if let Some(item) = items.get(index) {
-                    collect_from_value(item, tail, out);
-                }
-            }
-            for item in items {
-                if let Bson::Document(inner) = item {
-                    collect_distinct_values(inner, rest, out);
-                }
-            }
-        }
-        _ => {}
-    }
 }
