@@ -582,3 +582,68 @@ async fn list_collections_databases_and_indexes_have_mongodb_shape() {
         .expect_err("listIndexes on a missing collection");
     assert_eq!(server_code(&err), Some(26), "{err:?}");
 }
+
+/// The Stable API: a strict V1 client (the driver's `ServerApi`, as the Node driver's
+/// `serverApi: {version: '1', strict: true}`) runs CRUD and is refused commands outside API V1
+/// with 323 APIStrictError; an unknown version is 322 APIVersionError, and the flags without a
+/// version are 72 InvalidOptions. A non-strict V1 client may run anything.
+#[tokio::test]
+async fn stable_api_strict_clients_are_held_to_version_1() {
+    use mongodb::options::{ClientOptions, ServerApi, ServerApiVersion};
+    let server = TestServer::start();
+    let with_api = |strict: bool| {
+        let uri = server.uri();
+        async move {
+            let mut options = ClientOptions::parse(&uri).await.expect("options");
+            options.server_api = Some(
+                ServerApi::builder()
+                    .version(ServerApiVersion::V1)
+                    .strict(strict)
+                    .build(),
+            );
+            mongodb::Client::with_options(options).expect("client")
+        }
+    };
+    let strict = with_api(true).await;
+    let db = strict.database("apidb");
+    let coll = db.collection::<Document>("items");
+    coll.insert_one(doc! {"_id": 1, "a": "x"})
+        .await
+        .expect("insert is V1");
+    let found = coll.find_one(doc! {"_id": 1}).await.expect("find is V1");
+    assert!(found.is_some());
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 1);
+    for command in [
+        doc! {"distinct": "items", "key": "a"},
+        doc! {"serverStatus": 1},
+        doc! {"dbStats": 1},
+    ] {
+        let error = db
+            .run_command(command.clone())
+            .await
+            .expect_err("outside V1");
+        assert_eq!(server_code(&error), Some(323), "{command}: {error}");
+    }
+
+    let lenient = with_api(false).await;
+    lenient
+        .database("apidb")
+        .run_command(doc! {"distinct": "items", "key": "a"})
+        .await
+        .expect("a non-strict client may run distinct");
+
+    let plain = server.client().await;
+    let plain_db = plain.database("apidb");
+    let cases = [
+        (doc! {"ping": 1, "apiVersion": "2"}, 322),
+        (doc! {"ping": 1, "apiStrict": true}, 72),
+        (doc! {"ping": 1, "apiVersion": "1", "apiStrict": "yes"}, 14),
+    ];
+    for (command, code) in cases {
+        let error = plain_db
+            .run_command(command.clone())
+            .await
+            .expect_err("refused");
+        assert_eq!(server_code(&error), Some(code), "{command}: {error}");
+    }
+}

@@ -174,6 +174,43 @@ static BY_NAME: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock
     by_name
 });
 
+/// The commands of Stable API version 1 that docgate answers (MongoDB's manual, "Stable API
+/// Changelog"; `saslStart`/`saslContinue` are V1 in the server so strict clients can log in).
+/// An alias is in the API when its command is (`isMaster` is `hello`'s).
+const API_V1: &[Command] = &[
+    Command::Aggregate,
+    Command::Authenticate,
+    Command::Count,
+    Command::Create,
+    Command::CreateIndexes,
+    Command::Delete,
+    Command::Drop,
+    Command::DropDatabase,
+    Command::DropIndexes,
+    Command::EndSessions,
+    Command::Explain,
+    Command::Find,
+    Command::FindAndModify,
+    Command::GetMore,
+    Command::Hello,
+    Command::Insert,
+    Command::KillCursors,
+    Command::ListCollections,
+    Command::ListDatabases,
+    Command::ListIndexes,
+    Command::Ping,
+    Command::SaslContinue,
+    Command::SaslStart,
+    Command::Update,
+];
+
+impl CommandSpec {
+    /// Whether the command belongs to Stable API version 1.
+    pub fn in_api_v1(&self) -> bool {
+        API_V1.contains(&self.command)
+    }
+}
+
 /// The command a client names (by its name or an alias), if docgate answers it.
 pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
     BY_NAME.get(name).copied()
@@ -183,6 +220,31 @@ pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
 mod tests {
     use super::*;
     use crate::auth::{may_run, RoleGrant};
+
+    #[test]
+    fn the_stable_api_holds_crud_and_not_administration() {
+        let v1 = |name: &str| lookup(name).is_some_and(CommandSpec::in_api_v1);
+        for name in [
+            "find",
+            "insert",
+            "aggregate",
+            "hello",
+            "isMaster",
+            "saslStart",
+            "count",
+        ] {
+            assert!(v1(name), "{name} is in API V1");
+        }
+        for name in [
+            "distinct",
+            "serverStatus",
+            "createUser",
+            "buildInfo",
+            "dbStats",
+        ] {
+            assert!(!v1(name), "{name} is not in API V1");
+        }
+    }
 
     #[test]
     fn no_name_appears_twice() {

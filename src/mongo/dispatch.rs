@@ -69,7 +69,9 @@ pub async fn dispatch(
     let Some(spec) = spec else {
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
-    let refused = refuse_transactions(&request).and_then(|()| refuse_explained_let(spec, &request));
+    let refused = check_stable_api(spec, &request)
+        .and_then(|()| refuse_transactions(&request))
+        .and_then(|()| refuse_explained_let(spec, &request));
     let result = match refused.and_then(|()| time_limit(server, &request)) {
         Err(error) => Err(error),
         Ok(limit) => {
@@ -155,6 +157,52 @@ fn time_limit(
         _ => Err(OpError::BadValue(format!(
             "{millis} value for maxTimeMS is out of range [0, {}]",
             i32::MAX
+        ))),
+    }
+}
+
+/// The Stable API parameters (`apiVersion`, `apiStrict`, `apiDeprecationErrors`): version
+/// "1" is the only one (322 APIVersionError otherwise), the two flags need a version (72
+/// InvalidOptions), and `apiStrict: true` refuses commands outside API V1 (323
+/// APIStrictError). `apiDeprecationErrors` has nothing to refuse: docgate implements no
+/// behaviour deprecated in V1.
+fn check_stable_api(spec: &CommandSpec, request: &CommandRequest) -> Result<(), OpError> {
+    let flag = |field: &str| -> Result<bool, OpError> {
+        match request.body.get(field) {
+            None => Ok(false),
+            Some(Bson::Boolean(value)) => Ok(*value),
+            Some(other) => Err(OpError::TypeMismatch(format!(
+                "BSON field '{field}' is the wrong type '{}', expected type 'bool'",
+                crate::mongo::request::type_name(other)
+            ))),
+        }
+    };
+    let strict = flag("apiStrict")?;
+    flag("apiDeprecationErrors")?;
+    match request.body.get("apiVersion") {
+        None if request.body.contains_key("apiStrict")
+            || request.body.contains_key("apiDeprecationErrors") =>
+        {
+            Err(OpError::InvalidOptions(
+                "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion".into(),
+            ))
+        }
+        None => Ok(()),
+        Some(Bson::String(version)) if version == "1" => {
+            if strict && !spec.in_api_v1() {
+                return Err(OpError::ApiStrict(format!(
+                    "Provided apiStrict:true, but the command {} is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioning",
+                    request.name
+                )));
+            }
+            Ok(())
+        }
+        Some(Bson::String(version)) => Err(OpError::ApiVersion(format!(
+            "API version must be \"1\", got \"{version}\""
+        ))),
+        Some(other) => Err(OpError::TypeMismatch(format!(
+            "BSON field 'apiVersion' is the wrong type '{}', expected type 'string'",
+            crate::mongo::request::type_name(other)
         ))),
     }
 }

@@ -74,6 +74,13 @@ pub enum OpError {
     /// 17 ProtocolError: saslContinue without a conversation.
     #[error("{0}")]
     ProtocolError(String),
+    /// 323 APIStrictError: a command outside the Stable API version the client declared with
+    /// `apiStrict: true`.
+    #[error("{0}")]
+    ApiStrict(String),
+    /// 322 APIVersionError: an `apiVersion` the server does not support.
+    #[error("{0}")]
+    ApiVersion(String),
 }
 
 impl OpError {
@@ -111,6 +118,8 @@ impl OpError {
             OpError::UserExists(_) => 51003,
             OpError::RoleExists(_) => 51002,
             OpError::ProtocolError(_) => 17,
+            OpError::ApiStrict(_) => 323,
+            OpError::ApiVersion(_) => 322,
         }
     }
 
@@ -141,6 +150,8 @@ impl OpError {
             OpError::UserExists(_) => "Location51003",
             OpError::RoleExists(_) => "Location51002",
             OpError::ProtocolError(_) => "ProtocolError",
+            OpError::ApiStrict(_) => "APIStrictError",
+            OpError::ApiVersion(_) => "APIVersionError",
         }
     }
 
