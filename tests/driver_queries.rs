@@ -840,6 +840,11 @@ async fn options_nobody_reads_are_refused() {
             115,
         ),
         (doc! {"find": "items", "bogus": 1}, 40415),
+        // updateOne with sort is MongoDB 8.0's; docgate answers as 7.0, which refuses it.
+        (
+            doc! {"update": "items", "updates": [{"q": {}, "u": {"$set": {"x": 1}}, "sort": {"a": 1}}]},
+            40415,
+        ),
         (
             doc! {"delete": "items", "deletes": [{"q": {}, "limit": 0, "bogus": 1}]},
             40415,
