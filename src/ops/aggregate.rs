@@ -6,8 +6,9 @@
 //! Not for: parsing the command, cursors (the front ends), or the stages' semantics
 //! (`query::aggregate`).
 
-use bson::Document;
+use bson::{Bson, Document};
 
+use super::find::hinted_indexes;
 use super::read;
 use super::OpError;
 use crate::catalog::NO_INDEXES;
@@ -16,7 +17,8 @@ use crate::query::Filter;
 use crate::query::{ForeignDocuments, Pipeline};
 
 /// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
-/// planned into the scan, the collections `$lookup`/`$unionWith` read are read whole, then
+/// planned into the scan (with only the index `hint` names, if any: one naming no index is
+/// MongoDB's BadValue), the collections `$lookup`/`$unionWith` read are read whole, then
 /// the stages run in Rust. Shared with the REST front end's `pipeline` handlers.
 pub async fn run_pipeline(
     catalog: &crate::catalog::Catalog,
@@ -24,12 +26,14 @@ pub async fn run_pipeline(
     db: &str,
     name: &str,
     pipeline: &Pipeline,
+    hint: Option<&Bson>,
 ) -> Result<Vec<Document>, OpError> {
     let input = match catalog.collection_info_in(session, db, name).await? {
         None => Vec::new(),
         Some(info) => {
             let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
-            let plan = ReadPlan::new(filter, None, 0, None, &info.indexes);
+            let indexes = hinted_indexes(&info.indexes, hint)?;
+            let plan = ReadPlan::new(filter, None, 0, None, indexes);
             read::execute(session, &info.record, &plan).await?
         }
     };

@@ -299,8 +299,13 @@ pub async fn aggregate(
     let pipeline = crate::query::Pipeline::parse(stages)?;
     ServerCounters::add(&state.counters.op_query, 1);
     let mut session = state.store.session().await?;
-    Ok(
-        crate::ops::aggregate::run_pipeline(&state.catalog, session.as_mut(), db, name, &pipeline)
-            .await?,
+    Ok(crate::ops::aggregate::run_pipeline(
+        &state.catalog,
+        session.as_mut(),
+        db,
+        name,
+        &pipeline,
+        None,
     )
+    .await?)
 }

@@ -13,7 +13,6 @@ use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops::aggregate::run_pipeline;
-use crate::ops::find::hinted_indexes;
 use crate::query::Pipeline;
 use crate::state::ServerCounters;
 
@@ -72,11 +71,6 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let pipeline = Pipeline::parse(&stages)?;
     let batch_size = cursor_batch_size(cursor)?;
     let namespace = format!("{}.{name}", request.db);
-    if let Some(info) = context.collection_info(&request.db, name).await? {
-        // The leading $match is planned with every index; a hint must still name one, as
-        // MongoDB requires.
-        hinted_indexes(&info.indexes, hint)?;
-    }
 
     let mut session = context.open_session().await?;
     let results = run_pipeline(
@@ -85,6 +79,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         &request.db,
         name,
         &pipeline,
+        hint,
     )
     .await?;
     drop(session);
