@@ -95,3 +95,23 @@ impl ScanRequest {
         }
     }
 }
+
+/// Where a scan resumes: strictly after this row, in the scan's order. A cursor holds one
+/// instead of the rest of its result (see `ops::read_cursor`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScanPosition {
+    /// Natural (insertion) order: the row's storage sequence number.
+    Natural(i64),
+    /// `_id` key order: the row's `_id` key.
+    Key(Vec<u8>),
+    /// An index walk (`ScanRequest::order_index`): the entry's index key, then the `_id`
+    /// key that breaks ties between equal index keys.
+    IndexEntry { index_key: Vec<u8>, key: Vec<u8> },
+}
+
+/// One row of a positioned scan: the stored document and where the scan is after it.
+#[derive(Clone, Debug)]
+pub struct PositionedRow {
+    pub position: ScanPosition,
+    pub document: Vec<u8>,
+}

@@ -23,7 +23,9 @@ mod where_clause;
 use async_trait::async_trait;
 use bson::Document;
 
-pub use crate::query::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
+pub use crate::query::scan::{
+    IndexBound, KeyOrder, PathValue, PositionedRow, Predicate, ScanPosition, ScanRequest,
+};
 pub use error::StoreError;
 
 /// A collection as recorded in the catalog tables of the backend.
@@ -233,6 +235,16 @@ pub trait StoreSession: Send {
         coll: &CollectionRecord,
         request: &ScanRequest,
     ) -> Result<Vec<Vec<u8>>, StoreError>;
+    /// Like `scan`, each row with the position the scan is at after it, and resuming
+    /// strictly after `after` when given: how a cursor reads its result one bounded batch
+    /// at a time (a keyset on the order's columns, never an offset). The request's `skip`
+    /// and `limit` apply to the resumed rows.
+    async fn scan_from(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        after: Option<&ScanPosition>,
+    ) -> Result<Vec<PositionedRow>, StoreError>;
     /// Like `scan`, for a read that a write in the same transaction depends on (update,
     /// delete, findAndModify): the selected rows are locked until the transaction ends, and
     /// a row changed by a concurrent transaction is returned as that transaction left it,

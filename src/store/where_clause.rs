@@ -9,9 +9,13 @@
 //! its spelling of true and false, how a key is bound, how a key set and a path equality
 //! are written, how an entries table is named. Values are always bound, never spliced.
 //!
+//! A cursor's resumption is here too: the rows strictly after a [`ScanPosition`] in the
+//! scan's order (a natural sequence number, an `_id` key, or an index key with the `_id` key
+//! that breaks its ties), so each batch is a bounded keyset query on the same index.
+//!
 //! Not for: `SELECT`, `ORDER BY`, `LIMIT` (each dialect's own `select`) or writes.
 
-use crate::query::scan::{IndexBound, PathValue, Predicate};
+use crate::query::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanPosition, ScanRequest};
 
 /// A statement being written, in one SQL dialect.
 pub(super) trait WhereClause {
@@ -19,6 +23,8 @@ pub(super) trait WhereClause {
     const TRUE: &'static str;
     /// The dialect's always-false condition.
     const FALSE: &'static str;
+    /// The column numbering a collection's rows in insertion order (`rowid`, `n`).
+    const SEQUENCE: &'static str;
 
     /// The statement text so far.
     fn text(&mut self) -> &mut String;
@@ -26,12 +32,88 @@ pub(super) trait WhereClause {
     fn walked(&self) -> Option<&str>;
     /// Appends a placeholder for `key`, bound as a byte string.
     fn bind_key(&mut self, key: &[u8]);
+    /// Appends a placeholder for a row's sequence number (see [`WhereClause::SEQUENCE`]).
+    fn bind_sequence(&mut self, sequence: i64);
     /// `k` (the `_id` key) is one of `keys` (none: false).
     fn push_keys(&mut self, keys: &[&Vec<u8>]);
     /// Some value at `path` equals one of `values`; may over-select (see `scan.rs`).
     fn push_path_in(&mut self, path: &[String], values: &[&PathValue]);
     /// How the entries table `table` (an `IndexRecord::table`) is written in SQL.
     fn entries_table(&self, table: &str) -> String;
+}
+
+/// What a positioned scan reads before `doc` to know where each row leaves it, by the
+/// scan's order: the sequence number in natural order, the `_id` key in key order, the
+/// walked entry's index key and `_id` key in an index walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PositionColumns {
+    Sequence,
+    Key,
+    IndexEntry,
+}
+
+impl PositionColumns {
+    /// The columns `request`'s order is resumed by.
+    pub(super) fn of(request: &ScanRequest) -> PositionColumns {
+        match (&request.order_index, request.order) {
+            (Some(_), _) => PositionColumns::IndexEntry,
+            (None, Some(_)) => PositionColumns::Key,
+            (None, None) => PositionColumns::Sequence,
+        }
+    }
+
+    /// The select list: the position columns, then `doc` (at index [`Self::width`]).
+    pub(super) fn select_list<W: WhereClause>(self) -> String {
+        match self {
+            PositionColumns::Sequence => format!("{}, doc", W::SEQUENCE),
+            PositionColumns::Key => "k, doc".into(),
+            PositionColumns::IndexEntry => "dg_o.dg_ik, dg_o.dg_k, doc".into(),
+        }
+    }
+
+    /// How many position columns come before `doc`.
+    pub(super) fn width(self) -> usize {
+        match self {
+            PositionColumns::IndexEntry => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// ` AND ` the rows strictly after `after` in `request`'s order. The comparison is on the
+/// columns the order walks, so the resumed scan seeks the same index instead of counting
+/// an offset.
+pub(super) fn push_resume<W: WhereClause>(
+    request: &ScanRequest,
+    after: &ScanPosition,
+    sql: &mut W,
+) {
+    let later = match request.order {
+        Some(KeyOrder::Descending) => " < ",
+        _ => " > ",
+    };
+    sql.text().push_str(" AND ");
+    match after {
+        ScanPosition::Natural(sequence) => {
+            sql.text().push_str(W::SEQUENCE);
+            sql.text().push_str(" > ");
+            sql.bind_sequence(*sequence);
+        }
+        ScanPosition::Key(key) => {
+            sql.text().push('k');
+            sql.text().push_str(later);
+            sql.bind_key(key);
+        }
+        ScanPosition::IndexEntry { index_key, key } => {
+            sql.text().push_str("(dg_o.dg_ik, dg_o.dg_k)");
+            sql.text().push_str(later);
+            sql.text().push('(');
+            sql.bind_key(index_key);
+            sql.text().push_str(", ");
+            sql.bind_key(key);
+            sql.text().push(')');
+        }
+    }
 }
 
 /// Appends the condition for `predicate`.

@@ -17,6 +17,7 @@ mod documents;
 pub(crate) mod index_entries;
 mod indexes;
 mod meta;
+mod positioned_scans;
 mod timing;
 mod transactions;
 

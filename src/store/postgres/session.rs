@@ -20,9 +20,10 @@ use bson::Document;
 use deadpool::managed::Object;
 use tokio::runtime::Handle;
 
+use super::super::where_clause::PositionColumns;
 use super::super::{
     CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
-    Predicate, ScanRequest, StoreError, StoreSession, StoredDocument,
+    PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{Manager, PgConn};
 use super::{catalog, catalog_row, index, meta, sql, write};
@@ -41,13 +42,43 @@ impl PostgresSession {
         request: &ScanRequest,
         suffix: &str,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
-        let mut sql = sql::select(&coll.table, "doc", request)?;
+        let mut sql = sql::select(&coll.table, "doc", request, None)?;
         sql.text.push_str(suffix);
         let rows = self.conn()?.query(&sql.text, &sql.params).await?;
         rows.iter()
             .map(|row| {
                 row.try_get(0)
                     .map_err(|e| StoreError::Corrupt(e.to_string()))
+            })
+            .collect()
+    }
+
+    /// `SELECT <position columns>, doc …` for a positioned scan resuming after `after`.
+    async fn select_positioned(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        after: Option<&ScanPosition>,
+    ) -> Result<Vec<PositionedRow>, StoreError> {
+        let columns = PositionColumns::of(request);
+        let select_list = columns.select_list::<sql::Sql>();
+        let sql = sql::select(&coll.table, &select_list, request, after)?;
+        let rows = self.conn()?.query(&sql.text, &sql.params).await?;
+        let corrupt = |e: tokio_postgres::Error| StoreError::Corrupt(e.to_string());
+        rows.iter()
+            .map(|row| {
+                let position = match columns {
+                    PositionColumns::Sequence => {
+                        ScanPosition::Natural(row.try_get(0).map_err(corrupt)?)
+                    }
+                    PositionColumns::Key => ScanPosition::Key(row.try_get(0).map_err(corrupt)?),
+                    PositionColumns::IndexEntry => ScanPosition::IndexEntry {
+                        index_key: row.try_get(0).map_err(corrupt)?,
+                        key: row.try_get(1).map_err(corrupt)?,
+                    },
+                };
+                let document = row.try_get(columns.width()).map_err(corrupt)?;
+                Ok(PositionedRow { position, document })
             })
             .collect()
     }
@@ -67,8 +98,9 @@ impl PostgresSession {
         &mut self,
         coll: &CollectionRecord,
         request: &ScanRequest,
+        after: Option<&ScanPosition>,
     ) -> Result<Vec<String>, StoreError> {
-        let sql = sql::select(&coll.table, "doc", request)?;
+        let sql = sql::select(&coll.table, "doc", request, after)?;
         let conn = self.conn()?;
         let rows = conn
             .query(&format!("EXPLAIN {}", sql.text), &sql.params)
@@ -178,6 +210,15 @@ impl StoreSession for PostgresSession {
         self.select_documents(coll, request, "").await
     }
 
+    async fn scan_from(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        after: Option<&ScanPosition>,
+    ) -> Result<Vec<PositionedRow>, StoreError> {
+        self.select_positioned(coll, request, after).await
+    }
+
     async fn scan_for_update(
         &mut self,
         coll: &CollectionRecord,
@@ -260,7 +301,7 @@ impl StoreSession for PostgresSession {
         coll: &CollectionRecord,
         request: &ScanRequest,
     ) -> Result<Vec<String>, StoreError> {
-        self.explain_scan(coll, request).await
+        self.explain_scan(coll, request, None).await
     }
 
     async fn list_meta(

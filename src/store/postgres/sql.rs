@@ -32,10 +32,10 @@
 use std::fmt::Write as _;
 
 use super::super::image::nul_free;
-use super::super::where_clause::{push_predicate, WhereClause};
+use super::super::where_clause::{push_predicate, push_resume, WhereClause};
 use super::super::StoreError;
 use super::conn::Params;
-use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanPosition, ScanRequest};
 
 /// PostgreSQL's limit on bound values in one statement.
 const MAX_PARAMS: usize = 65_535;
@@ -83,23 +83,36 @@ impl Sql {
 /// With `order_index`, the scan walks that index's entries in key order and joins each to
 /// its document (the entries table's columns are renamed so `k`, `j` and `doc` keep meaning
 /// the collection's columns in the predicate).
-pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Result<Sql, StoreError> {
+///
+/// With `after`, only the rows strictly after that position in the scan's order are read
+/// (a cursor's next batch; see `where_clause::push_resume`).
+pub(super) fn select(
+    table: &str,
+    columns: &str,
+    request: &ScanRequest,
+    after: Option<&ScanPosition>,
+) -> Result<Sql, StoreError> {
     let from = match &request.order_index {
         Some(index) => format!(
             "(SELECT ik AS dg_ik, k AS dg_k FROM {index}) AS dg_o JOIN {table} ON {table}.k = dg_o.dg_k"
         ),
         None => table.to_string(),
     };
-    let mut sql = Sql::new(format!("SELECT {columns} FROM {from} WHERE "));
+    let mut sql = Sql::new(format!("SELECT {columns} FROM {from} WHERE ("));
     sql.walked = request.order_index.clone();
     push_predicate(&request.filter, &mut sql);
+    sql.text.push(')');
+    if let Some(after) = after {
+        push_resume(request, after, &mut sql);
+    }
     // `k` is the primary key: a lookup by one `_id` finds at most one row, which needs no sort.
     let single_row = matches!(request.filter, Predicate::KeyEquals(_));
     sql.text
         .push_str(match (&request.order_index, request.order) {
             (None, _) if single_row => "",
-            (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC",
-            (Some(_), _) => " ORDER BY dg_o.dg_ik",
+            // Equal index keys are walked in `_id` order: deterministic, and resumable.
+            (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC, dg_o.dg_k DESC",
+            (Some(_), _) => " ORDER BY dg_o.dg_ik, dg_o.dg_k",
             (None, Some(KeyOrder::Ascending)) => " ORDER BY k",
             (None, Some(KeyOrder::Descending)) => " ORDER BY k DESC",
             (None, None) => " ORDER BY n",
@@ -129,6 +142,7 @@ fn clamp(n: u64) -> i64 {
 impl WhereClause for Sql {
     const TRUE: &'static str = "TRUE";
     const FALSE: &'static str = "FALSE";
+    const SEQUENCE: &'static str = "n";
 
     fn text(&mut self) -> &mut String {
         &mut self.text
@@ -140,6 +154,10 @@ impl WhereClause for Sql {
 
     fn bind_key(&mut self, key: &[u8]) {
         self.bind(key.to_vec(), "");
+    }
+
+    fn bind_sequence(&mut self, sequence: i64) {
+        self.bind(sequence, "");
     }
 
     fn push_keys(&mut self, keys: &[&Vec<u8>]) {
@@ -300,15 +318,54 @@ mod tests {
             skip: 2,
             limit: Some(3),
         };
-        let sql = match select("\"s\".\"t\"", "doc", &request) {
+        let sql = match select("\"s\".\"t\"", "doc", &request, None) {
             Ok(sql) => sql,
             Err(e) => panic!("{e}"),
         };
         assert_eq!(
             sql.text,
-            "SELECT doc FROM \"s\".\"t\" WHERE (k = ANY($1::bytea[]) OR j @? $2::text::jsonpath) \
+            "SELECT doc FROM \"s\".\"t\" WHERE ((k = ANY($1::bytea[]) OR j @? $2::text::jsonpath)) \
              ORDER BY k DESC LIMIT $3 OFFSET $4"
         );
         assert_eq!(sql.params.len(), 4);
+    }
+
+    /// A resumed scan seeks past its position on the columns its order walks, with bound
+    /// values, and breaks index-key ties by `_id` key.
+    #[test]
+    fn resumed_scans_seek_past_their_position() {
+        let natural = ScanRequest {
+            limit: Some(11),
+            ..ScanRequest::all()
+        };
+        let walk = ScanRequest {
+            order: Some(KeyOrder::Descending),
+            order_index: Some("\"s\".\"i\"".into()),
+            ..ScanRequest::all()
+        };
+        let cases = [
+            (
+                &natural,
+                ScanPosition::Natural(41),
+                "SELECT n, doc FROM t WHERE (TRUE) AND n > $1 ORDER BY n LIMIT $2",
+            ),
+            (
+                &walk,
+                ScanPosition::IndexEntry {
+                    index_key: vec![7],
+                    key: vec![9],
+                },
+                "SELECT n, doc FROM (SELECT ik AS dg_ik, k AS dg_k FROM \"s\".\"i\") AS dg_o \
+                 JOIN t ON t.k = dg_o.dg_k WHERE (TRUE) AND (dg_o.dg_ik, dg_o.dg_k) < ($1, $2) \
+                 ORDER BY dg_o.dg_ik DESC, dg_o.dg_k DESC",
+            ),
+        ];
+        for (request, after, expected) in cases {
+            let sql = match select("t", "n, doc", request, Some(&after)) {
+                Ok(sql) => sql,
+                Err(e) => panic!("{e}"),
+            };
+            assert_eq!(sql.text, expected);
+        }
     }
 }

@@ -25,9 +25,10 @@ use bson::Document;
 use rusqlite::Connection;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
+use super::super::where_clause::PositionColumns;
 use super::super::{
     CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
-    Predicate, ScanRequest, StoreError, StoreSession, StoredDocument,
+    PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession, StoredDocument,
 };
 use super::conn::{db_err, PooledConn};
 use super::{catalog, catalog_row, index, meta, sql, write};
@@ -87,8 +88,9 @@ impl SqliteSession {
         &mut self,
         coll: &CollectionRecord,
         request: &ScanRequest,
+        after: Option<&ScanPosition>,
     ) -> Result<Vec<String>, StoreError> {
-        let sql = sql::select(&coll.table, "doc", request);
+        let sql = sql::select(&coll.table, "doc", request, after);
         self.run(move |conn| {
             let mut stmt = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {}", sql.text))
@@ -177,7 +179,7 @@ impl StoreSession for SqliteSession {
         coll: &CollectionRecord,
         request: &ScanRequest,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
-        let sql = sql::select(&coll.table, "doc", request);
+        let sql = sql::select(&coll.table, "doc", request, None);
         let read = move |conn: &Connection| {
             let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
             let rows = stmt
@@ -192,6 +194,39 @@ impl StoreSession for SqliteSession {
         } else {
             self.run(read).await
         }
+    }
+
+    async fn scan_from(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        after: Option<&ScanPosition>,
+    ) -> Result<Vec<PositionedRow>, StoreError> {
+        let columns = PositionColumns::of(request);
+        let select_list = columns.select_list::<sql::Sql>();
+        let sql = sql::select(&coll.table, &select_list, request, after);
+        self.run(move |conn: &Connection| {
+            let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(sql.params.iter()), |row| {
+                    let position = match columns {
+                        PositionColumns::Sequence => ScanPosition::Natural(row.get(0)?),
+                        PositionColumns::Key => ScanPosition::Key(row.get(0)?),
+                        PositionColumns::IndexEntry => ScanPosition::IndexEntry {
+                            index_key: row.get(0)?,
+                            key: row.get(1)?,
+                        },
+                    };
+                    Ok(PositionedRow {
+                        position,
+                        document: row.get(columns.width())?,
+                    })
+                })
+                .map_err(db_err)?;
+            rows.collect::<Result<Vec<PositionedRow>, _>>()
+                .map_err(db_err)
+        })
+        .await
     }
 
     async fn count(
@@ -278,7 +313,7 @@ impl StoreSession for SqliteSession {
         coll: &CollectionRecord,
         request: &ScanRequest,
     ) -> Result<Vec<String>, StoreError> {
-        self.explain_scan(coll, request).await
+        self.explain_scan(coll, request, None).await
     }
 
     async fn list_meta(

@@ -26,8 +26,8 @@
 
 use rusqlite::types::Value;
 
-use super::super::where_clause::{push_predicate, WhereClause};
-use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanRequest};
+use super::super::where_clause::{push_predicate, push_resume, WhereClause};
+use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanPosition, ScanRequest};
 
 /// Above this many keys, `KeyIn` binds a single JSON array instead of one `?` per key.
 const INLINE_KEYS: usize = 50;
@@ -61,7 +61,15 @@ fn quote_literal(text: &str) -> String {
 /// keep meaning the collection's columns in the predicate). An `IndexRange` on that same
 /// index bounds the walk itself (`dg_o.dg_ik`) instead of probing the entries table again,
 /// so a range with a sort on its index and a limit reads only the rows it returns.
-pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Sql {
+///
+/// With `after`, only the rows strictly after that position in the scan's order are read
+/// (a cursor's next batch; see `where_clause::push_resume`).
+pub(super) fn select(
+    table: &str,
+    columns: &str,
+    request: &ScanRequest,
+    after: Option<&ScanPosition>,
+) -> Sql {
     let quoted = quote_ident(table);
     let from = match &request.order_index {
         Some(index) => format!(
@@ -71,18 +79,23 @@ pub(super) fn select(table: &str, columns: &str, request: &ScanRequest) -> Sql {
         None => quoted,
     };
     let mut sql = Sql {
-        text: format!("SELECT {columns} FROM {from} WHERE "),
+        text: format!("SELECT {columns} FROM {from} WHERE ("),
         params: Vec::new(),
         walked: request.order_index.clone(),
     };
     push_predicate(&request.filter, &mut sql);
+    sql.text.push(')');
+    if let Some(after) = after {
+        push_resume(request, after, &mut sql);
+    }
     // A single `_id` key selects at most one row: nothing to order.
     let single_row = matches!(request.filter, Predicate::KeyEquals(_));
     sql.text
         .push_str(match (&request.order_index, request.order) {
             _ if single_row => "",
-            (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC",
-            (Some(_), _) => " ORDER BY dg_o.dg_ik ASC",
+            // Equal index keys are walked in `_id` order: deterministic, and resumable.
+            (Some(_), Some(KeyOrder::Descending)) => " ORDER BY dg_o.dg_ik DESC, dg_o.dg_k DESC",
+            (Some(_), _) => " ORDER BY dg_o.dg_ik ASC, dg_o.dg_k ASC",
             (None, Some(KeyOrder::Ascending)) => " ORDER BY k ASC",
             (None, Some(KeyOrder::Descending)) => " ORDER BY k DESC",
             (None, None) => " ORDER BY rowid",
@@ -116,6 +129,7 @@ fn clamp(n: u64) -> i64 {
 impl WhereClause for Sql {
     const TRUE: &'static str = "1";
     const FALSE: &'static str = "0";
+    const SEQUENCE: &'static str = "rowid";
 
     fn text(&mut self) -> &mut String {
         &mut self.text
@@ -128,6 +142,11 @@ impl WhereClause for Sql {
     fn bind_key(&mut self, key: &[u8]) {
         self.text.push('?');
         self.params.push(Value::Blob(key.to_vec()));
+    }
+
+    fn bind_sequence(&mut self, sequence: i64) {
+        self.text.push('?');
+        self.params.push(Value::Integer(sequence));
     }
 
     fn push_keys(&mut self, keys: &[&Vec<u8>]) {
@@ -321,22 +340,54 @@ mod tests {
             order_index: Some("dgi_2".into()),
             ..ScanRequest::all()
         };
-        let sql = select("dgc_1", "doc", &request);
+        let sql = select("dgc_1", "doc", &request, None);
         assert!(
             sql.text.contains(
-                "WHERE ((1 AND dg_o.dg_ik >= ? AND dg_o.dg_ik < ?) AND \
-                 k IN (SELECT k FROM \"dgi_3\" WHERE 1 AND ik >= ? AND ik < ?)) \
-                 ORDER BY dg_o.dg_ik DESC"
+                "WHERE (((1 AND dg_o.dg_ik >= ? AND dg_o.dg_ik < ?) AND \
+                 k IN (SELECT k FROM \"dgi_3\" WHERE 1 AND ik >= ? AND ik < ?))) \
+                 ORDER BY dg_o.dg_ik DESC, dg_o.dg_k DESC"
             ),
             "{}",
             sql.text
         );
         assert_eq!(sql.params.len(), 4);
-        let unordered = select("dgc_1", "doc", &scan_of(range("dgi_2")));
+        let unordered = select("dgc_1", "doc", &scan_of(range("dgi_2")), None);
         assert!(unordered.text.contains("k IN (SELECT k FROM \"dgi_2\""));
         assert!(count("dgc_1", &range("dgi_2"))
             .text
             .contains("k IN (SELECT k FROM"));
+    }
+
+    /// A resumed scan seeks past its position on the columns its order walks, with bound
+    /// values (LIMIT stays a literal for the statement cache).
+    #[test]
+    fn resumed_scans_seek_past_their_position() {
+        let by_key = ScanRequest {
+            order: Some(KeyOrder::Ascending),
+            limit: Some(11),
+            ..ScanRequest::all()
+        };
+        let sql = select(
+            "dgc_1",
+            "k, doc",
+            &by_key,
+            Some(&ScanPosition::Key(vec![5])),
+        );
+        assert_eq!(
+            sql.text,
+            "SELECT k, doc FROM \"dgc_1\" WHERE (1) AND k > ? ORDER BY k ASC LIMIT 11 OFFSET 0"
+        );
+        assert_eq!(sql.params, vec![Value::Blob(vec![5])]);
+        let natural = select(
+            "dgc_1",
+            "rowid, doc",
+            &ScanRequest::all(),
+            Some(&ScanPosition::Natural(3)),
+        );
+        assert_eq!(
+            natural.text,
+            "SELECT rowid, doc FROM \"dgc_1\" WHERE (1) AND rowid > ? ORDER BY rowid"
+        );
     }
 
     fn scan_of(filter: Predicate) -> ScanRequest {
