@@ -10,8 +10,10 @@
 //!   (through arrays) and the filter is re-checked in Rust.
 //!
 //! A sort on `_id`, or on the first field of a secondary index that is neither multikey,
-//! sparse, partial nor hidden, is pushed together with skip and limit when the whole
-//! filter was pushed exactly; otherwise sorting, skipping and limiting happen in Rust.
+//! sparse, partial nor hidden, is pushed: together with skip and limit when the whole
+//! filter was pushed exactly, else as the scan's order, with the residual filter, skip and
+//! limit in Rust over rows that arrive sorted (so a cursor can stream them). Other sorts
+//! happen in Rust after the scan.
 //!
 //! Not for: SQL text (the store spells it), I/O of any kind, or MongoDB command shapes.
 
@@ -117,28 +119,41 @@ impl ReadPlan {
             None => Some(ScanOrder::Natural),
             Some(spec) => scan_order(spec, indexes),
         };
-        match pushed_order {
-            Some(order) if exact => {
-                let (order, order_index) = match order {
-                    ScanOrder::Natural => (None, None),
-                    ScanOrder::Key(direction) => (Some(direction), None),
-                    ScanOrder::Index(table, direction) => (Some(direction), Some(table)),
-                };
-                ReadPlan {
-                    scan: ScanRequest {
-                        filter: predicate,
-                        order,
-                        order_index,
-                        skip,
-                        limit,
-                    },
-                    residual: None,
-                    sort: None,
-                    skip: 0,
-                    limit: None,
-                }
-            }
-            _ => ReadPlan {
+        let order_pushed = pushed_order.is_some();
+        let (order, order_index) = match pushed_order {
+            None | Some(ScanOrder::Natural) => (None, None),
+            Some(ScanOrder::Key(direction)) => (Some(direction), None),
+            Some(ScanOrder::Index(table, direction)) => (Some(direction), Some(table)),
+        };
+        match order_pushed {
+            true if exact => ReadPlan {
+                scan: ScanRequest {
+                    filter: predicate,
+                    order,
+                    order_index,
+                    skip,
+                    limit,
+                },
+                residual: None,
+                sort: None,
+                skip: 0,
+                limit: None,
+            },
+            // The store produces the order but not the filter: it walks in that order and
+            // Rust keeps the matches, skips and limits, so no sort waits for the whole result.
+            true => ReadPlan {
+                scan: ScanRequest {
+                    filter: predicate,
+                    order,
+                    order_index,
+                    ..ScanRequest::all()
+                },
+                residual: Some(filter),
+                sort: None,
+                skip,
+                limit,
+            },
+            false => ReadPlan {
                 scan: ScanRequest {
                     filter: predicate,
                     ..ScanRequest::all()
