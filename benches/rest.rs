@@ -332,6 +332,7 @@ async fn hand_written_events(
             sort: Some(&sort),
             offset: paging.offset,
             limit: paging.limit,
+            resume: None,
         },
     )
     .await
@@ -341,7 +342,14 @@ async fn hand_written_events(
         .into_iter()
         .map(docgate::rest::extjson::RelaxedRaw)
         .collect();
-    Json(Envelope::new(items, page.has_more, paging, &uri, &headers))
+    Json(Envelope::new(
+        items,
+        page.has_more,
+        paging,
+        page.next.as_ref(),
+        &uri,
+        &headers,
+    ))
 }
 
 /// An `AppState` over `backend` with the metadata cache on or off.

@@ -203,6 +203,90 @@ async fn pages_follow_the_ords_envelope_and_q_filters() {
     assert_eq!(left, 20);
 }
 
+/// The `next` link of a page carries where it ended (`after`); following the links reads
+/// every document once, in order, while documents ahead are deleted and new ones arrive
+/// between pages — an offset would skip or repeat documents then.
+#[tokio::test]
+async fn next_links_resume_where_the_page_ended() {
+    let server = TestServer::start();
+    let rest = rest(&server);
+    let documents: Vec<Value> = (0..100).map(|i| json!({"_id": i, "n": i})).collect();
+    rest.post(
+        &format!("{SODA}/stream?action=insert"),
+        &Value::Array(documents),
+    )
+    .await
+    .expect(200);
+    let next_of = |page: &Value| {
+        page["links"]
+            .as_array()
+            .expect("links")
+            .iter()
+            .find(|link| link["rel"] == "next")
+            .and_then(|link| link["href"].as_str())
+            .map(|href| href.trim_start_matches(&rest.base).to_string())
+    };
+    for order in ["", "&sort=%7B%22_id%22%3A1%7D"] {
+        let mut path = Some(format!("{SODA}/stream?limit=10{order}"));
+        let mut seen: Vec<i64> = Vec::new();
+        let mut pages = 0;
+        while let Some(at) = path {
+            let page = rest.get(&at).await.expect(200);
+            if pages == 0 {
+                let next = next_of(&page).expect("a next link");
+                assert!(next.contains("after="), "{next}");
+                // Ahead of the reader: ten documents go, five arrive after the last.
+                let gone = (50..60).collect::<Vec<i64>>();
+                rest.post(
+                    &format!("{SODA}/stream?action=delete"),
+                    &json!({"_id": {"$in": gone}}),
+                )
+                .await
+                .expect(200);
+                let arriving: Vec<Value> =
+                    (1000..1005).map(|i| json!({"_id": i, "n": i})).collect();
+                rest.post(
+                    &format!("{SODA}/stream?action=insert"),
+                    &Value::Array(arriving),
+                )
+                .await
+                .expect(200);
+            }
+            seen.extend(
+                page["items"]
+                    .as_array()
+                    .expect("items")
+                    .iter()
+                    .map(|d| d["_id"].as_i64().unwrap_or(-1)),
+            );
+            pages += 1;
+            path = next_of(&page);
+        }
+        let expected: Vec<i64> = (0..50).chain(60..100).chain(1000..1005).collect();
+        assert_eq!(seen, expected, "order {order:?}");
+        assert!(pages >= 9, "{pages} pages");
+        // Put the collection back for the next order.
+        rest.post(
+            &format!("{SODA}/stream?action=delete"),
+            &json!({"_id": {"$gte": 1000}}),
+        )
+        .await
+        .expect(200);
+        let back: Vec<Value> = (50..60).map(|i| json!({"_id": i, "n": i})).collect();
+        rest.post(&format!("{SODA}/stream?action=insert"), &Value::Array(back))
+            .await
+            .expect(200);
+    }
+    let bad = rest
+        .get(&format!("{SODA}/stream?after=zz"))
+        .await
+        .expect(400);
+    assert!(
+        bad["message"].as_str().unwrap_or("").contains("after"),
+        "{bad}"
+    );
+}
+
 #[tokio::test]
 async fn bad_input_is_a_json_error_with_mongodb_text() {
     let server = TestServer::start();

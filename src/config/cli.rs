@@ -228,6 +228,17 @@ pub struct LimitArgs {
     /// How long shutdown lets running commands finish before interrupting them (default 30s).
     #[arg(long, env = "DOCGATE_SHUTDOWN_GRACE", value_parser = parse_duration)]
     pub shutdown_grace: Option<Duration>,
+    /// Most cursors open at once in the process; another is refused with 146
+    /// ExceededMemoryLimit (default 20000).
+    #[arg(long, env = "DOCGATE_MAX_OPEN_CURSORS")]
+    pub max_open_cursors: Option<usize>,
+    /// Most cursors open at once in one logical session (default 2000).
+    #[arg(long, env = "DOCGATE_MAX_OPEN_CURSORS_PER_SESSION")]
+    pub max_open_cursors_per_session: Option<usize>,
+    /// Close a cursor idle this long, unless opened with `noCursorTimeout` (MongoDB's
+    /// `cursorTimeoutMillis`; default 600000: 10 minutes).
+    #[arg(long, env = "DOCGATE_CURSOR_TIMEOUT_MS")]
+    pub cursor_timeout_ms: Option<u64>,
 }
 
 /// Parses a duration: humane (`500ms`, `30s`, `5m`, `1h`, `1d`, a bare number of seconds)

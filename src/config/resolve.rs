@@ -16,6 +16,7 @@ use super::file::{self, FileLimits, FileSettings};
 use crate::auth::{AuthSettings, ThrottleSettings, VerifierSettings};
 use crate::catalog::MetadataCacheSettings;
 use crate::mongo::settings::{MongoLimits, TlsIdentityFiles, TlsMode, TlsSettings};
+use crate::ops::cursors::CursorLimits;
 use crate::rest::settings::{RestLimits, RestSettings};
 use crate::state::AppSettings;
 use crate::store::settings::{BackendUrl, PoolSettings};
@@ -315,6 +316,22 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
             .or(file.default_max_time_ms)
             .filter(|ms| *ms > 0)
             .map(Duration::from_millis),
+        cursors: CursorLimits {
+            max_open: args
+                .max_open_cursors
+                .or(file.max_open_cursors)
+                .unwrap_or(mongo_defaults.cursors.max_open),
+            max_open_per_session: args
+                .max_open_cursors_per_session
+                .or(file.max_open_cursors_per_session)
+                .unwrap_or(mongo_defaults.cursors.max_open_per_session),
+            idle_timeout: positive(
+                args.cursor_timeout_ms
+                    .or(file.cursor_timeout_ms)
+                    .map_or(mongo_defaults.cursors.idle_timeout, Duration::from_millis),
+                "cursor_timeout_ms",
+            )?,
+        },
     };
     let rest = RestLimits {
         max_connections: args

@@ -78,8 +78,8 @@ impl CommandContext<'_> {
 
     /// Who a cursor opened or used by this command belongs to: its session and the
     /// connection's user.
-    pub fn cursor_owner(&self, request: &CommandRequest) -> crate::mongo::cursors::CursorOwner {
-        crate::mongo::cursors::CursorOwner {
+    pub fn cursor_owner(&self, request: &CommandRequest) -> crate::ops::cursors::CursorOwner {
+        crate::ops::cursors::CursorOwner {
             session: CommandContext::session_of(request),
             user: self
                 .connection

@@ -72,7 +72,11 @@ pub async fn dispatch(
     let refused = check_stable_api(spec, &request)
         .and_then(|()| refuse_transactions(&request))
         .and_then(|()| refuse_explained_let(spec, &request));
-    let result = match refused.and_then(|()| time_limit(server, &request)) {
+    let limit = match spec.command {
+        Command::GetMore => get_more_time_limit(server, &request),
+        _ => time_limit(server, &request),
+    };
+    let result = match refused.and(limit) {
         Err(error) => Err(error),
         Ok(limit) => {
             if let Some(limit) = limit {
@@ -128,6 +132,29 @@ async fn within_deadline(
             Err(OpError::Query(Interruption::TimeLimit.into()))
         }
     }
+}
+
+/// A `getMore`'s time limit: what its cursor's opening command left of its `maxTimeMS`
+/// (MongoDB's limit covers every batch of a cursor). `maxTimeMS` on the `getMore` itself is
+/// only for tailable `awaitData` cursors, which docgate does not open: BadValue.
+fn get_more_time_limit(
+    server: &MongoServer,
+    request: &CommandRequest,
+) -> Result<Option<std::time::Duration>, OpError> {
+    let own_limit = request
+        .body
+        .get("maxTimeMS")
+        .and_then(super::request::as_i64)
+        .unwrap_or(0);
+    if own_limit != 0 {
+        return Err(OpError::BadValue(
+            "cannot set maxTimeMS on getMore command for a non-awaitData cursor".into(),
+        ));
+    }
+    Ok(match request.target() {
+        Bson::Int64(id) => server.cursors.time_left(*id),
+        _ => None,
+    })
 }
 
 /// The command's time limit: its `maxTimeMS` (0: none), else the server's default.
@@ -252,7 +279,7 @@ async fn run(
     }
     match command {
         Command::Find => find::find(context, request).await,
-        Command::GetMore => find::get_more(context, request),
+        Command::GetMore => find::get_more(context, request).await,
         Command::Aggregate => aggregate::aggregate(context, request).await,
         Command::ListCollections => namespaces::list_collections(context, request).await,
         Command::ListIndexes => indexes::list_indexes(context, request).await,

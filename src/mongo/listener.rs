@@ -17,7 +17,6 @@ use tokio::sync::{watch, Semaphore};
 use tokio_util::task::TaskTracker;
 
 use super::connection::handle_connection;
-use super::cursors::CURSOR_IDLE_TIMEOUT;
 use super::tls::{ClientStream, ListenerTls};
 use super::MongoServer;
 
@@ -40,11 +39,14 @@ pub async fn serve(
     let reaper_server = server.clone();
     let mut reaper_shutdown = shutdown.clone();
     tracker.spawn(async move {
-        let mut ticker = tokio::time::interval(REAPER_INTERVAL);
+        // Often enough that a cursor outlives its timeout by at most a quarter of it.
+        let every = (reaper_server.cursors.limits().idle_timeout / 4)
+            .clamp(Duration::from_millis(100), REAPER_INTERVAL);
+        let mut ticker = tokio::time::interval(every);
         loop {
             tokio::select! {
                 _ = ticker.tick() => {
-                    let closed = reaper_server.cursors.reap_idle(CURSOR_IDLE_TIMEOUT);
+                    let closed = reaper_server.cursors.reap_idle();
                     if closed > 0 {
                         tracing::info!(closed, "closed idle cursors");
                     }

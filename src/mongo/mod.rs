@@ -1,5 +1,6 @@
 //! The MongoDB front end: a TCP listener speaking the wire protocol to drivers and mongosh,
-//! optionally over TLS, one task per connection, command dispatch, cursors.
+//! optionally over TLS, one task per connection, command dispatch; cursors are the core's
+//! (`ops::cursors`), kept here for the connections to share.
 //!
 //! Not for: SQL (commands talk to the core — `query`, `catalog` — and to the `Store` trait
 //! with neutral requests), or framing details (those live in the `docgate-wire` crate).
@@ -9,7 +10,6 @@ pub mod command_table;
 pub mod commands;
 pub mod connection;
 pub mod context;
-pub mod cursors;
 pub mod dispatch;
 pub mod error;
 pub mod limits;
@@ -22,8 +22,8 @@ pub mod tls;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
+use crate::ops::cursors::CursorRegistry;
 use crate::state::AppState;
-use cursors::CursorRegistry;
 
 /// What every connection of the mongo front end shares.
 pub struct MongoServer {
@@ -41,8 +41,8 @@ impl MongoServer {
         let message_budget = reader::MessageBudget::new(limits.incoming_message_budget_bytes);
         MongoServer {
             state,
+            cursors: CursorRegistry::new(limits.cursors),
             limits,
-            cursors: CursorRegistry::default(),
             message_budget,
             next_connection_id: AtomicI64::new(1),
         }

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ValueEnum;
+
+use crate::ops::cursors::CursorLimits;
 use serde::Deserialize;
 
 /// Whether the MongoDB listener speaks TLS (MongoDB's `net.tls.mode`, without the
@@ -71,6 +73,8 @@ pub struct MongoLimits {
     pub incoming_message_budget_bytes: usize,
     /// `maxTimeMS` of commands that do not set one (MongoDB 8's `defaultMaxTimeMS`).
     pub default_max_time: Option<Duration>,
+    /// Open cursors and their idle timeout.
+    pub cursors: CursorLimits,
 }
 
 impl Default for MongoLimits {
@@ -82,6 +86,7 @@ impl Default for MongoLimits {
             unauthenticated_max_message_bytes: 64 * 1024,
             incoming_message_budget_bytes: 1 << 30,
             default_max_time: None,
+            cursors: CursorLimits::default(),
         }
     }
 }

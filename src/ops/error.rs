@@ -74,6 +74,16 @@ pub enum OpError {
     /// 17 ProtocolError: saslContinue without a conversation.
     #[error("{0}")]
     ProtocolError(String),
+    /// 143 CursorInUse: a `getMore` for a cursor another `getMore` is reading.
+    #[error("{0}")]
+    CursorInUse(String),
+    /// 146 ExceededMemoryLimit: a limit that bounds the server's memory was reached (open
+    /// cursors).
+    #[error("{0}")]
+    ExceededMemoryLimit(String),
+    /// 175 QueryPlanKilled: a cursor's collection or index went away under it.
+    #[error("{0}")]
+    QueryPlanKilled(String),
     /// 323 APIStrictError: a command outside the Stable API version the client declared with
     /// `apiStrict: true`.
     #[error("{0}")]
@@ -118,6 +128,9 @@ impl OpError {
             OpError::UserExists(_) => 51003,
             OpError::RoleExists(_) => 51002,
             OpError::ProtocolError(_) => 17,
+            OpError::CursorInUse(_) => 143,
+            OpError::ExceededMemoryLimit(_) => 146,
+            OpError::QueryPlanKilled(_) => 175,
             OpError::ApiStrict(_) => 323,
             OpError::ApiVersion(_) => 322,
         }
@@ -150,6 +163,9 @@ impl OpError {
             OpError::UserExists(_) => "Location51003",
             OpError::RoleExists(_) => "Location51002",
             OpError::ProtocolError(_) => "ProtocolError",
+            OpError::CursorInUse(_) => "CursorInUse",
+            OpError::ExceededMemoryLimit(_) => "ExceededMemoryLimit",
+            OpError::QueryPlanKilled(_) => "QueryPlanKilled",
             OpError::ApiStrict(_) => "APIStrictError",
             OpError::ApiVersion(_) => "APIVersionError",
         }

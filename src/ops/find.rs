@@ -3,18 +3,25 @@
 //! and `distinct` (the values at a path over the matching documents, arrays unwound), each on
 //! one store session.
 //!
-//! Not for: cursors and batches (the front ends), running a plan (`read`), pipelines
-//! (`aggregate`).
+//! A `find` for a cursor ([`open`]) and a REST page ([`page`]) stream when the store
+//! produces their order (`read_cursor`): a batch or page is a bounded keyset read.
+//!
+//! Not for: keeping cursors (`cursors`), running a plan (`read`), pipelines (`aggregate`).
+
+use std::collections::VecDeque;
 
 use bson::raw::RawDocumentBuf;
 use bson::{Bson, Document};
 
+use super::cursors::{take_batch, ResultSource};
 use super::read;
+use super::read_cursor::{BatchLimit, ReadCursor};
 use super::OpError;
 use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::planner::ReadPlan;
 use crate::query::{compare_values, Filter, Projection, SortSpec};
 use crate::state::AppState;
+use crate::store::ScanPosition;
 
 /// A parsed `find`.
 pub struct FindRequest {
@@ -40,13 +47,112 @@ pub fn encode_documents(documents: &[Document]) -> Result<Vec<RawDocumentBuf>, O
         .collect()
 }
 
-/// Runs a `find` over `info`. Without a projection the documents are answered in their
-/// stored bytes (decoded only where a residual filter or a sort must look at them).
-pub async fn find(
+/// One page of a find (REST): its documents, whether more follow, and — when the read
+/// streams — the position the next page resumes after (a keyset, not an offset).
+pub struct FoundPage {
+    pub documents: Vec<RawDocumentBuf>,
+    pub has_more: bool,
+    pub next: Option<ScanPosition>,
+}
+
+/// Reads a page of `size` documents of `request` (its `skip` is the page's offset): from
+/// `resume` when given (where the previous page ended; the offset is then not counted
+/// through again), else from the start. A read sorted in Rust cannot resume (BadValue).
+pub async fn page(
     state: &AppState,
     info: &CollectionInfo,
     request: FindRequest,
-) -> Result<Vec<RawDocumentBuf>, OpError> {
+    size: usize,
+    resume: Option<ScanPosition>,
+) -> Result<FoundPage, OpError> {
+    let (plan, projection, positional_filter) = plan_find(info, request)?;
+    if !ReadCursor::streams(&plan) {
+        if resume.is_some() {
+            return Err(OpError::BadValue(
+                "this sort cannot resume from a position; page with offset".into(),
+            ));
+        }
+        let mut plan = plan;
+        // One more than the page: whether more follow.
+        plan.limit = plan.limit.map(|n| n.saturating_add(1));
+        let mut documents = whole_result(
+            state,
+            info,
+            &plan,
+            projection.as_ref(),
+            positional_filter.as_ref(),
+        )
+        .await?;
+        let has_more = documents.len() > size;
+        documents.truncate(size);
+        return Ok(FoundPage {
+            documents,
+            has_more,
+            next: None,
+        });
+    }
+    let mut cursor = ReadCursor::new(info, plan, projection, positional_filter);
+    if let Some(position) = resume {
+        cursor.resume_after(position)?;
+    }
+    let whole_page = BatchLimit {
+        documents: size,
+        bytes: usize::MAX,
+    };
+    let documents = cursor.next_batch(state, whole_page).await?;
+    let next = cursor.position().cloned();
+    let has_more = if cursor.is_exhausted() {
+        false
+    } else if cursor.proves_more() {
+        true
+    } else {
+        let one = BatchLimit {
+            documents: 1,
+            bytes: usize::MAX,
+        };
+        !cursor.next_batch(state, one).await?.is_empty()
+    };
+    Ok(FoundPage {
+        documents,
+        has_more,
+        next: next.filter(|_| has_more),
+    })
+}
+
+/// Opens a `find` for a cursor: its first batch (bounded by `first`) and what the cursor
+/// hands out after it. A plan whose order the store produces streams (`ReadCursor`: the
+/// cursor holds a position, not the rest); one sorted in Rust is computed whole first.
+pub async fn open(
+    state: &AppState,
+    info: &CollectionInfo,
+    request: FindRequest,
+    first: BatchLimit,
+) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
+    let (plan, projection, positional_filter) = plan_find(info, request)?;
+    if ReadCursor::streams(&plan) {
+        let mut cursor = ReadCursor::new(info, plan, projection, positional_filter);
+        let batch = cursor.next_batch(state, first).await?;
+        return Ok((batch, ResultSource::Stream(Box::new(cursor))));
+    }
+    let whole = whole_result(
+        state,
+        info,
+        &plan,
+        projection.as_ref(),
+        positional_filter.as_ref(),
+    )
+    .await?;
+    let mut rest = VecDeque::from(whole);
+    let batch = take_batch(&mut rest, first);
+    Ok((batch, ResultSource::Documents(rest)))
+}
+
+/// The plan of a find, its projection, and the whole filter when the projection is
+/// positional (`a.$` needs it).
+fn plan_find(
+    info: &CollectionInfo,
+    request: FindRequest,
+) -> Result<(ReadPlan, Option<Projection>, Option<Filter>), OpError> {
     let FindRequest {
         filter,
         sort,
@@ -61,21 +167,30 @@ pub async fn find(
         .filter(|p| p.is_positional())
         .map(|_| filter.clone());
     let plan = ReadPlan::new(filter, sort, skip, limit, indexes);
+    Ok((plan, projection, positional_filter))
+}
+
+/// Every document `plan` selects, projected when the find projects.
+async fn whole_result(
+    state: &AppState,
+    info: &CollectionInfo,
+    plan: &ReadPlan,
+    projection: Option<&Projection>,
+    positional_filter: Option<&Filter>,
+) -> Result<Vec<RawDocumentBuf>, OpError> {
     let mut session = state.store.session().await?;
-    match &projection {
-        None => Ok(read::execute_raw(session.as_mut(), &info.record, &plan).await?),
-        Some(projection) => {
-            let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
-            let projected: Vec<Document> = documents
-                .iter()
-                .map(|d| match &positional_filter {
-                    Some(filter) => projection.apply_with_query(d, filter),
-                    None => projection.apply(d),
-                })
-                .collect::<Result<_, _>>()?;
-            encode_documents(&projected)
-        }
-    }
+    let Some(projection) = projection else {
+        return Ok(read::execute_raw(session.as_mut(), &info.record, plan).await?);
+    };
+    let documents = read::execute(session.as_mut(), &info.record, plan).await?;
+    let projected: Vec<Document> = documents
+        .iter()
+        .map(|d| match positional_filter {
+            Some(filter) => projection.apply_with_query(d, filter),
+            None => projection.apply(d),
+        })
+        .collect::<Result<_, _>>()?;
+    encode_documents(&projected)
 }
 
 /// The number of documents of `info` matching `filter`.

@@ -27,6 +27,7 @@
 
 pub mod aggregate;
 pub mod collections;
+pub mod cursors;
 pub mod delete;
 pub mod error;
 pub mod find;
@@ -36,6 +37,7 @@ pub mod insert;
 pub mod namespace;
 pub mod prepare;
 pub mod read;
+pub mod read_cursor;
 pub mod retry;
 pub mod transaction;
 pub mod ttl;

@@ -595,6 +595,18 @@ mod tests {
     }
 
     #[test]
+    fn a_sort_the_store_produces_is_pushed_under_a_residual_filter() {
+        let filter = Filter::parse(&doc! {"a": {"$exists": true}}).unwrap();
+        let sort = SortSpec::parse(&doc! {"_id": 1}).unwrap();
+        let read = ReadPlan::new(filter, Some(sort), 2, Some(3), NONE);
+        assert_eq!(read.scan.order, Some(KeyOrder::Ascending));
+        assert!(read.residual.is_some() && read.sort.is_none());
+        // Skip and limit count matches, so they stay in Rust.
+        assert_eq!((read.scan.skip, read.scan.limit), (0, None));
+        assert_eq!((read.skip, read.limit), (2, Some(3)));
+    }
+
+    #[test]
     fn other_sorts_stay_in_rust() {
         let filter = Filter::parse(&doc! {}).unwrap();
         let sort = SortSpec::parse(&doc! {"a": 1}).unwrap();

@@ -29,20 +29,25 @@ use crate::query::Filter;
 use crate::query::SortSpec;
 use crate::query::{UpdateContext, UpdateSpec};
 use crate::state::{AppState, ServerCounters};
+use crate::store::ScanPosition;
 
 /// One page of a read: the documents, in their stored bytes (a page is mostly sent on as it
-/// is, see `extjson::RelaxedRaw`), and whether more follow.
+/// is, see `extjson::RelaxedRaw`), whether more follow, and where the next page resumes
+/// when the read's order allows a keyset.
 pub struct FoundPage {
     pub items: Vec<RawDocumentBuf>,
     pub has_more: bool,
+    pub next: Option<ScanPosition>,
 }
 
-/// What to read: a filter, an optional sort, and the page.
+/// What to read: a filter, an optional sort, and the page — from `offset`, or right after
+/// `resume` (the position an earlier page of the same read ended at).
 pub struct PageRequest<'a> {
     pub filter: &'a Document,
     pub sort: Option<&'a Document>,
     pub offset: u64,
     pub limit: u64,
+    pub resume: Option<ScanPosition>,
 }
 
 /// The collection `db.name` with its indexes, or 404.
@@ -58,7 +63,9 @@ pub async fn existing_collection(
         .ok_or_else(|| RestError::NotFound(format!("collection {db}.{name} does not exist")))
 }
 
-/// Reads one page (fetching one document more than asked, to know whether more follow).
+/// Reads one page the way a cursor reads a batch (`ops::find::page`): a keyset query from
+/// where the previous page ended when the order allows it, so deep pages do not count an
+/// offset through everything before them.
 pub async fn find_page(
     state: &AppState,
     collection: &CollectionInfo,
@@ -69,15 +76,17 @@ pub async fn find_page(
         sort: request.sort.map(SortSpec::parse).transpose()?,
         projection: None,
         skip: request.offset,
-        // One more than the page: whether more follow.
-        limit: Some(request.limit.saturating_add(1)),
+        limit: None,
         hint: None,
     };
     ServerCounters::add(&state.counters.op_query, 1);
-    let mut items = ops::find::find(state, collection, find).await?;
-    let has_more = items.len() as u64 > request.limit;
-    items.truncate(usize::try_from(request.limit).unwrap_or(usize::MAX));
-    Ok(FoundPage { items, has_more })
+    let size = usize::try_from(request.limit).unwrap_or(usize::MAX);
+    let found = ops::find::page(state, collection, find, size, request.resume).await?;
+    Ok(FoundPage {
+        items: found.documents,
+        has_more: found.has_more,
+        next: found.next,
+    })
 }
 
 /// The document whose `_id` is `id`, if any.
@@ -103,6 +112,7 @@ pub async fn find_first(
             sort: None,
             offset: 0,
             limit: 1,
+            resume: None,
         },
     )
     .await?;

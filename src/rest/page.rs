@@ -3,6 +3,13 @@
 //! `{"items":[…],"hasMore":…,"limit":…,"offset":…,"count":…,"links":[{"rel":"self",…},…]}`,
 //! where `count` is the number of items on this page, as in ORDS.
 //!
+//! Beyond ORDS, when the read's order allows a keyset (natural order, `_id`, an indexed
+//! field), the `next` link also carries `after=<position>`: where this page ended. A request
+//! with `after` resumes right there — the next page is a bounded index seek, however deep,
+//! and documents inserted or deleted meanwhile do not shift it — while `offset` keeps
+//! counting pages for the envelope. The position is `n<sequence>`, `k<hex _id key>` or
+//! `i<hex index key>.<hex _id key>`; any value in it is compared, never trusted further.
+//!
 //! Not for: reading the documents (that is `operations`).
 
 use axum::http::{header, HeaderMap, Uri};
@@ -10,6 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::error::{RestError, RestResult};
+use crate::store::ScanPosition;
 
 /// ORDS's default page size.
 pub const DEFAULT_PAGE_SIZE: u64 = 25;
@@ -69,18 +77,20 @@ pub struct Envelope<Item = Value> {
 }
 
 impl<Item: Serialize> Envelope<Item> {
-    /// The envelope of `items`, with `self`, `prev` and `next` links built from the request.
+    /// The envelope of `items`, with `self`, `prev` and `next` links built from the request;
+    /// `next` resumes after `resume` when the page ended at a keyset position.
     pub fn new(
         items: Vec<Item>,
         has_more: bool,
         paging: Paging,
+        resume: Option<&ScanPosition>,
         uri: &Uri,
         headers: &HeaderMap,
     ) -> Envelope<Item> {
         let base = request_base(uri, headers);
         let mut links = vec![Link {
             rel: "self",
-            href: page_href(&base, uri, None),
+            href: page_href(&base, uri, None, None),
         }];
         if paging.offset > 0 {
             let previous = Paging {
@@ -89,7 +99,7 @@ impl<Item: Serialize> Envelope<Item> {
             };
             links.push(Link {
                 rel: "prev",
-                href: page_href(&base, uri, Some(previous)),
+                href: page_href(&base, uri, Some(previous), None),
             });
         }
         if has_more {
@@ -97,9 +107,10 @@ impl<Item: Serialize> Envelope<Item> {
                 offset: paging.offset.saturating_add(paging.limit),
                 limit: paging.limit,
             };
+            let after = resume.map(encode_resume);
             links.push(Link {
                 rel: "next",
-                href: page_href(&base, uri, Some(next)),
+                href: page_href(&base, uri, Some(next), after.as_deref()),
             });
         }
         Envelope {
@@ -111,6 +122,59 @@ impl<Item: Serialize> Envelope<Item> {
             links,
         }
     }
+}
+
+/// The `after` parameter of a request: where its page resumes, if it says.
+pub fn resume_of(uri: &Uri) -> RestResult<Option<ScanPosition>> {
+    uri.query()
+        .unwrap_or("")
+        .split('&')
+        .find_map(|part| part.strip_prefix("after="))
+        .map(decode_resume)
+        .transpose()
+}
+
+/// A position as the `after` parameter writes it.
+pub fn encode_resume(position: &ScanPosition) -> String {
+    match position {
+        ScanPosition::Natural(sequence) => format!("n{sequence}"),
+        ScanPosition::Key(key) => format!("k{}", hex(key)),
+        ScanPosition::IndexEntry { index_key, key } => {
+            format!("i{}.{}", hex(index_key), hex(key))
+        }
+    }
+}
+
+/// The position an `after` parameter names (400 when it is not one).
+pub fn decode_resume(text: &str) -> RestResult<ScanPosition> {
+    let bad = || RestError::BadRequest(format!("after: {text:?} is not a page position"));
+    let (kind, rest) = text.split_at_checked(1).ok_or_else(bad)?;
+    match kind {
+        "n" => rest.parse().map(ScanPosition::Natural).map_err(|_| bad()),
+        "k" => unhex(rest).map(ScanPosition::Key).ok_or_else(bad),
+        "i" => {
+            let (index_key, key) = rest.split_once('.').ok_or_else(bad)?;
+            Ok(ScanPosition::IndexEntry {
+                index_key: unhex(index_key).ok_or_else(bad)?,
+                key: unhex(key).ok_or_else(bad)?,
+            })
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
+        .collect()
 }
 
 /// `{"items":[{"id":…,"_id":…}],"hasMore":false,"count":…}`: what an insert answers, `id`
@@ -138,8 +202,8 @@ pub fn request_base(uri: &Uri, headers: &HeaderMap) -> String {
     format!("http://{host}")
 }
 
-/// The request's URL, with `offset`/`limit` replaced when `paging` is given.
-fn page_href(base: &str, uri: &Uri, paging: Option<Paging>) -> String {
+/// The request's URL, with `offset`/`limit` (and `after`) replaced when `paging` is given.
+fn page_href(base: &str, uri: &Uri, paging: Option<Paging>, after: Option<&str>) -> String {
     let path = uri.path();
     let Some(paging) = paging else {
         return match uri.query() {
@@ -151,11 +215,19 @@ fn page_href(base: &str, uri: &Uri, paging: Option<Paging>) -> String {
         .query()
         .unwrap_or("")
         .split('&')
-        .filter(|p| !p.is_empty() && !p.starts_with("offset=") && !p.starts_with("limit="))
+        .filter(|p| {
+            !p.is_empty()
+                && !p.starts_with("offset=")
+                && !p.starts_with("limit=")
+                && !p.starts_with("after=")
+        })
         .map(str::to_string)
         .collect();
     parts.push(format!("offset={}", paging.offset));
     parts.push(format!("limit={}", paging.limit));
+    if let Some(after) = after {
+        parts.push(format!("after={after}"));
+    }
     format!("{base}{path}?{}", parts.join("&"))
 }
 
@@ -194,6 +266,7 @@ mod tests {
                 offset: 0,
                 limit: 2,
             },
+            None,
             &uri,
             &headers,
         );
@@ -202,5 +275,47 @@ mod tests {
             next.href,
             "http://example:8080/ords/db/soda/latest/c?q=%7B%7D&offset=2&limit=2"
         );
+    }
+
+    #[test]
+    fn a_keyset_next_link_carries_where_the_page_ended() {
+        let uri: Uri = "/ords/db/soda/latest/c?after=n3&offset=2&limit=2"
+            .parse()
+            .unwrap();
+        let position = ScanPosition::IndexEntry {
+            index_key: vec![0x0a, 0xff],
+            key: vec![0],
+        };
+        let paging = Paging {
+            offset: 2,
+            limit: 2,
+        };
+        let page: Envelope = Envelope::new(
+            vec![],
+            true,
+            paging,
+            Some(&position),
+            &uri,
+            &HeaderMap::new(),
+        );
+        let next = page.links.iter().find(|l| l.rel == "next").unwrap();
+        assert!(
+            next.href.ends_with("?offset=4&limit=2&after=i0aff.00"),
+            "{}",
+            next.href
+        );
+        let prev = page.links.iter().find(|l| l.rel == "prev").unwrap();
+        assert!(prev.href.ends_with("?offset=0&limit=2"), "{}", prev.href);
+        assert_eq!(resume_of(&uri).unwrap(), Some(ScanPosition::Natural(3)));
+        for position in [
+            ScanPosition::Natural(-7),
+            ScanPosition::Key(vec![1, 2, 254]),
+            position,
+        ] {
+            assert_eq!(decode_resume(&encode_resume(&position)).unwrap(), position);
+        }
+        for bad in ["", "x1", "n", "k0", "kzz", "i00", "nabc"] {
+            assert!(decode_resume(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -40,7 +40,7 @@ use super::extjson::{self, id_from_segment, id_to_segment, RelaxedDocument, Rela
 use super::extract::{Body, Params, Segments};
 use super::operations::{self, PageRequest, UpdateOutcome};
 use super::page::{
-    inserted_items, request_base, Envelope, Paging, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
+    inserted_items, request_base, resume_of, Envelope, Paging, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
 };
 use super::security::Caller;
 use crate::auth::roles::Action;
@@ -90,7 +90,9 @@ async fn list_collections(
         .take(usize::try_from(paging.limit).unwrap_or(usize::MAX))
         .collect();
     let has_more = names.next().is_some();
-    Ok(Json(Envelope::new(items, has_more, paging, &uri, &headers)))
+    Ok(Json(Envelope::new(
+        items, has_more, paging, None, &uri, &headers,
+    )))
 }
 
 /// PUT `/{coll}`: 201 when created, 200 when it was there already.
@@ -142,6 +144,7 @@ async fn page_of(
             sort: sort.as_ref(),
             offset: paging.offset,
             limit: paging.limit,
+            resume: resume_of(uri)?,
         },
     )
     .await?;
@@ -150,6 +153,7 @@ async fn page_of(
         items,
         page.has_more,
         paging,
+        page.next.as_ref(),
         uri,
         headers,
     )))

@@ -9,10 +9,10 @@ use bson::{Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops::aggregate::run_pipeline;
+use crate::ops::cursors::BatchOptions;
 use crate::query::Pipeline;
 use crate::state::ServerCounters;
 

@@ -2,17 +2,15 @@
 //! `listIndexes`) send them: encoded in one pass from the stored bytes, a whole result put
 //! behind a cursor after its first batch, and the `cursor.batchSize` argument.
 //!
-//! Not for: keeping cursors between batches (`crate::mongo::cursors`).
-
-use std::collections::VecDeque;
+//! Not for: keeping cursors between batches (`crate::ops::cursors`).
 
 use bson::{Document, RawDocumentBuf};
 
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::{Batch, BatchOptions};
 use crate::mongo::dispatch::CommandReply;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::{opt_i64, CommandRequest};
+use crate::ops::cursors::{Batch, BatchOptions};
 
 /// A cursor reply, encoded: `{cursor: {firstBatch|nextBatch: [...], id, ns}, ok: 1}`. The
 /// batch's documents are copied in as they are, never decoded.
@@ -109,11 +107,10 @@ pub fn first_batch_reply(
     options: BatchOptions,
 ) -> ReplyResult {
     let owner = context.cursor_owner(request);
-    let batch =
-        context
-            .server
-            .cursors
-            .first_batch(namespace, VecDeque::from(results), options, owner);
+    let batch = context
+        .server
+        .cursors
+        .first_batch(namespace, results, options, owner)?;
     cursor_reply(namespace, batch, true)
 }
 

@@ -8,7 +8,6 @@ use bson::{doc, Bson, DateTime, Document};
 
 use crate::mongo::command_table::COMMANDS;
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::CURSOR_IDLE_TIMEOUT;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::state::ServerCounters;
@@ -16,11 +15,12 @@ use crate::state::ServerCounters;
 use crate::mongo::limits::MONGODB_VERSION;
 
 /// The server parameters `getParameter` can report.
-fn parameters() -> Document {
+fn parameters(context: &CommandContext<'_>) -> Document {
+    let cursor_timeout = context.server.cursors.limits().idle_timeout;
     doc! {
         "featureCompatibilityVersion": {"version": "7.0"},
         "authenticationMechanisms": Vec::<String>::new(),
-        "cursorTimeoutMillis": CURSOR_IDLE_TIMEOUT.as_millis() as i64,
+        "cursorTimeoutMillis": i64::try_from(cursor_timeout.as_millis()).unwrap_or(i64::MAX),
         "logLevel": 0,
         "quiet": false,
         "requireApiVersion": false,
@@ -29,8 +29,8 @@ fn parameters() -> Document {
 }
 
 /// `getParameter`: `{getParameter: 1, name: 1, ...}` or `{getParameter: "*"}`.
-pub fn get_parameter(_context: &CommandContext<'_>, request: &CommandRequest) -> CommandResult {
-    let all = parameters();
+pub fn get_parameter(context: &CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    let all = parameters(context);
     if matches!(request.target(), Bson::String(s) if s == "*") {
         return Ok(all);
     }
@@ -137,9 +137,26 @@ pub fn server_status(context: &CommandContext<'_>) -> Document {
             "getmore": ServerCounters::get(&counters.op_getmore) as i64,
             "command": ServerCounters::get(&counters.op_command) as i64,
         },
-        "metrics": {"cursor": {"open": {"total": context.server.cursors.open_count() as i64}}},
+        "metrics": {"cursor": cursor_metrics(context)},
         "storageEngine": {"name": state.store.backend_name()},
         "security": {"authentication": authentication_status(state)},
+    }
+}
+
+/// `metrics.cursor` as MongoDB reports it: timed out, opened and multi-batch totals since
+/// start, and the cursors open now.
+fn cursor_metrics(context: &CommandContext<'_>) -> Document {
+    let metrics = context.server.cursors.metrics();
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    doc! {
+        "timedOut": count(metrics.timed_out),
+        "totalOpened": count(metrics.total_opened),
+        "moreThanOneBatch": count(metrics.more_than_one_batch),
+        "open": {
+            "noTimeout": count(metrics.open_no_timeout),
+            "pinned": count(metrics.open_pinned),
+            "total": count(metrics.open),
+        },
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Each command takes its arguments, parses the filter, sort and projection with the query
 //! core, runs the read in the core (`ops::find`: the planner pushes what it can into the
-//! store) and hands the result out in batches through the cursor registry.
+//! store) and hands the result out in batches through the core's cursor registry (a `find`
+//! the store can order streams: each `getMore` reads its batch from the store).
 //!
 //! Not for: aggregation pipelines (see `aggregate`).
 
@@ -11,10 +12,10 @@ use bson::{doc, Bson, Document};
 use super::cursor_reply::{cursor_reply, first_batch_reply};
 use super::write_reply::count_bson;
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::{as_i64, CommandRequest};
 use crate::ops;
+use crate::ops::cursors::BatchOptions;
 use crate::ops::find::FindRequest;
 use crate::query::{Filter, Projection, SortSpec};
 use crate::state::ServerCounters;
@@ -151,12 +152,25 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         limit,
         hint,
     };
-    let results = ops::find::find(&context.server.state, &info, find_request).await?;
-    first_batch_reply(context, request, &namespace, results, options)
+    let (first, rest) = ops::find::open(
+        &context.server.state,
+        &info,
+        find_request,
+        options.first_batch_limit(),
+    )
+    .await?;
+    let owner = context.cursor_owner(request);
+    let batch = context
+        .server
+        .cursors
+        .open(&namespace, first, rest, options, owner)?;
+    cursor_reply(&namespace, batch, true)
 }
 
-/// `getMore`.
-pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
+/// `getMore`: the next batch of a cursor, read from where it is (a streaming `find`
+/// reads it from the store now). Its time limit is what the opening command's `maxTimeMS`
+/// left (see `dispatch`).
+pub async fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
     let mut arguments = request.arguments();
     let collection = arguments
         .str("collection")?
@@ -180,10 +194,11 @@ pub fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest) -> R
     };
     let namespace = format!("{}.{collection}", request.db);
     let requester = context.cursor_owner(request);
-    let batch = context
-        .server
+    let server = context.server;
+    let batch = server
         .cursors
-        .next_batch(id, &namespace, batch_size, &requester)?;
+        .next_batch(&server.state, id, &namespace, batch_size, &requester)
+        .await?;
     cursor_reply(&namespace, batch, false)
 }
 

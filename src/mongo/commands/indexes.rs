@@ -10,10 +10,10 @@ use bson::{doc, Bson};
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::catalog::CollectionInfo;
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops;
+use crate::ops::cursors::BatchOptions;
 use crate::query::IndexSpec;
 
 /// `listIndexes`: the `_id` index, then the secondary indexes as created.

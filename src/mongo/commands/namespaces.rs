@@ -8,10 +8,10 @@ use bson::{doc, Binary, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
 use crate::mongo::context::CommandContext;
-use crate::mongo::cursors::BatchOptions;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops;
+use crate::ops::cursors::BatchOptions;
 use crate::ops::namespace::{check_collection_name, check_db_name, split_namespace};
 use crate::query::Filter;
 use crate::store::CollectionRecord;

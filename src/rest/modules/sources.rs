@@ -31,8 +31,9 @@ use crate::query::UpdateSpec;
 use crate::rest::error::{RestError, RestResult};
 use crate::rest::extjson::{id_candidates, RelaxedDocument, RelaxedRaw};
 use crate::rest::operations::{self, PageRequest, UpdateOutcome};
-use crate::rest::page::{inserted_items, Envelope, Paging};
+use crate::rest::page::{inserted_items, resume_of, Envelope, Paging};
 use crate::state::AppState;
+use crate::store::ScanPosition;
 
 /// Everything a handler runs with.
 pub struct HandlerCall<'a> {
@@ -105,31 +106,35 @@ async fn page(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResult<Re
             sort,
             offset: call.paging.offset,
             limit: call.paging.limit,
+            resume: resume_of(call.uri)?,
         },
     )
     .await?;
+    let next = found.next.as_ref();
     let Some(projection) = projection else {
         let items = found.items.into_iter().map(RelaxedRaw).collect();
-        return Ok(page_response(items, found.has_more, call));
+        return Ok(page_response(items, found.has_more, next, call));
     };
     let mut items = Vec::with_capacity(found.items.len());
     for raw in &found.items {
         let document = decode_document(raw.as_bytes())?;
         items.push(RelaxedDocument(projection.apply(&document)?));
     }
-    Ok(page_response(items, found.has_more, call))
+    Ok(page_response(items, found.has_more, next, call))
 }
 
-/// `items` in the ORDS page envelope.
+/// `items` in the ORDS page envelope (`next` resuming after `resume` when given).
 fn page_response<Item: serde::Serialize>(
     items: Vec<Item>,
     has_more: bool,
+    resume: Option<&ScanPosition>,
     call: &HandlerCall<'_>,
 ) -> Response {
     Json(Envelope::new(
         items,
         has_more,
         call.paging,
+        resume,
         call.uri,
         call.headers,
     ))
@@ -228,5 +233,5 @@ async fn pipeline(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResul
     let mut rest = results.into_iter().skip(offset);
     let items: Vec<RelaxedDocument> = rest.by_ref().take(limit).map(RelaxedDocument).collect();
     let has_more = rest.next().is_some();
-    Ok(page_response(items, has_more, call))
+    Ok(page_response(items, has_more, None, call))
 }

@@ -1,0 +1,334 @@
+//! Reads that stream: a `find` whose order the store produces (natural order, `_id`, or a
+//! walk of a secondary index) is read one bounded batch at a time. A [`ReadCursor`] holds a
+//! position in the scan — the last row's sequence number, `_id` key, or index key and `_id`
+//! key — never the rest of the result, and each batch is a keyset query that resumes after
+//! it (`Store::scan_from`), so memory is bounded by the batch and the first batch does not
+//! wait for the last document.
+//!
+//! A batch of `n` documents reads `n + 1` rows when the store evaluates the whole filter
+//! (the extra row tells whether the result goes on, so an exhausted result closes its cursor
+//! in the same reply) and chunks of [`RESIDUAL_CHUNK`] rows when Rust re-checks a residual
+//! filter; rows read past the end of a batch are dropped, not kept, and read again by the
+//! next batch. Documents present throughout an iteration are returned exactly once, in
+//! order, whatever is inserted, updated or deleted meanwhile (the position is a key, not an
+//! offset); a document whose index key moves past the position may be seen again, as in
+//! MongoDB.
+//!
+//! Plans that must see every document before the first one (a sort the store cannot
+//! produce) do not come here: `find` sorts them and the cursor keeps the sorted result.
+//!
+//! Not for: cursor ids, owners and timeouts (`cursors`), or planning (`query::planner`).
+
+use bson::raw::RawDocumentBuf;
+use bson::Document;
+
+use super::find::encode_documents;
+use super::read::decode_document;
+use super::OpError;
+use crate::catalog::CollectionInfo;
+use crate::query::planner::{IndexCandidate, ReadPlan};
+use crate::query::{Filter, Projection};
+use crate::state::AppState;
+use crate::store::{CollectionRecord, PositionedRow, ScanPosition, ScanRequest, StoreError};
+
+/// Rows read per store round trip when Rust re-checks a residual filter (small enough to
+/// evaluate inline on the async thread).
+pub const RESIDUAL_CHUNK: usize = 256;
+/// Most rows read per round trip when the store evaluates the whole filter and the batch
+/// has no document count (a `getMore` without `batchSize` fills up to the byte budget).
+pub const EXACT_CHUNK: usize = 1_000;
+
+/// How much one batch may hold: documents and bytes (MongoDB's reply budget).
+#[derive(Clone, Copy, Debug)]
+pub struct BatchLimit {
+    pub documents: usize,
+    pub bytes: usize,
+}
+
+/// A streaming read: the plan, where it is, and how much of skip and limit is left.
+pub struct ReadCursor {
+    record: CollectionRecord,
+    /// Filter and order the store evaluates; skip and limit are the cursor's own.
+    scan: ScanRequest,
+    /// The filter Rust re-checks when the store's is inexact.
+    residual: Option<Filter>,
+    projection: Option<Projection>,
+    /// The whole filter, for a positional projection (`a.$`).
+    positional_filter: Option<Filter>,
+    /// The last row read, which the next batch resumes after.
+    position: Option<ScanPosition>,
+    /// Matching documents still to skip.
+    skip: u64,
+    /// Documents still to return under the limit (None: no limit).
+    remaining: Option<u64>,
+    exhausted: bool,
+}
+
+impl ReadCursor {
+    /// Whether `plan` can stream: the store produces its order (nothing is sorted in Rust).
+    pub fn streams(plan: &ReadPlan) -> bool {
+        plan.sort.is_none()
+    }
+
+    /// A cursor at the start of `plan` over `info` (a plan that [streams](Self::streams)).
+    pub fn new(
+        info: &CollectionInfo,
+        plan: ReadPlan,
+        projection: Option<Projection>,
+        positional_filter: Option<Filter>,
+    ) -> ReadCursor {
+        let ReadPlan {
+            mut scan,
+            residual,
+            skip,
+            limit,
+            ..
+        } = plan;
+        // Exact plans carry skip and limit in the scan; residual ones in Rust. The cursor
+        // counts both itself (the first batch still pushes an exact plan's skip as OFFSET).
+        let (skip, remaining) = if residual.is_none() {
+            (scan.skip, scan.limit)
+        } else {
+            (skip, limit)
+        };
+        scan.skip = 0;
+        scan.limit = None;
+        ReadCursor {
+            record: info.record.clone(),
+            scan,
+            residual,
+            projection,
+            positional_filter,
+            position: None,
+            skip,
+            remaining,
+            exhausted: remaining == Some(0),
+        }
+    }
+
+    /// True once every document has been returned.
+    pub fn is_exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// Whether a batch that stopped short of the end proves more documents follow: true
+    /// when the store evaluates the whole filter (the batch read one row more than it
+    /// returned); with a residual filter the rows after it may all fail it.
+    pub fn proves_more(&self) -> bool {
+        !self.exhausted && self.residual.is_none()
+    }
+
+    /// Where the cursor is: the position of the last row it read.
+    pub fn position(&self) -> Option<&ScanPosition> {
+        self.position.as_ref()
+    }
+
+    /// Continues strictly after `position` (where an earlier read of the same request
+    /// ended, e.g. a REST page's `after`) instead of from the start; the skip is spent.
+    /// BadValue when the position is not of this scan's order.
+    pub fn resume_after(&mut self, position: ScanPosition) -> Result<(), OpError> {
+        let fits = match &position {
+            ScanPosition::IndexEntry { .. } => self.scan.order_index.is_some(),
+            ScanPosition::Key(_) => self.scan.order_index.is_none() && self.scan.order.is_some(),
+            ScanPosition::Natural(_) => {
+                self.scan.order_index.is_none() && self.scan.order.is_none()
+            }
+        };
+        if !fits {
+            return Err(OpError::BadValue(
+                "the resume position does not belong to this query's order".into(),
+            ));
+        }
+        self.position = Some(position);
+        self.skip = 0;
+        Ok(())
+    }
+
+    /// The next batch: up to `limit` documents from where the cursor is. The collection
+    /// (and the index the scan walks) must still be the one the cursor was opened on.
+    pub async fn next_batch(
+        &mut self,
+        state: &AppState,
+        limit: BatchLimit,
+    ) -> Result<Vec<RawDocumentBuf>, OpError> {
+        let mut batch = Vec::new();
+        if self.exhausted {
+            return Ok(batch);
+        }
+        self.check_still_valid(state).await?;
+        let mut session = state.store.session().await?;
+        let mut bytes = 0usize;
+        while batch.len() < limit.documents && !self.exhausted {
+            let want = limit.documents - batch.len();
+            let (request, chunk) = self.next_request(want);
+            let rows = session
+                .scan_from(&self.record, &request, self.position.as_ref())
+                .await?;
+            let short = rows.len() < chunk;
+            let (rows, verdicts) = self.residual_verdicts(rows).await?;
+            let consumed_all = self.take_rows(rows, verdicts, &mut batch, &mut bytes, limit)?;
+            if short && consumed_all {
+                self.exhausted = true;
+            }
+            if !consumed_all {
+                break;
+            }
+            crate::interrupt::check_now().map_err(StoreError::from)?;
+        }
+        Ok(batch)
+    }
+
+    /// The scan for the next chunk of a batch that still wants `want` documents, and how
+    /// many rows it reads.
+    fn next_request(&mut self, want: usize) -> (ScanRequest, usize) {
+        let mut request = self.scan.clone();
+        let remaining = self
+            .remaining
+            .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let chunk = if self.residual.is_some() {
+            RESIDUAL_CHUNK
+        } else {
+            // Every row is a document: read what the batch takes and one more to learn
+            // whether the result ends here — unless the limit ends it anyway.
+            let wanted = want.min(remaining);
+            if wanted == remaining {
+                wanted
+            } else {
+                wanted.saturating_add(1).min(EXACT_CHUNK)
+            }
+        };
+        request.limit = Some(chunk as u64);
+        if self.residual.is_none() && self.skip > 0 {
+            request.skip = self.skip;
+            self.skip = 0;
+        }
+        (request, chunk)
+    }
+
+    /// The residual filter's verdict on each row — the decoded document when it matches —
+    /// or None when there is no residual filter. Evaluated inline, or on the compute pool
+    /// when the filter evaluates expressions (`$expr`, `$where`-like work of any cost).
+    async fn residual_verdicts(
+        &self,
+        rows: Vec<PositionedRow>,
+    ) -> Result<(Vec<PositionedRow>, Option<Vec<Option<Document>>>), OpError> {
+        let Some(filter) = &self.residual else {
+            return Ok((rows, None));
+        };
+        let judge = |rows: &[PositionedRow], filter: &Filter| {
+            rows.iter()
+                .map(|row| {
+                    crate::interrupt::check()?;
+                    let document = decode_document(&row.document)?;
+                    Ok(filter.matches(&document).then_some(document))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()
+        };
+        if filter.evaluates_expressions() {
+            let filter = filter.clone();
+            let (rows, verdicts) =
+                crate::compute::run(move || judge(&rows, &filter).map(|v| (rows, v))).await?;
+            Ok((rows, Some(verdicts)))
+        } else {
+            let verdicts = crate::compute::run_inline(|| judge(&rows, filter))?;
+            Ok((rows, Some(verdicts)))
+        }
+    }
+
+    /// Takes documents from `rows` into `batch` until it is full; returns whether every
+    /// row was consumed (the rows after a full batch are left for the next one).
+    fn take_rows(
+        &mut self,
+        rows: Vec<PositionedRow>,
+        verdicts: Option<Vec<Option<Document>>>,
+        batch: &mut Vec<RawDocumentBuf>,
+        bytes: &mut usize,
+        limit: BatchLimit,
+    ) -> Result<bool, OpError> {
+        let mut verdicts = verdicts.map(Vec::into_iter);
+        for row in rows {
+            let verdict = verdicts.as_mut().and_then(Iterator::next);
+            if batch.len() >= limit.documents || self.exhausted {
+                return Ok(false);
+            }
+            if !batch.is_empty() && *bytes + row.document.len() > limit.bytes {
+                return Ok(false);
+            }
+            let PositionedRow { position, document } = row;
+            self.position = Some(position);
+            let decoded = match verdict {
+                None => None,
+                Some(None) => continue,
+                Some(Some(decoded)) => Some(decoded),
+            };
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            let document = self.output(document, decoded)?;
+            *bytes += document.as_bytes().len();
+            batch.push(document);
+            if let Some(remaining) = &mut self.remaining {
+                *remaining -= 1;
+                if *remaining == 0 {
+                    self.exhausted = true;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// A selected document as the client gets it: its stored bytes, or projected.
+    fn output(&self, bytes: Vec<u8>, decoded: Option<Document>) -> Result<RawDocumentBuf, OpError> {
+        let Some(projection) = &self.projection else {
+            return RawDocumentBuf::from_bytes(bytes)
+                .map_err(|e| StoreError::Corrupt(e.to_string()).into());
+        };
+        let document = match decoded {
+            Some(document) => document,
+            None => decode_document(&bytes)?,
+        };
+        let projected = match &self.positional_filter {
+            Some(filter) => projection.apply_with_query(&document, filter)?,
+            None => projection.apply(&document)?,
+        };
+        encode_documents(&[projected])?
+            .pop()
+            .ok_or_else(|| OpError::BadValue("a projection produced no document".into()))
+    }
+
+    /// QueryPlanKilled when the collection was dropped or recreated, or the index the scan
+    /// walks was dropped or now holds several keys for a document, since the cursor opened.
+    async fn check_still_valid(&self, state: &AppState) -> Result<(), OpError> {
+        let info = state
+            .catalog
+            .collection_info(&self.record.db, &self.record.name)
+            .await?;
+        let namespace = format!("{}.{}", self.record.db, self.record.name);
+        let Some(info) = info.filter(|info| info.record.uuid == self.record.uuid) else {
+            return Err(OpError::QueryPlanKilled(format!(
+                "collection dropped between getMore calls: {namespace}"
+            )));
+        };
+        if let Some(walked) = &self.scan.order_index {
+            let index = info
+                .indexes
+                .iter()
+                .find(|index| index.entries_table() == walked.as_str());
+            match index {
+                None => {
+                    return Err(OpError::QueryPlanKilled(format!(
+                        "index dropped between getMore calls on {namespace}"
+                    )))
+                }
+                Some(index) if index.is_multikey() => {
+                    return Err(OpError::QueryPlanKilled(format!(
+                        "the index the cursor walks on {namespace} became multikey (a document now has several keys in it)"
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
