@@ -21,153 +21,28 @@
 //! batching, the 16 MiB batch, killed cursors; `hostile_clients.rs`: cursor ownership).
 //! Cursors are opened with raw `find` commands where the test needs exact control (no
 //! `getMore` sent, no `killCursors` on drop) and with an explicit session wherever a
-//! `getMore` follows, since a cursor belongs to its session.
+//! `getMore` follows, since a cursor belongs to its session. Helpers: `cursor_support/`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
+mod cursor_support;
 mod driver_support;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use common::TestServer;
-use driver_support::{assert_ok, expect_command_error, num, server_code};
+use cursor_support::{
+    cursor_batch, cursor_metric, drain, get_more, id_of, ids, insert_in_chunks, open, outcome,
+    seed_small, Failures,
+};
+use driver_support::{expect_command_error, server_code};
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::{ClientSession, Collection, Database, IndexModel};
+use mongodb::{Collection, IndexModel};
 use tokio::sync::watch;
 
 /// Any wait on the other task of a test gives up after this long, so a test always stops.
 const WAIT_LIMIT: Duration = Duration::from_secs(120);
-
-// ---------------------------------------------------------------------------
-// helpers
-// ---------------------------------------------------------------------------
-
-/// A document's integer `_id`, whatever integer type it came back as.
-fn id_of(d: &Document) -> i64 {
-    match d.get("_id") {
-        Some(Bson::Int32(v)) => i64::from(*v),
-        Some(Bson::Int64(v)) => *v,
-        other => panic!("_id is not an integer in {d}: {other:?}"),
-    }
-}
-
-/// The cursor id and the documents of a `find` (`firstBatch`) or `getMore` (`nextBatch`)
-/// reply.
-fn cursor_batch(reply: &Document) -> (i64, Vec<Document>) {
-    assert_ok(reply);
-    let cursor = reply
-        .get_document("cursor")
-        .unwrap_or_else(|_| panic!("no cursor in {reply}"));
-    let id = cursor
-        .get_i64("id")
-        .unwrap_or_else(|_| panic!("cursor id is not an int64 in {reply}"));
-    let batch = cursor
-        .get_array("firstBatch")
-        .or_else(|_| cursor.get_array("nextBatch"))
-        .unwrap_or_else(|_| panic!("no batch in {reply}"));
-    let docs = batch
-        .iter()
-        .map(|b| b.as_document().expect("a document in the batch").clone())
-        .collect();
-    (id, docs)
-}
-
-fn ids(docs: &[Document]) -> Vec<i64> {
-    docs.iter().map(id_of).collect()
-}
-
-/// `serverStatus.metrics.cursor.<path>` as a number, None when the server does not report it.
-async fn cursor_metric(client: &mongodb::Client, path: &[&str]) -> Option<f64> {
-    let status = client
-        .database("admin")
-        .run_command(doc! {"serverStatus": 1})
-        .await
-        .expect("serverStatus");
-    let mut at = status
-        .get_document("metrics")
-        .and_then(|m| m.get_document("cursor"))
-        .ok()?;
-    let (last, parents) = path.split_last().expect("a metric path");
-    for key in parents {
-        at = at.get_document(key).ok()?;
-    }
-    at.get(last)?;
-    Some(num(at, last))
-}
-
-/// Opens a cursor with a raw `find` in `session` (or an implicit one) and returns the reply.
-async fn open(
-    db: &Database,
-    command: Document,
-    session: Option<&mut ClientSession>,
-) -> mongodb::error::Result<Document> {
-    match session {
-        Some(session) => db.run_command(command).session(session).await,
-        None => db.run_command(command).await,
-    }
-}
-
-/// `getMore` on `id` of `collection` in `session`, with an optional `batchSize`.
-async fn get_more(
-    db: &Database,
-    collection: &str,
-    id: i64,
-    batch_size: Option<i64>,
-    session: &mut ClientSession,
-) -> mongodb::error::Result<Document> {
-    let mut command = doc! {"getMore": id, "collection": collection};
-    if let Some(n) = batch_size {
-        command.insert("batchSize", n);
-    }
-    db.run_command(command).session(session).await
-}
-
-/// Runs `find` in `session`, then `getMore` (with `batch_size`) until the cursor is
-/// exhausted; the size of every batch and the `_id`s in the order they came.
-async fn drain(
-    db: &Database,
-    find: Document,
-    batch_size: Option<i64>,
-    session: &mut ClientSession,
-) -> (Vec<usize>, Vec<i64>) {
-    let collection = find.get_str("find").expect("find names a collection").to_string();
-    let reply = db
-        .run_command(find.clone())
-        .session(&mut *session)
-        .await
-        .unwrap_or_else(|e| panic!("{find}: {e}"));
-    let (mut id, docs) = cursor_batch(&reply);
-    let mut sizes = vec![docs.len()];
-    let mut seen = ids(&docs);
-    let mut rounds = 0;
-    while id != 0 {
-        rounds += 1;
-        assert!(rounds < 10_000, "{find}: the cursor never ends");
-        let reply = get_more(db, &collection, id, batch_size, session)
-            .await
-            .unwrap_or_else(|e| panic!("getMore after {find}: {e}"));
-        let (next, docs) = cursor_batch(&reply);
-        assert!(next == 0 || next == id, "cursor id changed from {id} to {next}");
-        id = next;
-        sizes.push(docs.len());
-        seen.extend(ids(&docs));
-    }
-    (sizes, seen)
-}
-
-/// `insert_many` in chunks of `chunk`.
-async fn insert_in_chunks(coll: &Collection<Document>, docs: Vec<Document>, chunk: usize) {
-    for part in docs.chunks(chunk) {
-        coll.insert_many(part.to_vec()).await.expect("insert_many");
-    }
-}
-
-/// `n` documents `{_id: i, n: i}`.
-async fn seed_small(coll: &Collection<Document>, n: i32) {
-    let docs: Vec<Document> = (0..n).map(|i| doc! {"_id": i, "n": i}).collect();
-    insert_in_chunks(coll, docs, 1000).await;
-}
 
 // ---------------------------------------------------------------------------
 // a. memory: abandoned cursors hold a position, not a result
@@ -331,9 +206,7 @@ async fn iterate_under_writes(server: &TestServer, name: &str, sorted: bool) {
     insert_in_chunks(&coll, docs, 5000).await;
 
     let writer_client = server.client().await;
-    let writer_coll = writer_client
-        .database("lazy")
-        .collection::<Document>(name);
+    let writer_coll = writer_client.database("lazy").collection::<Document>(name);
     let (progress_tx, progress_rx) = watch::channel(0usize);
     let (steps_tx, mut steps_rx) = watch::channel(0i32);
     let writer = tokio::spawn(write_while_reading(writer_coll, progress_rx, steps_tx));
@@ -364,7 +237,11 @@ async fn iterate_under_writes(server: &TestServer, name: &str, sorted: bool) {
     }
     let _ = progress_tx.send(DONE);
     let writes = writer.await.expect("writer task");
-    let order = if sorted { "sorted by _id" } else { "natural order" };
+    let order = if sorted {
+        "sorted by _id"
+    } else {
+        "natural order"
+    };
     assert!(
         writes.steps >= WRITER_STEPS - 20,
         "{order}: only {} of {WRITER_STEPS} writer steps ran during the iteration",
@@ -493,7 +370,11 @@ async fn cursor_limits() {
             .await
             .expect("getMore to the end"),
     );
-    assert_eq!((next, rest.len()), (0, 9), "the cursor ends with the last 9");
+    assert_eq!(
+        (next, rest.len()),
+        (0, 9),
+        "the cursor ends with the last 9"
+    );
     let (id, _) = cursor_batch(
         &open(&db, one_of_ten(), None)
             .await
@@ -535,9 +416,8 @@ async fn cursor_limits() {
     );
     assert_ne!(of_b, 0);
     db.run_command(doc! {"killCursors": "ten", "cursors": [of_a[0]]})
-        .session(&mut a)
         .await
-        .expect("killCursors in session a");
+        .expect("killCursors of a cursor of session a");
     let (id, _) = cursor_batch(
         &open(&db, one_of_ten(), Some(&mut a))
             .await
@@ -631,6 +511,7 @@ async fn get_more_results_unchanged() {
         .expect("index on k");
     let all: Vec<i64> = (0..RESULT_DOCS).collect();
     let mut session = client.start_session().await.expect("session");
+    let mut failures = Failures::default();
 
     // batchSize on find and on every getMore: full batches until the last.
     let (sizes, seen) = drain(
@@ -640,12 +521,11 @@ async fn get_more_results_unchanged() {
         &mut session,
     )
     .await;
-    assert_eq!(seen, all);
+    failures.same("sort _id, batchSize 7", &seen, &all);
     let (last, full) = sizes.split_last().expect("batches");
-    assert!(
-        full.iter().all(|&n| n == 7) && *last <= 7,
-        "batches {sizes:?}"
-    );
+    failures.check(full.iter().all(|&n| n == 7) && *last <= 7, || {
+        format!("sort _id, batchSize 7: batches {sizes:?}")
+    });
 
     // limit ends the cursor; skip and limit together; skip near the end.
     let (sizes, seen) = drain(
@@ -655,8 +535,14 @@ async fn get_more_results_unchanged() {
         &mut session,
     )
     .await;
-    assert_eq!(seen, (0..250).collect::<Vec<i64>>());
-    assert_eq!(sizes[0], 60, "batches {sizes:?}");
+    failures.same(
+        "limit 250, batchSize 60",
+        &seen,
+        &(0..250).collect::<Vec<i64>>(),
+    );
+    failures.check(sizes[0] == 60, || {
+        format!("limit 250, batchSize 60: batches {sizes:?}")
+    });
     let (_, seen) = drain(
         &db,
         doc! {"find": "plain", "sort": {"_id": 1}, "skip": 100, "limit": 50, "batchSize": 20},
@@ -664,7 +550,11 @@ async fn get_more_results_unchanged() {
         &mut session,
     )
     .await;
-    assert_eq!(seen, (100..150).collect::<Vec<i64>>());
+    failures.same(
+        "skip 100, limit 50",
+        &seen,
+        &(100..150).collect::<Vec<i64>>(),
+    );
     let (_, seen) = drain(
         &db,
         doc! {"find": "plain", "sort": {"_id": 1}, "skip": 990, "batchSize": 5},
@@ -672,14 +562,11 @@ async fn get_more_results_unchanged() {
         &mut session,
     )
     .await;
-    assert_eq!(seen, (990..1000).collect::<Vec<i64>>());
+    failures.same("skip 990", &seen, &(990..1000).collect::<Vec<i64>>());
 
     // A negative limit and singleBatch: one batch, no cursor left open.
     for (find, expected) in [
-        (
-            doc! {"find": "plain", "sort": {"_id": 1}, "limit": -5},
-            5,
-        ),
+        (doc! {"find": "plain", "sort": {"_id": 1}, "limit": -5}, 5),
         (
             doc! {"find": "plain", "sort": {"_id": 1}, "limit": 5, "singleBatch": true},
             5,
@@ -694,8 +581,12 @@ async fn get_more_results_unchanged() {
                 .await
                 .expect("single batch"),
         );
-        assert_eq!(id, 0, "{find} leaves a cursor open");
-        assert_eq!(ids(&batch), (0..expected).collect::<Vec<i64>>(), "{find}");
+        failures.check(id == 0, || format!("{find} leaves a cursor open"));
+        failures.same(
+            &find.to_string(),
+            &ids(&batch),
+            &(0..expected).collect::<Vec<i64>>(),
+        );
     }
 
     // The driver sends a negative limit as limit and singleBatch.
@@ -707,7 +598,11 @@ async fn get_more_results_unchanged() {
         .await
         .expect("driver find with a negative limit");
     let got = driver_support::collect(cursor).await;
-    assert_eq!(ids(&got), (0..5).collect::<Vec<i64>>());
+    failures.same(
+        "driver limit(-5)",
+        &ids(&got),
+        &(0..5).collect::<Vec<i64>>(),
+    );
 
     // getMore's own batchSize, different on each call; none takes the rest.
     let (mut id, batch) = cursor_batch(
@@ -731,9 +626,15 @@ async fn get_more_results_unchanged() {
         sizes.push(batch.len());
         seen.extend(ids(&batch));
     }
-    assert_eq!(sizes, vec![10, 3, 50, 937]);
-    assert_eq!(seen, all);
-    assert_eq!(id, 0, "the cursor is exhausted");
+    failures.check(sizes == [10, 3, 50, 937], || {
+        format!(
+            "getMore batchSize 3, 50, none after 10: batches {sizes:?}, expected [10, 3, 50, 937]"
+        )
+    });
+    failures.same("getMore batchSize 3, 50, none", &seen, &all);
+    failures.check(id == 0, || {
+        "getMore without batchSize leaves the cursor open".into()
+    });
 
     // Ties in the sort key come back in `_id` order, with and without an index on the key,
     // across getMores, also behind a filter.
@@ -747,7 +648,11 @@ async fn get_more_results_unchanged() {
             &mut session,
         )
         .await;
-        assert_eq!(seen, by_key, "{name}: sort {{k: 1}}");
+        failures.same(
+            &format!("{name}: sort {{k: 1}} (ties in _id order)"),
+            &seen,
+            &by_key,
+        );
         let (_, seen) = drain(
             &db,
             doc! {"find": name, "filter": {"n": {"$gte": 250}}, "sort": {"k": 1}, "skip": 10, "limit": 400, "batchSize": 45},
@@ -762,7 +667,11 @@ async fn get_more_results_unchanged() {
             .skip(10)
             .take(400)
             .collect();
-        assert_eq!(seen, expected, "{name}: filtered sort {{k: 1}} with skip and limit");
+        failures.same(
+            &format!("{name}: filter n >= 250, sort {{k: 1}}, skip 10, limit 400"),
+            &seen,
+            &expected,
+        );
     }
 
     // Through the driver, as an application iterates.
@@ -776,7 +685,11 @@ async fn get_more_results_unchanged() {
         .await
         .expect("driver find");
     let got = driver_support::collect(cursor).await;
-    assert_eq!(ids(&got), (10..310).collect::<Vec<i64>>());
+    failures.same(
+        "driver skip 10, limit 300, batch_size 7",
+        &ids(&got),
+        &(10..310).collect::<Vec<i64>>(),
+    );
 
     // maxTimeMS on getMore is for awaitData cursors only, as in MongoDB.
     let (id, _) = cursor_batch(
@@ -792,21 +705,27 @@ async fn get_more_results_unchanged() {
         .run_command(doc! {"getMore": id, "collection": "plain", "maxTimeMS": 1000})
         .session(&mut session)
         .await;
-    match refused {
-        Ok(reply) => panic!("getMore with maxTimeMS on a non-tailable cursor answered {reply}"),
-        Err(e) => assert_eq!(server_code(&e), Some(2), "{e}"),
-    }
+    let code = refused.as_ref().err().and_then(server_code);
+    failures.check(code == Some(2), || {
+        format!(
+            "getMore with maxTimeMS on a non-tailable cursor: expected error 2 BadValue, got {}",
+            outcome(&refused)
+        )
+    });
 
     // A killed cursor is gone.
     db.run_command(doc! {"killCursors": "plain", "cursors": [id]})
-        .session(&mut session)
         .await
         .expect("killCursors");
-    expect_command_error(
-        get_more(&db, "plain", id, None, &mut session).await,
-        43,
-        "CursorNotFound",
-    );
+    let after_kill = get_more(&db, "plain", id, None, &mut session).await;
+    let code = after_kill.as_ref().err().and_then(server_code);
+    failures.check(code == Some(43), || {
+        format!(
+            "getMore after killCursors: expected 43 CursorNotFound, got {}",
+            outcome(&after_kill)
+        )
+    });
+    failures.finish("get_more_results_unchanged");
 }
 
 // ---------------------------------------------------------------------------
