@@ -73,12 +73,21 @@ async fn abandoned_cursors_hold_no_result() {
     let before = server.rss_bytes();
     let opening = Instant::now();
     let mut open_ids = Vec::with_capacity(ABANDONED_CURSORS);
+    // One session per cursor, all kept alive, as 200 clients would: a per-session cursor
+    // limit has no say here.
+    let mut sessions = Vec::with_capacity(ABANDONED_CURSORS);
     for n in 1..=ABANDONED_CURSORS {
+        let mut session = client.start_session().await.expect("session");
         // A raw find and never a getMore: the cursor stays open on the server after its
         // first batch, as an abandoned driver cursor would.
-        let reply = open(&db, doc! {"find": "big", "batchSize": 10}, None)
-            .await
-            .expect("find");
+        let reply = open(
+            &db,
+            doc! {"find": "big", "batchSize": 10},
+            Some(&mut session),
+        )
+        .await
+        .expect("find");
+        sessions.push(session);
         let (id, batch) = cursor_batch(&reply);
         assert_eq!(batch.len(), 10, "first batch of cursor {n}");
         assert_ne!(id, 0, "cursor {n} must stay open after its first batch");
@@ -320,25 +329,24 @@ async fn cursor_limits() {
     let db = client.database("lazy");
     seed_small(&db.collection("ten"), 10).await;
 
-    let mut owned = client.start_session().await.expect("session");
+    // A session of its own for every cursor (kept alive, so none is reused): only the
+    // total limit applies.
+    let mut sessions = Vec::new();
+    for _ in 0..10 {
+        sessions.push(client.start_session().await.expect("session"));
+    }
     let mut ids = Vec::new();
-    let (first, _) = cursor_batch(
-        &open(&db, one_of_ten(), Some(&mut owned))
-            .await
-            .expect("cursor 1"),
-    );
-    ids.push(first);
-    for n in 2..=5 {
+    for (n, session) in sessions[..5].iter_mut().enumerate() {
         let (id, _) = cursor_batch(
-            &open(&db, one_of_ten(), None)
+            &open(&db, one_of_ten(), Some(session))
                 .await
-                .unwrap_or_else(|e| panic!("cursor {n} of 5: {e}")),
+                .unwrap_or_else(|e| panic!("cursor {} of 5: {e}", n + 1)),
         );
         assert_ne!(id, 0);
         ids.push(id);
     }
     expect_command_error(
-        open(&db, one_of_ten(), None).await,
+        open(&db, one_of_ten(), Some(&mut sessions[5])).await,
         146,
         "ExceededMemoryLimit",
     );
@@ -353,20 +361,20 @@ async fn cursor_limits() {
         Some(&vec![Bson::Int64(ids[4])])
     );
     let (id, _) = cursor_batch(
-        &open(&db, one_of_ten(), None)
+        &open(&db, one_of_ten(), Some(&mut sessions[6]))
             .await
             .expect("a cursor after killCursors freed a slot"),
     );
-    ids[4] = id;
+    assert_ne!(id, 0);
     expect_command_error(
-        open(&db, one_of_ten(), None).await,
+        open(&db, one_of_ten(), Some(&mut sessions[7])).await,
         146,
         "ExceededMemoryLimit",
     );
 
     // An exhausted cursor frees its slot.
     let (next, rest) = cursor_batch(
-        &get_more(&db, "ten", first, Some(100), &mut owned)
+        &get_more(&db, "ten", ids[0], Some(100), &mut sessions[0])
             .await
             .expect("getMore to the end"),
     );
@@ -376,13 +384,13 @@ async fn cursor_limits() {
         "the cursor ends with the last 9"
     );
     let (id, _) = cursor_batch(
-        &open(&db, one_of_ten(), None)
+        &open(&db, one_of_ten(), Some(&mut sessions[8]))
             .await
             .expect("a cursor after an exhausted one freed its slot"),
     );
     assert_ne!(id, 0);
     expect_command_error(
-        open(&db, one_of_ten(), None).await,
+        open(&db, one_of_ten(), Some(&mut sessions[9])).await,
         146,
         "ExceededMemoryLimit",
     );
@@ -467,6 +475,8 @@ async fn cursor_timeout_setting() {
         43,
         "CursorNotFound",
     );
+    // Read again: a server that notices the timeout at the getMore counts it then.
+    let timed_out = cursor_metric(&client, &["timedOut"]).await;
     assert!(
         timed_out.is_some_and(|n| n >= 1.0),
         "serverStatus.metrics.cursor.timedOut is {timed_out:?} after {:.1} s, expected >= 1",
