@@ -117,6 +117,11 @@ impl Server {
         }
     }
 
+    /// The process id of the server (for reading its `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A direct-connection URI for this server with extra `options` (`k=v&…`).
     pub fn uri(&self, options: &str) -> String {
         self.uri_with_credentials("", options)
