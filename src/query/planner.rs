@@ -159,7 +159,7 @@ impl ReadPlan {
                     ..ScanRequest::all()
                 },
                 residual: if exact { None } else { Some(filter) },
-                sort,
+                sort: sort.map(SortSpec::with_id_tie_break),
                 skip,
                 limit,
             },

@@ -94,6 +94,19 @@ impl SortSpec {
         *docs = self.order_by_keys(keyed);
     }
 
+    /// This sort with ties broken by `_id` (in the first key's direction, as an index walk
+    /// breaks them), so equal keys come back in one deterministic order whatever the
+    /// storage order; unchanged when `_id` is already a key or there are no keys.
+    pub fn with_id_tie_break(mut self) -> SortSpec {
+        let Some(&(_, direction)) = self.keys.first() else {
+            return self;
+        };
+        if !self.keys.iter().any(|(path, _)| path == "_id") {
+            self.keys.push(("_id".to_string(), direction));
+        }
+        self
+    }
+
     /// The sort key of `doc` (one value per spec key, from [`sort_key`]).
     pub fn keys_of(&self, doc: &Document) -> Vec<Bson> {
         self.keys
