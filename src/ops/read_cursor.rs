@@ -35,8 +35,12 @@ use crate::store::{CollectionRecord, PositionedRow, ScanPosition, ScanRequest, S
 /// evaluate inline on the async thread).
 pub const RESIDUAL_CHUNK: usize = 256;
 /// Most rows read per round trip when the store evaluates the whole filter and the batch
-/// has no document count (a `getMore` without `batchSize` fills up to the byte budget).
-pub const EXACT_CHUNK: usize = 1_000;
+/// has no document count (a `getMore` without `batchSize` fills up to the byte budget):
+/// fewer when the documents seen so far say the byte budget ends sooner.
+pub const EXACT_CHUNK: usize = 10_000;
+/// Rows of the first round trip of a batch without a document count, before the cursor has
+/// seen how large its documents are.
+const FIRST_UNSIZED_CHUNK: usize = 128;
 
 /// How much one batch may hold: documents and bytes (MongoDB's reply budget).
 #[derive(Clone, Copy, Debug)]
@@ -62,6 +66,9 @@ pub struct ReadCursor {
     /// Documents still to return under the limit (None: no limit).
     remaining: Option<u64>,
     exhausted: bool,
+    /// Rows read and their bytes, to size chunks by the byte budget.
+    rows_read: usize,
+    bytes_read: usize,
 }
 
 impl ReadCursor {
@@ -103,6 +110,8 @@ impl ReadCursor {
             skip,
             remaining,
             exhausted: remaining == Some(0),
+            rows_read: 0,
+            bytes_read: 0,
         }
     }
 
@@ -160,10 +169,12 @@ impl ReadCursor {
         let mut bytes = 0usize;
         while batch.len() < limit.documents && !self.exhausted {
             let want = limit.documents - batch.len();
-            let (request, chunk) = self.next_request(want);
+            let (request, chunk) = self.next_request(want, limit.bytes.saturating_sub(bytes));
             let rows = session
                 .scan_from(&self.record, &request, self.position.as_ref())
                 .await?;
+            self.rows_read += rows.len();
+            self.bytes_read += rows.iter().map(|row| row.document.len()).sum::<usize>();
             let short = rows.len() < chunk;
             let (rows, verdicts) = self.residual_verdicts(rows).await?;
             let consumed_all = self.take_rows(rows, verdicts, &mut batch, &mut bytes, limit)?;
@@ -178,9 +189,9 @@ impl ReadCursor {
         Ok(batch)
     }
 
-    /// The scan for the next chunk of a batch that still wants `want` documents, and how
-    /// many rows it reads.
-    fn next_request(&mut self, want: usize) -> (ScanRequest, usize) {
+    /// The scan for the next chunk of a batch that still wants `want` documents and
+    /// `bytes_left` bytes, and how many rows it reads.
+    fn next_request(&mut self, want: usize, bytes_left: usize) -> (ScanRequest, usize) {
         let mut request = self.scan.clone();
         let remaining = self
             .remaining
@@ -191,10 +202,14 @@ impl ReadCursor {
             // Every row is a document: read what the batch takes and one more to learn
             // whether the result ends here — unless the limit ends it anyway.
             let wanted = want.min(remaining);
+            let fitting = match self.bytes_read.checked_div(self.rows_read) {
+                Some(average) => (bytes_left / average.max(1)).saturating_add(1),
+                None => FIRST_UNSIZED_CHUNK,
+            };
             if wanted == remaining {
-                wanted
+                wanted.min(fitting.max(1)).min(EXACT_CHUNK)
             } else {
-                wanted.saturating_add(1).min(EXACT_CHUNK)
+                wanted.saturating_add(1).min(fitting).min(EXACT_CHUNK)
             }
         };
         request.limit = Some(chunk as u64);
