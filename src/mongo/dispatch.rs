@@ -141,12 +141,7 @@ fn get_more_time_limit(
     server: &MongoServer,
     request: &CommandRequest,
 ) -> Result<Option<std::time::Duration>, OpError> {
-    let own_limit = request
-        .body
-        .get("maxTimeMS")
-        .and_then(super::request::as_i64)
-        .unwrap_or(0);
-    if own_limit != 0 {
+    if request.body.contains_key("maxTimeMS") && time_limit(server, request)?.is_some() {
         return Err(OpError::BadValue(
             "cannot set maxTimeMS on getMore command for a non-awaitData cursor".into(),
         ));

@@ -338,10 +338,22 @@ impl CursorRegistry {
         let documents = source
             .next_batch(state, next_batch_limit(batch_size))
             .await?;
-        let exhausted = source.is_exhausted();
+        let cursor_id = self.hand_back(&mut checked_out, started);
+        Ok(Batch {
+            documents,
+            cursor_id,
+        })
+    }
+
+    /// Puts a checked-out source back after a batch read from it since `started`; answers
+    /// the id to continue with — 0 (and the cursor closed) when it is exhausted or was
+    /// killed meanwhile.
+    fn hand_back(&self, checked_out: &mut CheckedOut<'_>, started: Instant) -> i64 {
+        let id = checked_out.id;
         let source = checked_out.source.take();
+        let exhausted = source.as_ref().is_none_or(ResultSource::is_exhausted);
         let mut cursors = self.lock();
-        let returned = match cursors.get_mut(&id) {
+        match cursors.get_mut(&id) {
             Some(cursor) if !exhausted => {
                 cursor.source = source;
                 cursor.last_used = Instant::now();
@@ -359,11 +371,7 @@ impl CursorRegistry {
                 cursors.remove(&id);
                 0
             }
-        };
-        Ok(Batch {
-            documents,
-            cursor_id: returned,
-        })
+        }
     }
 
     /// The time limit of the next `getMore` of cursor `id`: what its opening command's
@@ -553,17 +561,10 @@ mod tests {
             panic!("a whole-result cursor");
         };
         let documents = take_batch(rest, next_batch_limit(size));
-        let exhausted = rest.is_empty();
-        let source = checked_out.source.take();
-        let mut cursors = registry.lock();
-        if exhausted {
-            cursors.remove(&id);
-        } else if let Some(cursor) = cursors.get_mut(&id) {
-            cursor.source = source;
-        }
+        let cursor_id = registry.hand_back(&mut checked_out, Instant::now());
         Ok(Batch {
             documents,
-            cursor_id: if exhausted { 0 } else { id },
+            cursor_id,
         })
     }
 

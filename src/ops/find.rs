@@ -73,8 +73,8 @@ pub async fn page(
             ));
         }
         let mut plan = plan;
-        // One more than the page: whether more follow.
-        plan.limit = plan.limit.map(|n| n.saturating_add(1));
+        // The page and one more (whether more follow): the sort keeps only those.
+        plan.limit = Some(u64::try_from(size).unwrap_or(u64::MAX).saturating_add(1));
         let mut documents = whole_result(
             state,
             info,

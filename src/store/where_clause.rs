@@ -71,6 +71,23 @@ impl PositionColumns {
         }
     }
 
+    /// The position a row leaves the scan at, from its leading columns: `sequence` reads
+    /// column 0 as an integer, `bytes(i)` column `i` as bytes (each backend's row getter).
+    pub(super) fn read<E>(
+        self,
+        sequence: impl FnOnce() -> Result<i64, E>,
+        mut bytes: impl FnMut(usize) -> Result<Vec<u8>, E>,
+    ) -> Result<ScanPosition, E> {
+        Ok(match self {
+            PositionColumns::Sequence => ScanPosition::Natural(sequence()?),
+            PositionColumns::Key => ScanPosition::Key(bytes(0)?),
+            PositionColumns::IndexEntry => ScanPosition::IndexEntry {
+                index_key: bytes(0)?,
+                key: bytes(1)?,
+            },
+        })
+    }
+
     /// How many position columns come before `doc`.
     pub(super) fn width(self) -> usize {
         match self {

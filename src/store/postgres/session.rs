@@ -67,16 +67,10 @@ impl PostgresSession {
         let corrupt = |e: tokio_postgres::Error| StoreError::Corrupt(e.to_string());
         rows.iter()
             .map(|row| {
-                let position = match columns {
-                    PositionColumns::Sequence => {
-                        ScanPosition::Natural(row.try_get(0).map_err(corrupt)?)
-                    }
-                    PositionColumns::Key => ScanPosition::Key(row.try_get(0).map_err(corrupt)?),
-                    PositionColumns::IndexEntry => ScanPosition::IndexEntry {
-                        index_key: row.try_get(0).map_err(corrupt)?,
-                        key: row.try_get(1).map_err(corrupt)?,
-                    },
-                };
+                let position = columns.read(
+                    || row.try_get(0).map_err(corrupt),
+                    |i| row.try_get(i).map_err(corrupt),
+                )?;
                 let document = row.try_get(columns.width()).map_err(corrupt)?;
                 Ok(PositionedRow { position, document })
             })

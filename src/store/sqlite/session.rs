@@ -209,14 +209,7 @@ impl StoreSession for SqliteSession {
             let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
             let rows = stmt
                 .query_map(rusqlite::params_from_iter(sql.params.iter()), |row| {
-                    let position = match columns {
-                        PositionColumns::Sequence => ScanPosition::Natural(row.get(0)?),
-                        PositionColumns::Key => ScanPosition::Key(row.get(0)?),
-                        PositionColumns::IndexEntry => ScanPosition::IndexEntry {
-                            index_key: row.get(0)?,
-                            key: row.get(1)?,
-                        },
-                    };
+                    let position = columns.read(|| row.get(0), |i| row.get(i))?;
                     Ok(PositionedRow {
                         position,
                         document: row.get(columns.width())?,
