@@ -69,6 +69,10 @@ pub struct ReadCursor {
     /// Rows read and their bytes, to size chunks by the byte budget.
     rows_read: usize,
     bytes_read: usize,
+    /// Whether a batch has been read: before it, a collection that is gone (dropped or
+    /// renamed by another instance after this one planned from its cached catalog) is an
+    /// empty result, as a find on a missing collection is; after it, QueryPlanKilled.
+    started: bool,
 }
 
 impl ReadCursor {
@@ -112,6 +116,7 @@ impl ReadCursor {
             exhausted: remaining == Some(0),
             rows_read: 0,
             bytes_read: 0,
+            started: false,
         }
     }
 
@@ -164,7 +169,11 @@ impl ReadCursor {
         if self.exhausted {
             return Ok(batch);
         }
-        self.check_still_valid(state).await?;
+        let first = !std::mem::replace(&mut self.started, true);
+        if !self.check_still_valid(state, first).await? {
+            self.exhausted = true;
+            return Ok(batch);
+        }
         let mut session = state.store.session().await?;
         let mut bytes = 0usize;
         while batch.len() < limit.documents && !self.exhausted {
@@ -314,12 +323,16 @@ impl ReadCursor {
 
     /// QueryPlanKilled when the collection was dropped or recreated, or the index the scan
     /// walks was dropped or now holds several keys for a document, since the cursor opened.
-    async fn check_still_valid(&self, state: &AppState) -> Result<(), OpError> {
+    /// Answers false (nothing to read) when the `first` batch finds the collection gone.
+    async fn check_still_valid(&self, state: &AppState, first: bool) -> Result<bool, OpError> {
         let info = state
             .catalog
             .collection_info(&self.record.db, &self.record.name)
             .await?;
         let namespace = format!("{}.{}", self.record.db, self.record.name);
+        if info.is_none() && first {
+            return Ok(false);
+        }
         let Some(info) = info.filter(|info| info.record.uuid == self.record.uuid) else {
             return Err(OpError::QueryPlanKilled(format!(
                 "collection dropped between getMore calls: {namespace}"
@@ -344,6 +357,6 @@ impl ReadCursor {
                 Some(_) => {}
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
