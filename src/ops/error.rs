@@ -91,6 +91,15 @@ pub enum OpError {
     /// 322 APIVersionError: an `apiVersion` the server does not support.
     #[error("{0}")]
     ApiVersion(String),
+    /// 23: `replSetInitiate` on a replica set that is initiated already.
+    #[error("{0}")]
+    AlreadyInitialized(String),
+    /// 76: a replication command on a server that presents itself as standalone.
+    #[error("{0}")]
+    NoReplicationEnabled(String),
+    /// 103: a replica set configuration docgate cannot take (its one member is fixed).
+    #[error("{0}")]
+    NewReplicaSetConfigurationIncompatible(String),
 }
 
 impl OpError {
@@ -133,6 +142,9 @@ impl OpError {
             OpError::QueryPlanKilled(_) => 175,
             OpError::ApiStrict(_) => 323,
             OpError::ApiVersion(_) => 322,
+            OpError::AlreadyInitialized(_) => 23,
+            OpError::NoReplicationEnabled(_) => 76,
+            OpError::NewReplicaSetConfigurationIncompatible(_) => 103,
         }
     }
 
@@ -168,6 +180,11 @@ impl OpError {
             OpError::QueryPlanKilled(_) => "QueryPlanKilled",
             OpError::ApiStrict(_) => "APIStrictError",
             OpError::ApiVersion(_) => "APIVersionError",
+            OpError::AlreadyInitialized(_) => "AlreadyInitialized",
+            OpError::NoReplicationEnabled(_) => "NoReplicationEnabled",
+            OpError::NewReplicaSetConfigurationIncompatible(_) => {
+                "NewReplicaSetConfigurationIncompatible"
+            }
         }
     }
 
