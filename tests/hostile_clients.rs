@@ -293,7 +293,9 @@ async fn a_write_inside_a_transaction_is_refused_and_writes_nothing() {
     let attempts = [
         doc! {"txnNumber": 1_i64, "startTransaction": true, "autocommit": false},
         doc! {"txnNumber": 2_i64, "autocommit": false},
-        doc! {"txnNumber": 3_i64},
+        doc! {"startTransaction": true},
+        // TEMPORARY: a bare txnNumber (a retryable write, which drivers send on every
+        // write to a replica set) runs until the sessions branch brings retryable writes.
     ];
     for (i, fields) in attempts.iter().enumerate() {
         let mut insert = doc! {
