@@ -171,6 +171,11 @@ async fn standalone_topology_keeps_the_standalone_face() {
     assert_eq!(code_of(&initiate), Some(76), "{initiate}");
     let config = raw(&mut stream, doc! {"replSetGetConfig": 1});
     assert_eq!(code_of(&config), Some(76), "{config}");
+    let status = raw(&mut stream, doc! {"serverStatus": 1});
+    assert!(
+        !status.contains_key("repl"),
+        "no repl section on a standalone"
+    );
 
     // A driver still works against it directly.
     let client = server.client().await;
@@ -362,6 +367,24 @@ async fn configure_fail_point_is_not_found_without_test_commands() {
     );
     assert_eq!(code_of(&reply), Some(59), "{reply}");
     assert_ok(&raw(&mut stream, doc! {"ping": 1}));
+    let commands = raw(&mut stream, doc! {"listCommands": 1});
+    let commands = commands.get_document("commands").expect("commands");
+    assert!(!commands.contains_key("configureFailPoint"));
+    assert!(commands.contains_key("replSetGetStatus"));
+    let parameter = raw(
+        &mut stream,
+        doc! {"getParameter": 1, "enableTestCommands": 1},
+    );
+    assert_eq!(
+        parameter.get_bool("enableTestCommands").ok(),
+        Some(false),
+        "{parameter}"
+    );
+    // serverStatus.repl describes the set, as on a replica set member.
+    let status = raw(&mut stream, doc! {"serverStatus": 1});
+    let repl = status.get_document("repl").expect("serverStatus.repl");
+    assert_eq!(repl.get_str("setName").ok(), Some("docgate"), "{repl}");
+    assert_eq!(repl.get_bool("isWritablePrimary").ok(), Some(true));
 }
 
 fn fail_point(stream: &mut TcpStream, mode: Bson, data: Document) -> Document {
@@ -378,6 +401,16 @@ async fn fail_command_modes_error_codes_and_labels() {
     let server = TestServer::start_with_args(&["--enable-test-commands"]);
     assert!(server.stderr_log().contains("TEST COMMANDS ENABLED"));
     let mut stream = connect(&server);
+    let commands = raw(&mut stream, doc! {"listCommands": 1});
+    assert!(commands
+        .get_document("commands")
+        .expect("commands")
+        .contains_key("configureFailPoint"));
+    let parameter = raw(
+        &mut stream,
+        doc! {"getParameter": 1, "enableTestCommands": 1},
+    );
+    assert_eq!(parameter.get_bool("enableTestCommands").ok(), Some(true));
     let find = || doc! {"find": "c", "$db": "fp"};
 
     // {times: 2}: the next two finds fail, then the fail point is off.

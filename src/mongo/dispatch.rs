@@ -340,7 +340,7 @@ async fn run(
         Command::HostInfo => document(diagnostics::host_info()),
         Command::ConnectionStatus => document(auth::connection_status(context).await),
         Command::ServerStatus => document(Ok(diagnostics::server_status(context))),
-        Command::ListCommands => document(Ok(diagnostics::list_commands())),
+        Command::ListCommands => document(Ok(diagnostics::list_commands(context))),
         Command::ListDatabases => document(namespaces::list_databases(context, request).await),
         Command::CreateIndexes => document(indexes::create_indexes(context, request).await),
         Command::DropIndexes => document(indexes::drop_indexes(context, request).await),

@@ -126,6 +126,22 @@ pub fn wall_time(ts: Timestamp) -> DateTime {
     DateTime::from_millis(i64::from(ts.time) * 1000)
 }
 
+/// `serverStatus.repl` on the replica-set face: what `hello` says of the set.
+pub fn repl_status(server: &crate::mongo::MongoServer) -> Document {
+    doc! {
+        "topologyVersion": {"processId": server.process_id, "counter": 0_i64},
+        "hosts": [server.advertise.clone()],
+        "setName": server.face.replica_set.clone(),
+        "setVersion": 1,
+        "isWritablePrimary": true,
+        "secondary": false,
+        "primary": server.advertise.clone(),
+        "me": server.advertise.clone(),
+        "electionId": election_id(),
+        "lastWrite": last_write(server.state.cluster_time.now()),
+    }
+}
+
 /// `hello.lastWrite`: the last write is the current cluster time, and majority-committed at
 /// once (the set has one member, which commits before it answers).
 fn last_write(now: Timestamp) -> Document {
