@@ -123,6 +123,38 @@ async fn a_replica_set_client_discovers_the_primary_and_reads_and_writes() {
 }
 
 #[tokio::test]
+async fn an_awaitable_hello_waits_while_the_topology_is_unchanged() {
+    let server = TestServer::start();
+    let mut stream = connect(&server);
+    let hello = raw(&mut stream, doc! {"hello": 1});
+    let version = hello
+        .get_document("topologyVersion")
+        .expect("topologyVersion")
+        .clone();
+    // The client knows this process's topology: the reply waits out maxAwaitTimeMS.
+    let started = Instant::now();
+    let awaited = raw(
+        &mut stream,
+        doc! {"hello": 1, "topologyVersion": version.clone(), "maxAwaitTimeMS": 600_i64},
+    );
+    assert_ok(&awaited);
+    assert!(
+        started.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(awaited.get_document("topologyVersion").ok(), Some(&version));
+    // Another process's topology version (a restarted server): answered at once.
+    let stale = doc! {"processId": mongodb::bson::oid::ObjectId::new(), "counter": 0_i64};
+    let started = Instant::now();
+    assert_ok(&raw(
+        &mut stream,
+        doc! {"hello": 1, "topologyVersion": stale, "maxAwaitTimeMS": 5000_i64},
+    ));
+    assert!(started.elapsed() < Duration::from_millis(2000));
+}
+
+#[tokio::test]
 async fn advertise_and_replica_set_name_are_honoured() {
     let server = TestServer::start_with_args(&[
         "--advertise",

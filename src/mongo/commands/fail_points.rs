@@ -496,3 +496,65 @@ fn parse_data(mode: Mode, data: Option<&Bson>) -> Result<FailCommand, OpError> {
     }
     Ok(config)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes() {
+        assert_eq!(
+            parse_mode(&"alwaysOn".into()).ok(),
+            Some(Some(Mode::AlwaysOn))
+        );
+        assert_eq!(parse_mode(&"off".into()).ok(), Some(None));
+        assert_eq!(
+            parse_mode(&doc! {"times": 3}.into()).ok(),
+            Some(Some(Mode::Times(3)))
+        );
+        assert_eq!(parse_mode(&doc! {"times": 0}.into()).ok(), Some(None));
+        assert_eq!(
+            parse_mode(&doc! {"skip": 2_i64}.into()).ok(),
+            Some(Some(Mode::Skip(2)))
+        );
+        for bad in [
+            Bson::from("on"),
+            doc! {"times": -1}.into(),
+            doc! {"activationProbability": 0.5}.into(),
+            doc! {"times": 1, "skip": 1}.into(),
+            Bson::Int32(1),
+        ] {
+            assert!(parse_mode(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn data() {
+        let config = parse_data(
+            Mode::AlwaysOn,
+            Some(
+                &doc! {"failCommands": ["find"], "errorCode": 2, "blockConnection": true,
+                "blockTimeMS": 10, "appName": "a", "failInternalCommands": true}
+                .into(),
+            ),
+        )
+        .expect("valid");
+        assert_eq!(config.commands, vec!["find".to_string()]);
+        assert_eq!(config.error_code, Some(2));
+        assert_eq!(config.block, Some(Duration::from_millis(10)));
+        assert_eq!(config.app_name.as_deref(), Some("a"));
+        for bad in [
+            doc! {},
+            doc! {"failCommands": "find"},
+            doc! {"failCommands": ["find"], "blockConnection": true},
+            doc! {"failCommands": ["find"], "threadName": "t"},
+            doc! {"failCommands": ["find"], "errorExtraInfo": {}},
+            doc! {"failCommands": ["find"], "errorLabels": [1]},
+        ] {
+            assert!(
+                parse_data(Mode::AlwaysOn, Some(&bad.clone().into())).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}
