@@ -275,6 +275,16 @@ async fn replies_carry_a_cluster_time_that_only_moves_forward() {
     let reply = raw(&mut other, doc! {"ping": 1, "$clusterTime": behind});
     assert!(cluster_time_of(&reply) >= ahead, "{reply}");
 
+    // A time more than a year ahead of the wall clock is refused and moves nothing.
+    let far = doc! {"clusterTime": Timestamp { time: u32::MAX, increment: 0 }, "signature": {}};
+    let reply = raw(&mut other, doc! {"ping": 1, "$clusterTime": far});
+    assert_eq!(code_of(&reply), Some(209), "{reply}");
+    assert_eq!(
+        reply.get_str("codeName").ok(),
+        Some("ClusterTimeFailsRateLimiter")
+    );
+    assert!(cluster_time_of(&reply).time < u32::MAX);
+
     // The driver sees them on run_command replies as well.
     let client = replica_set_client(&server, "").await;
     let reply = client

@@ -63,8 +63,10 @@ pub async fn dispatch(
     request: CommandRequest,
     interrupt: &Interrupt,
 ) -> CommandReply {
-    replication::receive_cluster_time(server, &request);
-    let reply = dispatch_command(server, connection, request, interrupt).await;
+    let reply = match replication::receive_cluster_time(server, &request) {
+        Ok(()) => dispatch_command(server, connection, request, interrupt).await,
+        Err(error) => error.to_reply().into(),
+    };
     replication::stamp_reply(server, reply)
 }
 

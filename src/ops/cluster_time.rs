@@ -65,11 +65,24 @@ impl ClusterClock {
         }
     }
 
-    /// Moves the clock forward to `time` if it is later (gossip); never back.
+    /// Moves the clock forward to `time` if it is later (gossip); never back. Callers check
+    /// [`ClusterClock::within_drift`] first for times that come from clients.
     pub fn advance_to(&self, time: Timestamp) {
         self.packed.fetch_max(pack(time), Ordering::AcqRel);
     }
+
+    /// Whether a gossiped time is close enough to the wall clock to accept: at most
+    /// [`MAX_DRIFT_SECS`] ahead, as MongoDB's `maxAcceptableLogicalClockDriftSecs` (a client
+    /// cannot push the clock to the end of time, where ticks could no longer increase).
+    pub fn within_drift(&self, time: Timestamp) -> bool {
+        let wall = (wall_clock() >> 32) as u32;
+        u64::from(time.time) <= u64::from(wall) + MAX_DRIFT_SECS
+    }
 }
+
+/// How far ahead of the wall clock a gossiped cluster time may be (MongoDB's default of
+/// `maxAcceptableLogicalClockDriftSecs`: one year).
+pub const MAX_DRIFT_SECS: u64 = 365 * 24 * 60 * 60;
 
 fn pack(time: Timestamp) -> u64 {
     (u64::from(time.time) << 32) | u64::from(time.increment)
@@ -127,6 +140,21 @@ mod tests {
                 increment: 8
             }
         );
+    }
+
+    #[test]
+    fn times_too_far_ahead_are_outside_the_drift() {
+        let clock = ClusterClock::new();
+        let now = clock.now();
+        assert!(clock.within_drift(now));
+        assert!(clock.within_drift(Timestamp {
+            time: now.time + 3600,
+            increment: 0
+        }));
+        assert!(!clock.within_drift(Timestamp {
+            time: u32::MAX,
+            increment: 0
+        }));
     }
 
     #[test]

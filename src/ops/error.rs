@@ -100,6 +100,9 @@ pub enum OpError {
     /// 103: a replica set configuration docgate cannot take (its one member is fixed).
     #[error("{0}")]
     NewReplicaSetConfigurationIncompatible(String),
+    /// 209: a gossiped `$clusterTime` too far ahead of the wall clock.
+    #[error("{0}")]
+    ClusterTimeFailsRateLimiter(String),
 }
 
 impl OpError {
@@ -145,6 +148,7 @@ impl OpError {
             OpError::AlreadyInitialized(_) => 23,
             OpError::NoReplicationEnabled(_) => 76,
             OpError::NewReplicaSetConfigurationIncompatible(_) => 103,
+            OpError::ClusterTimeFailsRateLimiter(_) => 209,
         }
     }
 
@@ -185,6 +189,7 @@ impl OpError {
             OpError::NewReplicaSetConfigurationIncompatible(_) => {
                 "NewReplicaSetConfigurationIncompatible"
             }
+            OpError::ClusterTimeFailsRateLimiter(_) => "ClusterTimeFailsRateLimiter",
         }
     }
 

@@ -28,16 +28,26 @@ use crate::mongo::MongoServer;
 const NOT_A_REPLICA_SET: &str = "not running with --replSet";
 
 /// Moves the cluster time forward to the client's `$clusterTime.clusterTime`, if later.
-/// The signature is not checked.
-pub fn receive_cluster_time(server: &MongoServer, request: &CommandRequest) {
+/// The signature is not checked. A time more than a year ahead of the wall clock refuses
+/// the command (209 ClusterTimeFailsRateLimiter), as MongoDB's drift limit does.
+pub fn receive_cluster_time(server: &MongoServer, request: &CommandRequest) -> Result<(), OpError> {
     if !server.is_replica_set() {
-        return;
+        return Ok(());
     }
     if let Some(Bson::Document(gossip)) = request.body.get("$clusterTime") {
         if let Ok(time) = gossip.get_timestamp("clusterTime") {
-            server.state.cluster_time.advance_to(time);
+            let clock = &server.state.cluster_time;
+            if !clock.within_drift(time) {
+                return Err(OpError::ClusterTimeFailsRateLimiter(format!(
+                    "New cluster time, {}, is too far from this node's wall clock time, {}.",
+                    time.time,
+                    clock.now().time
+                )));
+            }
+            clock.advance_to(time);
         }
     }
+    Ok(())
 }
 
 /// `$clusterTime`: the time, signed with MongoDB's placeholder signature.
