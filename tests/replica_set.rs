@@ -152,6 +152,26 @@ async fn an_awaitable_hello_waits_while_the_topology_is_unchanged() {
         doc! {"hello": 1, "topologyVersion": stale, "maxAwaitTimeMS": 5000_i64},
     ));
     assert!(started.elapsed() < Duration::from_millis(2000));
+
+    // A default time limit shortens the wait instead of failing the monitor's hello.
+    let limited = TestServer::start_with_args(&["--default-max-time-ms", "300"]);
+    let mut stream = connect(&limited);
+    let hello = raw(&mut stream, doc! {"hello": 1});
+    let version = hello
+        .get_document("topologyVersion")
+        .expect("topologyVersion")
+        .clone();
+    let started = Instant::now();
+    let awaited = raw(
+        &mut stream,
+        doc! {"hello": 1, "topologyVersion": version, "maxAwaitTimeMS": 3000_i64},
+    );
+    assert_ok(&awaited);
+    assert!(
+        started.elapsed() < Duration::from_millis(2000),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

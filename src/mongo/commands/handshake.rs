@@ -184,7 +184,13 @@ pub async fn await_topology_change(
         return Ok(());
     }
     let interrupt = crate::compute::current_interrupt();
-    let until = std::time::Instant::now() + std::time::Duration::from_millis(millis as u64);
+    let mut until = std::time::Instant::now() + std::time::Duration::from_millis(millis as u64);
+    if let Some(deadline) = interrupt.deadline() {
+        // A time limit (`maxTimeMS`, `--default-max-time-ms`) shortens the wait: the reply
+        // comes in time instead of as MaxTimeMSExpired.
+        let margin = std::time::Duration::from_millis(50);
+        until = until.min(deadline.checked_sub(margin).unwrap_or(deadline));
+    }
     while std::time::Instant::now() < until {
         if server.is_draining() || interrupt.status().is_err() {
             break;
