@@ -79,29 +79,35 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-/// Resolves when SIGINT or SIGTERM arrives.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Resolves when SIGINT or SIGTERM arrives. The handlers are installed when this is
+/// called, not when it is first awaited, so a signal that comes right after the
+/// "listening" lines (which are logged after this call) stops the server gracefully.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
-        let mut terminate = match tokio::signal::unix::signal(
-            tokio::signal::unix::SignalKind::terminate(),
-        ) {
-            Ok(signal) => signal,
-            Err(error) => {
-                tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the server");
-                let _ = interrupt.await;
-                return;
+        use tokio::signal::unix::{signal, SignalKind};
+        let handlers = signal(SignalKind::interrupt())
+            .and_then(|interrupt| Ok((interrupt, signal(SignalKind::terminate())?)));
+        async move {
+            match handlers {
+                Ok((mut interrupt, mut terminate)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = terminate.recv() => {}
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the server");
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
-        };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = interrupt.await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -160,6 +166,7 @@ async fn run(settings: Settings) -> Result<(), MainError> {
         })?;
     let address = listener.local_addr().map_err(MainError::LocalAddress)?;
     let auth = describe_auth(&state).await;
+    let stop = shutdown_signal();
     // Both listeners are bound before either is announced, so "listening" means both are.
     let rest_listener = match settings.rest_listen {
         Some(rest) => Some((
@@ -226,7 +233,7 @@ async fn run(settings: Settings) -> Result<(), MainError> {
     face.advertise.get_or_insert_with(|| address.to_string());
     let server = Arc::new(MongoServer::new(state, settings.mongo_limits, face));
     let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
-    shutdown_signal().await;
+    stop.await;
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;

@@ -297,6 +297,20 @@ impl Catalog {
         db: &str,
         name: &str,
     ) -> Result<Option<Arc<CollectionInfo>>, StoreError> {
+        self.collection_info_through(session, db, name, false).await
+    }
+
+    /// Like [`Catalog::collection_info_in`]; with `committed` (the caller's transaction has
+    /// changed no metadata, so what it reads is the committed catalog) a snapshot read
+    /// through `session` is cached, so that a client that only writes does not read the
+    /// whole catalog on every write.
+    pub async fn collection_info_through(
+        &self,
+        session: &mut dyn StoreSession,
+        db: &str,
+        name: &str,
+        committed: bool,
+    ) -> Result<Option<Arc<CollectionInfo>>, StoreError> {
         if let Some(cache) = &self.cache {
             if let Some(snapshot) = cache.get(&()).await {
                 let fresh = snapshot.version >= self.announced_version.load(Ordering::SeqCst);
@@ -305,7 +319,13 @@ impl Catalog {
                 }
             }
         }
-        Ok(read_snapshot(session).await?.info(db, name).cloned())
+        let snapshot = Arc::new(read_snapshot(session).await?);
+        if let (true, Some(cache)) = (committed, &self.cache) {
+            if snapshot.version >= self.announced_version.load(Ordering::SeqCst) {
+                cache.insert((), snapshot.clone()).await;
+            }
+        }
+        Ok(snapshot.info(db, name).cloned())
     }
 
     /// Drops the cached snapshot and metadata records; call right after committing a

@@ -374,8 +374,18 @@ async fn retryable(
     let mut write = SessionTransaction::begin_write(state.store.as_ref()).await?;
     if let Some(recorded) = write.session().write_record(&key.id).await? {
         if recorded.txn_number == txn {
-            let reply = Document::from_reader(recorded.reply.as_slice())
+            let mut record = Document::from_reader(recorded.reply.as_slice())
                 .map_err(|e| StoreError::Corrupt(format!("write record: {e}")))?;
+            if record.get_str("command").ok() != Some(request.name.as_str()) {
+                return Err(OpError::IllegalOperation(format!(
+                    "txnNumber {txn} of this session was used by a {} command; a retry must repeat it",
+                    record.get_str("command").unwrap_or("different")
+                )));
+            }
+            let reply = match record.remove("reply") {
+                Some(Bson::Document(reply)) => reply,
+                _ => return Err(StoreError::Corrupt("write record without a reply".into()).into()),
+            };
             return Ok(reply.into());
         }
         if recorded.txn_number > txn {
@@ -397,7 +407,7 @@ async fn retryable(
     };
     let record = WriteRecord {
         txn_number: txn,
-        reply: reply
+        reply: doc! {"command": request.name.as_str(), "reply": reply.clone()}
             .to_vec()
             .map_err(|e| StoreError::Corrupt(format!("reply: {e}")))?,
         written_ms: bson::DateTime::now().timestamp_millis(),
@@ -571,16 +581,22 @@ fn session_ids(request: &CommandRequest, command: &str) -> Result<Vec<Vec<u8>>, 
             "{command} takes an array of session ids"
         )));
     };
-    Ok(sessions
+    sessions
         .iter()
-        .filter_map(|s| match s {
+        .map(|s| match s {
             Bson::Document(lsid) => match lsid.get("id") {
-                Some(Bson::Binary(id)) => Some(id.bytes.clone()),
-                _ => None,
+                Some(Bson::Binary(id)) if id.subtype == BinarySubtype::Uuid => Ok(id.bytes.clone()),
+                _ => Err(OpError::TypeMismatch(format!(
+                    "{command}: a session's id must be a UUID, not {}",
+                    lsid.get("id").map_or("missing", super::request::type_name)
+                ))),
             },
-            _ => None,
+            other => Err(OpError::TypeMismatch(format!(
+                "{command}: a session must be an object {{id: UUID}}, not {}",
+                super::request::type_name(other)
+            ))),
         })
-        .collect())
+        .collect()
 }
 
 /// A session id as drivers send it (`lsid.id`): a UUID binary.

@@ -66,11 +66,7 @@ pub async fn find_and_modify(
     );
     let state = scope.state;
     let mut transaction = scope.begin().await?;
-    let collection = match state
-        .catalog
-        .collection_info_in(transaction.session(), db, name)
-        .await?
-    {
+    let collection = match transaction.collection_info(db, name).await? {
         Some(collection) => collection,
         None if upsert => collection_for_write(&mut transaction, db, name).await?,
         None => return Ok(FoundAndModified::default()),

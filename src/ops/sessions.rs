@@ -44,9 +44,10 @@ pub struct SessionSettings {
     /// connection after a network error, so the transaction must outlive the old one
     /// briefly; MongoDB keeps it for its whole lifetime).
     pub disconnect_grace: Duration,
-    /// A transaction that holds the backend's one write lock (SQLite) and has no command
-    /// running is aborted after this long idle, so that a client idling inside a
-    /// transaction cannot keep every other writer waiting for the transaction's lifetime.
+    /// A transaction that holds the backend's one write lock (SQLite) while another writer
+    /// waits for it, and has no command running, is aborted after this long idle, so that a
+    /// client idling inside a transaction cannot keep every other writer waiting for the
+    /// transaction's lifetime.
     pub write_lock_idle_limit: Duration,
 }
 
@@ -265,9 +266,9 @@ impl SessionRegistry {
                 {
                     Some("its client disconnected")
                 } else if now.duration_since(open.idle_since) >= settings.write_lock_idle_limit
-                    && open.transaction.session().holds_write_lock()
+                    && open.transaction.session().blocks_writers()
                 {
-                    Some("it held the database's write lock while idle")
+                    Some("it held the database's write lock idle while other writers waited")
                 } else {
                     None
                 };

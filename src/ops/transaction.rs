@@ -174,8 +174,9 @@ impl<'s> OpScope<'s> {
         let catalog = &self.state.catalog;
         Ok(match &mut self.joined {
             Some(transaction) => {
+                let committed = !transaction.catalog_changed;
                 catalog
-                    .collection_info_in(transaction.session(), db, name)
+                    .collection_info_through(transaction.session(), db, name, committed)
                     .await?
             }
             None => catalog.collection_info(db, name).await?,
@@ -251,6 +252,25 @@ impl<'a> Transaction<'a> {
     /// `Catalog::collection_info_in` with [`Transaction::session`]).
     pub fn catalog(&self) -> &'a Catalog {
         self.catalog
+    }
+
+    /// The collection `db.name` with its indexes as this transaction sees it (a collection
+    /// it created is there); the committed catalog it reads is cached for everyone.
+    pub async fn collection_info(
+        &mut self,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<Arc<CollectionInfo>>, OpError> {
+        let committed = !self.catalog_changed
+            && !self
+                .joined_catalog_changed
+                .as_deref()
+                .copied()
+                .unwrap_or(false);
+        let catalog = self.catalog;
+        Ok(catalog
+            .collection_info_through(self.session.as_mut(), db, name, committed)
+            .await?)
     }
 
     /// Notes that this transaction changed metadata: the catalog is invalidated after commit.

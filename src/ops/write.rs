@@ -20,11 +20,7 @@ pub async fn collection_for_write(
     db: &str,
     name: &str,
 ) -> Result<Arc<CollectionInfo>, OpError> {
-    let catalog = transaction.catalog();
-    if let Some(existing) = catalog
-        .collection_info_in(transaction.session(), db, name)
-        .await?
-    {
+    if let Some(existing) = transaction.collection_info(db, name).await? {
         return Ok(existing);
     }
     check_collection_name(db, name)?;

@@ -227,11 +227,7 @@ async fn update_once(
     let collection = if upsert {
         collection_for_write(&mut transaction, db, name).await?
     } else {
-        match state
-            .catalog
-            .collection_info_in(transaction.session(), db, name)
-            .await?
-        {
+        match transaction.collection_info(db, name).await? {
             Some(collection) => collection,
             None => return Ok(UpdateOutcome::NotFound),
         }
@@ -300,11 +296,7 @@ async fn delete_once(
         just_one,
     };
     let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
-    let Some(collection) = state
-        .catalog
-        .collection_info_in(transaction.session(), db, name)
-        .await?
-    else {
+    let Some(collection) = transaction.collection_info(db, name).await? else {
         return Ok(0);
     };
     let deleted = run_statement(transaction.session(), &collection, statement).await?;

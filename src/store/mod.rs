@@ -155,7 +155,8 @@ impl PoolStatus {
 pub struct WriteRecord {
     /// The write's `txnNumber`.
     pub txn_number: i64,
-    /// The reply document as BSON bytes.
+    /// What the write answered, as BSON bytes (the front end's record: for the wire, the
+    /// command's name and its reply).
     pub reply: Vec<u8>,
     /// When it was written, in milliseconds since the Unix epoch.
     pub written_ms: i64,
@@ -257,9 +258,9 @@ pub trait StoreSession: Send {
     ) -> Result<u64, StoreError>;
 
     /// Whether this session's transaction holds a lock that keeps every other writer out
-    /// (SQLite's one write lock, taken at a snapshot transaction's first write). Backends
-    /// with row locks answer false.
-    fn holds_write_lock(&self) -> bool {
+    /// (SQLite's one write lock, taken at a snapshot transaction's first write) while
+    /// another writer is waiting for it. Backends with row locks answer false.
+    fn blocks_writers(&self) -> bool {
         false
     }
 

@@ -205,10 +205,10 @@ impl FailPoints {
         }
         match config.error_code {
             Some(code) => {
-                let labels = config.error_labels.clone().or_else(|| {
-                    (is_retryable_write(spec, request) && RETRYABLE_WRITE_CODES.contains(&code))
-                        .then(|| vec![Bson::String("RetryableWriteError".into())])
-                });
+                let labels = config
+                    .error_labels
+                    .clone()
+                    .or_else(|| server_labels(spec, request, code));
                 Intercept::Reply(error_reply(
                     code,
                     "Failing command via 'failCommand' failpoint",
@@ -246,6 +246,42 @@ impl FailPoints {
             body.insert("errorLabels", labels);
         }
     }
+}
+
+/// The labels MongoDB itself gives error `code` of this command (when the test names none):
+/// `RetryableWriteError` on a retryable write or a commit/abort with a retryable code;
+/// inside a transaction `TransientTransactionError` on a statement's conflict, lock
+/// timeout, missing transaction or retryable code, and on a commit's conflict or missing
+/// transaction; `UnknownTransactionCommitResult` on a commit whose outcome is unknown
+/// (a retryable code, a time limit, a write concern failure).
+fn server_labels(spec: &CommandSpec, request: &CommandRequest, code: i32) -> Option<Vec<Bson>> {
+    let retryable_code = RETRYABLE_WRITE_CODES.contains(&code);
+    let ends_transaction = matches!(
+        spec.command,
+        Command::CommitTransaction | Command::AbortTransaction
+    );
+    let in_transaction = request.body.contains_key("autocommit");
+    let mut labels: Vec<&str> = Vec::new();
+    if retryable_code && (is_retryable_write(spec, request) || ends_transaction) {
+        labels.push("RetryableWriteError");
+    }
+    if in_transaction {
+        match spec.command {
+            Command::CommitTransaction => {
+                if retryable_code || code == 50 || code == 64 {
+                    labels.push("UnknownTransactionCommitResult");
+                } else if code == 112 || code == 251 {
+                    labels.push("TransientTransactionError");
+                }
+            }
+            Command::AbortTransaction => {}
+            _ if retryable_code || [112, 24, 251].contains(&code) => {
+                labels.push("TransientTransactionError");
+            }
+            _ => {}
+        }
+    }
+    (!labels.is_empty()).then(|| labels.into_iter().map(|l| Bson::String(l.into())).collect())
 }
 
 /// Whether the command is a retryable write: a write statement with a `txnNumber` outside a

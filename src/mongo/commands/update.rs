@@ -121,13 +121,9 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
         )));
     }
 
-    let state = &context.server.state;
     let mut scope = context.scope();
     let mut transaction = scope.begin().await?;
-    let mut collection = state
-        .catalog
-        .collection_info_in(transaction.session(), &request.db, name)
-        .await?;
+    let mut collection = transaction.collection_info(&request.db, name).await?;
     let mut new_multikey: BTreeSet<usize> = BTreeSet::new();
     let (mut matched, mut modified) = (0u64, 0u64);
     let mut upserted: Vec<Bson> = Vec::new();

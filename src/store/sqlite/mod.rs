@@ -67,6 +67,8 @@ pub struct SqliteStore {
     pool: Pool<Manager>,
     file: PathBuf,
     options: SqliteOptions,
+    /// Sessions waiting for the write lock now (in `begin`).
+    waiting_writers: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl SqliteStore {
@@ -94,6 +96,7 @@ impl SqliteStore {
             pool,
             file,
             options,
+            waiting_writers: Default::default(),
         })
     }
 
@@ -123,6 +126,7 @@ impl SqliteStore {
         Ok(SqliteSession::new(
             PooledConn(conn),
             self.options.pool_wait_timeout,
+            self.waiting_writers.clone(),
         ))
     }
 }

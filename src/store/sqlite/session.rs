@@ -20,6 +20,9 @@
 //!
 //! Not for: SQL text (`sql.rs`, `write.rs`, `catalog.rs`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use bson::Document;
 use rusqlite::Connection;
@@ -43,6 +46,8 @@ pub struct SqliteSession {
     /// A snapshot transaction (`begin_snapshot`) is open: failing to get the write lock is
     /// a write conflict, not an unavailable database.
     in_snapshot: bool,
+    /// How many sessions of the store wait for the write lock now.
+    waiting_writers: Arc<AtomicUsize>,
 }
 
 /// How long a write of a snapshot transaction waits for SQLite's one write lock (held by
@@ -51,11 +56,16 @@ pub struct SqliteSession {
 const SNAPSHOT_WRITE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 impl SqliteSession {
-    pub(super) fn new(conn: PooledConn, busy_timeout: std::time::Duration) -> Self {
+    pub(super) fn new(
+        conn: PooledConn,
+        busy_timeout: std::time::Duration,
+        waiting_writers: Arc<AtomicUsize>,
+    ) -> Self {
         SqliteSession {
             conn: Some(conn),
             busy_timeout,
             in_snapshot: false,
+            waiting_writers,
         }
     }
 
@@ -157,8 +167,15 @@ fn lost() -> StoreError {
 #[async_trait]
 impl StoreSession for SqliteSession {
     async fn begin(&mut self) -> Result<(), StoreError> {
-        self.run(|conn| conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err))
-            .await
+        // Counted while it waits, so that a transaction idling on the lock knows it is in
+        // someone's way (`blocks_writers`).
+        let waiting = self.waiting_writers.clone();
+        waiting.fetch_add(1, Ordering::SeqCst);
+        let result = self
+            .run(|conn| conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err))
+            .await;
+        waiting.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 
     async fn begin_snapshot(&mut self) -> Result<(), StoreError> {
@@ -187,11 +204,12 @@ impl StoreSession for SqliteSession {
         result
     }
 
-    fn holds_write_lock(&self) -> bool {
-        self.conn.as_deref().is_some_and(|conn| {
-            conn.transaction_state(None::<&str>)
-                .is_ok_and(|state| state == rusqlite::TransactionState::Write)
-        })
+    fn blocks_writers(&self) -> bool {
+        self.waiting_writers.load(Ordering::SeqCst) > 0
+            && self.conn.as_deref().is_some_and(|conn| {
+                conn.transaction_state(None::<&str>)
+                    .is_ok_and(|state| state == rusqlite::TransactionState::Write)
+            })
     }
 
     async fn write_record(&mut self, session: &[u8]) -> Result<Option<WriteRecord>, StoreError> {
