@@ -239,6 +239,10 @@ pub struct LimitArgs {
     /// `cursorTimeoutMillis`; default 600000: 10 minutes).
     #[arg(long, env = "DOCGATE_CURSOR_TIMEOUT_MS")]
     pub cursor_timeout_ms: Option<u64>,
+    /// Abort a multi-document transaction open this long (MongoDB's
+    /// `transactionLifetimeLimitSeconds`; default 60).
+    #[arg(long, env = "DOCGATE_TRANSACTION_LIFETIME_LIMIT_SECONDS")]
+    pub transaction_lifetime_limit_seconds: Option<u64>,
 }
 
 /// Parses a duration: humane (`500ms`, `30s`, `5m`, `1h`, `1d`, a bare number of seconds)

@@ -144,4 +144,5 @@ pub(super) struct FileLimits {
     pub(super) max_open_cursors: Option<usize>,
     pub(super) max_open_cursors_per_session: Option<usize>,
     pub(super) cursor_timeout_ms: Option<u64>,
+    pub(super) transaction_lifetime_limit_seconds: Option<u64>,
 }

@@ -17,6 +17,7 @@ use crate::auth::{AuthSettings, ThrottleSettings, VerifierSettings};
 use crate::catalog::MetadataCacheSettings;
 use crate::mongo::settings::{MongoLimits, TlsIdentityFiles, TlsMode, TlsSettings};
 use crate::ops::cursors::CursorLimits;
+use crate::ops::sessions::SessionSettings;
 use crate::rest::settings::{RestLimits, RestSettings};
 use crate::state::AppSettings;
 use crate::store::settings::{BackendUrl, PoolSettings};
@@ -331,6 +332,18 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
                     .map_or(mongo_defaults.cursors.idle_timeout, Duration::from_millis),
                 "cursor_timeout_ms",
             )?,
+        },
+        sessions: SessionSettings {
+            transaction_lifetime: positive(
+                args.transaction_lifetime_limit_seconds
+                    .or(file.transaction_lifetime_limit_seconds)
+                    .map_or(
+                        mongo_defaults.sessions.transaction_lifetime,
+                        Duration::from_secs,
+                    ),
+                "transaction_lifetime_limit_seconds",
+            )?,
+            ..mongo_defaults.sessions
         },
     };
     let rest = RestLimits {

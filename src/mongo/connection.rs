@@ -113,6 +113,8 @@ pub async fn handle_connection<S>(
         }
     }
 
+    // Nobody will commit the transactions this client left open.
+    server.sessions.connection_closed(connection.id).await;
     server
         .state
         .counters

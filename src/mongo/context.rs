@@ -13,6 +13,7 @@ use super::commands::auth::ConnectionAuth;
 use super::error::OpError;
 use super::request::CommandRequest;
 use super::MongoServer;
+use crate::ops::transaction::{OpScope, SessionTransaction};
 use crate::store::StoreSession;
 
 /// What one connection knows about itself.
@@ -45,9 +46,26 @@ impl ConnectionInfo {
 pub struct CommandContext<'a> {
     pub server: &'a MongoServer,
     pub connection: &'a mut ConnectionInfo,
+    /// The session transaction the command joins: its session's multi-document
+    /// transaction, or a retryable write's own (see `transactions`).
+    pub transaction: Option<&'a mut SessionTransaction>,
 }
 
 impl CommandContext<'_> {
+    /// Where the command's operations run: joined to its transaction, if it has one.
+    pub fn scope(&mut self) -> OpScope<'_> {
+        let state = &self.server.state;
+        match &mut self.transaction {
+            Some(transaction) => OpScope::joined(state, transaction),
+            None => OpScope::autocommit(state),
+        }
+    }
+
+    /// Whether the command runs inside a multi-document transaction or a retryable write.
+    pub fn in_transaction(&self) -> bool {
+        self.transaction.is_some()
+    }
+
     /// A pooled store session for one command.
     pub async fn open_session(&self) -> Result<Box<dyn StoreSession>, OpError> {
         Ok(self.server.state.store.session().await?)
@@ -58,14 +76,14 @@ impl CommandContext<'_> {
         &self.server.state.catalog
     }
 
-    /// The collection `db.name` with its indexes, if it exists.
+    /// The collection `db.name` with its indexes, if it exists (inside the command's
+    /// transaction, as that transaction sees it).
     pub async fn collection_info(
-        &self,
+        &mut self,
         db: &str,
         name: &str,
-    ) -> Result<Option<std::sync::Arc<crate::catalog::CollectionInfo>>, crate::store::StoreError>
-    {
-        self.server.state.catalog.collection_info(db, name).await
+    ) -> Result<Option<std::sync::Arc<crate::catalog::CollectionInfo>>, OpError> {
+        self.scope().collection_info(db, name).await
     }
 
     /// The logical session id (`lsid.id`) the command carries, if any.

@@ -1,5 +1,6 @@
 //! Command dispatch: looks a command up in the command table, checks its privileges and
-//! what docgate refuses (transactions, `let`), sets its time limit, runs its handler, and
+//! what docgate refuses (`let` in an explain), sets its time limit, runs its handler (in
+//! its session and transaction: `transactions`), and
 //! is the one place where a handler's result becomes a reply (`ok: 1` added, errors mapped
 //! by `OpError`). A reply is a document, or for the cursor commands BSON bytes already, so
 //! stored documents reach the client undecoded.
@@ -18,6 +19,7 @@ use super::commands::{
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
 use super::request::CommandRequest;
+use super::transactions;
 use super::MongoServer;
 use crate::interrupt::{Interrupt, Interruption};
 use crate::state::ServerCounters;
@@ -60,7 +62,11 @@ pub async fn dispatch(
     interrupt: &Interrupt,
 ) -> CommandReply {
     ServerCounters::add(&server.state.counters.op_command, 1);
-    let mut context = CommandContext { server, connection };
+    let mut context = CommandContext {
+        server,
+        connection,
+        transaction: None,
+    };
     let spec = command_table::lookup(&request.name);
     if let Err(error) = auth::authorize(&mut context, &request, spec).await {
         tracing::debug!(command = %request.name, db = %request.db, %error, "command refused");
@@ -70,7 +76,6 @@ pub async fn dispatch(
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
     let refused = check_stable_api(spec, &request)
-        .and_then(|()| refuse_transactions(&request))
         .and_then(|()| refuse_explained_let(spec, &request));
     let limit = match spec.command {
         Command::GetMore => get_more_time_limit(server, &request),
@@ -82,7 +87,7 @@ pub async fn dispatch(
             if let Some(limit) = limit {
                 interrupt.set_deadline(std::time::Instant::now() + limit);
             }
-            let running = run_with_retry(&mut context, &request, spec.command);
+            let running = super::transactions::run(&mut context, &request, spec.command);
             crate::compute::scope(interrupt.clone(), within_deadline(running, interrupt)).await
         }
     };
@@ -102,7 +107,7 @@ pub async fn dispatch(
 }
 
 /// Runs the command; a write planned from a stale catalog runs once more.
-async fn run_with_retry(
+pub(super) async fn run_with_retry(
     context: &mut CommandContext<'_>,
     request: &CommandRequest,
     command: Command,
@@ -229,20 +234,6 @@ fn check_stable_api(spec: &CommandSpec, request: &CommandRequest) -> Result<(), 
     }
 }
 
-/// Transactions are not implemented: a command that would start or join one is refused
-/// (MongoDB's answer on a standalone server), never run as a plain command.
-fn refuse_transactions(request: &CommandRequest) -> Result<(), OpError> {
-    if ["txnNumber", "startTransaction", "autocommit"]
-        .iter()
-        .any(|field| request.body.contains_key(field))
-    {
-        return Err(OpError::IllegalOperation(
-            "Transaction numbers are only allowed on a replica set member or mongos".into(),
-        ));
-    }
-    Ok(())
-}
-
 /// Command-level `let` variables are not implemented yet. Each command's handler refuses
 /// them as it takes its arguments; the command inside an `explain` is only partly parsed
 /// (its filter, sort and hint), so its `let` is refused here, rather than explained as if
@@ -302,8 +293,18 @@ async fn run(
         Command::Ping => document(Ok(Document::new())),
         Command::BuildInfo => document(Ok(handshake::build_info(context))),
         Command::WhatsMyUri => document(handshake::whats_my_uri(context)),
-        Command::EndSessions => document(handshake::end_sessions(context, request)),
-        Command::KillAllSessions => document(handshake::kill_all_sessions(context)),
+        Command::EndSessions | Command::KillSessions => {
+            document(transactions::end_sessions(context, request).await)
+        }
+        Command::KillAllSessions | Command::KillAllSessionsByPattern => {
+            document(transactions::kill_all_sessions(context, request).await)
+        }
+        Command::StartSession => document(transactions::start_session(context, request)),
+        Command::RefreshSessions => document(transactions::refresh_sessions(context, request)),
+        // Run by `transactions::run` when they carry their session and transaction number.
+        Command::CommitTransaction | Command::AbortTransaction => Err(OpError::InvalidOptions(
+            format!("{} requires lsid, txnNumber and autocommit: false", request.name),
+        )),
         Command::GetParameter => document(diagnostics::get_parameter(context, request)),
         Command::GetCmdLineOpts => document(diagnostics::get_cmd_line_opts(context)),
         Command::GetLog => document(diagnostics::get_log(request)),

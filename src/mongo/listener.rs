@@ -26,6 +26,35 @@ const REAPER_INTERVAL: Duration = Duration::from_secs(30);
 /// goes on without them.
 pub const INTERRUPTED_ANSWER_TIME: Duration = Duration::from_secs(2);
 
+/// Aborts transactions past their lifetime and ends sessions idle past their timeout, with
+/// their cursors; now and then deletes the retryable-write records of sessions that can no
+/// longer retry (written longer ago than the session timeout).
+async fn reap_sessions(server: &MongoServer) {
+    let ended = server.sessions.reap();
+    if !ended.is_empty() {
+        let ids: Vec<bson::Bson> = ended
+            .iter()
+            .map(|id| super::transactions::session_id_bson(id))
+            .collect();
+        server.cursors.kill_sessions(&ids);
+        tracing::debug!(ended = ended.len(), "ended expired sessions");
+    }
+    let cutoff = bson::DateTime::now().timestamp_millis()
+        - server.sessions.settings().idle_timeout.as_millis() as i64;
+    if !server.sessions.should_purge_records() {
+        return;
+    }
+    let purged = async {
+        let mut session = server.state.store.session().await?;
+        session.delete_write_records(None, cutoff).await
+    };
+    match purged.await {
+        Ok(0) => {}
+        Ok(purged) => tracing::debug!(purged, "deleted expired retryable-write records"),
+        Err(error) => tracing::warn!(%error, "could not delete expired retryable-write records"),
+    }
+}
+
 /// Serves connections from `listener`, secured as `tls` says, until `shutdown` turns true.
 pub async fn serve(
     server: Arc<MongoServer>,
@@ -43,6 +72,10 @@ pub async fn serve(
         let every = (reaper_server.cursors.limits().idle_timeout / 4)
             .clamp(Duration::from_millis(100), REAPER_INTERVAL);
         let mut ticker = tokio::time::interval(every);
+        // Transactions outlive their lifetime by at most a tenth of it (and 1 s).
+        let session_every = (reaper_server.sessions.settings().transaction_lifetime / 10)
+            .clamp(Duration::from_millis(100), Duration::from_secs(1));
+        let mut session_ticker = tokio::time::interval(session_every);
         loop {
             tokio::select! {
                 _ = ticker.tick() => {
@@ -51,6 +84,7 @@ pub async fn serve(
                         tracing::info!(closed, "closed idle cursors");
                     }
                 }
+                _ = session_ticker.tick() => reap_sessions(&reaper_server).await,
                 _ = reaper_shutdown.changed() => break,
             }
         }

@@ -18,17 +18,21 @@ pub mod reader;
 pub mod request;
 pub mod settings;
 pub mod tls;
+pub mod transactions;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crate::ops::cursors::CursorRegistry;
+use crate::ops::sessions::SessionRegistry;
 use crate::state::AppState;
 
 /// What every connection of the mongo front end shares.
 pub struct MongoServer {
     pub state: Arc<AppState>,
     pub cursors: CursorRegistry,
+    /// Logical sessions, their transactions and retryable writes (the core's).
+    pub sessions: SessionRegistry,
     /// Bytes of incoming messages all connections may hold at once (`reader`).
     pub message_budget: reader::MessageBudget,
     /// What each connection and command is allowed (`[limits]`).
@@ -42,6 +46,7 @@ impl MongoServer {
         MongoServer {
             state,
             cursors: CursorRegistry::new(limits.cursors),
+            sessions: SessionRegistry::new(limits.sessions),
             limits,
             message_budget,
             next_connection_id: AtomicI64::new(1),

@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use crate::ops::cursors::CursorLimits;
+use crate::ops::sessions::SessionSettings;
 use serde::Deserialize;
 
 /// Whether the MongoDB listener speaks TLS (MongoDB's `net.tls.mode`, without the
@@ -75,6 +76,8 @@ pub struct MongoLimits {
     pub default_max_time: Option<Duration>,
     /// Open cursors and their idle timeout.
     pub cursors: CursorLimits,
+    /// How long sessions and their transactions may live.
+    pub sessions: SessionSettings,
 }
 
 impl Default for MongoLimits {
@@ -87,6 +90,7 @@ impl Default for MongoLimits {
             incoming_message_budget_bytes: 1 << 30,
             default_max_time: None,
             cursors: CursorLimits::default(),
+            sessions: SessionSettings::default(),
         }
     }
 }

@@ -40,11 +40,12 @@ pub async fn run_pipeline(
     // $lookup and $unionWith read other collections of the same database.
     let mut foreign = ForeignDocuments::new();
     for other in pipeline.foreign_collections() {
-        let documents = match catalog.collection(db, &other).await? {
+        let documents = match catalog.collection_info_in(session, db, &other).await? {
             None => Vec::new(),
-            Some(record) => {
+            Some(info) => {
+                let record = &info.record;
                 let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
-                read::execute(session, &record, &plan).await?
+                read::execute(session, record, &plan).await?
             }
         };
         foreign.insert(other, documents);

@@ -33,7 +33,7 @@ use bson::{Bson, RawDocumentBuf};
 
 use super::error::OpError;
 use super::read_cursor::{BatchLimit, ReadCursor};
-use crate::state::AppState;
+use super::transaction::OpScope;
 
 /// A batch stops growing once it passes this many bytes (MongoDB's 16 MiB reply budget).
 pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
@@ -137,12 +137,12 @@ impl ResultSource {
 
     async fn next_batch(
         &mut self,
-        state: &AppState,
+        scope: &mut OpScope<'_>,
         limit: BatchLimit,
     ) -> Result<Vec<RawDocumentBuf>, OpError> {
         match self {
             ResultSource::Documents(documents) => Ok(take_batch(documents, limit)),
-            ResultSource::Stream(read) => read.next_batch(state, limit).await,
+            ResultSource::Stream(read) => read.next_batch(scope, limit).await,
         }
     }
 }
@@ -323,7 +323,7 @@ impl CursorRegistry {
     /// read fails or is abandoned (the client went away, the time limit passed).
     pub async fn next_batch(
         &self,
-        state: &AppState,
+        scope: &mut OpScope<'_>,
         id: i64,
         namespace: &str,
         batch_size: Option<usize>,
@@ -336,7 +336,7 @@ impl CursorRegistry {
             .as_mut()
             .ok_or(OpError::CursorNotFound(id))?;
         let documents = source
-            .next_batch(state, next_batch_limit(batch_size))
+            .next_batch(scope, next_batch_limit(batch_size))
             .await?;
         let cursor_id = self.hand_back(&mut checked_out, started);
         Ok(Batch {

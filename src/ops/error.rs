@@ -91,6 +91,33 @@ pub enum OpError {
     /// 322 APIVersionError: an `apiVersion` the server does not support.
     #[error("{0}")]
     ApiVersion(String),
+    /// 251 NoSuchTransaction: the session has no open transaction of that number (never
+    /// started, aborted, expired or killed).
+    #[error("{0}")]
+    NoSuchTransaction(String),
+    /// 256 TransactionCommitted: the transaction has committed; it cannot be aborted or
+    /// continued.
+    #[error("{0}")]
+    TransactionCommitted(String),
+    /// 225 TransactionTooOld: a transaction number older than the session's latest.
+    #[error("{0}")]
+    TransactionTooOld(String),
+    /// 263 OperationNotSupportedInTransaction.
+    #[error("{0}")]
+    NotInTransaction(String),
+    /// 50768 NotARetryableWriteCommand: a `txnNumber` on a command that is neither in a
+    /// transaction nor a retryable write.
+    #[error("{0}")]
+    NotRetryable(String),
+    /// 117 ConflictingOperationInProgress.
+    #[error("{0}")]
+    ConflictingOperation(String),
+    /// 239 SnapshotTooOld: a snapshot at a time whose history is not kept.
+    #[error("{0}")]
+    SnapshotTooOld(String),
+    /// 206 NoSuchSession.
+    #[error("{0}")]
+    NoSuchSession(String),
 }
 
 impl OpError {
@@ -133,6 +160,14 @@ impl OpError {
             OpError::QueryPlanKilled(_) => 175,
             OpError::ApiStrict(_) => 323,
             OpError::ApiVersion(_) => 322,
+            OpError::NoSuchTransaction(_) => 251,
+            OpError::TransactionCommitted(_) => 256,
+            OpError::TransactionTooOld(_) => 225,
+            OpError::NotInTransaction(_) => 263,
+            OpError::NotRetryable(_) => 50768,
+            OpError::NoSuchSession(_) => 206,
+            OpError::SnapshotTooOld(_) => 239,
+            OpError::ConflictingOperation(_) => 117,
         }
     }
 
@@ -168,10 +203,24 @@ impl OpError {
             OpError::QueryPlanKilled(_) => "QueryPlanKilled",
             OpError::ApiStrict(_) => "APIStrictError",
             OpError::ApiVersion(_) => "APIVersionError",
+            OpError::NoSuchTransaction(_) => "NoSuchTransaction",
+            OpError::TransactionCommitted(_) => "TransactionCommitted",
+            OpError::TransactionTooOld(_) => "TransactionTooOld",
+            OpError::NotInTransaction(_) => "OperationNotSupportedInTransaction",
+            OpError::NotRetryable(_) => "NotARetryableWriteCommand",
+            OpError::NoSuchSession(_) => "NoSuchSession",
+            OpError::SnapshotTooOld(_) => "SnapshotTooOld",
+            OpError::ConflictingOperation(_) => "ConflictingOperationInProgress",
         }
     }
 
-    /// Error labels drivers act on (retryability).
+    /// Whether this error is a write conflict (112), which a whole transaction may retry.
+    pub fn is_write_conflict(&self) -> bool {
+        matches!(self, OpError::Store(StoreError::WriteConflict(_)))
+    }
+
+    /// Error labels drivers act on (retryability) outside a transaction; inside one the
+    /// session layer decides (`TransientTransactionError`, `UnknownTransactionCommitResult`).
     pub fn labels(&self) -> &'static [&'static str] {
         match self {
             OpError::Store(StoreError::PoolTimeout(_) | StoreError::Unavailable(_)) => {
@@ -204,6 +253,7 @@ fn store_error_code(error: &StoreError) -> (i32, &'static str) {
         StoreError::StaleCatalog(_) => (13388, "StaleConfig"),
         StoreError::PoolTimeout(_) => (89, "NetworkTimeout"),
         StoreError::Unavailable(_) => (6, "HostUnreachable"),
+        StoreError::WriteConflict(_) => (112, "WriteConflict"),
         StoreError::Database(_) => (1, "InternalError"),
         StoreError::Corrupt(_) => (1, "InternalError"),
         StoreError::Interrupted(reason) => (reason.code(), reason.code_name()),

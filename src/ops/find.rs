@@ -20,7 +20,7 @@ use super::OpError;
 use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::planner::ReadPlan;
 use crate::query::{compare_values, Filter, Projection, SortSpec};
-use crate::state::AppState;
+use super::transaction::OpScope;
 use crate::store::ScanPosition;
 
 /// A parsed `find`.
@@ -59,7 +59,7 @@ pub struct FoundPage {
 /// `resume` when given (where the previous page ended; the offset is then not counted
 /// through again), else from the start. A read sorted in Rust cannot resume (BadValue).
 pub async fn page(
-    state: &AppState,
+    scope: &mut OpScope<'_>,
     info: &CollectionInfo,
     request: FindRequest,
     size: usize,
@@ -76,7 +76,7 @@ pub async fn page(
         // The page and one more (whether more follow): the sort keeps only those.
         plan.limit = Some(u64::try_from(size).unwrap_or(u64::MAX).saturating_add(1));
         let mut documents = whole_result(
-            state,
+            scope,
             info,
             &plan,
             projection.as_ref(),
@@ -99,7 +99,7 @@ pub async fn page(
         documents: size,
         bytes: usize::MAX,
     };
-    let documents = cursor.next_batch(state, whole_page).await?;
+    let documents = cursor.next_batch(scope, whole_page).await?;
     let next = cursor.position().cloned();
     let has_more = if cursor.is_exhausted() {
         false
@@ -110,7 +110,7 @@ pub async fn page(
             documents: 1,
             bytes: usize::MAX,
         };
-        !cursor.next_batch(state, one).await?.is_empty()
+        !cursor.next_batch(scope, one).await?.is_empty()
     };
     Ok(FoundPage {
         documents,
@@ -123,19 +123,19 @@ pub async fn page(
 /// hands out after it. A plan whose order the store produces streams (`ReadCursor`: the
 /// cursor holds a position, not the rest); one sorted in Rust is computed whole first.
 pub async fn open(
-    state: &AppState,
+    scope: &mut OpScope<'_>,
     info: &CollectionInfo,
     request: FindRequest,
     first: BatchLimit,
 ) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
     let (plan, projection, positional_filter) = plan_find(info, request)?;
-    if ReadCursor::streams(&plan) {
+    if ReadCursor::streams(&plan) && !scope.reads_whole() {
         let mut cursor = ReadCursor::new(info, plan, projection, positional_filter);
-        let batch = cursor.next_batch(state, first).await?;
+        let batch = cursor.next_batch(scope, first).await?;
         return Ok((batch, ResultSource::Stream(Box::new(cursor))));
     }
     let whole = whole_result(
-        state,
+        scope,
         info,
         &plan,
         projection.as_ref(),
@@ -172,13 +172,13 @@ fn plan_find(
 
 /// Every document `plan` selects, projected when the find projects.
 async fn whole_result(
-    state: &AppState,
+    scope: &mut OpScope<'_>,
     info: &CollectionInfo,
     plan: &ReadPlan,
     projection: Option<&Projection>,
     positional_filter: Option<&Filter>,
 ) -> Result<Vec<RawDocumentBuf>, OpError> {
-    let mut session = state.store.session().await?;
+    let mut session = scope.reader().await?;
     let Some(projection) = projection else {
         return Ok(read::execute_raw(session.as_mut(), &info.record, plan).await?);
     };
@@ -195,27 +195,27 @@ async fn whole_result(
 
 /// The number of documents of `info` matching `filter`.
 pub async fn count(
-    state: &AppState,
+    scope: &mut OpScope<'_>,
     info: &CollectionInfo,
     filter: Filter,
     hint: Option<&Bson>,
 ) -> Result<u64, OpError> {
     let indexes = hinted_indexes(&info.indexes, hint)?;
-    let mut session = state.store.session().await?;
+    let mut session = scope.reader().await?;
     Ok(read::count(session.as_mut(), &info.record, indexes, filter).await?)
 }
 
 /// The distinct values at `key` over the documents of `info` matching `filter`, in BSON
 /// order.
 pub async fn distinct(
-    state: &AppState,
+    scope: &mut OpScope<'_>,
     info: &CollectionInfo,
     key: &str,
     filter: Filter,
     hint: Option<&Bson>,
 ) -> Result<Vec<Bson>, OpError> {
     let indexes = hinted_indexes(&info.indexes, hint)?;
-    let mut session = state.store.session().await?;
+    let mut session = scope.reader().await?;
     let plan = ReadPlan::new(filter, None, 0, None, indexes);
     let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
     let mut values: Vec<Bson> = Vec::new();

@@ -8,14 +8,14 @@
 use bson::{Bson, Document};
 
 use super::read;
-use super::transaction::Transaction;
+use super::transaction::OpScope;
 use super::update::{apply_statement, StatementFailure, UpdateStatement};
 use super::write::{collection_for_write, mark_multikey};
 use super::write_errors::duplicate_id_error;
 use super::OpError;
 use crate::query::planner::ReadPlan;
 use crate::query::{encode_key, Filter, Projection, SortSpec, UpdateContext, UpdateSpec};
-use crate::state::{AppState, ServerCounters};
+use crate::state::ServerCounters;
 
 /// What happens to the document found.
 pub enum Modification {
@@ -54,7 +54,7 @@ pub struct FoundAndModified {
 
 /// Runs `request` on `db.name` in one transaction.
 pub async fn find_and_modify(
-    state: &AppState,
+    scope: &mut OpScope<'_>,
     db: &str,
     name: &str,
     request: FindAndModify,
@@ -64,7 +64,8 @@ pub async fn find_and_modify(
         request.modification,
         Modification::Update { upsert: true, .. }
     );
-    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let state = scope.state;
+    let mut transaction = scope.begin().await?;
     let collection = match state
         .catalog
         .collection_info_in(transaction.session(), db, name)

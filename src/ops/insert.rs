@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 use bson::{Bson, Document};
 
 use super::prepare::{prepare_for_storage, PreparedDocument};
-use super::transaction::Transaction;
+use super::transaction::OpScope;
 use super::write::{collection_for_write, mark_multikey};
 use super::write_errors::{command_write_error, duplicate_id_error, duplicate_index_error};
 use super::OpError;
-use crate::state::{AppState, ServerCounters};
+use crate::state::ServerCounters;
 use crate::store::StoredDocument;
 
 /// What happens to the rest of a batch when one document fails.
@@ -45,7 +45,7 @@ pub struct InsertOutcome {
 /// Inserts `documents` into `db.name`, created if missing as MongoDB's `insert` does. A
 /// batch item that is not a document fails as MongoDB's `insert` fails it.
 pub async fn insert(
-    state: &AppState,
+    scope: &mut OpScope<'_>,
     db: &str,
     name: &str,
     documents: Vec<Bson>,
@@ -54,7 +54,8 @@ pub async fn insert(
     let namespace = format!("{db}.{name}");
     // The indexes the catalog knows decide the keys each document contributes; a write
     // planned from a stale list is caught by the store and retried (`retry`).
-    let known = state.catalog.collection_info(db, name).await?;
+    let state = scope.state;
+    let known = scope.collection_info(db, name).await?;
     let indexes = known
         .as_ref()
         .map_or(&[][..], |info| info.indexes.as_slice());
@@ -82,7 +83,7 @@ pub async fn insert(
         }
     }
 
-    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let mut transaction = scope.begin().await?;
     let info = collection_for_write(&mut transaction, db, name).await?;
     let batch: Vec<StoredDocument> = prepared.iter().map(|(_, p)| p.stored.clone()).collect();
     let outcome = transaction

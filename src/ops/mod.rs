@@ -6,8 +6,10 @@
 //! - `error`: [`OpError`], MongoDB's codes;
 //! - `namespace`: database and collection name rules;
 //! - `prepare`: a document made ready to store (`_id` first, limits, index keys);
-//! - `transaction`: the transaction of an operation that writes, and the catalog
+//! - `transaction`: where an operation runs (on its own or joined to a session's
+//!   transaction), the transaction of an operation that writes, and the catalog
 //!   invalidation after it commits;
+//! - `sessions`: logical sessions, multi-document transactions, retryable writes;
 //! - `collections`: create, drop and rename collections;
 //! - `write`: the collection of a write (created implicitly), multikey marking;
 //! - `insert`: a batch of documents, ordered, unordered or all or nothing;
@@ -39,6 +41,7 @@ pub mod prepare;
 pub mod read;
 pub mod read_cursor;
 pub mod retry;
+pub mod sessions;
 pub mod transaction;
 pub mod ttl;
 pub mod update;

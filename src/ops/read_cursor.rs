@@ -28,7 +28,7 @@ use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::planner::{IndexCandidate, ReadPlan};
 use crate::query::{Filter, Projection};
-use crate::state::AppState;
+use super::transaction::OpScope;
 use crate::store::{CollectionRecord, PositionedRow, ScanPosition, ScanRequest, StoreError};
 
 /// Rows read per store round trip when Rust re-checks a residual filter (small enough to
@@ -162,7 +162,7 @@ impl ReadCursor {
     /// (and the index the scan walks) must still be the one the cursor was opened on.
     pub async fn next_batch(
         &mut self,
-        state: &AppState,
+        scope: &mut OpScope<'_>,
         limit: BatchLimit,
     ) -> Result<Vec<RawDocumentBuf>, OpError> {
         let mut batch = Vec::new();
@@ -170,16 +170,17 @@ impl ReadCursor {
             return Ok(batch);
         }
         let first = !std::mem::replace(&mut self.started, true);
-        if !self.check_still_valid(state, first).await? {
+        if !self.check_still_valid(scope, first).await? {
             self.exhausted = true;
             return Ok(batch);
         }
-        let mut session = state.store.session().await?;
+        let mut session = scope.reader().await?;
         let mut bytes = 0usize;
         while batch.len() < limit.documents && !self.exhausted {
             let want = limit.documents - batch.len();
             let (request, chunk) = self.next_request(want, limit.bytes.saturating_sub(bytes));
             let rows = session
+                .as_mut()
                 .scan_from(&self.record, &request, self.position.as_ref())
                 .await?;
             self.rows_read += rows.len();
@@ -324,9 +325,12 @@ impl ReadCursor {
     /// QueryPlanKilled when the collection was dropped or recreated, or the index the scan
     /// walks was dropped or now holds several keys for a document, since the cursor opened.
     /// Answers false (nothing to read) when the `first` batch finds the collection gone.
-    async fn check_still_valid(&self, state: &AppState, first: bool) -> Result<bool, OpError> {
-        let info = state
-            .catalog
+    async fn check_still_valid(
+        &self,
+        scope: &mut OpScope<'_>,
+        first: bool,
+    ) -> Result<bool, OpError> {
+        let info = scope
             .collection_info(&self.record.db, &self.record.name)
             .await?;
         let namespace = format!("{}.{}", self.record.db, self.record.name);

@@ -1,26 +1,231 @@
-//! The transaction boundary of every operation that writes: one store session with one
-//! open transaction, and whether the operation changed metadata (created a collection,
-//! made an index multikey, built or dropped an index). Committing invalidates the shared
-//! catalog when it did, after the commit, so no front end has to remember to.
+//! Where an operation's statements run, and the transaction boundary of every operation
+//! that writes.
 //!
-//! Dropping a `Transaction` without committing rolls it back (the store session does when
-//! it goes back to the pool).
+//! - [`OpScope`]: what an operation runs in — on its own (each write its own transaction,
+//!   each read a pooled connection), or joined to a [`SessionTransaction`] that spans several
+//!   commands (a MongoDB multi-document transaction, or a retryable write whose record must
+//!   commit with it). Operations take a scope and never ask which: reads see the joined
+//!   transaction's own writes, writes join it.
+//! - [`Transaction`]: one operation's transaction: a store session with one open
+//!   transaction, and whether the operation changed metadata (created a collection, made an
+//!   index multikey, built or dropped an index). Committing invalidates the shared catalog
+//!   when it did, after the commit, so no front end has to remember to. Joined, committing
+//!   only hands the metadata change on to the session transaction, which invalidates when it
+//!   commits.
 //!
-//! Not for: what the operation writes (`write`, `update`, `delete`, `insert`).
+//! Dropping a `Transaction` or a `SessionTransaction` without committing rolls it back (the
+//! store session does when it goes back to the pool).
+//!
+//! Not for: what the operation writes (`write`, `update`, `delete`, `insert`); the session
+//! layer's rules (numbers, states, lifetimes: `sessions`).
+
+use std::sync::Arc;
 
 use super::OpError;
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, CollectionInfo};
+use crate::state::AppState;
 use crate::store::{Store, StoreSession};
 
-/// One operation's open transaction.
+/// A SQL transaction that spans several operations: it holds one pooled connection for its
+/// whole life and gives it back on commit, rollback or drop.
+pub struct SessionTransaction {
+    /// Behind a mutex only so that a command context holding the transaction is `Sync`
+    /// (connections are `Send`, not `Sync`); every access is through `&mut self`, which
+    /// never locks (`Mutex::get_mut`).
+    session: std::sync::Mutex<Box<dyn StoreSession>>,
+    catalog_changed: bool,
+    /// A snapshot read outside a multi-document transaction (`readConcern: snapshot`):
+    /// cursors read their whole result in it, since later batches could not see the
+    /// same snapshot.
+    whole_results: bool,
+}
+
+impl SessionTransaction {
+    /// A multi-document transaction: snapshot reads, the write lock taken late (see
+    /// `StoreSession::begin_snapshot`).
+    pub async fn begin_snapshot(store: &dyn Store) -> Result<SessionTransaction, OpError> {
+        let mut session = store.session().await?;
+        session.begin_snapshot().await?;
+        Ok(SessionTransaction {
+            session: std::sync::Mutex::new(session),
+            catalog_changed: false,
+            whole_results: false,
+        })
+    }
+
+    /// The transaction of one read at `readConcern: snapshot` outside a multi-document
+    /// transaction: every document of its result read in one snapshot.
+    pub async fn begin_snapshot_read(store: &dyn Store) -> Result<SessionTransaction, OpError> {
+        let mut transaction = SessionTransaction::begin_snapshot(store).await?;
+        transaction.whole_results = true;
+        Ok(transaction)
+    }
+
+    /// The transaction of one retryable write: like an operation's own transaction, kept
+    /// open so that the write's record joins it.
+    pub async fn begin_write(store: &dyn Store) -> Result<SessionTransaction, OpError> {
+        let mut session = store.session().await?;
+        session.begin().await?;
+        Ok(SessionTransaction {
+            session: std::sync::Mutex::new(session),
+            catalog_changed: false,
+            whole_results: false,
+        })
+    }
+
+    /// The session the statements run on.
+    pub fn session(&mut self) -> &mut (dyn StoreSession + 'static) {
+        self.session
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .as_mut()
+    }
+
+    /// Commits; then, if an operation in it changed metadata, invalidates the catalog.
+    pub async fn commit(mut self, catalog: &Catalog) -> Result<(), OpError> {
+        self.session().commit().await?;
+        if self.catalog_changed {
+            catalog.invalidate().await;
+        }
+        Ok(())
+    }
+
+    /// Rolls back everything the transaction wrote.
+    pub async fn rollback(mut self) -> Result<(), OpError> {
+        self.session().rollback().await?;
+        Ok(())
+    }
+}
+
+/// A store session for one operation's statements: a pooled one of its own, or the joined
+/// transaction's.
+pub enum ScopedSession<'s> {
+    Pooled(Box<dyn StoreSession>),
+    Joined(&'s mut (dyn StoreSession + 'static)),
+}
+
+impl ScopedSession<'_> {
+    /// The session to run statements on.
+    pub fn as_mut(&mut self) -> &mut (dyn StoreSession + 'static) {
+        match self {
+            ScopedSession::Pooled(session) => session.as_mut(),
+            ScopedSession::Joined(session) => &mut **session,
+        }
+    }
+}
+
+/// What an operation runs in: on its own, or joined to a session transaction.
+pub struct OpScope<'s> {
+    pub state: &'s AppState,
+    joined: Option<&'s mut SessionTransaction>,
+}
+
+impl<'s> OpScope<'s> {
+    /// Each write its own transaction, each read a pooled connection.
+    pub fn autocommit(state: &'s AppState) -> OpScope<'s> {
+        OpScope {
+            state,
+            joined: None,
+        }
+    }
+
+    /// Every statement inside `transaction`.
+    pub fn joined(state: &'s AppState, transaction: &'s mut SessionTransaction) -> OpScope<'s> {
+        OpScope {
+            state,
+            joined: Some(transaction),
+        }
+    }
+
+    /// Whether the operation runs inside a transaction that spans several commands.
+    pub fn in_transaction(&self) -> bool {
+        self.joined.is_some()
+    }
+
+    /// Whether a cursor must read its whole result now (a snapshot read outside a
+    /// multi-document transaction), rather than batch by batch later.
+    pub fn reads_whole(&self) -> bool {
+        self.joined.as_ref().is_some_and(|joined| joined.whole_results)
+    }
+
+    /// The shared catalog.
+    pub fn catalog(&self) -> &'s Catalog {
+        &self.state.catalog
+    }
+
+    /// A store session for reads: the joined transaction's (its snapshot and its own
+    /// writes), else a pooled one.
+    pub async fn reader(&mut self) -> Result<ScopedSession<'_>, OpError> {
+        Ok(match &mut self.joined {
+            Some(transaction) => ScopedSession::Joined(transaction.session()),
+            None => ScopedSession::Pooled(self.state.store.session().await?),
+        })
+    }
+
+    /// The collection `db.name` with its indexes, if it exists — inside the joined
+    /// transaction, as that transaction sees it (a collection it created is there).
+    pub async fn collection_info(
+        &mut self,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<Arc<CollectionInfo>>, OpError> {
+        let catalog = &self.state.catalog;
+        Ok(match &mut self.joined {
+            Some(transaction) => {
+                catalog
+                    .collection_info_in(transaction.session(), db, name)
+                    .await?
+            }
+            None => catalog.collection_info(db, name).await?,
+        })
+    }
+
+    /// The operation's transaction: its own (begun now), or the joined one.
+    pub async fn begin(&mut self) -> Result<Transaction<'_>, OpError> {
+        let catalog = &self.state.catalog;
+        Ok(match &mut self.joined {
+            Some(joined) => {
+                let SessionTransaction {
+                    session,
+                    catalog_changed: joined_catalog_changed,
+                    ..
+                } = &mut **joined;
+                let session = session
+                    .get_mut()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                Transaction {
+                    session: ScopedSession::Joined(session.as_mut()),
+                    catalog,
+                    catalog_changed: false,
+                    joined_catalog_changed: Some(joined_catalog_changed),
+                }
+            }
+            None => {
+                let mut session = self.state.store.session().await?;
+                session.begin().await?;
+                Transaction {
+                    session: ScopedSession::Pooled(session),
+                    catalog,
+                    catalog_changed: false,
+                    joined_catalog_changed: None,
+                }
+            }
+        })
+    }
+}
+
+/// One operation's open transaction (see the module doc).
 pub struct Transaction<'a> {
-    session: Box<dyn StoreSession>,
+    session: ScopedSession<'a>,
     catalog: &'a Catalog,
     catalog_changed: bool,
+    /// Joined: where the metadata change is handed on to.
+    joined_catalog_changed: Option<&'a mut bool>,
 }
 
 impl<'a> Transaction<'a> {
-    /// Checks out a store session and opens a transaction on it.
+    /// Checks out a store session and opens a transaction on it (an operation outside any
+    /// session transaction: the TTL monitor, REST).
     pub async fn begin(
         store: &dyn Store,
         catalog: &'a Catalog,
@@ -28,14 +233,15 @@ impl<'a> Transaction<'a> {
         let mut session = store.session().await?;
         session.begin().await?;
         Ok(Transaction {
-            session,
+            session: ScopedSession::Pooled(session),
             catalog,
             catalog_changed: false,
+            joined_catalog_changed: None,
         })
     }
 
     /// The session the statements run on.
-    pub fn session(&mut self) -> &mut dyn StoreSession {
+    pub fn session(&mut self) -> &mut (dyn StoreSession + 'static) {
         self.session.as_mut()
     }
 
@@ -57,18 +263,27 @@ impl<'a> Transaction<'a> {
     }
 
     /// Commits; then, if metadata changed, invalidates the catalog (on every instance, through
-    /// the catalog version the store bumped in the same transaction).
+    /// the catalog version the store bumped in the same transaction). Joined: the session
+    /// transaction commits later, and invalidates then.
     pub async fn commit(mut self) -> Result<(), OpError> {
-        self.session.commit().await?;
+        if let Some(joined) = self.joined_catalog_changed.take() {
+            *joined |= self.catalog_changed;
+            return Ok(());
+        }
+        self.session.as_mut().commit().await?;
         if self.catalog_changed {
             self.catalog.invalidate().await;
         }
         Ok(())
     }
 
-    /// Rolls back everything the transaction wrote.
+    /// Rolls back everything the transaction wrote. Joined, nothing is undone here: the
+    /// operation fails, and a failed operation aborts the whole session transaction.
     pub async fn rollback(mut self) -> Result<(), OpError> {
-        self.session.rollback().await?;
+        if self.joined_catalog_changed.is_some() {
+            return Ok(());
+        }
+        self.session.as_mut().rollback().await?;
         Ok(())
     }
 }

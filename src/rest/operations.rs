@@ -21,6 +21,7 @@ use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::find::FindRequest;
 use crate::ops::insert::InsertMode;
 use crate::ops::read;
+use crate::ops::transaction::OpScope;
 use crate::ops::retry::refreshed_after_stale;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
@@ -81,7 +82,13 @@ pub async fn find_page(
     };
     ServerCounters::add(&state.counters.op_query, 1);
     let size = usize::try_from(request.limit).unwrap_or(usize::MAX);
-    let found = ops::find::page(state, collection, find, size, request.resume).await?;
+    let found = ops::find::page(
+        &mut OpScope::autocommit(state),
+        collection,
+        find,
+        size,
+        request.resume,
+    ).await?;
     Ok(FoundPage {
         items: found.documents,
         has_more: found.has_more,
@@ -160,7 +167,13 @@ async fn insert_once(
         return Err(RestError::BadRequest("nothing to insert".into()));
     }
     let batch = documents.into_iter().map(Bson::Document).collect();
-    let outcome = ops::insert::insert(state, db, name, batch, InsertMode::AllOrNothing).await?;
+    let outcome = ops::insert::insert(
+        &mut OpScope::autocommit(state),
+        db,
+        name,
+        batch,
+        InsertMode::AllOrNothing,
+    ).await?;
     Ok(outcome.ids)
 }
 

@@ -31,6 +31,12 @@ pub enum StoreError {
     /// The database could not be reached or the connection broke; the caller may retry.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// A write of a snapshot transaction (`begin_snapshot`) met a concurrent one: another
+    /// transaction changed or locked the same rows (PostgreSQL's serialization failure,
+    /// deadlock or lock timeout), or holds the write lock (SQLite). The whole transaction
+    /// may be retried.
+    #[error("write conflict: {0}")]
+    WriteConflict(String),
     /// Anything else the database reported.
     #[error("database error: {0}")]
     Database(String),
@@ -56,6 +62,9 @@ impl StoreError {
             }
             StoreError::Corrupt(_) => {
                 "stored data could not be read; the server log has the details".into()
+            }
+            StoreError::WriteConflict(_) => {
+                "Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction.".into()
             }
             other => other.to_string(),
         }

@@ -131,6 +131,36 @@ impl MetaRecord {
     }
 }
 
+/// The connection pool's figures (`serverStatus`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PoolStatus {
+    pub max_size: usize,
+    pub size: usize,
+    pub in_use: usize,
+}
+
+impl PoolStatus {
+    /// From deadpool's status.
+    pub(crate) fn of(status: deadpool::Status) -> PoolStatus {
+        PoolStatus {
+            max_size: status.max_size,
+            size: status.size,
+            in_use: status.size.saturating_sub(status.available),
+        }
+    }
+}
+
+/// What a retryable write answered (see `StoreSession::put_write_record`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WriteRecord {
+    /// The write's `txnNumber`.
+    pub txn_number: i64,
+    /// The reply document as BSON bytes.
+    pub reply: Vec<u8>,
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub written_ms: i64,
+}
+
 /// How `put_meta` treats an existing record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetaWrite {
@@ -165,6 +195,10 @@ pub trait Store: Send + Sync + 'static {
     /// Where the data lives, for the startup log line; never contains a password.
     fn describe(&self) -> String;
 
+    /// The connection pool now: its limit, its connections, and how many are checked out
+    /// (a multi-document transaction holds one for its whole life).
+    fn pool_status(&self) -> PoolStatus;
+
     /// Checks a connection out of the pool. Waits at most the pool's wait timeout, then
     /// answers `StoreError::PoolTimeout`.
     async fn session(&self) -> Result<Box<dyn StoreSession>, StoreError>;
@@ -194,8 +228,33 @@ pub trait Store: Send + Sync + 'static {
 pub trait StoreSession: Send {
     /// Starts a write transaction (on SQLite `BEGIN IMMEDIATE`, so writers queue up front).
     async fn begin(&mut self) -> Result<(), StoreError>;
+    /// Starts a transaction of several commands (a MongoDB multi-document transaction):
+    /// every read sees one snapshot plus the transaction's own writes, and a write that
+    /// meets a concurrent transaction's answers `StoreError::WriteConflict` at once or after
+    /// a short bounded wait, never a hang. PostgreSQL: `REPEATABLE READ` with a short
+    /// `lock_timeout`. SQLite: `BEGIN DEFERRED`, so the one write lock is taken at the
+    /// first write, not for the transaction's whole life.
+    async fn begin_snapshot(&mut self) -> Result<(), StoreError>;
     async fn commit(&mut self) -> Result<(), StoreError>;
     async fn rollback(&mut self) -> Result<(), StoreError>;
+
+    /// The result recorded for the last retryable write of a logical session: its
+    /// transaction number and the reply (BSON) it answered. One record per session.
+    async fn write_record(&mut self, session: &[u8]) -> Result<Option<WriteRecord>, StoreError>;
+    /// Records (replacing the session's earlier one) the reply of a retryable write, inside
+    /// the write's own transaction, so the write and its record commit together.
+    async fn put_write_record(
+        &mut self,
+        session: &[u8],
+        record: &WriteRecord,
+    ) -> Result<(), StoreError>;
+    /// Deletes the records of `session`, or of every session last written before
+    /// `written_before_ms` (milliseconds since the Unix epoch). Answers how many.
+    async fn delete_write_records(
+        &mut self,
+        session: Option<&[u8]>,
+        written_before_ms: i64,
+    ) -> Result<u64, StoreError>;
 
     /// Monotonic number bumped in the same transaction as every catalog change.
     async fn catalog_version(&mut self) -> Result<i64, StoreError>;

@@ -72,9 +72,11 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let batch_size = cursor_batch_size(cursor)?;
     let namespace = format!("{}.{name}", request.db);
 
-    let mut session = context.open_session().await?;
+    let server = context.server;
+    let mut scope = context.scope();
+    let mut session = scope.reader().await?;
     let results = run_pipeline(
-        &context.server.state.catalog,
+        &server.state.catalog,
         session.as_mut(),
         &request.db,
         name,
@@ -83,6 +85,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     )
     .await?;
     drop(session);
+    drop(scope);
     first_batch_reply(
         context,
         request,

@@ -12,7 +12,6 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops::delete::{run_statement, DeleteStatement};
-use crate::ops::transaction::Transaction;
 use crate::ops::write_errors::command_write_error;
 use crate::query::Filter;
 use crate::state::ServerCounters;
@@ -66,8 +65,8 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let collection = context.collection_info(&request.db, name).await?;
     let mut deleted = 0u64;
     let mut errors: Vec<Document> = Vec::new();
-    let state = &context.server.state;
-    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let mut scope = context.scope();
+    let mut transaction = scope.begin().await?;
     for (index, value) in statements.iter().enumerate() {
         let result = match (parse_statement(value), &collection) {
             (Err(error), _) => Err(error),

@@ -138,8 +138,35 @@ pub fn server_status(context: &CommandContext<'_>) -> Document {
             "command": ServerCounters::get(&counters.op_command) as i64,
         },
         "metrics": {"cursor": cursor_metrics(context)},
+        "transactions": transaction_metrics(context),
+        "logicalSessionRecordCache": {
+            "activeSessionsCount": context.server.sessions.metrics().active_sessions as i64,
+        },
+        "docgate": {"pool": pool_metrics(state)},
         "storageEngine": {"name": state.store.backend_name()},
         "security": {"authentication": authentication_status(state)},
+    }
+}
+
+/// `transactions` as MongoDB reports it: open now, and started, committed and aborted
+/// since start.
+fn transaction_metrics(context: &CommandContext<'_>) -> Document {
+    let metrics = context.server.sessions.metrics();
+    doc! {
+        "currentOpen": metrics.open_transactions as i64,
+        "totalStarted": metrics.transactions_started as i64,
+        "totalCommitted": metrics.transactions_committed as i64,
+        "totalAborted": metrics.transactions_aborted as i64,
+    }
+}
+
+/// docgate's own: the connection pool to the backend.
+fn pool_metrics(state: &crate::state::AppState) -> Document {
+    let pool = state.store.pool_status();
+    doc! {
+        "maxSize": pool.max_size as i64,
+        "size": pool.size as i64,
+        "inUse": pool.in_use as i64,
     }
 }
 

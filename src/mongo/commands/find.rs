@@ -153,7 +153,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         hint,
     };
     let (first, rest) = ops::find::open(
-        &context.server.state,
+        &mut context.scope(),
         &info,
         find_request,
         options.first_batch_limit(),
@@ -197,7 +197,13 @@ pub async fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest
     let server = context.server;
     let batch = server
         .cursors
-        .next_batch(&server.state, id, &namespace, batch_size, &requester)
+        .next_batch(
+            &mut context.scope(),
+            id,
+            &namespace,
+            batch_size,
+            &requester,
+        )
         .await?;
     cursor_reply(&namespace, batch, false)
 }
@@ -244,7 +250,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };
-    let total = ops::find::count(&context.server.state, &info, filter, hint).await?;
+    let total = ops::find::count(&mut context.scope(), &info, filter, hint).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
     Ok(doc! {"n": count_bson(n)})
@@ -270,6 +276,6 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
-    let values = ops::find::distinct(&context.server.state, &info, key, filter, hint).await?;
+    let values = ops::find::distinct(&mut context.scope(), &info, key, filter, hint).await?;
     Ok(doc! {"values": values})
 }

@@ -80,7 +80,7 @@ pub async fn find_and_modify(
         modification,
     };
     let outcome =
-        find_and_modify::find_and_modify(&context.server.state, db, name, request).await?;
+        find_and_modify::find_and_modify(&mut context.scope(), db, name, request).await?;
     let mut last_error = doc! {"n": outcome.n};
     if let Some(updated_existing) = outcome.updated_existing {
         last_error.insert("updatedExisting", updated_existing);

@@ -41,8 +41,14 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     } else {
         InsertMode::Unordered
     };
-    let state = &context.server.state;
-    let outcome = ops::insert::insert(state, &request.db, name, documents.clone(), mode).await?;
+    let outcome = ops::insert::insert(
+        &mut context.scope(),
+        &request.db,
+        name,
+        documents.clone(),
+        mode,
+    )
+    .await?;
     Ok(with_write_errors(
         doc! {"n": count_bson(outcome.inserted)},
         outcome.write_errors,

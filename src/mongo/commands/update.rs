@@ -16,7 +16,6 @@ use crate::mongo::arguments::Arguments;
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
-use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, AppliedStatement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::Filter;
@@ -123,7 +122,8 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     }
 
     let state = &context.server.state;
-    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let mut scope = context.scope();
+    let mut transaction = scope.begin().await?;
     let mut collection = state
         .catalog
         .collection_info_in(transaction.session(), &request.db, name)

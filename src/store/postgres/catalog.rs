@@ -91,6 +91,12 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
              multikey boolean NOT NULL,
              PRIMARY KEY (db, collection, name)
          );
+         CREATE TABLE IF NOT EXISTS docgate.write_records (
+             session bytea PRIMARY KEY,
+             txn_number bigint NOT NULL,
+             reply bytea NOT NULL,
+             written_ms bigint NOT NULL
+         );
          CREATE TABLE IF NOT EXISTS docgate.meta (
              kind text NOT NULL,
              db text NOT NULL,

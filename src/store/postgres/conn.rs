@@ -60,6 +60,9 @@ pub(super) struct PgConn {
     pub(super) broken: bool,
     /// `BEGIN` to send before the next statement.
     pending_begin: bool,
+    /// The caller's transaction is a snapshot transaction (`begin_snapshot`): its `BEGIN`
+    /// is [`SNAPSHOT_BEGIN`].
+    snapshot: bool,
     /// `SAVEPOINT dg_op` to send before the next statement.
     pending_savepoint: bool,
     /// `SAVEPOINT dg_doc` to send before the next statement (after `dg_op`).
@@ -101,6 +104,7 @@ impl managed::Manager for Manager {
             aborted: false,
             broken: false,
             pending_begin: false,
+            snapshot: false,
             pending_savepoint: false,
             pending_doc_savepoint: false,
             pending_lock: None,
@@ -161,9 +165,17 @@ impl PgConn {
         self.in_tx = false;
         self.aborted = false;
         self.pending_begin = false;
+        self.snapshot = false;
         self.pending_savepoint = false;
         self.pending_doc_savepoint = false;
         self.pending_lock = None;
+    }
+
+    /// Starts the caller's snapshot transaction (a multi-document transaction): like
+    /// `begin`, with [`SNAPSHOT_BEGIN`].
+    pub(super) fn begin_snapshot(&mut self) {
+        self.begin();
+        self.snapshot = true;
     }
 
     /// Takes `LOCK TABLE table IN mode MODE` (`table` quoted, `mode` one of the `LOCK_*`
@@ -205,7 +217,11 @@ impl PgConn {
     fn take_prologue(&mut self) -> String {
         let mut text = String::new();
         if std::mem::take(&mut self.pending_begin) {
-            text.push_str("BEGIN;");
+            text.push_str(if self.snapshot && self.in_tx {
+                SNAPSHOT_BEGIN
+            } else {
+                "BEGIN;"
+            });
         }
         if std::mem::take(&mut self.pending_savepoint) {
             text.push_str("SAVEPOINT dg_op;");
@@ -504,6 +520,12 @@ pub(super) const LOCK_ROW_EXCLUSIVE: &str = "ROW EXCLUSIVE";
 /// Lock mode of index builds and drops: waits for writers in flight, keeps new ones out.
 pub(super) const LOCK_SHARE: &str = "SHARE";
 
+/// The start of a multi-document transaction: one snapshot for all its reads (MongoDB's
+/// snapshot isolation), and a row lock held by another transaction answers 55P03 after a
+/// short wait (a write conflict) instead of queueing behind it for its whole life.
+const SNAPSHOT_BEGIN: &str =
+    "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL lock_timeout = '200ms';";
+
 /// How an operation of several statements is wrapped (see `PgConn::open_scope`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Scope {
@@ -512,7 +534,8 @@ pub(super) enum Scope {
 }
 
 /// Maps a PostgreSQL error: connection problems and server shutdown are retryable
-/// `Unavailable`, unique violations `DuplicateKey`, a missing table `StaleCatalog`, the
+/// `Unavailable`, unique violations `DuplicateKey`, serialization failures, deadlocks and
+/// lock timeouts `WriteConflict`, a missing table `StaleCatalog`, the
 /// rest `Database`.
 pub(super) fn pg_err(e: tokio_postgres::Error) -> StoreError {
     if let Some(db) = e.as_db_error() {
@@ -520,6 +543,12 @@ pub(super) fn pg_err(e: tokio_postgres::Error) -> StoreError {
         let text = format!("{}: {} ({})", db.severity(), db.message(), code.code());
         return if *code == SqlState::UNIQUE_VIOLATION {
             StoreError::DuplicateKey
+        } else if *code == SqlState::T_R_SERIALIZATION_FAILURE
+            || *code == SqlState::T_R_DEADLOCK_DETECTED
+            || *code == SqlState::LOCK_NOT_AVAILABLE
+        {
+            // A concurrent transaction changed or holds the same rows.
+            StoreError::WriteConflict(text)
         } else if *code == SqlState::UNDEFINED_TABLE {
             // A table named by a cached catalog record is gone: another instance dropped or
             // renamed the collection. The caller re-reads the catalog and retries.

@@ -45,6 +45,7 @@ mod meta;
 mod session;
 mod sql;
 mod write;
+mod write_record;
 
 #[cfg(test)]
 mod tests;
@@ -208,6 +209,10 @@ fn describe(config: &Config) -> String {
 impl Store for PostgresStore {
     fn backend_name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn pool_status(&self) -> super::PoolStatus {
+        super::PoolStatus::of(self.pool.status())
     }
 
     fn describe(&self) -> String {

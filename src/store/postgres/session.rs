@@ -24,9 +24,10 @@ use super::super::where_clause::PositionColumns;
 use super::super::{
     CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
     PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession, StoredDocument,
+    WriteRecord,
 };
 use super::conn::{Manager, PgConn};
-use super::{catalog, catalog_row, index, meta, sql, write};
+use super::{catalog, catalog_row, index, meta, sql, write, write_record};
 
 /// A session of the PostgreSQL backend. Get one from `PostgresStore::postgres_session`
 /// (concrete) or `Store::session` (boxed).
@@ -140,6 +141,37 @@ impl StoreSession for PostgresSession {
         }
         conn.begin();
         Ok(())
+    }
+
+    async fn begin_snapshot(&mut self) -> Result<(), StoreError> {
+        let conn = self.conn()?;
+        if conn.in_tx {
+            return Err(StoreError::Database(
+                "a transaction is already open on this session".into(),
+            ));
+        }
+        conn.begin_snapshot();
+        Ok(())
+    }
+
+    async fn write_record(&mut self, session: &[u8]) -> Result<Option<WriteRecord>, StoreError> {
+        write_record::get(self.conn()?, session).await
+    }
+
+    async fn put_write_record(
+        &mut self,
+        session: &[u8],
+        record: &WriteRecord,
+    ) -> Result<(), StoreError> {
+        write_record::put(self.conn()?, session, record).await
+    }
+
+    async fn delete_write_records(
+        &mut self,
+        session: Option<&[u8]>,
+        written_before_ms: i64,
+    ) -> Result<u64, StoreError> {
+        write_record::delete(self.conn()?, session, written_before_ms).await
     }
 
     async fn commit(&mut self) -> Result<(), StoreError> {

@@ -53,7 +53,9 @@ pub(super) fn init_schema(conn: &Connection) -> Result<(), StoreError> {
         )
         .map_err(db_err)?;
         conn.execute_batch(index::SCHEMA).map_err(db_err)?;
-        conn.execute_batch(super::meta::SCHEMA).map_err(db_err)
+        conn.execute_batch(super::meta::SCHEMA).map_err(db_err)?;
+        conn.execute_batch(super::write_record::SCHEMA)
+            .map_err(db_err)
     })
 }
 

@@ -65,6 +65,8 @@ impl managed::Manager for Manager {
     /// future cancelled mid-transaction) is rolled back before anyone else gets it.
     async fn recycle(&self, conn: &mut Connection, _: &Metrics) -> RecycleResult<rusqlite::Error> {
         rollback_if_open(conn)?;
+        // A snapshot transaction shortened the wait for the write lock; restore it.
+        conn.busy_timeout(self.busy_timeout)?;
         Ok(())
     }
 }

@@ -24,6 +24,7 @@ mod meta;
 mod session;
 mod sql;
 mod write;
+mod write_record;
 
 #[cfg(test)]
 mod tests;
@@ -119,7 +120,10 @@ impl SqliteStore {
             .get()
             .await
             .map_err(|e| pool_err(e, self.options.pool_wait_timeout))?;
-        Ok(SqliteSession::new(PooledConn(conn)))
+        Ok(SqliteSession::new(
+            PooledConn(conn),
+            self.options.pool_wait_timeout,
+        ))
     }
 }
 
@@ -127,6 +131,10 @@ impl SqliteStore {
 impl Store for SqliteStore {
     fn backend_name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn pool_status(&self) -> super::PoolStatus {
+        super::PoolStatus::of(self.pool.status())
     }
 
     fn describe(&self) -> String {

@@ -29,19 +29,46 @@ use super::super::where_clause::PositionColumns;
 use super::super::{
     CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
     PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession, StoredDocument,
+    WriteRecord,
 };
 use super::conn::{db_err, PooledConn};
-use super::{catalog, catalog_row, index, meta, sql, write};
+use super::{catalog, catalog_row, index, meta, sql, write, write_record};
 
 /// A session of the SQLite backend. Get one from `SqliteStore::sqlite_session` (concrete) or
 /// `Store::session` (boxed).
 pub struct SqliteSession {
     conn: Option<PooledConn>,
+    /// The wait for the write lock outside snapshot transactions (the pool's wait timeout).
+    busy_timeout: std::time::Duration,
+    /// A snapshot transaction (`begin_snapshot`) is open: failing to get the write lock is
+    /// a write conflict, not an unavailable database.
+    in_snapshot: bool,
 }
 
+/// How long a write of a snapshot transaction waits for SQLite's one write lock (held by
+/// a plain write, or by another transaction that has written) before it answers a write
+/// conflict, which the client retries as a whole transaction.
+const SNAPSHOT_WRITE_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
 impl SqliteSession {
-    pub(super) fn new(conn: PooledConn) -> Self {
-        SqliteSession { conn: Some(conn) }
+    pub(super) fn new(conn: PooledConn, busy_timeout: std::time::Duration) -> Self {
+        SqliteSession {
+            conn: Some(conn),
+            busy_timeout,
+            in_snapshot: false,
+        }
+    }
+
+    /// Inside a snapshot transaction, the lock contention SQLite reports (`SQLITE_BUSY`,
+    /// including `SQLITE_BUSY_SNAPSHOT`: another connection wrote since this transaction's
+    /// snapshot) is a write conflict.
+    fn conflict_in_snapshot<R>(&self, result: Result<R, StoreError>) -> Result<R, StoreError> {
+        match result {
+            Err(StoreError::Unavailable(text)) if self.in_snapshot => {
+                Err(StoreError::WriteConflict(text))
+            }
+            other => other,
+        }
     }
 
     /// Runs `f` on the connection without blocking the async runtime (see the module doc).
@@ -50,7 +77,7 @@ impl SqliteSession {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
-        match Handle::try_current().map(|h| h.runtime_flavor()) {
+        let result = match Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(RuntimeFlavor::MultiThread) => {
                 let conn = self.conn.as_deref().ok_or_else(lost)?;
                 tokio::task::block_in_place(|| f(conn))
@@ -67,7 +94,8 @@ impl SqliteSession {
                 result
             }
             Err(_) => f(self.conn.as_deref().ok_or_else(lost)?),
-        }
+        };
+        self.conflict_in_snapshot(result)
     }
 
     /// Runs `f`, a statement that finishes in microseconds and never waits, on the worker
@@ -78,7 +106,10 @@ impl SqliteSession {
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
         match Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(RuntimeFlavor::MultiThread) | Err(_) => f(self.conn.as_deref().ok_or_else(lost)?),
+            Ok(RuntimeFlavor::MultiThread) | Err(_) => {
+                let result = f(self.conn.as_deref().ok_or_else(lost)?);
+                self.conflict_in_snapshot(result)
+            }
             Ok(_) => self.run(f).await,
         }
     }
@@ -106,6 +137,19 @@ impl SqliteSession {
     }
 }
 
+impl SqliteSession {
+    /// After a snapshot transaction: plain writes wait for the lock as long as the pool says.
+    async fn end_snapshot(&mut self) {
+        if std::mem::take(&mut self.in_snapshot) {
+            let wait = self.busy_timeout;
+            // A failure leaves the short wait; the pool restores it when recycling.
+            let _ = self
+                .run(move |conn| conn.busy_timeout(wait).map_err(db_err))
+                .await;
+        }
+    }
+}
+
 fn lost() -> StoreError {
     StoreError::Unavailable("the session lost its connection (a call was cancelled)".into())
 }
@@ -117,13 +161,55 @@ impl StoreSession for SqliteSession {
             .await
     }
 
+    async fn begin_snapshot(&mut self) -> Result<(), StoreError> {
+        self.run(|conn| {
+            conn.busy_timeout(SNAPSHOT_WRITE_WAIT).map_err(db_err)?;
+            conn.execute_batch("BEGIN DEFERRED").map_err(db_err)
+        })
+        .await?;
+        self.in_snapshot = true;
+        Ok(())
+    }
+
     async fn commit(&mut self) -> Result<(), StoreError> {
-        self.run(|conn| conn.execute_batch("COMMIT").map_err(db_err))
-            .await
+        let result = self
+            .run(|conn| conn.execute_batch("COMMIT").map_err(db_err))
+            .await;
+        self.end_snapshot().await;
+        result
     }
 
     async fn rollback(&mut self) -> Result<(), StoreError> {
-        self.run(|conn| conn.execute_batch("ROLLBACK").map_err(db_err))
+        let result = self
+            .run(|conn| conn.execute_batch("ROLLBACK").map_err(db_err))
+            .await;
+        self.end_snapshot().await;
+        result
+    }
+
+    async fn write_record(&mut self, session: &[u8]) -> Result<Option<WriteRecord>, StoreError> {
+        let session = session.to_vec();
+        self.run_short(move |conn| write_record::get(conn, &session))
+            .await
+    }
+
+    async fn put_write_record(
+        &mut self,
+        session: &[u8],
+        record: &WriteRecord,
+    ) -> Result<(), StoreError> {
+        let (session, record) = (session.to_vec(), record.clone());
+        self.run(move |conn| write_record::put(conn, &session, &record))
+            .await
+    }
+
+    async fn delete_write_records(
+        &mut self,
+        session: Option<&[u8]>,
+        written_before_ms: i64,
+    ) -> Result<u64, StoreError> {
+        let session = session.map(<[u8]>::to_vec);
+        self.run(move |conn| write_record::delete(conn, session.as_deref(), written_before_ms))
             .await
     }
 
