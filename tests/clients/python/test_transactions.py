@@ -392,7 +392,17 @@ def test_with_transaction_commits_and_returns_the_callback_result(client, coll, 
 # ------------------------------------------------------------------ transaction commands
 
 
-def test_unknown_transaction_is_no_such_transaction(client, coll):
+# The two tests below choose txnNumbers themselves: they use a client of their own, whose
+# sessions are new to the server (pymongo pools server sessions, and a pooled session may
+# have used higher numbers, which would be 225 TransactionTooOld), and closed after the test.
+
+
+def test_unknown_transaction_is_no_such_transaction(txn_server, request):
+    with _client(txn_server) as client:
+        _unknown_transaction(client, client[_db_name(request)]["items"])
+
+
+def _unknown_transaction(client, coll):
     coll.insert_one({"_id": 0})
     with client.start_session() as s:
         # A statement of a transaction that was never started.
@@ -407,7 +417,12 @@ def test_unknown_transaction_is_no_such_transaction(client, coll):
             assert_code(err.value, 251, "NoSuchTransaction")
 
 
-def test_commit_retried_is_idempotent_and_abort_after_commit_is_transaction_committed(client, coll, other):
+def test_commit_retried_is_idempotent_and_abort_after_commit_is_transaction_committed(txn_server, other, request):
+    with _client(txn_server) as client:
+        _commit_retried(client, client[_db_name(request)]["items"], other)
+
+
+def _commit_retried(client, coll, other):
     with client.start_session() as s:
         txn = {"txnNumber": Int64(1), "autocommit": False}
         reply = coll.database.command(
