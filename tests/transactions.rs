@@ -6,7 +6,8 @@
 //! - commit makes every write of the transaction visible at once, abort leaves nothing, and
 //!   nothing is visible to another client before the commit;
 //! - a second transaction writing a document the first has written fails at once with 112
-//!   WriteConflict labelled `TransientTransactionError`;
+//!   WriteConflict labelled `TransientTransactionError`; writes of other documents (plain, or
+//!   in another transaction) are not held up by an open transaction;
 //! - a transaction older than `--transaction-lifetime-limit-seconds` is aborted by the server:
 //!   its next statement gets 251 NoSuchTransaction and its writes are gone;
 //! - 251 NoSuchTransaction (labelled `TransientTransactionError`) for a transaction the server
@@ -273,6 +274,89 @@ async fn the_second_writer_of_a_document_gets_write_conflict_at_once() {
         .expect("the retried transaction writes");
     bounded("commit 2", s2.commit_transaction()).await.expect("commit 2");
     assert_eq!(all_docs(&coll1).await[0], doc! {"_id": 1, "n": 11});
+}
+
+/// MongoDB's concurrency control is per document: while a transaction holds one document,
+/// writes outside it to other documents — of the same collection, or of another database — and
+/// a second transaction writing another document go ahead at once; only the held document
+/// conflicts (a plain write of it waits for the transaction to end, then applies).
+#[test]
+fn an_open_transaction_holds_only_the_documents_it_wrote() {
+    let server = TestServer::start();
+    let mut holder = raw_wire::connect(&server);
+    let mut outside = raw_wire::connect(&server);
+    // Long enough to see what a held-up write is finally answered (the test fails either way).
+    outside.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    assert_raw_ok(
+        "seed",
+        &raw(&mut outside, doc! {"insert": "held", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}], "$db": "txn"}),
+    );
+    let lsid = new_lsid();
+    let reply = raw(
+        &mut holder,
+        doc! {"update": "held", "updates": [{"q": {"_id": 1}, "u": {"$set": {"by": "txn"}}}],
+        "lsid": lsid.clone(), "txnNumber": 1i64, "startTransaction": true, "autocommit": false, "$db": "txn"},
+    );
+    assert_raw_ok("the transaction writes _id 1", &reply);
+
+    let mut slow_or_failed = Vec::new();
+    for (what, cmd) in [
+        (
+            "an update of another document",
+            doc! {"update": "held", "updates": [{"q": {"_id": 2}, "u": {"$set": {"by": "outside"}}}], "$db": "txn"},
+        ),
+        ("an insert into the same collection", doc! {"insert": "held", "documents": [{"_id": 4}], "$db": "txn"}),
+        ("an insert into another database", doc! {"insert": "elsewhere", "documents": [{"_id": 1}], "$db": "txn_other"}),
+    ] {
+        let started = Instant::now();
+        let reply = raw(&mut outside, cmd.clone());
+        let took = started.elapsed();
+        if raw_wire::ok_of(&reply) != 1.0 || took > FAIL_FAST {
+            slow_or_failed.push(format!("{what} outside the transaction: {cmd} answered after {took:?}: {reply}"));
+        }
+    }
+    // A second transaction writing another document.
+    let other_lsid = new_lsid();
+    let started = Instant::now();
+    let reply = raw(
+        &mut outside,
+        doc! {"update": "held", "updates": [{"q": {"_id": 3}, "u": {"$set": {"by": "txn2"}}}],
+        "lsid": other_lsid.clone(), "txnNumber": 1i64, "startTransaction": true, "autocommit": false, "$db": "txn"},
+    );
+    let took = started.elapsed();
+    if raw_wire::ok_of(&reply) == 1.0 && took <= FAIL_FAST {
+        let commit = raw(
+            &mut outside,
+            doc! {"commitTransaction": 1, "lsid": other_lsid, "txnNumber": 1i64, "autocommit": false, "$db": "admin"},
+        );
+        if raw_wire::ok_of(&commit) != 1.0 {
+            slow_or_failed.push(format!("the second transaction's commit: {commit}"));
+        }
+    } else {
+        slow_or_failed.push(format!(
+            "a second transaction writing another document (_id 3) answered after {took:?}: {reply}"
+        ));
+    }
+    let commit = raw(
+        &mut holder,
+        doc! {"commitTransaction": 1, "lsid": lsid, "txnNumber": 1i64, "autocommit": false, "$db": "admin"},
+    );
+    assert_raw_ok("the first transaction commits", &commit);
+    assert!(
+        slow_or_failed.is_empty(),
+        "writes of other documents were held up by an open transaction:\n{}",
+        slow_or_failed.join("\n")
+    );
+    let find = raw(&mut outside, doc! {"find": "held", "filter": {}, "sort": {"_id": 1}, "$db": "txn"});
+    assert_eq!(
+        sub(&find, &["cursor"]).get_array("firstBatch").unwrap().clone(),
+        vec![
+            Bson::Document(doc! {"_id": 1, "by": "txn"}),
+            Bson::Document(doc! {"_id": 2, "by": "outside"}),
+            Bson::Document(doc! {"_id": 3, "by": "txn2"}),
+            Bson::Document(doc! {"_id": 4}),
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------
