@@ -16,6 +16,7 @@
 //!   the retry's answer repeats the first (`n`, `nModified`), on the same connection or a new
 //!   one; a retry with a `txnNumber` lower than one the session has used is 225
 //!   TransactionTooOld;
+//! - idle transactions that fill the connection pool do not starve other clients;
 //! - nothing leaks: 200 transactions abandoned in every way a client can (the connection
 //!   dropped mid-transaction, `endSessions`, `killSessions`, the lifetime running out on an
 //!   idle connection) leave `serverStatus().transactions.currentOpen` at 0, the session count
@@ -356,6 +357,85 @@ fn an_open_transaction_holds_only_the_documents_it_wrote() {
             Bson::Document(doc! {"_id": 3, "by": "txn2"}),
             Bson::Document(doc! {"_id": 4}),
         ]
+    );
+}
+
+/// Open transactions must not starve everybody else. docgate gives each open transaction a
+/// pooled connection of its own; with `--pool-max 4` and four idle transactions open, plain
+/// reads, writes and `serverStatus` of other clients are still answered at once (MongoDB has no
+/// such limit: an idle transaction costs its cache only). A fifth transaction is answered
+/// promptly too — and were it refused, not with `RetryableWriteError`, which MongoDB never puts
+/// on an error inside a transaction.
+#[test]
+fn idle_transactions_filling_the_pool_do_not_starve_other_clients() {
+    const POOL: usize = 4;
+    let server = TestServer::start_with_args(&["--pool-max", "4"]);
+    let mut admin = raw_wire::connect(&server);
+    admin.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    let docs: Vec<Bson> = (0..10).map(|i| Bson::Document(doc! {"_id": i})).collect();
+    assert_raw_ok("seed", &raw(&mut admin, doc! {"insert": "pool", "documents": docs, "$db": "txn"}));
+
+    let mut holders = Vec::new();
+    for i in 0..POOL {
+        let mut stream = raw_wire::connect(&server);
+        let lsid = new_lsid();
+        let reply = raw(
+            &mut stream,
+            doc! {"find": "pool", "filter": {"_id": i as i32}, "lsid": lsid.clone(), "txnNumber": 1i64,
+            "startTransaction": true, "autocommit": false, "$db": "txn"},
+        );
+        assert_raw_ok(&format!("transaction {i}"), &reply);
+        holders.push((stream, lsid));
+    }
+
+    let mut starved = Vec::new();
+    for cmd in [
+        doc! {"find": "pool", "filter": {"_id": 9}, "$db": "txn"},
+        doc! {"insert": "pool", "documents": [{"_id": "plain"}], "$db": "txn"},
+        doc! {"serverStatus": 1, "$db": "admin"},
+    ] {
+        let started = Instant::now();
+        let reply = raw(&mut admin, cmd.clone());
+        let took = started.elapsed();
+        if raw_wire::ok_of(&reply) != 1.0 || took > FAIL_FAST {
+            let mut shown = reply.clone();
+            shown.remove("$clusterTime");
+            starved.push(format!("{cmd} answered after {took:?}: {shown}"));
+        }
+    }
+
+    let mut extra = raw_wire::connect(&server);
+    extra.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    let started = Instant::now();
+    let reply = raw(
+        &mut extra,
+        doc! {"insert": "pool", "documents": [{"_id": "extra"}], "lsid": new_lsid(), "txnNumber": 1i64,
+        "startTransaction": true, "autocommit": false, "$db": "txn"},
+    );
+    let took = started.elapsed();
+    eprintln!("a transaction beyond the pool's {POOL}: answered after {took:?}: {reply}");
+    if took > FAIL_FAST {
+        starved.push(format!("a transaction beyond the pool's {POOL} answered after {took:?}: {reply}"));
+    }
+    if raw_wire::ok_of(&reply) != 1.0 && labels(&reply).iter().any(|l| l == "RetryableWriteError") {
+        starved.push(format!("an error inside a transaction carries RetryableWriteError: {reply}"));
+    }
+
+    for (i, (mut stream, lsid)) in holders.into_iter().enumerate() {
+        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+        let started = Instant::now();
+        let reply = raw(
+            &mut stream,
+            doc! {"abortTransaction": 1, "lsid": lsid, "txnNumber": 1i64, "autocommit": false, "$db": "admin"},
+        );
+        if raw_wire::ok_of(&reply) != 1.0 || started.elapsed() > FAIL_FAST {
+            starved.push(format!("abortTransaction of open transaction {i} answered after {:?}: {reply}", started.elapsed()));
+        }
+    }
+    assert!(
+        starved.is_empty(),
+        "with {POOL} idle transactions open (--pool-max {POOL}):\n{}",
+        starved.join("\n")
     );
 }
 
