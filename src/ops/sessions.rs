@@ -140,6 +140,11 @@ impl SessionRegistry {
     /// Marks session `key` used now, creating it on its first command.
     pub fn touch(&self, key: &SessionKey) -> Arc<SessionSlot> {
         let mut sessions = self.lock();
+        if let Some(slot) = sessions.get(key) {
+            // Every command of a driver carries its session: no allocation on this path.
+            *slot.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            return slot.clone();
+        }
         let slot = sessions.entry(key.clone()).or_insert_with(|| {
             Arc::new(SessionSlot {
                 state: Arc::new(tokio::sync::Mutex::new(ServerSession {
