@@ -17,6 +17,8 @@
 //!   one; a retry with a `txnNumber` lower than one the session has used is 225
 //!   TransactionTooOld;
 //! - idle transactions that fill the connection pool do not starve other clients;
+//! - a transaction outlives the connection that started it (drivers retry commitTransaction
+//!   on a new connection after a network error);
 //! - nothing leaks: 200 transactions abandoned in every way a client can (the connection
 //!   dropped mid-transaction, `endSessions`, `killSessions`, the lifetime running out on an
 //!   idle connection) leave `serverStatus().transactions.currentOpen` at 0, the session count
@@ -436,6 +438,50 @@ fn idle_transactions_filling_the_pool_do_not_starve_other_clients() {
         starved.is_empty(),
         "with {POOL} idle transactions open (--pool-max {POOL}):\n{}",
         starved.join("\n")
+    );
+}
+
+/// A transaction belongs to its session, not to a connection: MongoDB keeps it open when the
+/// connection that started it goes away, and drivers rely on that — after a network error on
+/// `commitTransaction` they send it again on a new connection (the transactions
+/// specification's retryable-commit test "commitTransaction succeeds after connection error"
+/// expects the document committed). Here the connection is dropped after the first statement,
+/// and the transaction is continued and committed from another connection.
+#[test]
+fn a_transaction_outlives_the_connection_that_started_it() {
+    let server = TestServer::start();
+    let lsid = new_lsid();
+    {
+        let mut first = raw_wire::connect(&server);
+        let reply = raw(
+            &mut first,
+            doc! {"insert": "survive", "documents": [{"_id": 1}], "lsid": lsid.clone(), "txnNumber": 1i64,
+            "startTransaction": true, "autocommit": false, "$db": "txn"},
+        );
+        assert_raw_ok("first statement", &reply);
+    } // the connection is gone, as when a network error hits the driver
+    std::thread::sleep(Duration::from_millis(300));
+    let mut second = raw_wire::connect(&server);
+    let reply = raw(
+        &mut second,
+        doc! {"find": "survive", "filter": {}, "lsid": lsid.clone(), "txnNumber": 1i64, "autocommit": false, "$db": "txn"},
+    );
+    assert_raw_ok("the transaction's next statement on a new connection", &reply);
+    assert_eq!(
+        sub(&reply, &["cursor"]).get_array("firstBatch").unwrap().clone(),
+        vec![Bson::Document(doc! {"_id": 1})],
+        "{reply}"
+    );
+    let reply = raw(
+        &mut second,
+        doc! {"commitTransaction": 1, "lsid": lsid, "txnNumber": 1i64, "autocommit": false, "$db": "admin"},
+    );
+    assert_raw_ok("commitTransaction on a new connection", &reply);
+    let find = raw(&mut second, doc! {"find": "survive", "filter": {}, "$db": "txn"});
+    assert_eq!(
+        sub(&find, &["cursor"]).get_array("firstBatch").unwrap().len(),
+        1,
+        "the committed write is not there: {find}"
     );
 }
 
