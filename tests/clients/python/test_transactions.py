@@ -658,3 +658,32 @@ def test_write_applied_then_retryable_write_concern_error_is_not_applied_twice(f
     )
     assert coll.insert_one({"_id": 3, "x": 33}).inserted_id == 3
     assert list(coll.find({}, sort=[("_id", 1)])) == [{"_id": 0}, {"_id": 3, "x": 33}]
+
+
+def test_commit_succeeds_after_a_connection_error(failpoints, coll, other):
+    # The transactions specification's "commitTransaction succeeds after connection error":
+    # the connection closes on commitTransaction, pymongo sends it again on a new connection,
+    # and the transaction — which belongs to the session, not the connection — commits.
+    fail_point(failpoints, {"times": 1}, {"failCommands": ["commitTransaction"], "closeConnection": True})
+    with failpoints.start_session() as s:
+        s.start_transaction()
+        coll.insert_one({"_id": 1}, session=s)
+        s.commit_transaction()
+    assert list(_other_coll(other, coll).find({})) == [{"_id": 1}]
+
+
+def test_with_transaction_succeeds_after_a_transient_error_on_a_statement(failpoints, coll, other):
+    # A statement failing with a label-bearing error (here 112 from the fail point): the
+    # convenient API aborts, runs the callback again, and commits once.
+    fail_point(failpoints, {"times": 1}, {"failCommands": ["insert"], "errorCode": 112})
+    calls = 0
+
+    def callback(s):
+        nonlocal calls
+        calls += 1
+        coll.insert_one({"_id": calls}, session=s)
+
+    with failpoints.start_session() as s:
+        s.with_transaction(callback)
+    assert calls == 2
+    assert list(_other_coll(other, coll).find({})) == [{"_id": 2}]
