@@ -434,6 +434,32 @@ def test_with_transaction_retries_a_write_conflict_to_success(client, coll, othe
     assert _other_coll(other, coll).find_one({"_id": 1}) == {"_id": 1, "n": 11}
 
 
+def test_with_transaction_read_modify_write_under_contention_loses_no_update(client, coll, other):
+    # 8 threads, 15 transactions each, every one reading the counter and writing it back plus a
+    # log document: snapshot isolation with write conflicts means no increment is lost and no
+    # log entry is written by a transaction that did not commit.
+    coll.insert_one({"_id": "counter", "n": 0})
+    log = coll.database["log"]
+
+    def worker(w: int) -> int:
+        for i in range(15):
+            def callback(s):
+                current = coll.find_one({"_id": "counter"}, session=s)["n"]
+                coll.update_one({"_id": "counter"}, {"$set": {"n": current + 1}}, session=s)
+                log.insert_one({"w": w, "i": i}, session=s)
+
+            with client.start_session() as s:
+                s.with_transaction(callback)
+        return w
+
+    with ThreadPoolExecutor(8) as pool:
+        for f in [pool.submit(worker, w) for w in range(8)]:
+            f.result(timeout=120)
+    assert _other_coll(other, coll).find_one({"_id": "counter"}) == {"_id": "counter", "n": 120}
+    assert other[log.database.name][log.name].count_documents({}) == 120
+    assert transactions_status(client)["currentOpen"] == 0
+
+
 def test_with_transaction_commits_and_returns_the_callback_result(client, coll, other):
     with client.start_session() as s:
         got = s.with_transaction(lambda s: coll.insert_one({"_id": 1}, session=s).inserted_id)
