@@ -18,8 +18,8 @@ retryable-writes, the failCommand fail point) describe it:
   RetryableWriteError makes pymongo retry an insert once, and the document is there once.
 
 The servers here are docgate processes of this module's own (DocgateServer with
-fresh_storage=True), started with --enable-test-commands; the lifetime test starts one with a
-one-second transaction lifetime. Every driver call has a socket timeout and every second
+fresh_storage=True): one for the transaction tests, one started with --enable-test-commands for
+the fail point tests, and the lifetime test starts one with a one-second transaction lifetime. Every driver call has a socket timeout and every second
 thread a future timeout, so a server that blocks a writer fails the test instead of hanging it.
 """
 
@@ -64,7 +64,17 @@ def _stop(srv: DocgateServer) -> None:
 
 @pytest.fixture(scope="module")
 def txn_server(tmp_path_factory):
-    """A server of this module's own, with configureFailPoint enabled."""
+    """A server of this module's own for the transaction tests."""
+    srv = _start(tmp_path_factory)
+    try:
+        yield srv
+    finally:
+        _stop(srv)
+
+
+@pytest.fixture(scope="module")
+def fp_server(tmp_path_factory):
+    """A server with configureFailPoint enabled (--enable-test-commands), for the fail point tests."""
     srv = _start(tmp_path_factory, "--enable-test-commands")
     try:
         yield srv
@@ -600,10 +610,34 @@ def fail_point(client: MongoClient, mode, data=None) -> dict:
     return client.admin.command(cmd)
 
 
+@pytest.fixture(scope="module")
+def fp_client(fp_server):
+    c = _client(fp_server)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def fp_other(fp_server):
+    c = _client(fp_server)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
 @pytest.fixture
-def failpoints(client):
-    yield client
-    fail_point(client, "off")
+def failpoints(fp_client):
+    """The fail point server's client; the fail point is off again after the test."""
+    yield fp_client
+    fail_point(fp_client, "off")
+
+
+@pytest.fixture
+def fp_coll(fp_client, request):
+    return fp_client[_db_name(request)]["items"]
 
 
 def test_configure_fail_point_needs_enable_test_commands(server):
@@ -614,47 +648,47 @@ def test_configure_fail_point_needs_enable_test_commands(server):
     assert_code(err.value, 59, "CommandNotFound")
 
 
-def test_insert_retried_after_the_connection_closed_lands_once(failpoints, coll, txn_server):
+def test_insert_retried_after_the_connection_closed_lands_once(failpoints, fp_coll, fp_server):
     client = failpoints
     created = client.admin.command("serverStatus")["connections"]["totalCreated"]
     fail_point(client, {"times": 1}, {"failCommands": ["insert"], "closeConnection": True})
-    assert coll.insert_one({"_id": 1, "x": 11}).inserted_id == 1
-    assert list(coll.find({})) == [{"_id": 1, "x": 11}]
+    assert fp_coll.insert_one({"_id": 1, "x": 11}).inserted_id == 1
+    assert list(fp_coll.find({})) == [{"_id": 1, "x": 11}]
     # The fail point did fire: the driver had to open a new connection.
     assert client.admin.command("serverStatus")["connections"]["totalCreated"] > created
     # times: 1 is spent: the next insert goes through on the first try.
-    coll.insert_one({"_id": 2})
-    assert coll.count_documents({}) == 2
+    fp_coll.insert_one({"_id": 2})
+    assert fp_coll.count_documents({}) == 2
 
 
-def test_without_retry_writes_a_closed_connection_is_an_error_and_nothing_is_written(failpoints, coll, txn_server):
+def test_without_retry_writes_a_closed_connection_is_an_error_and_nothing_is_written(failpoints, fp_coll, fp_server):
     fail_point(failpoints, {"times": 1}, {"failCommands": ["insert"], "closeConnection": True})
-    with _client(txn_server, retryWrites=False) as plain:
+    with _client(fp_server, retryWrites=False) as plain:
         with pytest.raises(AutoReconnect):
-            plain[coll.database.name][coll.name].insert_one({"_id": 1})
+            plain[fp_coll.database.name][fp_coll.name].insert_one({"_id": 1})
     # failCommand closes the connection before the command runs.
-    assert coll.find_one({"_id": 1}) is None
+    assert fp_coll.find_one({"_id": 1}) is None
 
 
-def test_insert_retried_after_shutdown_in_progress_labelled_retryable(failpoints, coll):
+def test_insert_retried_after_shutdown_in_progress_labelled_retryable(failpoints, fp_coll):
     fail_point(
         failpoints,
         {"times": 1},
         {"failCommands": ["insert"], "errorCode": 91, "errorLabels": ["RetryableWriteError"]},
     )
-    assert coll.insert_one({"_id": 1, "x": 11}).inserted_id == 1
-    assert list(coll.find({})) == [{"_id": 1, "x": 11}]
+    assert fp_coll.insert_one({"_id": 1, "x": 11}).inserted_id == 1
+    assert list(fp_coll.find({})) == [{"_id": 1, "x": 11}]
 
 
-def test_server_labels_a_retryable_error_code_itself(failpoints, coll):
+def test_server_labels_a_retryable_error_code_itself(failpoints, fp_coll):
     # No errorLabels: MongoDB (4.4+) adds RetryableWriteError to a retryable code such as 91
     # on a retryable write, and the driver retries on that label.
     fail_point(failpoints, {"times": 1}, {"failCommands": ["insert"], "errorCode": 91})
-    assert coll.insert_one({"_id": 1}).inserted_id == 1
-    assert coll.count_documents({}) == 1
+    assert fp_coll.insert_one({"_id": 1}).inserted_id == 1
+    assert fp_coll.count_documents({}) == 1
 
 
-def test_empty_error_labels_override_the_server_labels(failpoints, coll):
+def test_empty_error_labels_override_the_server_labels(failpoints, fp_coll):
     fail_point(
         failpoints,
         {"times": 1},
@@ -662,17 +696,17 @@ def test_empty_error_labels_override_the_server_labels(failpoints, coll):
     )
     # pymongo raises 11600 (a "node is shutting down" code) as NotPrimaryError.
     with pytest.raises(NotPrimaryError) as err:
-        coll.insert_one({"_id": 1})
+        fp_coll.insert_one({"_id": 1})
     assert err.value.details.get("code") == 11600, err.value.details
     assert not err.value.has_error_label("RetryableWriteError"), err.value.details
-    assert coll.find_one({"_id": 1}) is None
+    assert fp_coll.find_one({"_id": 1}) is None
 
 
-def test_write_applied_then_retryable_write_concern_error_is_not_applied_twice(failpoints, coll):
+def test_write_applied_then_retryable_write_concern_error_is_not_applied_twice(failpoints, fp_coll):
     # The insert runs, then its answer carries a writeConcernError labelled retryable: the
     # driver sends the same insert (same lsid and txnNumber) again, and the server answers
     # from its record of the first one instead of inserting again (which would be E11000).
-    coll.insert_one({"_id": 0})
+    fp_coll.insert_one({"_id": 0})
     fail_point(
         failpoints,
         {"times": 1},
@@ -682,23 +716,23 @@ def test_write_applied_then_retryable_write_concern_error_is_not_applied_twice(f
             "writeConcernError": {"code": 91, "errmsg": "Replication is being shut down"},
         },
     )
-    assert coll.insert_one({"_id": 3, "x": 33}).inserted_id == 3
-    assert list(coll.find({}, sort=[("_id", 1)])) == [{"_id": 0}, {"_id": 3, "x": 33}]
+    assert fp_coll.insert_one({"_id": 3, "x": 33}).inserted_id == 3
+    assert list(fp_coll.find({}, sort=[("_id", 1)])) == [{"_id": 0}, {"_id": 3, "x": 33}]
 
 
-def test_commit_succeeds_after_a_connection_error(failpoints, coll, other):
+def test_commit_succeeds_after_a_connection_error(failpoints, fp_coll, fp_other):
     # The transactions specification's "commitTransaction succeeds after connection error":
     # the connection closes on commitTransaction, pymongo sends it again on a new connection,
     # and the transaction — which belongs to the session, not the connection — commits.
     fail_point(failpoints, {"times": 1}, {"failCommands": ["commitTransaction"], "closeConnection": True})
     with failpoints.start_session() as s:
         s.start_transaction()
-        coll.insert_one({"_id": 1}, session=s)
+        fp_coll.insert_one({"_id": 1}, session=s)
         s.commit_transaction()
-    assert list(_other_coll(other, coll).find({})) == [{"_id": 1}]
+    assert list(_other_coll(fp_other, fp_coll).find({})) == [{"_id": 1}]
 
 
-def test_with_transaction_succeeds_after_a_transient_error_on_a_statement(failpoints, coll, other):
+def test_with_transaction_succeeds_after_a_transient_error_on_a_statement(failpoints, fp_coll, fp_other):
     # A statement failing with a label-bearing error (here 112 from the fail point): the
     # convenient API aborts, runs the callback again, and commits once.
     fail_point(failpoints, {"times": 1}, {"failCommands": ["insert"], "errorCode": 112})
@@ -707,9 +741,9 @@ def test_with_transaction_succeeds_after_a_transient_error_on_a_statement(failpo
     def callback(s):
         nonlocal calls
         calls += 1
-        coll.insert_one({"_id": calls}, session=s)
+        fp_coll.insert_one({"_id": calls}, session=s)
 
     with failpoints.start_session() as s:
         s.with_transaction(callback)
     assert calls == 2
-    assert list(_other_coll(other, coll).find({})) == [{"_id": 2}]
+    assert list(_other_coll(fp_other, fp_coll).find({})) == [{"_id": 2}]
