@@ -3,7 +3,8 @@
 // The driver's convenient API: `session.withTransaction(callback)` commits the callback's writes
 // and returns its result; a throw inside the callback aborts (nothing written) and comes back
 // out; writes are invisible to a second client until commit; a second writer of a document is
-// told 112 WriteConflict (TransientTransactionError) at once. Mongoose: `connection.transaction()`
+// told 112 WriteConflict (TransientTransactionError) at once, and withTransaction retries it to
+// success once the first transaction commits. Mongoose: `connection.transaction()`
 // over two models writes both on success and neither on a throw.
 //
 // The server must already be running: tests/run_all.sh starts a fresh docgate and passes its
@@ -171,6 +172,43 @@ describe('transactions with the Node.js driver', () => {
       await second.endSession();
     }
     assert.deepEqual(await otherDb.collection('conflict').findOne({ _id: 1 }), { _id: 1, n: 1 });
+  });
+
+  test('withTransaction retries a WriteConflict until the other transaction commits', async () => {
+    const coll = db.collection('retry');
+    await coll.insertOne({ _id: 1, n: 0 });
+    const first = client.startSession();
+    const second = other.startSession();
+    const conflicts = [];
+    let attempts = 0;
+    let sawConflict;
+    const conflicted = new Promise((resolve) => {
+      sawConflict = resolve;
+    });
+    try {
+      first.startTransaction();
+      await coll.updateOne({ _id: 1 }, { $inc: { n: 1 } }, { session: first });
+      const retried = second.withTransaction(async () => {
+        attempts += 1;
+        try {
+          await otherDb.collection('retry').updateOne({ _id: 1 }, { $inc: { n: 10 } }, { session: second });
+        } catch (err) {
+          conflicts.push(err);
+          sawConflict();
+          throw err;
+        }
+      });
+      await within(STEP_TIMEOUT_MS, conflicted, 'the first attempt of withTransaction');
+      await first.commitTransaction();
+      await within(60000, retried, 'withTransaction after the conflict');
+    } finally {
+      await first.endSession();
+      await second.endSession();
+    }
+    assert.ok(attempts >= 2, `attempts: ${attempts}`);
+    assert.equal(conflicts[0].code, 112);
+    assert.ok(conflicts[0].hasErrorLabel('TransientTransactionError'));
+    assert.deepEqual(await otherDb.collection('retry').findOne({ _id: 1 }), { _id: 1, n: 11 });
   });
 });
 
