@@ -5,6 +5,8 @@
 //!   commits, the other gets 112 WriteConflict labelled `TransientTransactionError` (at once,
 //!   as MongoDB answers, not after waiting for the first to finish), and only the committed
 //!   write is there;
+//! - a retryable write applied by A and retried on B (as after a fail-over behind a load
+//!   balancer) is not applied again: B answers the first reply's `n` from the shared record;
 //! - causal consistency across instances: a write acknowledged by A with `operationTime` T,
 //!   then a read on B with `readConcern: {afterClusterTime: T}`, sees it (and so does a causally
 //!   consistent session whose operation time was advanced to T).
@@ -19,9 +21,11 @@
 
 mod postgres_support;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use mongodb::bson::{doc, Bson, Document};
+use mongodb::bson::{doc, Bson, Document, Uuid};
 
 use postgres_support::*;
 
@@ -232,4 +236,95 @@ async fn causal_body(backend: &str) {
         );
         assert_eq!(seen, Some(doc! {"_id": i}), "round {i}: B's causal session missed A's write");
     }
+}
+
+/// One OP_MSG command on a raw connection (its body carries `$db`), and the reply's body.
+fn raw_command(stream: &mut TcpStream, request_id: i32, cmd: &Document) -> Document {
+    let body = cmd.to_vec().expect("encode BSON");
+    let len = (16 + 4 + 1 + body.len()) as i32;
+    let mut msg = Vec::with_capacity(len as usize);
+    for field in [len, request_id, 0, 2013] {
+        msg.extend_from_slice(&field.to_le_bytes());
+    }
+    msg.extend_from_slice(&0u32.to_le_bytes());
+    msg.push(0);
+    msg.extend_from_slice(&body);
+    stream.write_all(&msg).expect("send command");
+    let mut head = [0u8; 16];
+    stream.read_exact(&mut head).expect("reply header");
+    let reply_len = i32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
+    let mut rest = vec![0u8; reply_len - 16];
+    stream.read_exact(&mut rest).expect("reply body");
+    Document::from_reader(&rest[5..]).expect("reply BSON")
+}
+
+fn raw_connect(instance: &Docgate) -> TcpStream {
+    let stream = TcpStream::connect(("127.0.0.1", instance.port())).expect("connect");
+    stream.set_read_timeout(Some(OP_TIMEOUT)).expect("read timeout");
+    stream
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retryable_write_retried_on_the_other_instance_is_not_applied_again() {
+    let Some(db) = TestDb::create().await else {
+        return;
+    };
+    let url = db.url.clone();
+    tokio::time::timeout(TEST_TIMEOUT, tokio::task::spawn_blocking(move || retry_elsewhere_body(&url)))
+        .await
+        .expect("the cross-instance retry test did not finish in time")
+        .expect("test body");
+    db.drop_db().await;
+}
+
+fn retry_elsewhere_body(backend: &str) {
+    let a = Docgate::start("A", backend, &[]);
+    let b = Docgate::start("B", backend, &[]);
+    let (mut to_a, mut to_b) = (raw_connect(&a), raw_connect(&b));
+    let lsid = doc! {"id": Uuid::new()};
+    let ok_of = |reply: &Document| reply.get_f64("ok").or_else(|_| reply.get_i32("ok").map(f64::from)).unwrap_or(0.0);
+
+    let insert = doc! {
+        "insert": "orders", "documents": [{"_id": 1, "item": "a"}, {"_id": 2, "item": "b"}],
+        "lsid": lsid.clone(), "txnNumber": 1i64, "$db": "app",
+    };
+    let first = raw_command(&mut to_a, 1, &insert);
+    assert_eq!(ok_of(&first), 1.0, "A: {first}");
+    let retried = raw_command(&mut to_b, 2, &insert);
+    assert_eq!(ok_of(&retried), 1.0, "B: the retry of A's insert: {retried}");
+    assert_eq!(retried.get("n"), first.get("n"), "B's retry answers another n: {first} vs {retried}");
+    assert!(!retried.contains_key("writeErrors"), "B ran the insert again: {retried}");
+
+    let update = doc! {
+        "update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"qty": 1}}}],
+        "lsid": lsid.clone(), "txnNumber": 2i64, "$db": "app",
+    };
+    let first = raw_command(&mut to_a, 3, &update);
+    assert_eq!(ok_of(&first), 1.0, "A: {first}");
+    let retried = raw_command(&mut to_b, 4, &update);
+    assert_eq!(ok_of(&retried), 1.0, "B: {retried}");
+    assert_eq!(retried.get("nModified"), first.get("nModified"), "{first} vs {retried}");
+
+    let found = raw_command(&mut to_b, 5, &doc! {"find": "orders", "filter": {}, "sort": {"_id": 1}, "$db": "app"});
+    let batch = found
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap_or_else(|_| panic!("no firstBatch: {found}"));
+    assert_eq!(
+        batch,
+        &vec![
+            Bson::Document(doc! {"_id": 1, "item": "a", "qty": 1}),
+            Bson::Document(doc! {"_id": 2, "item": "b"}),
+        ],
+        "a retry on B was applied again"
+    );
+    // An older txnNumber on B, after A saw a newer one.
+    let newer = raw_command(
+        &mut to_a,
+        6,
+        &doc! {"insert": "orders", "documents": [{"_id": 3}], "lsid": lsid.clone(), "txnNumber": 5i64, "$db": "app"},
+    );
+    assert_eq!(ok_of(&newer), 1.0, "A: {newer}");
+    let old = raw_command(&mut to_b, 7, &update);
+    assert_eq!(old.get_i32("code").ok(), Some(225), "B: txnNumber 2 after A ran 5: {old}");
 }
