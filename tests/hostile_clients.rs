@@ -333,7 +333,11 @@ async fn a_transaction_writes_nothing_until_commit_and_a_retried_write_lands_onc
     let first = raw_wire::command(&mut stream, 4, &retryable).body;
     let again = raw_wire::command(&mut stream, 5, &retryable).body;
     assert_eq!(first.get_i32("n").ok(), Some(1), "{first}");
-    assert_eq!(again.get_i32("n").ok(), Some(1), "the retry answers as the first: {again}");
+    assert_eq!(
+        again.get_i32("n").ok(),
+        Some(1),
+        "the retry answers as the first: {again}"
+    );
     let seen = ledger.count_documents(doc! {}).await.expect("count");
     assert_eq!(seen, 1, "the retried insert landed {seen} times");
 }

@@ -75,8 +75,8 @@ pub async fn dispatch(
     let Some(spec) = spec else {
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
-    let refused = check_stable_api(spec, &request)
-        .and_then(|()| refuse_explained_let(spec, &request));
+    let refused =
+        check_stable_api(spec, &request).and_then(|()| refuse_explained_let(spec, &request));
     let limit = match spec.command {
         Command::GetMore => get_more_time_limit(server, &request),
         _ => time_limit(server, &request),
@@ -302,9 +302,12 @@ async fn run(
         Command::StartSession => document(transactions::start_session(context, request)),
         Command::RefreshSessions => document(transactions::refresh_sessions(context, request)),
         // Run by `transactions::run` when they carry their session and transaction number.
-        Command::CommitTransaction | Command::AbortTransaction => Err(OpError::InvalidOptions(
-            format!("{} requires lsid, txnNumber and autocommit: false", request.name),
-        )),
+        Command::CommitTransaction | Command::AbortTransaction => {
+            Err(OpError::InvalidOptions(format!(
+                "{} requires lsid, txnNumber and autocommit: false",
+                request.name
+            )))
+        }
         Command::GetParameter => document(diagnostics::get_parameter(context, request)),
         Command::GetCmdLineOpts => document(diagnostics::get_cmd_line_opts(context)),
         Command::GetLog => document(diagnostics::get_log(request)),

@@ -43,10 +43,12 @@ pub struct MongoServer {
 impl MongoServer {
     pub fn new(state: Arc<AppState>, limits: settings::MongoLimits) -> MongoServer {
         let message_budget = reader::MessageBudget::new(limits.incoming_message_budget_bytes);
+        let transaction_slots =
+            crate::ops::sessions::transaction_slots(state.store.pool_status().max_size);
         MongoServer {
             state,
             cursors: CursorRegistry::new(limits.cursors),
-            sessions: SessionRegistry::new(limits.sessions),
+            sessions: SessionRegistry::new(limits.sessions, transaction_slots),
             limits,
             message_budget,
             next_connection_id: AtomicI64::new(1),

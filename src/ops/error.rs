@@ -115,6 +115,9 @@ pub enum OpError {
     /// 239 SnapshotTooOld: a snapshot at a time whose history is not kept.
     #[error("{0}")]
     SnapshotTooOld(String),
+    /// 24 LockTimeout: a lock (or a slot) could not be had in time.
+    #[error("{0}")]
+    LockTimeout(String),
     /// 206 NoSuchSession.
     #[error("{0}")]
     NoSuchSession(String),
@@ -166,6 +169,7 @@ impl OpError {
             OpError::NotInTransaction(_) => 263,
             OpError::NotRetryable(_) => 50768,
             OpError::NoSuchSession(_) => 206,
+            OpError::LockTimeout(_) => 24,
             OpError::SnapshotTooOld(_) => 239,
             OpError::ConflictingOperation(_) => 117,
         }
@@ -209,6 +213,7 @@ impl OpError {
             OpError::NotInTransaction(_) => "OperationNotSupportedInTransaction",
             OpError::NotRetryable(_) => "NotARetryableWriteCommand",
             OpError::NoSuchSession(_) => "NoSuchSession",
+            OpError::LockTimeout(_) => "LockTimeout",
             OpError::SnapshotTooOld(_) => "SnapshotTooOld",
             OpError::ConflictingOperation(_) => "ConflictingOperationInProgress",
         }

@@ -145,7 +145,9 @@ impl<'s> OpScope<'s> {
     /// Whether a cursor must read its whole result now (a snapshot read outside a
     /// multi-document transaction), rather than batch by batch later.
     pub fn reads_whole(&self) -> bool {
-        self.joined.as_ref().is_some_and(|joined| joined.whole_results)
+        self.joined
+            .as_ref()
+            .is_some_and(|joined| joined.whole_results)
     }
 
     /// The shared catalog.
