@@ -362,10 +362,10 @@ def _on_sqlite(srv: DocgateServer) -> bool:
 
 
 SQLITE_HOLDS_EVERY_WRITER = (
-    "docgate bug on SQLite: a transaction that has written holds SQLite's one write lock, so every "
-    "other writer waits ~5 s per attempt and gets 6 HostUnreachable ('database is locked'), and a "
-    "second transaction writing another document gets 112 (tests/transactions.rs "
-    "an_open_transaction_holds_only_the_documents_it_wrote)"
+    "docgate on SQLite: a transaction that has written holds SQLite's one write lock; when it idles "
+    "for 1 s while another client waits to write, docgate aborts it (251 'it held the database's "
+    "write lock while idle'), so the first transaction's commit fails where MongoDB commits it "
+    "(tests/transactions.rs an_open_transaction_holds_only_the_documents_it_wrote)"
 )
 
 
