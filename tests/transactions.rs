@@ -9,7 +9,8 @@
 //!   WriteConflict labelled `TransientTransactionError`; writes of other documents (plain, or
 //!   in another transaction) are not held up by an open transaction;
 //! - a transaction older than `--transaction-lifetime-limit-seconds` is aborted by the server:
-//!   its next statement gets 251 NoSuchTransaction and its writes are gone;
+//!   its next statement gets 251 NoSuchTransaction and its writes are gone; one idle for less
+//!   lives on;
 //! - 251 NoSuchTransaction (labelled `TransientTransactionError`) for a transaction the server
 //!   never saw;
 //! - a retryable write (`lsid` + `txnNumber`, no `autocommit`) sent twice is applied once and
@@ -543,6 +544,33 @@ async fn a_transaction_past_its_lifetime_is_aborted_by_the_server() {
         .expect("serverStatus");
     assert_eq!(current_open(&status), 0.0, "{}", sub(&status, &["transactions"]));
     assert!(num(sub(&status, &["transactions"]), "totalAborted") >= 1.0);
+}
+
+/// Only `--transaction-lifetime-limit-seconds` (default 60) ends an idle transaction: one that
+/// has written and then waits 3 s (a user thinking, a slow service call) with nobody else
+/// around continues and commits.
+#[test]
+fn an_idle_transaction_lives_until_its_lifetime_limit() {
+    let server = TestServer::start();
+    let mut stream = raw_wire::connect(&server);
+    let lsid = new_lsid();
+    let txn = |extra: Document| {
+        let mut cmd = extra;
+        cmd.insert("lsid", lsid.clone());
+        cmd.insert("txnNumber", 1i64);
+        cmd.insert("autocommit", false);
+        cmd
+    };
+    let mut first = txn(doc! {"insert": "idle", "documents": [{"_id": 1}], "$db": "txn"});
+    first.insert("startTransaction", true);
+    assert_raw_ok("first statement", &raw(&mut stream, first));
+    std::thread::sleep(Duration::from_secs(3));
+    let reply = raw(&mut stream, txn(doc! {"insert": "idle", "documents": [{"_id": 2}], "$db": "txn"}));
+    assert_raw_ok("a statement after 3 s idle (the lifetime limit is 60 s)", &reply);
+    let reply = raw(&mut stream, txn(doc! {"commitTransaction": 1, "$db": "admin"}));
+    assert_raw_ok("commit after 3 s idle", &reply);
+    let count = raw(&mut stream, doc! {"count": "idle", "$db": "txn"});
+    assert_eq!(num(&count, "n"), 2.0, "{count}");
 }
 
 #[test]
