@@ -134,6 +134,7 @@ pub async fn serve(
         });
     }
 
+    server.begin_draining();
     tracker.close();
     let grace = server.state.settings.shutdown_grace;
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {

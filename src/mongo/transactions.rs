@@ -137,6 +137,7 @@ pub async fn run(
     command: Command,
 ) -> ReplyResult {
     let fields = SessionFields::parse(&request.body)?;
+    after_cluster_time(context, request)?;
     if !fields.in_transaction && snapshot_read(request, command)? {
         let state = &context.server.state;
         let mut snapshot = SessionTransaction::begin_snapshot_read(state.store.as_ref()).await?;
@@ -289,6 +290,37 @@ fn check_concerns(request: &CommandRequest, start: bool) -> Result<(), OpError> 
         }
         Some(other) => Err(OpError::InvalidOptions(format!(
             "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction, not {other}"
+        ))),
+    }
+}
+
+/// `readConcern.afterClusterTime` (causal consistency): the read must see every write
+/// acknowledged at or before that time, on any instance. Every write docgate acknowledged
+/// is committed in the one database, so each statement sees it already; the clock moves
+/// to that time so that this reply's `operationTime` is not earlier.
+fn after_cluster_time(
+    context: &CommandContext<'_>,
+    request: &CommandRequest,
+) -> Result<(), OpError> {
+    let Some(Bson::Document(read_concern)) = request.body.get("readConcern") else {
+        return Ok(());
+    };
+    match read_concern.get("afterClusterTime") {
+        None => Ok(()),
+        Some(Bson::Timestamp(time)) => {
+            let clock = &context.server.state.cluster_time;
+            if !clock.within_drift(*time) {
+                return Err(OpError::InvalidOptions(format!(
+                    "readConcern afterClusterTime {} is too far ahead of this node's clock",
+                    time.time
+                )));
+            }
+            clock.advance_to(*time);
+            Ok(())
+        }
+        Some(other) => Err(OpError::TypeMismatch(format!(
+            "readConcern.afterClusterTime must be a timestamp, not {}",
+            super::request::type_name(other)
         ))),
     }
 }

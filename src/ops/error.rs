@@ -121,6 +121,18 @@ pub enum OpError {
     /// 206 NoSuchSession.
     #[error("{0}")]
     NoSuchSession(String),
+    /// 23: `replSetInitiate` on a replica set that is initiated already.
+    #[error("{0}")]
+    AlreadyInitialized(String),
+    /// 76: a replication command on a server that presents itself as standalone.
+    #[error("{0}")]
+    NoReplicationEnabled(String),
+    /// 103: a replica set configuration docgate cannot take (its one member is fixed).
+    #[error("{0}")]
+    NewReplicaSetConfigurationIncompatible(String),
+    /// 209: a gossiped `$clusterTime` too far ahead of the wall clock.
+    #[error("{0}")]
+    ClusterTimeFailsRateLimiter(String),
 }
 
 impl OpError {
@@ -172,6 +184,10 @@ impl OpError {
             OpError::LockTimeout(_) => 24,
             OpError::SnapshotTooOld(_) => 239,
             OpError::ConflictingOperation(_) => 117,
+            OpError::AlreadyInitialized(_) => 23,
+            OpError::NoReplicationEnabled(_) => 76,
+            OpError::NewReplicaSetConfigurationIncompatible(_) => 103,
+            OpError::ClusterTimeFailsRateLimiter(_) => 209,
         }
     }
 
@@ -216,6 +232,12 @@ impl OpError {
             OpError::LockTimeout(_) => "LockTimeout",
             OpError::SnapshotTooOld(_) => "SnapshotTooOld",
             OpError::ConflictingOperation(_) => "ConflictingOperationInProgress",
+            OpError::AlreadyInitialized(_) => "AlreadyInitialized",
+            OpError::NoReplicationEnabled(_) => "NoReplicationEnabled",
+            OpError::NewReplicaSetConfigurationIncompatible(_) => {
+                "NewReplicaSetConfigurationIncompatible"
+            }
+            OpError::ClusterTimeFailsRateLimiter(_) => "ClusterTimeFailsRateLimiter",
         }
     }
 

@@ -104,9 +104,9 @@ pub enum ScopedSession<'s> {
     Joined(&'s mut (dyn StoreSession + 'static)),
 }
 
-impl ScopedSession<'_> {
+impl AsMut<dyn StoreSession> for ScopedSession<'_> {
     /// The session to run statements on.
-    pub fn as_mut(&mut self) -> &mut (dyn StoreSession + 'static) {
+    fn as_mut(&mut self) -> &mut (dyn StoreSession + 'static) {
         match self {
             ScopedSession::Pooled(session) => session.as_mut(),
             ScopedSession::Joined(session) => &mut **session,
