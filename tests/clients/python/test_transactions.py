@@ -362,10 +362,9 @@ def _on_sqlite(srv: DocgateServer) -> bool:
 
 
 SQLITE_HOLDS_EVERY_WRITER = (
-    "docgate on SQLite: a transaction that has written holds SQLite's one write lock; when it idles "
-    "for 1 s while another client waits to write, docgate aborts it (251 'it held the database's "
-    "write lock while idle'), so the first transaction's commit fails where MongoDB commits it "
-    "(tests/transactions.rs an_open_transaction_holds_only_the_documents_it_wrote)"
+    "docgate on SQLite, as its README documents (Transactions): one writer at a time; a transaction "
+    "that has written and idles 1 s holding the write lock is aborted (251 'it held the database's "
+    "write lock while idle'), so the first transaction's commit fails where MongoDB commits it"
 )
 
 
@@ -576,9 +575,9 @@ def test_an_idle_transaction_lives_until_its_lifetime_limit(client, coll, other,
     if _on_sqlite(txn_server):
         request.applymarker(
             pytest.mark.xfail(
-                reason="docgate bug on SQLite: a transaction that has written is aborted after ~1 s idle "
-                "even with no other client waiting (251 'it held the database's write lock while idle'); "
-                "tests/transactions.rs an_idle_transaction_lives_until_its_lifetime_limit",
+                reason="docgate on SQLite, as its README documents (Transactions): a transaction that "
+                "has written is aborted after 1 s idle holding the write lock, even with no other client "
+                "waiting (251 'it held the database's write lock while idle'); MongoDB keeps it 60 s",
                 strict=True,
             )
         )
