@@ -175,6 +175,11 @@ impl Docgate {
         }
     }
 
+    /// The wire (MongoDB) port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// `http://127.0.0.1:<rest port>`: prefix of this instance's REST URLs.
     pub fn rest_base(&self) -> String {
         format!("http://127.0.0.1:{}", self.rest_port)
