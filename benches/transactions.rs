@@ -21,6 +21,7 @@
 //!      `j = $2::text::jsonb`, as `src/store/*/write.rs` replace a document) with the key
 //!      (`docgate::query::encode_key`), the new BSON and its JSON text (serde_json) computed
 //!      before the clock starts; then `COMMIT`.
+//!
 //!    The raw side does not read the document, apply the update, take docgate's
 //!    `LOCK TABLE … ROW EXCLUSIVE` or check the index guard (`write.rs`), keep session state,
 //!    or parse and answer commands: that is what the ratio prices. At the end the bench
@@ -319,9 +320,7 @@ impl Raw {
                     .expect("BEGIN");
                 let mut stmt = conn.prepare_cached(update).expect("prepare update");
                 for (k, d, j) in writes {
-                    let n = stmt
-                        .execute(rusqlite::params![d, j, k])
-                        .expect("UPDATE");
+                    let n = stmt.execute(rusqlite::params![d, j, k]).expect("UPDATE");
                     assert_eq!(n, 1, "raw UPDATE matched no row");
                 }
                 conn.prepare_cached("COMMIT")
@@ -449,7 +448,10 @@ async fn small_transactions(
                         continue;
                     };
                     for &(a, b) in &pairs {
-                        session.start_transaction().await.expect("start_transaction");
+                        session
+                            .start_transaction()
+                            .await
+                            .expect("start_transaction");
                         for id in [a, b] {
                             let r = driver_coll
                                 .update_one(doc! { "_id": id }, doc! { "$inc": { "n": 1 } })
@@ -458,7 +460,10 @@ async fn small_transactions(
                                 .expect("update_one in a transaction");
                             assert_eq!(r.matched_count, 1);
                         }
-                        session.commit_transaction().await.expect("commit_transaction");
+                        session
+                            .commit_transaction()
+                            .await
+                            .expect("commit_transaction");
                     }
                 }
                 _ => {
@@ -622,7 +627,10 @@ async fn contention(backend: &Backend, server: &Server, client: &mongodb::Client
         ]],
     );
     if !codes.is_empty() {
-        println!("writers stopped by a non-transient error: {}", codes.join("; "));
+        println!(
+            "writers stopped by a non-transient error: {}",
+            codes.join("; ")
+        );
     }
     assert_eq!(
         counter, total.commits as i64,
