@@ -175,11 +175,17 @@ async fn run(settings: Settings) -> Result<(), MainError> {
         None => None,
     };
     tracing::info!(
-        "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={}",
+        "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={} topology={}{}",
         state.store.backend_name(),
         state.store.describe(),
         settings.app.max_connections,
-        settings.tls.mode
+        settings.tls.mode,
+        settings.face.describe(),
+        if settings.face.enable_test_commands {
+            " TEST COMMANDS ENABLED"
+        } else {
+            ""
+        }
     );
     if !address.ip().is_loopback() {
         match settings.app.auth.mode {
@@ -216,7 +222,9 @@ async fn run(settings: Settings) -> Result<(), MainError> {
     let rest_serving = rest_listener.map(|(rest, rest_state)| {
         tokio::spawn(docgate::rest::serve(rest_state, rest, shutdown_rx.clone()))
     });
-    let server = Arc::new(MongoServer::new(state, settings.mongo_limits));
+    let mut face = settings.face.clone();
+    face.advertise.get_or_insert_with(|| address.to_string());
+    let server = Arc::new(MongoServer::new(state, settings.mongo_limits, face));
     let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     shutdown_signal().await;
     tracing::info!("shutting down: finishing in-flight commands");

@@ -1,7 +1,7 @@
 //! `AppState`: everything the front ends share, built once at start — the store (which owns
 //! the one connection pool), the catalog (which owns the one metadata cache), the
-//! authentication service (users, password verifier), the settings and the server-wide
-//! counters — and [`AppSettings`], the resolved settings it is opened with.
+//! authentication service (users, password verifier), the settings, the server-wide
+//! counters and the cluster time — and [`AppSettings`], the resolved settings it is opened with.
 //!
 //! Not for: per-connection state (that lives in `mongo::connection`), or reading settings
 //! from flags, environment or file (`crate::config` does that, for `main.rs`).
@@ -95,6 +95,8 @@ pub struct AppState {
     /// Users, roles and password verification (with its fast path), for both front ends.
     pub auth: Arc<AuthService>,
     pub counters: ServerCounters,
+    /// The cluster time replies carry and writes tick (`ops::cluster_time`).
+    pub cluster_time: crate::ops::cluster_time::ClusterClock,
     pub started: Instant,
     pub started_at: SystemTime,
 }
@@ -132,6 +134,7 @@ impl AppState {
             store,
             settings,
             counters: ServerCounters::default(),
+            cluster_time: crate::ops::cluster_time::ClusterClock::new(),
             started: Instant::now(),
             started_at: SystemTime::now(),
         }))

@@ -280,37 +280,64 @@ async fn a_reader_gets_unauthorized_for_out_and_merge_before_anything_is_planned
     }
 }
 
-/// Transactions are not implemented yet: a write that asks for one must be refused, never
-/// run as a plain write that abort could not undo.
+/// A write inside a transaction is the transaction's: invisible to others until commit and
+/// gone after abort; a command of a transaction that was never started is 251 with the
+/// label that makes drivers retry the whole transaction; a retried write lands once.
 #[tokio::test]
-async fn a_write_inside_a_transaction_is_refused_and_writes_nothing() {
+async fn a_transaction_writes_nothing_until_commit_and_a_retried_write_lands_once() {
     let server = TestServer::start();
     let mut stream = raw_wire::connect(&server);
     let lsid = doc! {"id": Bson::Binary(mongodb::bson::Binary {
         subtype: mongodb::bson::spec::BinarySubtype::Uuid,
         bytes: vec![7; 16],
     })};
-    let attempts = [
-        doc! {"txnNumber": 1_i64, "startTransaction": true, "autocommit": false},
-        doc! {"txnNumber": 2_i64, "autocommit": false},
-        doc! {"txnNumber": 3_i64},
-    ];
-    for (i, fields) in attempts.iter().enumerate() {
-        let mut insert = doc! {
-            "insert": "ledger", "documents": [{"_id": i as i32}], "lsid": lsid.clone(), "$db": "app",
-        };
-        insert.extend(fields.clone());
-        let reply = raw_wire::command(&mut stream, i as i32 + 1, &insert).body;
-        assert_eq!(reply.get_i32("code").ok(), Some(20), "{fields}: {reply}");
-        assert_eq!(reply.get_str("codeName").ok(), Some("IllegalOperation"));
-    }
-    let count = server
+    let ledger = server
         .client()
         .await
         .database("app")
-        .collection::<Document>("ledger")
-        .count_documents(doc! {})
-        .await
-        .expect("count");
-    assert_eq!(count, 0, "a refused transaction wrote nothing");
+        .collection::<Document>("ledger");
+    let insert = |id: i32, fields: Document| {
+        let mut insert = doc! {
+            "insert": "ledger", "documents": [{"_id": id}], "lsid": lsid.clone(), "$db": "app",
+        };
+        insert.extend(fields);
+        insert
+    };
+    let started = insert(
+        0,
+        doc! {"txnNumber": 1_i64, "startTransaction": true, "autocommit": false},
+    );
+    let reply = raw_wire::command(&mut stream, 1, &started).body;
+    assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
+    let seen = ledger.count_documents(doc! {}).await.expect("count");
+    assert_eq!(seen, 0, "another client sees an uncommitted insert");
+    let abort = doc! {
+        "abortTransaction": 1, "lsid": lsid.clone(), "txnNumber": 1_i64, "autocommit": false,
+        "$db": "admin",
+    };
+    let reply = raw_wire::command(&mut stream, 2, &abort).body;
+    assert_eq!(reply.get_f64("ok").ok(), Some(1.0), "{reply}");
+    let seen = ledger.count_documents(doc! {}).await.expect("count");
+    assert_eq!(seen, 0, "an aborted insert stayed");
+
+    let never_started = insert(1, doc! {"txnNumber": 2_i64, "autocommit": false});
+    let reply = raw_wire::command(&mut stream, 3, &never_started).body;
+    assert_eq!(reply.get_i32("code").ok(), Some(251), "{reply}");
+    assert_eq!(
+        reply.get_array("errorLabels").ok(),
+        Some(&vec![Bson::String("TransientTransactionError".into())]),
+        "{reply}"
+    );
+
+    let retryable = insert(2, doc! {"txnNumber": 3_i64});
+    let first = raw_wire::command(&mut stream, 4, &retryable).body;
+    let again = raw_wire::command(&mut stream, 5, &retryable).body;
+    assert_eq!(first.get_i32("n").ok(), Some(1), "{first}");
+    assert_eq!(
+        again.get_i32("n").ok(),
+        Some(1),
+        "the retry answers as the first: {again}"
+    );
+    let seen = ledger.count_documents(doc! {}).await.expect("count");
+    assert_eq!(seen, 1, "the retried insert landed {seen} times");
 }

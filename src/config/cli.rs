@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::error::InvalidDuration;
 use crate::auth::service::AuthSource;
 use crate::auth::AuthMode;
-use crate::mongo::settings::TlsMode;
+use crate::mongo::settings::{TlsMode, Topology};
 
 /// The format of the log lines on stderr.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
@@ -37,7 +37,8 @@ pub struct Cli {
     /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.source, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
     /// security.credentials.lock_time, tls.cert, tls.key, tls.mode, rest.token_lifetime,
-    /// rest.jwks, rest.jwt_issuer, rest.jwt_audience, rest.jwt_roles_claim, and the
+    /// rest.jwks, rest.jwt_issuer, rest.jwt_audience, rest.jwt_roles_claim, topology,
+    /// replica_set, advertise, load_balanced, enable_test_commands, and the
     /// `[limits]` table: the limit flags' names with underscores).
     #[arg(long, env = "DOCGATE_CONFIG", global = true)]
     pub config: Option<PathBuf>,
@@ -134,6 +135,25 @@ pub struct Cli {
     /// Claim of external JWTs that lists the caller's roles (default `roles`).
     #[arg(long, env = "DOCGATE_REST_JWT_ROLES_CLAIM")]
     pub rest_jwt_roles_claim: Option<String>,
+    /// What the MongoDB listener presents itself as: `replicaset` (default: the primary of
+    /// a one-member replica set) or `standalone`.
+    #[arg(long, env = "DOCGATE_TOPOLOGY", value_enum)]
+    pub topology: Option<Topology>,
+    /// The replica set's name drivers name in `?replicaSet=` (default `docgate`).
+    #[arg(long, env = "DOCGATE_REPLICA_SET")]
+    pub replica_set: Option<String>,
+    /// The `HOST:PORT` drivers are told to reach this server at (`hello`'s `hosts`, `me`,
+    /// `primary`; default: the listen address).
+    #[arg(long, env = "DOCGATE_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// Serve drivers connecting with `loadBalanced=true` (several instances behind an L4
+    /// load balancer): `hello` answers a `serviceId`.
+    #[arg(long, env = "DOCGATE_LOAD_BALANCED")]
+    pub load_balanced: bool,
+    /// Turn on MongoDB's test commands (`configureFailPoint` with the `failCommand` fail
+    /// point), as `enableTestCommands` does; never in production.
+    #[arg(long, env = "DOCGATE_ENABLE_TEST_COMMANDS")]
+    pub enable_test_commands: bool,
     /// Limits and timeouts against clients that take more than their share.
     #[command(flatten)]
     pub limits: LimitArgs,

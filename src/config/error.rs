@@ -74,4 +74,8 @@ pub enum ConfigError {
          tls.key)"
     )]
     TlsWithoutIdentity(TlsMode),
+    #[error("invalid --advertise {0:?}: use HOST:PORT")]
+    Advertise(String),
+    #[error("invalid --replica-set {0:?}: a non-empty name without '/', ',' or spaces")]
+    ReplicaSetName(String),
 }

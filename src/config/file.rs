@@ -14,7 +14,7 @@ use super::error::ConfigError;
 
 use crate::auth::service::AuthSource;
 use crate::auth::AuthMode;
-use crate::mongo::settings::TlsMode;
+use crate::mongo::settings::{TlsMode, Topology};
 
 /// Reads and parses the settings file at `path`.
 pub(super) fn read(path: &Path) -> Result<FileSettings, ConfigError> {
@@ -39,6 +39,11 @@ pub(super) struct FileSettings {
     pub(super) log_format: Option<LogFormat>,
     pub(super) max_connections: Option<usize>,
     pub(super) ttl_monitor_interval: Option<String>,
+    pub(super) topology: Option<Topology>,
+    pub(super) replica_set: Option<String>,
+    pub(super) advertise: Option<String>,
+    pub(super) load_balanced: Option<bool>,
+    pub(super) enable_test_commands: Option<bool>,
     #[serde(default)]
     pub(super) pool: FilePool,
     #[serde(default)]

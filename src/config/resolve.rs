@@ -15,7 +15,7 @@ use super::error::{ConfigError, InvalidDuration};
 use super::file::{self, FileLimits, FileSettings};
 use crate::auth::{AuthSettings, ThrottleSettings, VerifierSettings};
 use crate::catalog::MetadataCacheSettings;
-use crate::mongo::settings::{MongoLimits, TlsIdentityFiles, TlsMode, TlsSettings};
+use crate::mongo::settings::{FaceSettings, MongoLimits, TlsIdentityFiles, TlsMode, TlsSettings};
 use crate::ops::cursors::CursorLimits;
 use crate::ops::sessions::SessionSettings;
 use crate::rest::settings::{RestLimits, RestSettings};
@@ -88,6 +88,9 @@ pub struct Settings {
     pub mongo_limits: MongoLimits,
     /// The REST front end's tokens and limits (`RestState::new`).
     pub rest: RestSettings,
+    /// How the mongo front end presents itself: replica set or standalone, load-balanced,
+    /// test commands (`MongoServer::new`).
+    pub face: FaceSettings,
 }
 
 /// The flag's duration if given, else the file's (parsed), else `None`.
@@ -142,6 +145,7 @@ impl Settings {
             return Err(ConfigError::NotPositive("ttl_monitor_interval".into()));
         }
         let auth = resolve_auth(&cli, &file)?;
+        let face = resolve_face(&cli, &file)?;
         let limits = resolve_limits(cli.limits, file.limits)?;
         let tls = resolve_tls(
             cli.tls_cert.or(file.tls.cert),
@@ -186,8 +190,44 @@ impl Settings {
                     .unwrap_or_else(|| "roles".to_string()),
                 limits: limits.rest,
             },
+            face,
         })
     }
+}
+
+/// The replica-set face: topology, set name, advertised address, load balancing, test
+/// commands. Flags that are switches turn on what the file leaves off.
+fn resolve_face(cli: &Cli, file: &FileSettings) -> Result<FaceSettings, ConfigError> {
+    let defaults = FaceSettings::default();
+    let replica_set = cli
+        .replica_set
+        .clone()
+        .or(file.replica_set.clone())
+        .unwrap_or(defaults.replica_set);
+    if replica_set.is_empty()
+        || replica_set
+            .chars()
+            .any(|c| c == '/' || c == ',' || c.is_whitespace())
+    {
+        return Err(ConfigError::ReplicaSetName(replica_set));
+    }
+    let advertise = cli.advertise.clone().or(file.advertise.clone());
+    if let Some(address) = &advertise {
+        let valid = address.rsplit_once(':').is_some_and(|(host, port)| {
+            !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+        });
+        if !valid {
+            return Err(ConfigError::Advertise(address.clone()));
+        }
+    }
+    Ok(FaceSettings {
+        topology: cli.topology.or(file.topology).unwrap_or(defaults.topology),
+        replica_set,
+        advertise,
+        load_balanced: cli.load_balanced || file.load_balanced.unwrap_or(false),
+        enable_test_commands: cli.enable_test_commands
+            || file.enable_test_commands.unwrap_or(false),
+    })
 }
 
 /// The pool (ORDS `pool.*`): the default minimum shrinks to fit a smaller maximum; a given
@@ -523,6 +563,30 @@ mod tests {
         assert_eq!(settings.tls.mode, TlsMode::Allowed);
         let settings = settings_with_file(toml, &["--tls-mode", "required"]).unwrap();
         assert_eq!(settings.tls.mode, TlsMode::Required);
+    }
+
+    #[test]
+    fn the_face_defaults_to_a_replica_set_and_reads_flags_and_file() {
+        let default = settings_with_file("", &[]).unwrap().face;
+        assert_eq!(default, FaceSettings::default());
+        assert_eq!(default.describe(), "replicaset(docgate)");
+        let file = "topology = \"standalone\"\nreplica_set = \"rs0\"\nadvertise = \"db.example:27018\"\nload_balanced = true\nenable_test_commands = true\n";
+        let face = settings_with_file(file, &[]).unwrap().face;
+        assert_eq!(face.topology, crate::mongo::settings::Topology::Standalone);
+        assert_eq!(face.replica_set, "rs0");
+        assert_eq!(face.advertise.as_deref(), Some("db.example:27018"));
+        assert!(face.load_balanced && face.enable_test_commands);
+        let face = settings_with_file(file, &["--topology", "replicaset", "--replica-set", "x"])
+            .unwrap()
+            .face;
+        assert_eq!(face.describe(), "replicaset(x)+load-balanced");
+        for bad in [
+            &["--advertise", "nohost"][..],
+            &["--advertise", "h:0"],
+            &["--replica-set", "a/b"],
+        ] {
+            assert!(settings_with_file("", bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub enum Command {
     BuildInfo,
     CollStats,
     CommitTransaction,
+    ConfigureFailPoint,
     ConnectionStatus,
     Count,
     Create,
@@ -63,6 +64,10 @@ pub enum Command {
     Ping,
     RefreshSessions,
     RenameCollection,
+    ReplSetGetConfig,
+    ReplSetGetStatus,
+    ReplSetInitiate,
+    ReplSetReconfig,
     RevokeRolesFromUser,
     RolesInfo,
     SaslContinue,
@@ -74,6 +79,27 @@ pub enum Command {
     UsersInfo,
     Validate,
     WhatsMyUri,
+}
+
+impl Command {
+    /// Whether the command changes data or metadata (its `operationTime` is a new tick of
+    /// the cluster time).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Command::Insert
+                | Command::Update
+                | Command::Delete
+                | Command::FindAndModify
+                | Command::CommitTransaction
+                | Command::Create
+                | Command::CreateIndexes
+                | Command::Drop
+                | Command::DropDatabase
+                | Command::DropIndexes
+                | Command::RenameCollection
+        )
+    }
 }
 
 /// One command docgate answers.
@@ -122,6 +148,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("buildInfo", &["buildinfo"], Command::BuildInfo, Open, "Build details of this server."),
     spec("collStats", &["collstats"], Command::CollStats, needs(&[CollStats]), "Size and count of a collection."),
     spec("commitTransaction", &[], Command::CommitTransaction, Authenticated, "Commits the session's multi-document transaction."),
+    spec("configureFailPoint", &[], Command::ConfigureFailPoint, needs(&[SetParameter]), "Sets the failCommand fail point (only with --enable-test-commands)."),
     spec("connectionStatus", &[], Command::ConnectionStatus, Open, "Authentication state of this connection."),
     spec("count", &[], Command::Count, needs(&[Find]), "Counts the documents matching a query."),
     spec("create", &[], Command::Create, needs(&[CreateCollection]), "Creates a collection."),
@@ -162,6 +189,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("ping", &[], Command::Ping, Open, "Checks that the server answers."),
     spec("refreshSessions", &[], Command::RefreshSessions, Authenticated, "Keeps sessions from expiring."),
     spec("renameCollection", &[], Command::RenameCollection, needs(&[RenameCollectionSameDb]), "Renames a collection, possibly into another database."),
+    spec("replSetGetConfig", &[], Command::ReplSetGetConfig, needs(&[ServerStatus]), "The configuration of the one-member replica set (rs.conf())."),
+    spec("replSetGetStatus", &[], Command::ReplSetGetStatus, needs(&[ServerStatus]), "The state of the one-member replica set (rs.status())."),
+    spec("replSetInitiate", &[], Command::ReplSetInitiate, needs(&[SetParameter]), "Refused: the replica set is initiated at start (AlreadyInitialized)."),
+    spec("replSetReconfig", &[], Command::ReplSetReconfig, needs(&[SetParameter]), "Refused: the one member is fixed by --replica-set and --advertise."),
     spec("revokeRolesFromUser", &[], Command::RevokeRolesFromUser, needs(&[RevokeRole]), "Revokes roles from a user."),
     spec("rolesInfo", &[], Command::RolesInfo, needs(&[ViewRole]), "Built-in and user-defined roles."),
     spec("saslContinue", &[], Command::SaslContinue, Open, "Continues a SASL authentication conversation."),

@@ -7,6 +7,7 @@
 //! on; broken framing (bad length, oversized message, I/O error) closes the connection, as
 //! do the limits `reader` applies (silence, slow or oversized messages, smaller ones before
 //! authentication). A client that goes away while its command runs interrupts the command.
+//! The `failCommand` fail point's `closeConnection` closes it without a reply.
 //!
 //! Not for: command semantics (see `dispatch` and `commands`).
 
@@ -101,7 +102,16 @@ pub async fn handle_connection<S>(
             Incoming::Message(message) => {
                 let interrupt = Interrupt::default();
                 let handling = handle_message(&server, &mut connection, message, &interrupt);
-                match watch_client(&mut reader, handling, &interrupt).await {
+                let reply = watch_client(&mut reader, handling, &interrupt).await;
+                if connection.hang_up {
+                    // The failCommand fail point's closeConnection: no reply, just EOF.
+                    tracing::debug!(
+                        connection = connection.id,
+                        "closing: failCommand fail point"
+                    );
+                    break;
+                }
+                match reply {
                     Some(reply) => reply,
                     None => continue,
                 }

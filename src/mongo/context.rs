@@ -1,6 +1,6 @@
 //! What a command handler gets: the server it runs in and the connection it came on
-//! (`ConnectionInfo`: its id, peer, negotiated compressors, client metadata and
-//! authentication), with the few lookups every handler makes.
+//! (`ConnectionInfo`: its id, peer, negotiated compressors, client metadata,
+//! authentication, and whether a fail point asked it to hang up), with the few lookups every handler makes.
 //!
 //! Not for: running commands (`dispatch.rs`).
 
@@ -28,6 +28,9 @@ pub struct ConnectionInfo {
     pub client_metadata: Option<Document>,
     /// Who the client authenticated as, and SCRAM conversations in progress.
     pub auth: ConnectionAuth,
+    /// Set by the `failCommand` fail point's `closeConnection`: the connection closes
+    /// without sending the reply.
+    pub hang_up: bool,
 }
 
 impl ConnectionInfo {
@@ -38,6 +41,7 @@ impl ConnectionInfo {
             compressors: Vec::new(),
             client_metadata: None,
             auth: ConnectionAuth::default(),
+            hang_up: false,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Command dispatch: looks a command up in the command table, checks its privileges and
-//! what docgate refuses (`let` in an explain), sets its time limit, runs its handler (in
-//! its session and transaction: `transactions`), and
+//! what docgate refuses (`let` in an explain), lets the `failCommand` fail point intercept
+//! it, sets its time limit, runs its handler (in its session and transaction:
+//! `transactions`), stamps the cluster time on the reply, and
 //! is the one place where a handler's result becomes a reply (`ok: 1` added, errors mapped
 //! by `OpError`). A reply is a document, or for the cursor commands BSON bytes already, so
 //! stored documents reach the client undecoded.
@@ -12,9 +13,10 @@
 use bson::{Bson, Document, RawDocumentBuf};
 
 use super::command_table::{self, Command, CommandSpec};
+use super::commands::fail_points::Intercept;
 use super::commands::{
-    aggregate, auth, delete, diagnostics, explain, find, find_and_modify, handshake, indexes,
-    insert, namespaces, stats, update, users,
+    aggregate, auth, delete, diagnostics, explain, fail_points, find, find_and_modify, handshake,
+    indexes, insert, namespaces, replication, stats, update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -55,7 +57,22 @@ impl CommandReply {
 /// Runs one command and returns its reply. `interrupt` stops its evaluation when the
 /// connection cancels it; the command's `maxTimeMS` (or `--default-max-time-ms`) sets its
 /// deadline here.
+/// On the replica-set face, the client's `$clusterTime` moves the clock first and every
+/// reply carries the cluster time.
 pub async fn dispatch(
+    server: &MongoServer,
+    connection: &mut ConnectionInfo,
+    request: CommandRequest,
+    interrupt: &Interrupt,
+) -> CommandReply {
+    let reply = match replication::receive_cluster_time(server, &request) {
+        Ok(()) => dispatch_command(server, connection, request, interrupt).await,
+        Err(error) => error.to_reply().into(),
+    };
+    replication::stamp_reply(server, reply)
+}
+
+async fn dispatch_command(
     server: &MongoServer,
     connection: &mut ConnectionInfo,
     request: CommandRequest,
@@ -67,7 +84,9 @@ pub async fn dispatch(
         connection,
         transaction: None,
     };
-    let spec = command_table::lookup(&request.name);
+    let spec = command_table::lookup(&request.name).filter(|spec| {
+        spec.command != Command::ConfigureFailPoint || server.face.enable_test_commands
+    });
     if let Err(error) = auth::authorize(&mut context, &request, spec).await {
         tracing::debug!(command = %request.name, db = %request.db, %error, "command refused");
         return error.to_reply().into();
@@ -75,8 +94,15 @@ pub async fn dispatch(
     let Some(spec) = spec else {
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
-    let refused = check_stable_api(spec, &request)
-        .and_then(|()| refuse_explained_let(spec, &request));
+    if let Intercept::Reply(reply) = server
+        .fail_points
+        .before_command(spec, &request, context.connection)
+        .await
+    {
+        return reply.into();
+    }
+    let refused =
+        check_stable_api(spec, &request).and_then(|()| refuse_explained_let(spec, &request));
     let limit = match spec.command {
         Command::GetMore => get_more_time_limit(server, &request),
         _ => time_limit(server, &request),
@@ -91,7 +117,11 @@ pub async fn dispatch(
             crate::compute::scope(interrupt.clone(), within_deadline(running, interrupt)).await
         }
     };
-    match result {
+    if result.is_ok() && spec.command.writes() {
+        // The write's operationTime: later than every time answered before it.
+        server.state.cluster_time.tick();
+    }
+    let mut reply = match result {
         Ok(CommandReply::Document(mut reply)) => {
             if !reply.contains_key("ok") {
                 reply.insert("ok", 1.0);
@@ -103,7 +133,11 @@ pub async fn dispatch(
             tracing::debug!(command = %request.name, db = %request.db, %error, "command failed");
             error.to_reply().into()
         }
-    }
+    };
+    server
+        .fail_points
+        .after_command(spec, &request, context.connection, &mut reply);
+    reply
 }
 
 /// Runs the command; a write planned from a stale catalog runs once more.
@@ -270,6 +304,7 @@ async fn run(
         Command::ListCollections => namespaces::list_collections(context, request).await,
         Command::ListIndexes => indexes::list_indexes(context, request).await,
         Command::Hello => {
+            handshake::await_topology_change(context, request).await?;
             let mut reply = handshake::hello(context, request)?;
             auth::add_to_hello(context, request, &mut reply).await;
             Ok(reply.into())
@@ -302,16 +337,19 @@ async fn run(
         Command::StartSession => document(transactions::start_session(context, request)),
         Command::RefreshSessions => document(transactions::refresh_sessions(context, request)),
         // Run by `transactions::run` when they carry their session and transaction number.
-        Command::CommitTransaction | Command::AbortTransaction => Err(OpError::InvalidOptions(
-            format!("{} requires lsid, txnNumber and autocommit: false", request.name),
-        )),
+        Command::CommitTransaction | Command::AbortTransaction => {
+            Err(OpError::InvalidOptions(format!(
+                "{} requires lsid, txnNumber and autocommit: false",
+                request.name
+            )))
+        }
         Command::GetParameter => document(diagnostics::get_parameter(context, request)),
         Command::GetCmdLineOpts => document(diagnostics::get_cmd_line_opts(context)),
         Command::GetLog => document(diagnostics::get_log(request)),
         Command::HostInfo => document(diagnostics::host_info()),
         Command::ConnectionStatus => document(auth::connection_status(context).await),
         Command::ServerStatus => document(Ok(diagnostics::server_status(context))),
-        Command::ListCommands => document(Ok(diagnostics::list_commands())),
+        Command::ListCommands => document(Ok(diagnostics::list_commands(context))),
         Command::ListDatabases => document(namespaces::list_databases(context, request).await),
         Command::CreateIndexes => document(indexes::create_indexes(context, request).await),
         Command::DropIndexes => document(indexes::drop_indexes(context, request).await),
@@ -334,5 +372,12 @@ async fn run(
         }
         Command::Delete => document(delete::delete(context, request).await),
         Command::Explain => document(explain::explain(context, request).await),
+        Command::ReplSetGetStatus => document(replication::repl_set_get_status(context, request)),
+        Command::ReplSetGetConfig => document(replication::repl_set_get_config(context, request)),
+        Command::ReplSetInitiate => document(replication::repl_set_initiate(context, request)),
+        Command::ReplSetReconfig => document(replication::repl_set_reconfig(context, request)),
+        Command::ConfigureFailPoint => {
+            document(fail_points::configure_fail_point(context, request))
+        }
     }
 }

@@ -72,8 +72,11 @@ pub async fn serve(
         let every = (reaper_server.cursors.limits().idle_timeout / 4)
             .clamp(Duration::from_millis(100), REAPER_INTERVAL);
         let mut ticker = tokio::time::interval(every);
-        // Transactions outlive their lifetime by at most a tenth of it (and 1 s).
-        let session_every = (reaper_server.sessions.settings().transaction_lifetime / 10)
+        // Transactions outlive their limits by at most a tenth of the lifetime or a quarter
+        // of the write-lock idle limit (100 ms to 1 s).
+        let sessions = reaper_server.sessions.settings();
+        let session_every = (sessions.transaction_lifetime / 10)
+            .min(sessions.write_lock_idle_limit / 4)
             .clamp(Duration::from_millis(100), Duration::from_secs(1));
         let mut session_ticker = tokio::time::interval(session_every);
         loop {
@@ -131,6 +134,7 @@ pub async fn serve(
         });
     }
 
+    server.begin_draining();
     tracker.close();
     let grace = server.state.settings.shutdown_grace;
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {

@@ -20,8 +20,10 @@ pub mod settings;
 pub mod tls;
 pub mod transactions;
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
+
+use bson::oid::ObjectId;
 
 use crate::ops::cursors::CursorRegistry;
 use crate::ops::sessions::SessionRegistry;
@@ -37,20 +39,67 @@ pub struct MongoServer {
     pub message_budget: reader::MessageBudget,
     /// What each connection and command is allowed (`[limits]`).
     pub limits: settings::MongoLimits,
+    /// How the server presents itself (replica set or standalone, load-balanced, test
+    /// commands).
+    pub face: settings::FaceSettings,
+    /// The `HOST:PORT` `hello` names as the replica set's one member: `--advertise`, else
+    /// the listen address.
+    pub advertise: String,
+    /// `topologyVersion.processId`: fixed for the life of the process.
+    pub process_id: ObjectId,
+    /// `serviceId` of load-balanced connections: fixed for the life of the process.
+    pub service_id: ObjectId,
+    /// The fail points `configureFailPoint` set (`--enable-test-commands`).
+    pub fail_points: commands::fail_points::FailPoints,
+    /// Set when shutdown begins, so that awaitable `hello`s answer at once.
+    draining: AtomicBool,
     next_connection_id: AtomicI64,
 }
 
 impl MongoServer {
-    pub fn new(state: Arc<AppState>, limits: settings::MongoLimits) -> MongoServer {
+    /// The server for `state`; `face.advertise` unset advertises the listen address of the
+    /// settings (pass the bound address there when listening on port 0).
+    pub fn new(
+        state: Arc<AppState>,
+        limits: settings::MongoLimits,
+        face: settings::FaceSettings,
+    ) -> MongoServer {
         let message_budget = reader::MessageBudget::new(limits.incoming_message_budget_bytes);
+        let transaction_slots =
+            crate::ops::sessions::transaction_slots(state.store.pool_status().max_size);
+        let advertise = face
+            .advertise
+            .clone()
+            .unwrap_or_else(|| state.settings.listen.to_string());
         MongoServer {
             state,
             cursors: CursorRegistry::new(limits.cursors),
-            sessions: SessionRegistry::new(limits.sessions),
+            sessions: SessionRegistry::new(limits.sessions, transaction_slots),
             limits,
+            face,
+            advertise,
+            process_id: ObjectId::new(),
+            service_id: ObjectId::new(),
+            fail_points: commands::fail_points::FailPoints::default(),
+            draining: AtomicBool::new(false),
             message_budget,
             next_connection_id: AtomicI64::new(1),
         }
+    }
+
+    /// Whether the server presents itself as a replica set member (not standalone).
+    pub fn is_replica_set(&self) -> bool {
+        self.face.topology == settings::Topology::ReplicaSet
+    }
+
+    /// Marks the start of shutdown (awaitable `hello`s stop waiting).
+    pub fn begin_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
     }
 
     /// The next `connectionId` reported by `hello`.

@@ -1,6 +1,7 @@
 //! The mongo front end's settings: TLS on its listener ([`TlsSettings`]: the mode and the
-//! certificate and key files) and the operator-set limits it enforces on connections and
-//! commands ([`MongoLimits`], `[limits]` of the settings file).
+//! certificate and key files), the operator-set limits it enforces on connections and
+//! commands ([`MongoLimits`], `[limits]` of the settings file), and how it presents itself
+//! to drivers ([`FaceSettings`]: replica set or standalone, load-balanced, test commands).
 //!
 //! Not for: reading them from flags, environment or file (`crate::config` does), building
 //! the rustls configuration (`tls`), or the limits announced to drivers (`limits`).
@@ -91,6 +92,76 @@ impl Default for MongoLimits {
             default_max_time: None,
             cursors: CursorLimits::default(),
             sessions: SessionSettings::default(),
+        }
+    }
+}
+
+/// What the server presents itself as in `hello` (`--topology`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// The primary of a one-member replica set (the default): drivers discover it with
+    /// `?replicaSet=NAME`, and replies carry the cluster time.
+    #[value(name = "replicaset")]
+    #[serde(rename = "replicaset")]
+    ReplicaSet,
+    /// A standalone mongod (the face before the replica set): for tools that insist on one.
+    Standalone,
+}
+
+impl std::fmt::Display for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Topology::ReplicaSet => "replicaset",
+            Topology::Standalone => "standalone",
+        })
+    }
+}
+
+/// How the mongo front end presents itself to drivers, and whether it offers the test
+/// commands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaceSettings {
+    pub topology: Topology,
+    /// The replica set's name (`setName`; `--replica-set`, default `docgate`).
+    pub replica_set: String,
+    /// The `HOST:PORT` `hello` names as the set's one member (`--advertise`); None: the
+    /// address the listener is bound to.
+    pub advertise: Option<String>,
+    /// Answers `hello {loadBalanced: true}` with a `serviceId`, for several instances behind
+    /// an L4 load balancer (`--load-balanced`).
+    pub load_balanced: bool,
+    /// `configureFailPoint` and the `failCommand` fail point (`--enable-test-commands`,
+    /// MongoDB's `enableTestCommands`).
+    pub enable_test_commands: bool,
+}
+
+impl FaceSettings {
+    /// The default replica set name.
+    pub const DEFAULT_REPLICA_SET: &'static str = "docgate";
+
+    /// The name shown in the startup log line: `replicaset(NAME)`, `standalone`, with
+    /// `+load-balanced` when that is on.
+    pub fn describe(&self) -> String {
+        let mut text = match self.topology {
+            Topology::ReplicaSet => format!("replicaset({})", self.replica_set),
+            Topology::Standalone => "standalone".to_string(),
+        };
+        if self.load_balanced {
+            text.push_str("+load-balanced");
+        }
+        text
+    }
+}
+
+impl Default for FaceSettings {
+    fn default() -> Self {
+        FaceSettings {
+            topology: Topology::ReplicaSet,
+            replica_set: FaceSettings::DEFAULT_REPLICA_SET.to_string(),
+            advertise: None,
+            load_balanced: false,
+            enable_test_commands: false,
         }
     }
 }

@@ -91,8 +91,7 @@ impl SessionFields {
         }
         if start && !in_transaction {
             return Err(OpError::InvalidOptions(
-                "'startTransaction' field requires 'autocommit' field to also be specified"
-                    .into(),
+                "'startTransaction' field requires 'autocommit' field to also be specified".into(),
             ));
         }
         Ok(SessionFields {
@@ -138,6 +137,7 @@ pub async fn run(
     command: Command,
 ) -> ReplyResult {
     let fields = SessionFields::parse(&request.body)?;
+    after_cluster_time(context, request)?;
     if !fields.in_transaction && snapshot_read(request, command)? {
         let state = &context.server.state;
         let mut snapshot = SessionTransaction::begin_snapshot_read(state.store.as_ref()).await?;
@@ -151,7 +151,10 @@ pub async fn run(
         return reply;
     }
     let Some(id) = fields.session.clone() else {
-        if matches!(command, Command::CommitTransaction | Command::AbortTransaction) {
+        if matches!(
+            command,
+            Command::CommitTransaction | Command::AbortTransaction
+        ) {
             return Err(OpError::InvalidOptions(format!(
                 "{} must be run within a session",
                 request.name
@@ -166,7 +169,10 @@ pub async fn run(
     let slot = context.server.sessions.touch(&key);
     match fields.txn_number {
         None => {
-            if matches!(command, Command::CommitTransaction | Command::AbortTransaction) {
+            if matches!(
+                command,
+                Command::CommitTransaction | Command::AbortTransaction
+            ) {
                 return Err(OpError::InvalidOptions(format!(
                     "{} requires a txnNumber",
                     request.name
@@ -218,8 +224,8 @@ pub async fn run(
                     .map(|()| CommandReply::from(Document::new()))
                     .map_err(|error| (error, Phase::Abort)),
                 _ => {
-                    let result = in_transaction(context, request, command, &fields, &mut session)
-                        .await;
+                    let result =
+                        in_transaction(context, request, command, &fields, &mut session).await;
                     if result.as_ref().is_ok_and(has_write_errors) || result.is_err() {
                         session.abort("a command in it failed");
                     }
@@ -250,7 +256,9 @@ async fn in_transaction(
         connection: &mut *context.connection,
         transaction: Some(&mut open.transaction),
     };
-    run_with_retry(&mut joined, request, command).await
+    let result = run_with_retry(&mut joined, request, command).await;
+    open.command_done();
+    result
 }
 
 /// The read and write concerns a command in a transaction may carry: a `readConcern` only
@@ -271,7 +279,9 @@ fn check_concerns(request: &CommandRequest, start: bool) -> Result<(), OpError> 
         ));
     }
     let Bson::Document(read_concern) = read_concern else {
-        return Err(OpError::TypeMismatch("readConcern must be an object".into()));
+        return Err(OpError::TypeMismatch(
+            "readConcern must be an object".into(),
+        ));
     };
     match read_concern.get("level") {
         None => Ok(()),
@@ -280,6 +290,37 @@ fn check_concerns(request: &CommandRequest, start: bool) -> Result<(), OpError> 
         }
         Some(other) => Err(OpError::InvalidOptions(format!(
             "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction, not {other}"
+        ))),
+    }
+}
+
+/// `readConcern.afterClusterTime` (causal consistency): the read must see every write
+/// acknowledged at or before that time, on any instance. Every write docgate acknowledged
+/// is committed in the one database, so each statement sees it already; the clock moves
+/// to that time so that this reply's `operationTime` is not earlier.
+fn after_cluster_time(
+    context: &CommandContext<'_>,
+    request: &CommandRequest,
+) -> Result<(), OpError> {
+    let Some(Bson::Document(read_concern)) = request.body.get("readConcern") else {
+        return Ok(());
+    };
+    match read_concern.get("afterClusterTime") {
+        None => Ok(()),
+        Some(Bson::Timestamp(time)) => {
+            let clock = &context.server.state.cluster_time;
+            if !clock.within_drift(*time) {
+                return Err(OpError::InvalidOptions(format!(
+                    "readConcern afterClusterTime {} is too far ahead of this node's clock",
+                    time.time
+                )));
+            }
+            clock.advance_to(*time);
+            Ok(())
+        }
+        Some(other) => Err(OpError::TypeMismatch(format!(
+            "readConcern.afterClusterTime must be a timestamp, not {}",
+            super::request::type_name(other)
         ))),
     }
 }
@@ -303,7 +344,10 @@ fn snapshot_read(request: &CommandRequest, command: Command) -> Result<bool, OpE
         // The cursor read its whole result in the snapshot already.
         return Ok(false);
     }
-    if !matches!(command, Command::Find | Command::Aggregate | Command::Distinct) {
+    if !matches!(
+        command,
+        Command::Find | Command::Aggregate | Command::Distinct
+    ) {
         return Err(OpError::InvalidOptions(format!(
             "readConcern level snapshot is not supported for {} outside a transaction",
             request.name
@@ -311,8 +355,7 @@ fn snapshot_read(request: &CommandRequest, command: Command) -> Result<bool, OpE
     }
     if read_concern.contains_key("atClusterTime") {
         return Err(OpError::SnapshotTooOld(
-            "docgate reads only at the current time: it keeps no history for atClusterTime"
-                .into(),
+            "docgate reads only at the current time: it keeps no history for atClusterTime".into(),
         ));
     }
     Ok(true)
@@ -392,13 +435,18 @@ fn labelled(error: &OpError, phase: Phase) -> Document {
         OpError::Store(StoreError::Unavailable(_) | StoreError::PoolTimeout(_))
     );
     let label = match phase {
-        Phase::Commit if unavailable || matches!(error, OpError::Store(StoreError::Interrupted(_))) => {
+        Phase::Commit
+            if unavailable || matches!(error, OpError::Store(StoreError::Interrupted(_))) =>
+        {
             Some("UnknownTransactionCommitResult")
         }
         Phase::Statement | Phase::Commit
             if error.is_write_conflict()
                 || unavailable
-                || matches!(error, OpError::NoSuchTransaction(_)) =>
+                || matches!(
+                    error,
+                    OpError::NoSuchTransaction(_) | OpError::LockTimeout(_)
+                ) =>
         {
             Some("TransientTransactionError")
         }
@@ -468,7 +516,9 @@ pub async fn kill_all_sessions(
     let mut ids = Vec::new();
     for pattern in patterns {
         let Bson::Document(pattern) = pattern else {
-            return Err(OpError::TypeMismatch("a session pattern must be an object".into()));
+            return Err(OpError::TypeMismatch(
+                "a session pattern must be an object".into(),
+            ));
         };
         if let Some(Bson::Document(lsid)) = pattern.get("lsid") {
             if let Some(Bson::Binary(id)) = lsid.get("id") {

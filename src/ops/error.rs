@@ -115,9 +115,24 @@ pub enum OpError {
     /// 239 SnapshotTooOld: a snapshot at a time whose history is not kept.
     #[error("{0}")]
     SnapshotTooOld(String),
+    /// 24 LockTimeout: a lock (or a slot) could not be had in time.
+    #[error("{0}")]
+    LockTimeout(String),
     /// 206 NoSuchSession.
     #[error("{0}")]
     NoSuchSession(String),
+    /// 23: `replSetInitiate` on a replica set that is initiated already.
+    #[error("{0}")]
+    AlreadyInitialized(String),
+    /// 76: a replication command on a server that presents itself as standalone.
+    #[error("{0}")]
+    NoReplicationEnabled(String),
+    /// 103: a replica set configuration docgate cannot take (its one member is fixed).
+    #[error("{0}")]
+    NewReplicaSetConfigurationIncompatible(String),
+    /// 209: a gossiped `$clusterTime` too far ahead of the wall clock.
+    #[error("{0}")]
+    ClusterTimeFailsRateLimiter(String),
 }
 
 impl OpError {
@@ -166,8 +181,13 @@ impl OpError {
             OpError::NotInTransaction(_) => 263,
             OpError::NotRetryable(_) => 50768,
             OpError::NoSuchSession(_) => 206,
+            OpError::LockTimeout(_) => 24,
             OpError::SnapshotTooOld(_) => 239,
             OpError::ConflictingOperation(_) => 117,
+            OpError::AlreadyInitialized(_) => 23,
+            OpError::NoReplicationEnabled(_) => 76,
+            OpError::NewReplicaSetConfigurationIncompatible(_) => 103,
+            OpError::ClusterTimeFailsRateLimiter(_) => 209,
         }
     }
 
@@ -209,8 +229,15 @@ impl OpError {
             OpError::NotInTransaction(_) => "OperationNotSupportedInTransaction",
             OpError::NotRetryable(_) => "NotARetryableWriteCommand",
             OpError::NoSuchSession(_) => "NoSuchSession",
+            OpError::LockTimeout(_) => "LockTimeout",
             OpError::SnapshotTooOld(_) => "SnapshotTooOld",
             OpError::ConflictingOperation(_) => "ConflictingOperationInProgress",
+            OpError::AlreadyInitialized(_) => "AlreadyInitialized",
+            OpError::NoReplicationEnabled(_) => "NoReplicationEnabled",
+            OpError::NewReplicaSetConfigurationIncompatible(_) => {
+                "NewReplicaSetConfigurationIncompatible"
+            }
+            OpError::ClusterTimeFailsRateLimiter(_) => "ClusterTimeFailsRateLimiter",
         }
     }
 

@@ -16,11 +16,11 @@ use bson::{Bson, Document};
 use super::cursors::{take_batch, ResultSource};
 use super::read;
 use super::read_cursor::{BatchLimit, ReadCursor};
+use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::planner::ReadPlan;
 use crate::query::{compare_values, Filter, Projection, SortSpec};
-use super::transaction::OpScope;
 use crate::store::ScanPosition;
 
 /// A parsed `find`.

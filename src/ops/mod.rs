@@ -4,6 +4,7 @@
 //! OP_MSG nor HTTP.
 //!
 //! - `error`: [`OpError`], MongoDB's codes;
+//! - `cluster_time`: the cluster time, a hybrid logical clock that only moves forward;
 //! - `namespace`: database and collection name rules;
 //! - `prepare`: a document made ready to store (`_id` first, limits, index keys);
 //! - `transaction`: where an operation runs (on its own or joined to a session's
@@ -28,6 +29,7 @@
 //! semantics of filters, updates and pipelines (`query`).
 
 pub mod aggregate;
+pub mod cluster_time;
 pub mod collections;
 pub mod cursors;
 pub mod delete;

@@ -24,11 +24,11 @@ use bson::Document;
 
 use super::find::encode_documents;
 use super::read::decode_document;
+use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::planner::{IndexCandidate, ReadPlan};
 use crate::query::{Filter, Projection};
-use super::transaction::OpScope;
 use crate::store::{CollectionRecord, PositionedRow, ScanPosition, ScanRequest, StoreError};
 
 /// Rows read per store round trip when Rust re-checks a residual filter (small enough to

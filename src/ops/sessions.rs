@@ -39,6 +39,15 @@ pub struct SessionSettings {
     pub idle_timeout: Duration,
     /// A transaction open this long is aborted (`transactionLifetimeLimitSeconds`, 60).
     pub transaction_lifetime: Duration,
+    /// A transaction whose client disconnected is aborted when no command has continued it
+    /// from another connection for this long (drivers retry `commitTransaction` on a new
+    /// connection after a network error, so the transaction must outlive the old one
+    /// briefly; MongoDB keeps it for its whole lifetime).
+    pub disconnect_grace: Duration,
+    /// A transaction that holds the backend's one write lock (SQLite) and has no command
+    /// running is aborted after this long idle, so that a client idling inside a
+    /// transaction cannot keep every other writer waiting for the transaction's lifetime.
+    pub write_lock_idle_limit: Duration,
 }
 
 impl Default for SessionSettings {
@@ -46,6 +55,8 @@ impl Default for SessionSettings {
         SessionSettings {
             idle_timeout: Duration::from_secs(30 * 60),
             transaction_lifetime: Duration::from_secs(60),
+            disconnect_grace: Duration::from_secs(5),
+            write_lock_idle_limit: Duration::from_secs(1),
         }
     }
 }
@@ -74,6 +85,19 @@ pub struct SessionRegistry {
     settings: SessionSettings,
     counters: Arc<TransactionCounters>,
     last_purge: Mutex<Instant>,
+    /// Pooled connections transactions may hold at once: the pool's size less a reserve,
+    /// so that idle transactions can never starve the commands of everyone else.
+    transaction_slots: Arc<tokio::sync::Semaphore>,
+}
+
+/// How long a new transaction waits for a slot when every slot is held.
+const TRANSACTION_SLOT_WAIT: Duration = Duration::from_millis(100);
+
+/// How many of `pool_size` connections transactions may hold: a quarter (at least one)
+/// stays for plain commands.
+pub fn transaction_slots(pool_size: usize) -> usize {
+    let reserve = (pool_size / 4).max(1);
+    pool_size.saturating_sub(reserve).max(1)
 }
 
 /// How often expired retryable-write records are deleted.
@@ -100,6 +124,7 @@ pub struct ServerSession {
     highest_txn: Option<i64>,
     transaction: TransactionState,
     counters: Arc<TransactionCounters>,
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 enum TransactionState {
@@ -115,17 +140,32 @@ pub struct OpenTransaction {
     pub number: i64,
     pub transaction: SessionTransaction,
     started: Instant,
-    /// The connection its last command came on (a disconnect aborts it).
+    /// When its last command ended (or it started).
+    idle_since: Instant,
+    /// The connection its last command came on.
     connection: i64,
+    /// When that connection closed, if it did and no command came since.
+    orphaned_since: Option<Instant>,
+    /// Its share of the connections transactions may hold.
+    _slot: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl OpenTransaction {
+    /// Notes that a command of the transaction has finished.
+    pub fn command_done(&mut self) {
+        self.idle_since = Instant::now();
+    }
 }
 
 impl SessionRegistry {
-    pub fn new(settings: SessionSettings) -> SessionRegistry {
+    /// A registry whose transactions hold at most `max_transactions` pooled connections.
+    pub fn new(settings: SessionSettings, max_transactions: usize) -> SessionRegistry {
         SessionRegistry {
             sessions: Mutex::new(HashMap::new()),
             settings,
             counters: Arc::default(),
             last_purge: Mutex::new(Instant::now()),
+            transaction_slots: Arc::new(tokio::sync::Semaphore::new(max_transactions.max(1))),
         }
     }
 
@@ -140,12 +180,18 @@ impl SessionRegistry {
     /// Marks session `key` used now, creating it on its first command.
     pub fn touch(&self, key: &SessionKey) -> Arc<SessionSlot> {
         let mut sessions = self.lock();
+        if let Some(slot) = sessions.get(key) {
+            // Every command of a driver carries its session: no allocation on this path.
+            *slot.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+            return slot.clone();
+        }
         let slot = sessions.entry(key.clone()).or_insert_with(|| {
             Arc::new(SessionSlot {
                 state: Arc::new(tokio::sync::Mutex::new(ServerSession {
                     highest_txn: None,
                     transaction: TransactionState::None,
                     counters: self.counters.clone(),
+                    slots: self.transaction_slots.clone(),
                 })),
                 last_used: Mutex::new(Instant::now()),
             })
@@ -183,17 +229,17 @@ impl SessionRegistry {
         removed.len()
     }
 
-    /// Aborts the open transactions whose last command came on `connection` (the client
-    /// went away; nobody will commit them).
+    /// Marks the open transactions whose last command came on `connection` orphaned: the
+    /// reaper aborts them unless a command continues them from another connection within
+    /// the disconnect grace.
     pub async fn connection_closed(&self, connection: i64) {
         let slots: Vec<Arc<SessionSlot>> = self.lock().values().cloned().collect();
         for slot in slots {
-            let Ok(mut session) = slot.state.try_lock() else {
-                continue;
-            };
-            if matches!(&session.transaction, TransactionState::Open(open) if open.connection == connection)
-            {
-                session.abort("its client disconnected");
+            let mut session = slot.state.lock().await;
+            if let TransactionState::Open(open) = &mut session.transaction {
+                if open.connection == connection {
+                    open.orphaned_since = Some(Instant::now());
+                }
             }
         }
     }
@@ -209,9 +255,24 @@ impl SessionRegistry {
             let Ok(mut session) = slot.state.try_lock() else {
                 return true;
             };
-            if let TransactionState::Open(open) = &session.transaction {
-                if now.duration_since(open.started) >= self.settings.transaction_lifetime {
-                    session.abort("it exceeded transactionLifetimeLimitSeconds");
+            if let TransactionState::Open(open) = &mut session.transaction {
+                let settings = &self.settings;
+                let why = if now.duration_since(open.started) >= settings.transaction_lifetime {
+                    Some("it exceeded transactionLifetimeLimitSeconds")
+                } else if open
+                    .orphaned_since
+                    .is_some_and(|since| now.duration_since(since) >= settings.disconnect_grace)
+                {
+                    Some("its client disconnected")
+                } else if now.duration_since(open.idle_since) >= settings.write_lock_idle_limit
+                    && open.transaction.session().holds_write_lock()
+                {
+                    Some("it held the database's write lock while idle")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    session.abort(why);
                 }
             }
             let last_used = *slot.last_used.lock().unwrap_or_else(|e| e.into_inner());
@@ -295,6 +356,18 @@ impl ServerSession {
             }
             self.abort("a newer transaction started");
             self.highest_txn = Some(txn);
+            let slot = tokio::time::timeout(
+                TRANSACTION_SLOT_WAIT,
+                self.slots.clone().acquire_owned(),
+            )
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .ok_or_else(|| {
+                OpError::LockTimeout(
+                    "too many open transactions: every pooled connection that transactions may hold (three quarters of pool.max) is held; retry the transaction".into(),
+                )
+            })?;
             let transaction = SessionTransaction::begin_snapshot(store).await?;
             self.counters.started.fetch_add(1, Ordering::Relaxed);
             self.counters.open.fetch_add(1, Ordering::Relaxed);
@@ -302,7 +375,10 @@ impl ServerSession {
                 number: txn,
                 transaction,
                 started: Instant::now(),
+                idle_since: Instant::now(),
                 connection,
+                orphaned_since: None,
+                _slot: slot,
             });
         } else if self.highest_txn != Some(txn) {
             return Err(no_such_transaction(txn, "it was never started"));
@@ -310,13 +386,12 @@ impl ServerSession {
         match &mut self.transaction {
             TransactionState::Open(open) if open.number == txn => {
                 open.connection = connection;
+                open.orphaned_since = None;
                 Ok(open)
             }
-            TransactionState::Committed(number) if *number == txn => {
-                Err(OpError::TransactionCommitted(format!(
-                    "Transaction {txn} has been committed."
-                )))
-            }
+            TransactionState::Committed(number) if *number == txn => Err(
+                OpError::TransactionCommitted(format!("Transaction {txn} has been committed.")),
+            ),
             TransactionState::Aborted(number, why) if *number == txn => {
                 Err(no_such_transaction(txn, why))
             }

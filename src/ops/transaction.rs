@@ -104,9 +104,9 @@ pub enum ScopedSession<'s> {
     Joined(&'s mut (dyn StoreSession + 'static)),
 }
 
-impl ScopedSession<'_> {
+impl AsMut<dyn StoreSession> for ScopedSession<'_> {
     /// The session to run statements on.
-    pub fn as_mut(&mut self) -> &mut (dyn StoreSession + 'static) {
+    fn as_mut(&mut self) -> &mut (dyn StoreSession + 'static) {
         match self {
             ScopedSession::Pooled(session) => session.as_mut(),
             ScopedSession::Joined(session) => &mut **session,
@@ -145,7 +145,9 @@ impl<'s> OpScope<'s> {
     /// Whether a cursor must read its whole result now (a snapshot read outside a
     /// multi-document transaction), rather than batch by batch later.
     pub fn reads_whole(&self) -> bool {
-        self.joined.as_ref().is_some_and(|joined| joined.whole_results)
+        self.joined
+            .as_ref()
+            .is_some_and(|joined| joined.whole_results)
     }
 
     /// The shared catalog.

@@ -21,8 +21,8 @@ use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::find::FindRequest;
 use crate::ops::insert::InsertMode;
 use crate::ops::read;
-use crate::ops::transaction::OpScope;
 use crate::ops::retry::refreshed_after_stale;
+use crate::ops::transaction::OpScope;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
 use crate::ops::write::{collection_for_write, mark_multikey};
@@ -88,7 +88,8 @@ pub async fn find_page(
         find,
         size,
         request.resume,
-    ).await?;
+    )
+    .await?;
     Ok(FoundPage {
         items: found.documents,
         has_more: found.has_more,
@@ -173,7 +174,8 @@ async fn insert_once(
         name,
         batch,
         InsertMode::AllOrNothing,
-    ).await?;
+    )
+    .await?;
     Ok(outcome.ids)
 }
 

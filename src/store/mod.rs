@@ -256,6 +256,13 @@ pub trait StoreSession: Send {
         written_before_ms: i64,
     ) -> Result<u64, StoreError>;
 
+    /// Whether this session's transaction holds a lock that keeps every other writer out
+    /// (SQLite's one write lock, taken at a snapshot transaction's first write). Backends
+    /// with row locks answer false.
+    fn holds_write_lock(&self) -> bool {
+        false
+    }
+
     /// Monotonic number bumped in the same transaction as every catalog change.
     async fn catalog_version(&mut self) -> Result<i64, StoreError>;
     /// Every collection of every database, ordered by (db, name).

@@ -85,7 +85,6 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     )
     .await?;
     drop(session);
-    drop(scope);
     first_batch_reply(
         context,
         request,

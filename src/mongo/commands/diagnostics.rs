@@ -25,6 +25,7 @@ fn parameters(context: &CommandContext<'_>) -> Document {
         "quiet": false,
         "requireApiVersion": false,
         "maxBSONDepth": 100,
+        "enableTestCommands": context.server.face.enable_test_commands,
     }
 }
 
@@ -115,7 +116,7 @@ pub fn server_status(context: &CommandContext<'_>) -> Document {
     let uptime = state.started.elapsed();
     let current = ServerCounters::get(&counters.connections_current) as i64;
     let max = state.settings.max_connections as i64;
-    doc! {
+    let mut status = doc! {
         "host": hostname(),
         "version": MONGODB_VERSION,
         "process": "docgate",
@@ -145,7 +146,11 @@ pub fn server_status(context: &CommandContext<'_>) -> Document {
         "docgate": {"pool": pool_metrics(state)},
         "storageEngine": {"name": state.store.backend_name()},
         "security": {"authentication": authentication_status(state)},
+    };
+    if context.server.is_replica_set() {
+        status.insert("repl", super::handshake::repl_status(context.server));
     }
+    status
 }
 
 /// `transactions` as MongoDB reports it: open now, and started, committed and aborted
@@ -244,9 +249,12 @@ fn authentication_status(state: &crate::state::AppState) -> Document {
 }
 
 /// `listCommands`: the supported commands.
-pub fn list_commands() -> Document {
+pub fn list_commands(context: &CommandContext<'_>) -> Document {
     let mut commands = Document::new();
-    for command in COMMANDS {
+    let test_commands = context.server.face.enable_test_commands;
+    for command in COMMANDS.iter().filter(|command| {
+        command.command != crate::mongo::command_table::Command::ConfigureFailPoint || test_commands
+    }) {
         commands.insert(
             command.name,
             doc! {"help": command.help, "adminOnly": false, "requiresAuth": false},

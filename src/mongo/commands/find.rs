@@ -197,13 +197,7 @@ pub async fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest
     let server = context.server;
     let batch = server
         .cursors
-        .next_batch(
-            &mut context.scope(),
-            id,
-            &namespace,
-            batch_size,
-            &requester,
-        )
+        .next_batch(&mut context.scope(), id, &namespace, batch_size, &requester)
         .await?;
     cursor_reply(&namespace, batch, false)
 }

@@ -79,8 +79,7 @@ pub async fn find_and_modify(
         projection,
         modification,
     };
-    let outcome =
-        find_and_modify::find_and_modify(&mut context.scope(), db, name, request).await?;
+    let outcome = find_and_modify::find_and_modify(&mut context.scope(), db, name, request).await?;
     let mut last_error = doc! {"n": outcome.n};
     if let Some(updated_existing) = outcome.updated_existing {
         last_error.insert("updatedExisting", updated_existing);

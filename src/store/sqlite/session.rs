@@ -187,6 +187,13 @@ impl StoreSession for SqliteSession {
         result
     }
 
+    fn holds_write_lock(&self) -> bool {
+        self.conn.as_deref().is_some_and(|conn| {
+            conn.transaction_state(None::<&str>)
+                .is_ok_and(|state| state == rusqlite::TransactionState::Write)
+        })
+    }
+
     async fn write_record(&mut self, session: &[u8]) -> Result<Option<WriteRecord>, StoreError> {
         let session = session.to_vec();
         self.run_short(move |conn| write_record::get(conn, &session))

@@ -27,8 +27,8 @@ def test_hello_fields(client):
     assert hello["maxMessageSizeBytes"] == 48_000_000
     assert hello["maxWriteBatchSize"] == 100_000
     assert isinstance(hello["localTime"], datetime.datetime)
-    # A standalone server is neither a replica set member nor a mongos.
-    assert "setName" not in hello
+    # The default face is the primary of a one-member replica set, not a mongos.
+    assert hello["setName"] == "docgate"
     assert hello.get("msg") != "isdbgrid"
 
 
@@ -39,13 +39,14 @@ def test_legacy_is_master(client):
     assert reply["maxWireVersion"] == 21
 
 
-def test_driver_sees_a_writable_standalone(client, server):
-    # What pymongo concluded from the handshake.
+def test_driver_sees_a_writable_primary(client, server):
+    # What pymongo concluded from the handshake (directConnection: a Single topology whose
+    # one server is the replica set's primary; see test_replica_set.py for discovery).
     client.admin.command("ping")
     description = client.topology_description
     assert description.topology_type_name == "Single"
     (server_description,) = description.server_descriptions().values()
-    assert server_description.server_type_name == "Standalone"
+    assert server_description.server_type_name == "RSPrimary"
     assert server_description.is_writable
     assert server_description.max_wire_version == 21
     assert server_description.address == ("127.0.0.1", server.port)
