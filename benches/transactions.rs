@@ -658,7 +658,7 @@ async fn plain_write_while_open(
     let (during, during_took) = timed_plain_update(&mut plain, 2).await;
     let committed = match tx.commit().await {
         Ok(()) => "committed".to_string(),
-        Err(f) => format!("error {}", f.code),
+        Err(f) => format!("error {} [{}]", f.code, f.labels.join(", ")),
     };
     let (after, after_took) = timed_plain_update(&mut plain, 2).await;
     let n = |id: i64| {
