@@ -27,6 +27,11 @@
 //!    or parse and answer commands: that is what the ratio prices. At the end the bench
 //!    checks that the raw side wrote the same `doc` bytes and an equal `j` as docgate did
 //!    (each collection got the same increments) and prints it.
+//!    No read runs before the timed transactions, so each `update` finds its collection by
+//!    reading the catalog inside its transaction (`Catalog::collection_info_in`: three
+//!    queries on PostgreSQL, the whole collection and index lists): only reads
+//!    (`Catalog::snapshot`) fill docgate's catalog cache, so a client that only writes pays
+//!    that on every write, and this bench measures that case.
 //!    Printed per backend: mean ms per transaction (over all rounds), best (the best round's),
 //!    transactions per second (mean), and the ratios a/c and a'/c.
 //! 2. Contention: `WRITERS` (8) concurrent tokio tasks, each on its own connection and
