@@ -43,11 +43,12 @@
 //!    Printed: commits/s, conflicts/s, retries per commit, and the hot document's counter,
 //!    which must equal the commits (asserted: no lost update). Run on every backend
 //!    (the issue asks for PostgreSQL; SQLite's one write lock is shown next to it).
-//! 3. A plain write while a transaction is open: one session's transaction has updated one
-//!    document and stays open; another connection sends a plain `update` (no session) of
-//!    another document. Printed: how long it took and whether it succeeded or its error code,
-//!    then whether the transaction still commits and how long the same plain update takes
-//!    after it.
+//! 3. A plain write while a transaction is open: another connection sends a plain `update`
+//!    (no session) of a document the transaction has not written — with no transaction open
+//!    (the reference); while one session's transaction has updated one document and sits
+//!    idle; and while one has updated one and keeps sending a `find` in it every 100 ms until
+//!    the plain update answers. Printed: how long the plain update took, whether it
+//!    succeeded or its error code, and what the transaction's `commitTransaction` answered.
 //!
 //! Nothing but answers and the no-lost-update counter is asserted.
 //!
@@ -57,6 +58,8 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bson::{doc, Bson, Document, RawDocument};
@@ -106,15 +109,14 @@ async fn main() {
         drop(server);
     }
     println!();
-    println!("a plain update of another document while a transaction that has written stays open");
+    println!("a plain update of another document while a transaction that has written is open");
     print_table(
         &[
             "backend",
+            "transaction",
             "plain update",
             "took ms",
-            "tx commit",
-            "plain update after",
-            "after ms",
+            "its commit",
         ],
         &open_rows,
     );
@@ -653,19 +655,79 @@ async fn plain_write_while_open(
 ) -> Vec<Vec<String>> {
     let coll = client.database(DB).collection::<Document>(OPEN_COLL);
     common::load_sample_docs(&coll, 10).await;
-    let mut tx = WireSession::open(server.port).await;
     let mut plain = WireClient::connect_as(server.port, BENCH_USER, BENCH_PASSWORD).await;
+    let name = backend.name().to_string();
+    let mut rows = Vec::new();
 
-    tx.txn += 1;
-    if let Err(f) = tx.inc(OPEN_COLL, 1, true).await {
+    // No transaction open: the reference.
+    let (said, took) = timed_plain_update(&mut plain, 2).await;
+    rows.push(vec![
+        name.clone(),
+        "none open".into(),
+        said,
+        ms3(took),
+        "-".into(),
+    ]);
+
+    // A transaction that has written document 1 and then sits idle.
+    let mut idle = WireSession::open(server.port).await;
+    idle.txn += 1;
+    if let Err(f) = idle.inc(OPEN_COLL, 1, true).await {
         panic!("the open transaction's update failed: {}", f.text);
     }
-    let (during, during_took) = timed_plain_update(&mut plain, 2).await;
-    let committed = match tx.commit().await {
-        Ok(()) => "committed".to_string(),
-        Err(f) => format!("error {} [{}]", f.code, f.labels.join(", ")),
+    let (said, took) = timed_plain_update(&mut plain, 2).await;
+    rows.push(vec![
+        name.clone(),
+        "idle after its write".into(),
+        said,
+        ms3(took),
+        commit_outcome(idle.commit().await),
+    ]);
+
+    // A transaction that has written document 3 and keeps sending a `find` in it every
+    // 100 ms until the plain update has answered.
+    let mut busy = WireSession::open(server.port).await;
+    busy.txn += 1;
+    if let Err(f) = busy.inc(OPEN_COLL, 3, true).await {
+        panic!("the busy transaction's update failed: {}", f.text);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let keeper = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut finds = 0u32;
+            let mut failed = None;
+            while !stop.load(Ordering::SeqCst) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let mut body = doc! { "find": OPEN_COLL, "filter": { "_id": 3i64 }, "$db": DB };
+                busy.fields(&mut body, false);
+                match outcome(busy.client.reply(body).await) {
+                    Ok(()) => finds += 1,
+                    Err(f) => {
+                        failed = Some(f.code);
+                        break;
+                    }
+                }
+            }
+            (finds, failed, busy.commit().await)
+        })
     };
-    let (after, after_took) = timed_plain_update(&mut plain, 2).await;
+    let (said, took) = timed_plain_update(&mut plain, 4).await;
+    stop.store(true, Ordering::SeqCst);
+    let (finds, failed, committed) = keeper.await.expect("keeper task");
+    rows.push(vec![
+        name.clone(),
+        format!(
+            "busy: a find every 100 ms ({finds} ok{})",
+            failed
+                .map(|c| format!(", then error {c}"))
+                .unwrap_or_default()
+        ),
+        said,
+        ms3(took),
+        commit_outcome(committed),
+    ]);
+
     let n = |id: i64| {
         let coll = coll.clone();
         async move {
@@ -679,19 +741,20 @@ async fn plain_write_while_open(
     };
     println!();
     println!(
-        "backend: {} — after the plain updates: n of the transaction's document = {}, of the plain update's = {}",
-        backend.name(),
+        "backend: {name} — afterwards n = {} (idle transaction's document), {} (plain updates'), {} (busy transaction's), {} (plain update during the busy one)",
         n(1).await,
-        n(2).await
+        n(2).await,
+        n(3).await,
+        n(4).await
     );
-    vec![vec![
-        backend.name().to_string(),
-        during,
-        ms3(during_took),
-        committed,
-        after,
-        ms3(after_took),
-    ]]
+    rows
+}
+
+fn commit_outcome(result: Result<(), Failure>) -> String {
+    match result {
+        Ok(()) => "committed".to_string(),
+        Err(f) => format!("error {} [{}]", f.code, f.labels.join(", ")),
+    }
 }
 
 /// A plain `update` of `_id` `id`: its outcome (`ok` or the error code and name) and time.
