@@ -61,6 +61,14 @@ impl WireClient {
     /// Sends one command (`body` carries `$db`) and returns the reply as it came, without
     /// decoding it; panics when the reply is not `ok: 1`.
     pub async fn command(&mut self, body: Document) -> &RawDocument {
+        let reply = self.reply(body).await;
+        assert!(ok(reply), "command failed: {:?}", Document::try_from(reply));
+        reply
+    }
+
+    /// Sends one command (`body` carries `$db`) and returns the reply as it came, `ok: 0`
+    /// (an error reply) included.
+    pub async fn reply(&mut self, body: Document) -> &RawDocument {
         let request_id = self.next_request_id;
         self.next_request_id = self.next_request_id.wrapping_add(1);
         let request = OpMsg {
@@ -90,13 +98,15 @@ impl WireClient {
             .expect("reply");
         let opcode = i32::from_le_bytes(self.frame[12..16].try_into().expect("header"));
         assert_eq!(opcode, op_code::OP_MSG, "reply is not an OP_MSG");
-        let reply = RawDocument::from_bytes(&self.frame[BODY_OFFSET..]).expect("reply body");
-        let ok = match reply.get("ok") {
-            Ok(Some(value)) => value.as_f64() == Some(1.0) || value.as_i32() == Some(1),
-            _ => false,
-        };
-        assert!(ok, "command failed: {:?}", Document::try_from(reply));
-        reply
+        RawDocument::from_bytes(&self.frame[BODY_OFFSET..]).expect("reply body")
+    }
+}
+
+/// Whether a reply says `ok: 1`.
+pub fn ok(reply: &RawDocument) -> bool {
+    match reply.get("ok") {
+        Ok(Some(value)) => value.as_f64() == Some(1.0) || value.as_i32() == Some(1),
+        _ => false,
     }
 }
 
