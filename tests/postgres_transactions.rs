@@ -56,22 +56,32 @@ async fn conflict_body(backend: &str) {
 
     let mut sa = ok("A: session", client_a.start_session().await);
     let mut sb = ok("B: session", client_b.start_session().await);
-    ok("A: start", bounded("A: start", sa.start_transaction()).await);
+    ok(
+        "A: start",
+        bounded("A: start", sa.start_transaction()).await,
+    );
     ok(
         "A: first write",
         bounded(
             "A: first write",
-            coll_a.update_one(doc! {"_id": 1}, doc! {"$inc": {"qty": -1}}).session(&mut sa),
+            coll_a
+                .update_one(doc! {"_id": 1}, doc! {"$inc": {"qty": -1}})
+                .session(&mut sa),
         )
         .await,
     );
-    ok("B: start", bounded("B: start", sb.start_transaction()).await);
+    ok(
+        "B: start",
+        bounded("B: start", sb.start_transaction()).await,
+    );
     // A write of B's own to another document does not conflict.
     ok(
         "B: other document",
         bounded(
             "B: other document",
-            coll_b.update_one(doc! {"_id": 2}, doc! {"$inc": {"qty": -5}}).session(&mut sb),
+            coll_b
+                .update_one(doc! {"_id": 2}, doc! {"$inc": {"qty": -5}})
+                .session(&mut sb),
         )
         .await,
     );
@@ -96,15 +106,25 @@ async fn conflict_body(backend: &str) {
     .await
     .is_ok();
     if !answered_before_commit {
-        eprintln!("B's conflicting write had no answer {FAIL_FAST:?} into A's transaction; committing A");
+        eprintln!(
+            "B's conflicting write had no answer {FAIL_FAST:?} into A's transaction; committing A"
+        );
     }
-    ok("A: commit", bounded("A: commit", sa.commit_transaction()).await);
+    ok(
+        "A: commit",
+        bounded("A: commit", sa.commit_transaction()).await,
+    );
     let (result, took, mut sb) = bounded("B: conflicting write", second).await.expect("task");
     let err = match result {
         Ok(r) => panic!("B's write of the document A's transaction wrote succeeded: {r:?}"),
         Err(e) => e,
     };
-    assert_eq!(server_code(&err), Some(112), "B: expected 112 WriteConflict, got {}", brief(&err));
+    assert_eq!(
+        server_code(&err),
+        Some(112),
+        "B: expected 112 WriteConflict, got {}",
+        brief(&err)
+    );
     assert!(
         err.contains_label("TransientTransactionError"),
         "B: WriteConflict without TransientTransactionError: {}",
@@ -127,32 +147,57 @@ async fn conflict_body(backend: &str) {
     );
 
     // The other order: B writes first and commits, A's write conflicts.
-    ok("B: start again", bounded("B: start", sb.start_transaction()).await);
+    ok(
+        "B: start again",
+        bounded("B: start", sb.start_transaction()).await,
+    );
     ok(
         "B: write first",
         bounded(
             "B: write first",
-            coll_b.update_one(doc! {"_id": 2}, doc! {"$inc": {"qty": -2}}).session(&mut sb),
+            coll_b
+                .update_one(doc! {"_id": 2}, doc! {"$inc": {"qty": -2}})
+                .session(&mut sb),
         )
         .await,
     );
-    ok("A: start again", bounded("A: start", sa.start_transaction()).await);
+    ok(
+        "A: start again",
+        bounded("A: start", sa.start_transaction()).await,
+    );
     let started = Instant::now();
     let late = tokio::time::timeout(
         FAIL_FAST,
-        coll_a.update_one(doc! {"_id": 2}, doc! {"$inc": {"qty": -7}}).session(&mut sa),
+        coll_a
+            .update_one(doc! {"_id": 2}, doc! {"$inc": {"qty": -7}})
+            .session(&mut sa),
     )
     .await;
     match late {
-        Err(_) => panic!("A's conflicting write had no answer within {FAIL_FAST:?} (it waits for B's row lock)"),
+        Err(_) => panic!(
+            "A's conflicting write had no answer within {FAIL_FAST:?} (it waits for B's row lock)"
+        ),
         Ok(Ok(r)) => panic!("A's write of the document B's transaction wrote succeeded: {r:?}"),
         Ok(Err(e)) => {
-            assert_eq!(server_code(&e), Some(112), "A: {} after {:?}", brief(&e), started.elapsed());
-            assert!(e.contains_label("TransientTransactionError"), "A: {}", brief(&e));
+            assert_eq!(
+                server_code(&e),
+                Some(112),
+                "A: {} after {:?}",
+                brief(&e),
+                started.elapsed()
+            );
+            assert!(
+                e.contains_label("TransientTransactionError"),
+                "A: {}",
+                brief(&e)
+            );
         }
     }
     let _ = bounded("A: abort", sa.abort_transaction()).await;
-    ok("B: commit", bounded("B: commit", sb.commit_transaction()).await);
+    ok(
+        "B: commit",
+        bounded("B: commit", sb.commit_transaction()).await,
+    );
     assert_eq!(
         find_all("A: final", &coll_a, doc! {"_id": 2}).await,
         vec![doc! {"_id": 2, "qty": 8}]
@@ -176,7 +221,12 @@ async fn causal_body(backend: &str) {
     let (client_a, client_b) = (a.client().await, b.client().await);
     let (app_a, app_b) = (client_a.database("app"), client_b.database("app"));
     insert("seed", &app_a.collection("events"), doc! {"_id": 0}).await;
-    assert_eq!(find_all("B: seed", &app_b.collection("events"), doc! {}).await.len(), 1);
+    assert_eq!(
+        find_all("B: seed", &app_b.collection("events"), doc! {})
+            .await
+            .len(),
+        1
+    );
 
     for i in 1..=20 {
         let reply = ok(
@@ -190,7 +240,9 @@ async fn causal_body(backend: &str) {
         assert_eq!(reply.get_i32("n").ok(), Some(1), "{reply}");
         let time = match reply.get("operationTime") {
             Some(Bson::Timestamp(t)) => *t,
-            other => panic!("A's acknowledged insert has no operationTime Timestamp ({other:?}): {reply}"),
+            other => panic!(
+                "A's acknowledged insert has no operationTime Timestamp ({other:?}): {reply}"
+            ),
         };
         let found = ok(
             "B: find afterClusterTime",
@@ -221,7 +273,10 @@ async fn causal_body(backend: &str) {
         }
 
         // The same through a causally consistent session that learned A's operation time.
-        let mut session = ok("B: session", client_b.start_session().causal_consistency(true).await);
+        let mut session = ok(
+            "B: session",
+            client_b.start_session().causal_consistency(true).await,
+        );
         session.advance_operation_time(time);
         let seen = ok(
             "B: session find",
@@ -234,7 +289,11 @@ async fn causal_body(backend: &str) {
             )
             .await,
         );
-        assert_eq!(seen, Some(doc! {"_id": i}), "round {i}: B's causal session missed A's write");
+        assert_eq!(
+            seen,
+            Some(doc! {"_id": i}),
+            "round {i}: B's causal session missed A's write"
+        );
     }
 }
 
@@ -260,7 +319,9 @@ fn raw_command(stream: &mut TcpStream, request_id: i32, cmd: &Document) -> Docum
 
 fn raw_connect(instance: &Docgate) -> TcpStream {
     let stream = TcpStream::connect(("127.0.0.1", instance.port())).expect("connect");
-    stream.set_read_timeout(Some(OP_TIMEOUT)).expect("read timeout");
+    stream
+        .set_read_timeout(Some(OP_TIMEOUT))
+        .expect("read timeout");
     stream
 }
 
@@ -270,10 +331,13 @@ async fn a_retryable_write_retried_on_the_other_instance_is_not_applied_again() 
         return;
     };
     let url = db.url.clone();
-    tokio::time::timeout(TEST_TIMEOUT, tokio::task::spawn_blocking(move || retry_elsewhere_body(&url)))
-        .await
-        .expect("the cross-instance retry test did not finish in time")
-        .expect("test body");
+    tokio::time::timeout(
+        TEST_TIMEOUT,
+        tokio::task::spawn_blocking(move || retry_elsewhere_body(&url)),
+    )
+    .await
+    .expect("the cross-instance retry test did not finish in time")
+    .expect("test body");
     db.drop_db().await;
 }
 
@@ -282,7 +346,12 @@ fn retry_elsewhere_body(backend: &str) {
     let b = Docgate::start("B", backend, &[]);
     let (mut to_a, mut to_b) = (raw_connect(&a), raw_connect(&b));
     let lsid = doc! {"id": Uuid::new()};
-    let ok_of = |reply: &Document| reply.get_f64("ok").or_else(|_| reply.get_i32("ok").map(f64::from)).unwrap_or(0.0);
+    let ok_of = |reply: &Document| {
+        reply
+            .get_f64("ok")
+            .or_else(|_| reply.get_i32("ok").map(f64::from))
+            .unwrap_or(0.0)
+    };
 
     let insert = doc! {
         "insert": "orders", "documents": [{"_id": 1, "item": "a"}, {"_id": 2, "item": "b"}],
@@ -291,9 +360,20 @@ fn retry_elsewhere_body(backend: &str) {
     let first = raw_command(&mut to_a, 1, &insert);
     assert_eq!(ok_of(&first), 1.0, "A: {first}");
     let retried = raw_command(&mut to_b, 2, &insert);
-    assert_eq!(ok_of(&retried), 1.0, "B: the retry of A's insert: {retried}");
-    assert_eq!(retried.get("n"), first.get("n"), "B's retry answers another n: {first} vs {retried}");
-    assert!(!retried.contains_key("writeErrors"), "B ran the insert again: {retried}");
+    assert_eq!(
+        ok_of(&retried),
+        1.0,
+        "B: the retry of A's insert: {retried}"
+    );
+    assert_eq!(
+        retried.get("n"),
+        first.get("n"),
+        "B's retry answers another n: {first} vs {retried}"
+    );
+    assert!(
+        !retried.contains_key("writeErrors"),
+        "B ran the insert again: {retried}"
+    );
 
     let update = doc! {
         "update": "orders", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"qty": 1}}}],
@@ -303,9 +383,17 @@ fn retry_elsewhere_body(backend: &str) {
     assert_eq!(ok_of(&first), 1.0, "A: {first}");
     let retried = raw_command(&mut to_b, 4, &update);
     assert_eq!(ok_of(&retried), 1.0, "B: {retried}");
-    assert_eq!(retried.get("nModified"), first.get("nModified"), "{first} vs {retried}");
+    assert_eq!(
+        retried.get("nModified"),
+        first.get("nModified"),
+        "{first} vs {retried}"
+    );
 
-    let found = raw_command(&mut to_b, 5, &doc! {"find": "orders", "filter": {}, "sort": {"_id": 1}, "$db": "app"});
+    let found = raw_command(
+        &mut to_b,
+        5,
+        &doc! {"find": "orders", "filter": {}, "sort": {"_id": 1}, "$db": "app"},
+    );
     let batch = found
         .get_document("cursor")
         .and_then(|c| c.get_array("firstBatch"))
@@ -326,5 +414,9 @@ fn retry_elsewhere_body(backend: &str) {
     );
     assert_eq!(ok_of(&newer), 1.0, "A: {newer}");
     let old = raw_command(&mut to_b, 7, &update);
-    assert_eq!(old.get_i32("code").ok(), Some(225), "B: txnNumber 2 after A ran 5: {old}");
+    assert_eq!(
+        old.get_i32("code").ok(),
+        Some(225),
+        "B: txnNumber 2 after A ran 5: {old}"
+    );
 }

@@ -66,7 +66,12 @@ fn brief(e: &Error) -> String {
 }
 
 fn assert_write_conflict(what: &str, e: &Error) {
-    assert_eq!(server_code(e), Some(112), "{what}: expected 112 WriteConflict, got {}", brief(e));
+    assert_eq!(
+        server_code(e),
+        Some(112),
+        "{what}: expected 112 WriteConflict, got {}",
+        brief(e)
+    );
     assert!(
         e.contains_label("TransientTransactionError"),
         "{what}: WriteConflict without the TransientTransactionError label: {}",
@@ -104,13 +109,21 @@ fn assert_raw_ok(what: &str, reply: &Document) {
 fn assert_raw_error(what: &str, reply: &Document, code: i32, code_name: &str) {
     raw_wire::assert_error_reply(reply, what);
     assert_eq!(num(reply, "code"), f64::from(code), "{what}: {reply}");
-    assert_eq!(reply.get_str("codeName").unwrap_or(""), code_name, "{what}: {reply}");
+    assert_eq!(
+        reply.get_str("codeName").unwrap_or(""),
+        code_name,
+        "{what}: {reply}"
+    );
 }
 
 fn labels(reply: &Document) -> Vec<String> {
     reply
         .get_array("errorLabels")
-        .map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|l| l.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -123,9 +136,9 @@ fn server_status(stream: &mut TcpStream) -> Document {
 fn sub<'a>(status: &'a Document, path: &[&str]) -> &'a Document {
     let mut d = status;
     for key in path {
-        d = d
-            .get_document(key)
-            .unwrap_or_else(|_| panic!("serverStatus has no {} document: {status}", path.join(".")));
+        d = d.get_document(key).unwrap_or_else(|_| {
+            panic!("serverStatus has no {} document: {status}", path.join("."))
+        });
     }
     d
 }
@@ -145,22 +158,45 @@ async fn commit_makes_all_writes_visible_and_abort_leaves_nothing() {
     let other = server.client().await;
     let coll = client.database("txn").collection::<Document>("accounts");
     let seen = other.database("txn").collection::<Document>("accounts");
-    bounded("seed", coll.insert_many(vec![doc! {"_id": "a", "bal": 100}, doc! {"_id": "b", "bal": 0}]))
-        .await
-        .expect("seed");
+    bounded(
+        "seed",
+        coll.insert_many(vec![
+            doc! {"_id": "a", "bal": 100},
+            doc! {"_id": "b", "bal": 0},
+        ]),
+    )
+    .await
+    .expect("seed");
 
     let mut session = client.start_session().await.expect("start_session");
-    session.start_transaction().await.expect("start_transaction");
-    bounded("debit", coll.update_one(doc! {"_id": "a"}, doc! {"$inc": {"bal": -40}}).session(&mut session))
+    session
+        .start_transaction()
         .await
-        .expect("debit");
-    bounded("credit", coll.update_one(doc! {"_id": "b"}, doc! {"$inc": {"bal": 40}}).session(&mut session))
+        .expect("start_transaction");
+    bounded(
+        "debit",
+        coll.update_one(doc! {"_id": "a"}, doc! {"$inc": {"bal": -40}})
+            .session(&mut session),
+    )
+    .await
+    .expect("debit");
+    bounded(
+        "credit",
+        coll.update_one(doc! {"_id": "b"}, doc! {"$inc": {"bal": 40}})
+            .session(&mut session),
+    )
+    .await
+    .expect("credit");
+    bounded(
+        "log",
+        coll.insert_one(doc! {"_id": "log1", "amount": 40})
+            .session(&mut session),
+    )
+    .await
+    .expect("log");
+    bounded("commit", session.commit_transaction())
         .await
-        .expect("credit");
-    bounded("log", coll.insert_one(doc! {"_id": "log1", "amount": 40}).session(&mut session))
-        .await
-        .expect("log");
-    bounded("commit", session.commit_transaction()).await.expect("commit");
+        .expect("commit");
     assert_eq!(
         all_docs(&seen).await,
         vec![
@@ -170,17 +206,32 @@ async fn commit_makes_all_writes_visible_and_abort_leaves_nothing() {
         ]
     );
 
-    session.start_transaction().await.expect("start second transaction");
-    bounded("debit", coll.update_one(doc! {"_id": "a"}, doc! {"$inc": {"bal": -60}}).session(&mut session))
+    session
+        .start_transaction()
         .await
-        .expect("debit");
-    bounded("delete", coll.delete_one(doc! {"_id": "log1"}).session(&mut session))
+        .expect("start second transaction");
+    bounded(
+        "debit",
+        coll.update_one(doc! {"_id": "a"}, doc! {"$inc": {"bal": -60}})
+            .session(&mut session),
+    )
+    .await
+    .expect("debit");
+    bounded(
+        "delete",
+        coll.delete_one(doc! {"_id": "log1"}).session(&mut session),
+    )
+    .await
+    .expect("delete");
+    bounded(
+        "insert",
+        coll.insert_one(doc! {"_id": "log2"}).session(&mut session),
+    )
+    .await
+    .expect("insert");
+    bounded("abort", session.abort_transaction())
         .await
-        .expect("delete");
-    bounded("insert", coll.insert_one(doc! {"_id": "log2"}).session(&mut session))
-        .await
-        .expect("insert");
-    bounded("abort", session.abort_transaction()).await.expect("abort");
+        .expect("abort");
     assert_eq!(
         all_docs(&seen).await,
         vec![
@@ -199,32 +250,62 @@ async fn nothing_is_visible_to_another_client_before_commit() {
     let other = server.client().await;
     let coll = client.database("txn").collection::<Document>("iso");
     let seen = other.database("txn").collection::<Document>("iso");
-    bounded("seed", coll.insert_one(doc! {"_id": 0, "v": "old"})).await.expect("seed");
+    bounded("seed", coll.insert_one(doc! {"_id": 0, "v": "old"}))
+        .await
+        .expect("seed");
 
     let mut session = client.start_session().await.expect("start_session");
-    session.start_transaction().await.expect("start_transaction");
-    bounded("insert", coll.insert_one(doc! {"_id": 1, "v": "new"}).session(&mut session))
+    session
+        .start_transaction()
         .await
-        .expect("insert");
-    bounded("update", coll.update_one(doc! {"_id": 0}, doc! {"$set": {"v": "changed"}}).session(&mut session))
-        .await
-        .expect("update");
+        .expect("start_transaction");
+    bounded(
+        "insert",
+        coll.insert_one(doc! {"_id": 1, "v": "new"})
+            .session(&mut session),
+    )
+    .await
+    .expect("insert");
+    bounded(
+        "update",
+        coll.update_one(doc! {"_id": 0}, doc! {"$set": {"v": "changed"}})
+            .session(&mut session),
+    )
+    .await
+    .expect("update");
     // Inside: its own writes.
-    let inside = bounded("find inside", coll.find_one(doc! {"_id": 0}).session(&mut session))
-        .await
-        .expect("find inside");
+    let inside = bounded(
+        "find inside",
+        coll.find_one(doc! {"_id": 0}).session(&mut session),
+    )
+    .await
+    .expect("find inside");
     assert_eq!(inside, Some(doc! {"_id": 0, "v": "changed"}));
-    let n = bounded("count inside", coll.count_documents(doc! {}).session(&mut session))
-        .await
-        .expect("count inside");
+    let n = bounded(
+        "count inside",
+        coll.count_documents(doc! {}).session(&mut session),
+    )
+    .await
+    .expect("count inside");
     assert_eq!(n, 2);
     // Outside: the committed state, and reads of it do not wait for the transaction.
     let started = Instant::now();
     assert_eq!(all_docs(&seen).await, vec![doc! {"_id": 0, "v": "old"}]);
-    assert_eq!(bounded("count outside", seen.count_documents(doc! {})).await.expect("count"), 1);
-    assert!(started.elapsed() < FAIL_FAST, "reads outside waited {:?}", started.elapsed());
+    assert_eq!(
+        bounded("count outside", seen.count_documents(doc! {}))
+            .await
+            .expect("count"),
+        1
+    );
+    assert!(
+        started.elapsed() < FAIL_FAST,
+        "reads outside waited {:?}",
+        started.elapsed()
+    );
 
-    bounded("commit", session.commit_transaction()).await.expect("commit");
+    bounded("commit", session.commit_transaction())
+        .await
+        .expect("commit");
     assert_eq!(
         all_docs(&seen).await,
         vec![doc! {"_id": 0, "v": "changed"}, doc! {"_id": 1, "v": "new"}]
@@ -241,31 +322,44 @@ async fn the_second_writer_of_a_document_gets_write_conflict_at_once() {
     let (c1, c2) = (server.client().await, server.client().await);
     let coll1 = c1.database("txn").collection::<Document>("wc");
     let coll2 = c2.database("txn").collection::<Document>("wc");
-    bounded("seed", coll1.insert_many(vec![doc! {"_id": 1, "n": 0}, doc! {"_id": 2, "n": 0}]))
-        .await
-        .expect("seed");
+    bounded(
+        "seed",
+        coll1.insert_many(vec![doc! {"_id": 1, "n": 0}, doc! {"_id": 2, "n": 0}]),
+    )
+    .await
+    .expect("seed");
 
     let mut s1 = c1.start_session().await.expect("session 1");
     let mut s2 = c2.start_session().await.expect("session 2");
     s1.start_transaction().await.expect("start 1");
-    bounded("first writer", coll1.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}}).session(&mut s1))
-        .await
-        .expect("first writer");
+    bounded(
+        "first writer",
+        coll1
+            .update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 1}})
+            .session(&mut s1),
+    )
+    .await
+    .expect("first writer");
 
     s2.start_transaction().await.expect("start 2");
     let started = Instant::now();
     let second = bounded(
         "second writer",
-        coll2.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 10}}).session(&mut s2),
+        coll2
+            .update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 10}})
+            .session(&mut s2),
     )
     .await;
     let took = started.elapsed();
-    let err = second.expect_err("the second writer's update succeeded while the first held the document");
+    let err =
+        second.expect_err("the second writer's update succeeded while the first held the document");
     assert_write_conflict("second writer", &err);
     assert!(took < FAIL_FAST, "the WriteConflict came after {took:?}");
     let _ = bounded("abort 2", s2.abort_transaction()).await;
 
-    bounded("commit 1", s1.commit_transaction()).await.expect("the first writer commits");
+    bounded("commit 1", s1.commit_transaction())
+        .await
+        .expect("the first writer commits");
     assert_eq!(
         all_docs(&coll2).await,
         vec![doc! {"_id": 1, "n": 1}, doc! {"_id": 2, "n": 0}]
@@ -273,10 +367,17 @@ async fn the_second_writer_of_a_document_gets_write_conflict_at_once() {
 
     // The document is free again: a new transaction of the second client writes it.
     s2.start_transaction().await.expect("start 2 again");
-    bounded("retry", coll2.update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 10}}).session(&mut s2))
+    bounded(
+        "retry",
+        coll2
+            .update_one(doc! {"_id": 1}, doc! {"$inc": {"n": 10}})
+            .session(&mut s2),
+    )
+    .await
+    .expect("the retried transaction writes");
+    bounded("commit 2", s2.commit_transaction())
         .await
-        .expect("the retried transaction writes");
-    bounded("commit 2", s2.commit_transaction()).await.expect("commit 2");
+        .expect("commit 2");
     assert_eq!(all_docs(&coll1).await[0], doc! {"_id": 1, "n": 11});
 }
 
@@ -296,10 +397,15 @@ fn an_open_transaction_holds_only_the_documents_it_wrote() {
     let mut holder = raw_wire::connect(&server);
     let mut outside = raw_wire::connect(&server);
     // Long enough to see what a held-up write is finally answered (the test fails either way).
-    outside.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    outside
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("read timeout");
     assert_raw_ok(
         "seed",
-        &raw(&mut outside, doc! {"insert": "held", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}], "$db": "txn"}),
+        &raw(
+            &mut outside,
+            doc! {"insert": "held", "documents": [{"_id": 1}, {"_id": 2}, {"_id": 3}], "$db": "txn"},
+        ),
     );
     let lsid = new_lsid();
     let reply = raw(
@@ -315,14 +421,22 @@ fn an_open_transaction_holds_only_the_documents_it_wrote() {
             "an update of another document",
             doc! {"update": "held", "updates": [{"q": {"_id": 2}, "u": {"$set": {"by": "outside"}}}], "$db": "txn"},
         ),
-        ("an insert into the same collection", doc! {"insert": "held", "documents": [{"_id": 4}], "$db": "txn"}),
-        ("an insert into another database", doc! {"insert": "elsewhere", "documents": [{"_id": 1}], "$db": "txn_other"}),
+        (
+            "an insert into the same collection",
+            doc! {"insert": "held", "documents": [{"_id": 4}], "$db": "txn"},
+        ),
+        (
+            "an insert into another database",
+            doc! {"insert": "elsewhere", "documents": [{"_id": 1}], "$db": "txn_other"},
+        ),
     ] {
         let started = Instant::now();
         let reply = raw(&mut outside, cmd.clone());
         let took = started.elapsed();
         if raw_wire::ok_of(&reply) != 1.0 || took > FAIL_FAST {
-            slow_or_failed.push(format!("{what} outside the transaction: {cmd} answered after {took:?}: {reply}"));
+            slow_or_failed.push(format!(
+                "{what} outside the transaction: {cmd} answered after {took:?}: {reply}"
+            ));
         }
     }
     // A second transaction writing another document.
@@ -371,11 +485,25 @@ fn an_open_transaction_holds_only_the_documents_it_wrote() {
         "writes of other documents were held up by an open transaction:\n{}",
         slow_or_failed.join("\n")
     );
-    let find = raw(&mut outside, doc! {"find": "held", "filter": {}, "sort": {"_id": 1}, "$db": "txn"});
-    let first = if first_committed { doc! {"_id": 1, "by": "txn"} } else { doc! {"_id": 1} };
-    let third = if second_committed { doc! {"_id": 3, "by": "txn2"} } else { doc! {"_id": 3} };
+    let find = raw(
+        &mut outside,
+        doc! {"find": "held", "filter": {}, "sort": {"_id": 1}, "$db": "txn"},
+    );
+    let first = if first_committed {
+        doc! {"_id": 1, "by": "txn"}
+    } else {
+        doc! {"_id": 1}
+    };
+    let third = if second_committed {
+        doc! {"_id": 3, "by": "txn2"}
+    } else {
+        doc! {"_id": 3}
+    };
     assert_eq!(
-        sub(&find, &["cursor"]).get_array("firstBatch").unwrap().clone(),
+        sub(&find, &["cursor"])
+            .get_array("firstBatch")
+            .unwrap()
+            .clone(),
         vec![
             Bson::Document(first),
             Bson::Document(doc! {"_id": 2, "by": "outside"}),
@@ -397,9 +525,17 @@ fn idle_transactions_filling_the_pool_do_not_starve_other_clients() {
     const POOL: usize = 4;
     let server = TestServer::start_with_args(&["--pool-max", "4"]);
     let mut admin = raw_wire::connect(&server);
-    admin.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    admin
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("read timeout");
     let docs: Vec<Bson> = (0..10).map(|i| Bson::Document(doc! {"_id": i})).collect();
-    assert_raw_ok("seed", &raw(&mut admin, doc! {"insert": "pool", "documents": docs, "$db": "txn"}));
+    assert_raw_ok(
+        "seed",
+        &raw(
+            &mut admin,
+            doc! {"insert": "pool", "documents": docs, "$db": "txn"},
+        ),
+    );
 
     // As many idle transactions as the server lets open, up to the pool's size. docgate may
     // refuse one beyond a share of the pool: promptly, and labelled for the driver to retry.
@@ -407,7 +543,9 @@ fn idle_transactions_filling_the_pool_do_not_starve_other_clients() {
     let mut refused = None;
     for i in 0..POOL {
         let mut stream = raw_wire::connect(&server);
-        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("read timeout");
         let lsid = new_lsid();
         let started = Instant::now();
         let reply = raw(
@@ -422,15 +560,28 @@ fn idle_transactions_filling_the_pool_do_not_starve_other_clients() {
             break;
         }
     }
-    eprintln!("{} idle transactions open; refused: {refused:?}", holders.len());
-    assert!(!holders.is_empty(), "not even one transaction could start: {refused:?}");
+    eprintln!(
+        "{} idle transactions open; refused: {refused:?}",
+        holders.len()
+    );
+    assert!(
+        !holders.is_empty(),
+        "not even one transaction could start: {refused:?}"
+    );
     let mut starved = Vec::new();
     if let Some((i, took, reply)) = &refused {
         if *took > FAIL_FAST {
-            starved.push(format!("transaction {i}, refused, answered after {took:?}: {reply}"));
+            starved.push(format!(
+                "transaction {i}, refused, answered after {took:?}: {reply}"
+            ));
         }
-        if !labels(reply).iter().any(|l| l == "TransientTransactionError") {
-            starved.push(format!("transaction {i} was refused without TransientTransactionError: {reply}"));
+        if !labels(reply)
+            .iter()
+            .any(|l| l == "TransientTransactionError")
+        {
+            starved.push(format!(
+                "transaction {i} was refused without TransientTransactionError: {reply}"
+            ));
         }
     }
     for cmd in [
@@ -449,7 +600,9 @@ fn idle_transactions_filling_the_pool_do_not_starve_other_clients() {
     }
 
     let mut extra = raw_wire::connect(&server);
-    extra.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    extra
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("read timeout");
     let started = Instant::now();
     let reply = raw(
         &mut extra,
@@ -459,21 +612,30 @@ fn idle_transactions_filling_the_pool_do_not_starve_other_clients() {
     let took = started.elapsed();
     eprintln!("one more transaction: answered after {took:?}: {reply}");
     if took > FAIL_FAST {
-        starved.push(format!("one more transaction answered after {took:?}: {reply}"));
+        starved.push(format!(
+            "one more transaction answered after {took:?}: {reply}"
+        ));
     }
     if raw_wire::ok_of(&reply) != 1.0 && labels(&reply).iter().any(|l| l == "RetryableWriteError") {
-        starved.push(format!("an error inside a transaction carries RetryableWriteError: {reply}"));
+        starved.push(format!(
+            "an error inside a transaction carries RetryableWriteError: {reply}"
+        ));
     }
 
     for (i, (mut stream, lsid)) in holders.into_iter().enumerate() {
-        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("read timeout");
         let started = Instant::now();
         let reply = raw(
             &mut stream,
             doc! {"abortTransaction": 1, "lsid": lsid, "txnNumber": 1i64, "autocommit": false, "$db": "admin"},
         );
         if raw_wire::ok_of(&reply) != 1.0 || started.elapsed() > FAIL_FAST {
-            starved.push(format!("abortTransaction of open transaction {i} answered after {:?}: {reply}", started.elapsed()));
+            starved.push(format!(
+                "abortTransaction of open transaction {i} answered after {:?}: {reply}",
+                started.elapsed()
+            ));
         }
     }
     assert!(
@@ -508,9 +670,15 @@ fn a_transaction_outlives_the_connection_that_started_it() {
         &mut second,
         doc! {"find": "survive", "filter": {}, "lsid": lsid.clone(), "txnNumber": 1i64, "autocommit": false, "$db": "txn"},
     );
-    assert_raw_ok("the transaction's next statement on a new connection", &reply);
+    assert_raw_ok(
+        "the transaction's next statement on a new connection",
+        &reply,
+    );
     assert_eq!(
-        sub(&reply, &["cursor"]).get_array("firstBatch").unwrap().clone(),
+        sub(&reply, &["cursor"])
+            .get_array("firstBatch")
+            .unwrap()
+            .clone(),
         vec![Bson::Document(doc! {"_id": 1})],
         "{reply}"
     );
@@ -519,9 +687,15 @@ fn a_transaction_outlives_the_connection_that_started_it() {
         doc! {"commitTransaction": 1, "lsid": lsid, "txnNumber": 1i64, "autocommit": false, "$db": "admin"},
     );
     assert_raw_ok("commitTransaction on a new connection", &reply);
-    let find = raw(&mut second, doc! {"find": "survive", "filter": {}, "$db": "txn"});
+    let find = raw(
+        &mut second,
+        doc! {"find": "survive", "filter": {}, "$db": "txn"},
+    );
     assert_eq!(
-        sub(&find, &["cursor"]).get_array("firstBatch").unwrap().len(),
+        sub(&find, &["cursor"])
+            .get_array("firstBatch")
+            .unwrap()
+            .len(),
         1,
         "the committed write is not there: {find}"
     );
@@ -536,46 +710,84 @@ async fn a_transaction_past_its_lifetime_is_aborted_by_the_server() {
     let server = TestServer::start_with_args(&["--transaction-lifetime-limit-seconds", "1"]);
     let client = server.client().await;
     let coll = client.database("txn").collection::<Document>("life");
-    bounded("seed", coll.insert_one(doc! {"_id": 0})).await.expect("seed");
+    bounded("seed", coll.insert_one(doc! {"_id": 0}))
+        .await
+        .expect("seed");
 
     let mut session = client.start_session().await.expect("start_session");
-    session.start_transaction().await.expect("start_transaction");
-    bounded("insert", coll.insert_one(doc! {"_id": 1}).session(&mut session))
+    session
+        .start_transaction()
         .await
-        .expect("insert");
-    bounded("update", coll.update_one(doc! {"_id": 0}, doc! {"$set": {"touched": true}}).session(&mut session))
-        .await
-        .expect("update");
+        .expect("start_transaction");
+    bounded(
+        "insert",
+        coll.insert_one(doc! {"_id": 1}).session(&mut session),
+    )
+    .await
+    .expect("insert");
+    bounded(
+        "update",
+        coll.update_one(doc! {"_id": 0}, doc! {"$set": {"touched": true}})
+            .session(&mut session),
+    )
+    .await
+    .expect("update");
     tokio::time::sleep(Duration::from_millis(3500)).await;
 
-    let late = bounded("late insert", coll.insert_one(doc! {"_id": 2}).session(&mut session)).await;
+    let late = bounded(
+        "late insert",
+        coll.insert_one(doc! {"_id": 2}).session(&mut session),
+    )
+    .await;
     let err = late.expect_err("a statement of an expired transaction succeeded");
-    assert_eq!(server_code(&err), Some(251), "expected 251 NoSuchTransaction, got {}", brief(&err));
+    assert_eq!(
+        server_code(&err),
+        Some(251),
+        "expected 251 NoSuchTransaction, got {}",
+        brief(&err)
+    );
     let _ = bounded("abort", session.abort_transaction()).await;
 
-    assert_eq!(all_docs(&coll).await, vec![doc! {"_id": 0}], "the expired transaction's writes are still there");
+    assert_eq!(
+        all_docs(&coll).await,
+        vec![doc! {"_id": 0}],
+        "the expired transaction's writes are still there"
+    );
     // Nothing of it is held any more: the same documents can be written at once.
-    bounded("insert after", coll.insert_one(doc! {"_id": 1})).await.expect("insert after expiry");
-    bounded("update after", coll.update_one(doc! {"_id": 0}, doc! {"$set": {"v": 1}}))
+    bounded("insert after", coll.insert_one(doc! {"_id": 1}))
         .await
-        .expect("update after expiry");
-    let status = bounded("serverStatus", client.database("admin").run_command(doc! {"serverStatus": 1}))
-        .await
-        .expect("serverStatus");
-    assert_eq!(current_open(&status), 0.0, "{}", sub(&status, &["transactions"]));
+        .expect("insert after expiry");
+    bounded(
+        "update after",
+        coll.update_one(doc! {"_id": 0}, doc! {"$set": {"v": 1}}),
+    )
+    .await
+    .expect("update after expiry");
+    let status = bounded(
+        "serverStatus",
+        client
+            .database("admin")
+            .run_command(doc! {"serverStatus": 1}),
+    )
+    .await
+    .expect("serverStatus");
+    assert_eq!(
+        current_open(&status),
+        0.0,
+        "{}",
+        sub(&status, &["transactions"])
+    );
     assert!(num(sub(&status, &["transactions"]), "totalAborted") >= 1.0);
 }
 
 /// Only `--transaction-lifetime-limit-seconds` (default 60) ends an idle transaction: one that
 /// has written and then waits 3 s (a user thinking, a slow service call) with nobody else
-/// around continues and commits — MongoDB's behaviour, and docgate's on PostgreSQL. On SQLite
-/// docgate documents (README, "Transactions") that a transaction idle for a second while it
-/// holds the write lock is aborted, whether or not anybody waits: there the test checks that
-/// its next statement is 251 and its write is gone.
+/// around continues and commits — MongoDB's behaviour, and docgate's on both backends (on
+/// SQLite a transaction idle for a second holding the write lock is aborted only while
+/// another writer waits for it: README, "Transactions").
 #[test]
 fn an_idle_transaction_lives_until_its_lifetime_limit() {
     let server = TestServer::start();
-    let on_sqlite = matches!(server.backend(), common::TestBackend::Sqlite { .. });
     let mut stream = raw_wire::connect(&server);
     let lsid = new_lsid();
     let txn = |extra: Document| {
@@ -589,15 +801,18 @@ fn an_idle_transaction_lives_until_its_lifetime_limit() {
     first.insert("startTransaction", true);
     assert_raw_ok("first statement", &raw(&mut stream, first));
     std::thread::sleep(Duration::from_secs(3));
-    let reply = raw(&mut stream, txn(doc! {"insert": "idle", "documents": [{"_id": 2}], "$db": "txn"}));
-    if on_sqlite {
-        assert_raw_error("SQLite: a statement after 3 s idle holding the write lock", &reply, 251, "NoSuchTransaction");
-        let count = raw(&mut stream, doc! {"count": "idle", "$db": "txn"});
-        assert_eq!(num(&count, "n"), 0.0, "the aborted transaction's write is there: {count}");
-        return;
-    }
-    assert_raw_ok("a statement after 3 s idle (the lifetime limit is 60 s)", &reply);
-    let reply = raw(&mut stream, txn(doc! {"commitTransaction": 1, "$db": "admin"}));
+    let reply = raw(
+        &mut stream,
+        txn(doc! {"insert": "idle", "documents": [{"_id": 2}], "$db": "txn"}),
+    );
+    assert_raw_ok(
+        "a statement after 3 s idle (the lifetime limit is 60 s)",
+        &reply,
+    );
+    let reply = raw(
+        &mut stream,
+        txn(doc! {"commitTransaction": 1, "$db": "admin"}),
+    );
     assert_raw_ok("commit after 3 s idle", &reply);
     let count = raw(&mut stream, doc! {"count": "idle", "$db": "txn"});
     assert_eq!(num(&count, "n"), 2.0, "{count}");
@@ -622,13 +837,22 @@ fn an_unknown_transaction_is_no_such_transaction() {
         // and on commitTransaction; for abortTransaction (whose errors drivers ignore) it
         // documents none, so its labels are not checked.
         assert!(
-            is_abort || labels(&reply).iter().any(|l| l == "TransientTransactionError"),
+            is_abort
+                || labels(&reply)
+                    .iter()
+                    .any(|l| l == "TransientTransactionError"),
             "{what}: 251 without TransientTransactionError: {reply}"
         );
     }
     let reply = raw(&mut stream, doc! {"find": "c", "filter": {}, "$db": "txn"});
     assert_raw_ok("find", &reply);
-    assert!(sub(&reply, &["cursor"]).get_array("firstBatch").unwrap().is_empty(), "{reply}");
+    assert!(
+        sub(&reply, &["cursor"])
+            .get_array("firstBatch")
+            .unwrap()
+            .is_empty(),
+        "{reply}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -650,8 +874,15 @@ fn a_retryable_write_sent_twice_lands_once_and_old_txn_numbers_are_too_old() {
     assert_eq!(num(&first, "n"), 2.0, "{first}");
     let again = raw(&mut stream, insert.clone());
     assert_raw_ok("the same insert again", &again);
-    assert_eq!(num(&again, "n"), num(&first, "n"), "the retry's n differs: {first} vs {again}");
-    assert!(!again.contains_key("writeErrors"), "the retry was run again: {again}");
+    assert_eq!(
+        num(&again, "n"),
+        num(&first, "n"),
+        "the retry's n differs: {first} vs {again}"
+    );
+    assert!(
+        !again.contains_key("writeErrors"),
+        "the retry was run again: {again}"
+    );
     // A driver retries on a new connection after a network error.
     let mut fresh = raw_wire::connect(&server);
     let elsewhere = raw(&mut fresh, insert);
@@ -675,9 +906,15 @@ fn a_retryable_write_sent_twice_lands_once_and_old_txn_numbers_are_too_old() {
         );
     }
 
-    let find = raw(&mut stream, doc! {"find": "rw", "filter": {}, "sort": {"_id": 1}, "$db": "txn"});
+    let find = raw(
+        &mut stream,
+        doc! {"find": "rw", "filter": {}, "sort": {"_id": 1}, "$db": "txn"},
+    );
     assert_raw_ok("find", &find);
-    let batch = sub(&find, &["cursor"]).get_array("firstBatch").unwrap().clone();
+    let batch = sub(&find, &["cursor"])
+        .get_array("firstBatch")
+        .unwrap()
+        .clone();
     assert_eq!(
         batch,
         vec![
@@ -699,7 +936,12 @@ fn a_retryable_write_sent_twice_lands_once_and_old_txn_numbers_are_too_old() {
             doc! {"update": "rw", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"count": 1}}}],
             "lsid": lsid.clone(), "txnNumber": old, "$db": "txn"},
         );
-        assert_raw_error(&format!("retry with txnNumber {old} after 5"), &reply, 225, "TransactionTooOld");
+        assert_raw_error(
+            &format!("retry with txnNumber {old} after 5"),
+            &reply,
+            225,
+            "TransactionTooOld",
+        );
     }
     // Another session's numbers are its own.
     let other = raw(
@@ -717,7 +959,11 @@ fn a_retryable_write_sent_twice_lands_once_and_old_txn_numbers_are_too_old() {
 
 /// The pool's in-use count in `serverStatus().docgate.pool`, if serverStatus reports one.
 fn pool_in_use(status: &Document) -> Option<(String, f64)> {
-    let pool = status.get_document("docgate").ok()?.get_document("pool").ok()?;
+    let pool = status
+        .get_document("docgate")
+        .ok()?
+        .get_document("pool")
+        .ok()?;
     pool.iter().find_map(|(key, value)| {
         let k = key.to_ascii_lowercase().replace('_', "");
         let numeric = matches!(value, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_));
@@ -727,7 +973,11 @@ fn pool_in_use(status: &Document) -> Option<(String, f64)> {
 }
 
 /// Polls serverStatus until `done` holds or `within` passes; returns the last status.
-fn wait_for(stream: &mut TcpStream, within: Duration, done: impl Fn(&Document) -> bool) -> Document {
+fn wait_for(
+    stream: &mut TcpStream,
+    within: Duration,
+    done: impl Fn(&Document) -> bool,
+) -> Document {
     let deadline = Instant::now() + within;
     loop {
         let status = server_status(stream);
@@ -757,10 +1007,16 @@ fn two_hundred_abandoned_transactions_leave_nothing_open() {
     let mut admin = raw_wire::connect(&server);
     assert_raw_ok(
         "seed",
-        &raw(&mut admin, doc! {"insert": "leak", "documents": [{"_id": "seed"}], "$db": "txn"}),
+        &raw(
+            &mut admin,
+            doc! {"insert": "leak", "documents": [{"_id": "seed"}], "$db": "txn"},
+        ),
     );
     let baseline = server_status(&mut admin);
-    let base_sessions = num(sub(&baseline, &["logicalSessionRecordCache"]), "activeSessionsCount");
+    let base_sessions = num(
+        sub(&baseline, &["logicalSessionRecordCache"]),
+        "activeSessionsCount",
+    );
     let base_connections = num(sub(&baseline, &["connections"]), "current");
     let base_pool = pool_in_use(&baseline);
     if base_pool.is_none() {
@@ -785,7 +1041,9 @@ fn two_hundred_abandoned_transactions_leave_nothing_open() {
         assert_raw_ok(&format!("{end}"), &reply);
         all_lsids.push(lsid);
     }
-    let after_ended = wait_for(&mut admin, Duration::from_secs(10), |s| current_open(s) == 0.0);
+    let after_ended = wait_for(&mut admin, Duration::from_secs(10), |s| {
+        current_open(s) == 0.0
+    });
     assert_eq!(
         current_open(&after_ended),
         0.0,
@@ -811,7 +1069,9 @@ fn two_hundred_abandoned_transactions_leave_nothing_open() {
                 kept.push((stream, lsid));
             }
         }
-        let status = wait_for(&mut admin, Duration::from_secs(15), |s| current_open(s) == 0.0);
+        let status = wait_for(&mut admin, Duration::from_secs(15), |s| {
+            current_open(s) == 0.0
+        });
         assert_eq!(
             current_open(&status),
             0.0,
@@ -823,20 +1083,31 @@ fn two_hundred_abandoned_transactions_leave_nothing_open() {
                 &mut stream,
                 doc! {"find": "leak", "filter": {}, "lsid": lsid, "txnNumber": 1i64, "autocommit": false, "$db": "txn"},
             );
-            assert_raw_error(&format!("batch {batch}: statement after expiry"), &reply, 251, "NoSuchTransaction");
+            assert_raw_error(
+                &format!("batch {batch}: statement after expiry"),
+                &reply,
+                251,
+                "NoSuchTransaction",
+            );
         }
     }
 
     // The clients end every session they used (as drivers do when they close).
     for chunk in all_lsids.chunks(50) {
         let ids: Vec<Bson> = chunk.iter().cloned().map(Bson::Document).collect();
-        assert_raw_ok("endSessions", &raw(&mut admin, doc! {"endSessions": ids, "$db": "admin"}));
+        assert_raw_ok(
+            "endSessions",
+            &raw(&mut admin, doc! {"endSessions": ids, "$db": "admin"}),
+        );
     }
     drop(conn);
 
     let settled = |s: &Document| {
         current_open(s) == 0.0
-            && num(sub(s, &["logicalSessionRecordCache"]), "activeSessionsCount") <= base_sessions
+            && num(
+                sub(s, &["logicalSessionRecordCache"]),
+                "activeSessionsCount",
+            ) <= base_sessions
             && num(sub(s, &["connections"]), "current") <= base_connections
             && match (&base_pool, pool_in_use(s)) {
                 (Some((_, base)), Some((_, now))) => now <= *base,
@@ -850,9 +1121,15 @@ fn two_hundred_abandoned_transactions_leave_nothing_open() {
         num(transactions, "totalAborted") >= 200.0,
         "200 abandoned transactions, but totalAborted is only: {transactions}"
     );
-    assert_eq!(num(transactions, "totalCommitted"), num(sub(&baseline, &["transactions"]), "totalCommitted"));
     assert_eq!(
-        num(sub(&last, &["logicalSessionRecordCache"]), "activeSessionsCount"),
+        num(transactions, "totalCommitted"),
+        num(sub(&baseline, &["transactions"]), "totalCommitted")
+    );
+    assert_eq!(
+        num(
+            sub(&last, &["logicalSessionRecordCache"]),
+            "activeSessionsCount"
+        ),
         base_sessions,
         "sessions not back at their baseline: {}",
         sub(&last, &["logicalSessionRecordCache"])
@@ -864,17 +1141,27 @@ fn two_hundred_abandoned_transactions_leave_nothing_open() {
         sub(&last, &["connections"])
     );
     if let (Some((key, base)), Some((_, now))) = (&base_pool, pool_in_use(&last)) {
-        assert_eq!(now, *base, "docgate.pool.{key} not back at its baseline: {last}");
+        assert_eq!(
+            now, *base,
+            "docgate.pool.{key} not back at its baseline: {last}"
+        );
     }
 
     // None of the abandoned writes is there, and none holds a document: all can be written now.
     let count = raw(&mut admin, doc! {"count": "leak", "$db": "txn"});
-    assert_eq!(num(&count, "n"), 1.0, "abandoned writes are visible: {count}");
+    assert_eq!(
+        num(&count, "n"),
+        1.0,
+        "abandoned writes are visible: {count}"
+    );
     let ids: Vec<Bson> = (0..100)
         .map(|i| Bson::Document(doc! {"_id": format!("ended{i}")}))
         .chain((0..10).map(|b| Bson::Document(doc! {"_id": format!("b{b}_{}", b % 10)})))
         .collect();
-    let reply = raw(&mut admin, doc! {"insert": "leak", "documents": ids, "$db": "txn"});
+    let reply = raw(
+        &mut admin,
+        doc! {"insert": "leak", "documents": ids, "$db": "txn"},
+    );
     assert_raw_ok("insert the abandoned ids", &reply);
     assert_eq!(num(&reply, "n"), 110.0, "{reply}");
 }
