@@ -998,11 +998,13 @@ fn start_txn_statement(lsid: &Document, write: bool, id: &str) -> Document {
     }
 }
 
-/// 200 transactions abandoned in four ways (50 each), then nothing of them is left open.
+/// 1,000 transactions abandoned in four ways (450 ended with `endSessions`, 450 killed with
+/// `killSessions`, 50 whose client drops the connection, 50 left idle until their lifetime
+/// runs out), then nothing of them is left open.
 /// Transactions that stay open until their lifetime runs out are opened ten at a time, one of
 /// them writing, so the test does not depend on how many a backend can hold at once.
 #[test]
-fn two_hundred_abandoned_transactions_leave_nothing_open() {
+fn a_thousand_abandoned_transactions_leave_nothing_open() {
     let server = TestServer::start_with_args(&["--transaction-lifetime-limit-seconds", "1"]);
     let mut admin = raw_wire::connect(&server);
     assert_raw_ok(
@@ -1025,9 +1027,10 @@ fn two_hundred_abandoned_transactions_leave_nothing_open() {
     assert_eq!(current_open(&baseline), 0.0, "{baseline}");
     let mut all_lsids: Vec<Document> = Vec::new();
 
-    // 50 ended with endSessions and 50 killed with killSessions, right after their first write.
+    // 450 ended with endSessions and 450 killed with killSessions, right after their first
+    // write.
     let mut conn = raw_wire::connect(&server);
-    for i in 0..100 {
+    for i in 0..900 {
         let lsid = new_lsid();
         let id = format!("ended{i}");
         let reply = raw(&mut conn, start_txn_statement(&lsid, true, &id));

@@ -147,6 +147,10 @@ pub struct OpenTransaction {
     connection: i64,
     /// When that connection closed, if it did and no command came since.
     orphaned_since: Option<Instant>,
+    /// A command of it is running, or was stopped part way (its time limit passed, its
+    /// client went away) — then its connection may be mid-statement, and the transaction
+    /// cannot go on.
+    command_running: bool,
     /// Its share of the connections transactions may hold.
     _slot: tokio::sync::OwnedSemaphorePermit,
 }
@@ -155,6 +159,7 @@ impl OpenTransaction {
     /// Notes that a command of the transaction has finished.
     pub fn command_done(&mut self) {
         self.idle_since = Instant::now();
+        self.command_running = false;
     }
 }
 
@@ -258,7 +263,10 @@ impl SessionRegistry {
             };
             if let TransactionState::Open(open) = &mut session.transaction {
                 let settings = &self.settings;
-                let why = if now.duration_since(open.started) >= settings.transaction_lifetime {
+                let why = if open.command_running {
+                    // Nobody holds the session, yet its command never finished.
+                    Some("a command of it was interrupted")
+                } else if now.duration_since(open.started) >= settings.transaction_lifetime {
                     Some("it exceeded transactionLifetimeLimitSeconds")
                 } else if open
                     .orphaned_since
@@ -379,15 +387,20 @@ impl ServerSession {
                 idle_since: Instant::now(),
                 connection,
                 orphaned_since: None,
+                command_running: false,
                 _slot: slot,
             });
         } else if self.highest_txn != Some(txn) {
             return Err(no_such_transaction(txn, "it was never started"));
         }
+        if matches!(&self.transaction, TransactionState::Open(open) if open.command_running) {
+            self.abort("a command of it was interrupted");
+        }
         match &mut self.transaction {
             TransactionState::Open(open) if open.number == txn => {
                 open.connection = connection;
                 open.orphaned_since = None;
+                open.command_running = true;
                 Ok(open)
             }
             TransactionState::Committed(number) if *number == txn => Err(
@@ -404,6 +417,9 @@ impl ServerSession {
     /// committed answers ok again (a retried commit).
     pub async fn commit(&mut self, txn: i64, catalog: &Catalog) -> Result<(), OpError> {
         self.check_not_older(txn)?;
+        if matches!(&self.transaction, TransactionState::Open(open) if open.command_running) {
+            self.abort("a command of it was interrupted");
+        }
         match std::mem::replace(&mut self.transaction, TransactionState::None) {
             TransactionState::Open(open) if open.number == txn => {
                 self.counters.open.fetch_sub(1, Ordering::Relaxed);
