@@ -759,52 +759,86 @@ async fn unusual_field_names_are_stored_and_queried_safely() {
     );
 }
 
-/// Command-level `let` is not implemented yet: each command that takes it refuses
-/// variables instead of running as if they were not there (a delete that deletes nothing and
-/// says ok, a find that silently finds nothing).
+/// Command-level `let`: every command that takes it sees the variables in its filter (and
+/// update pipeline), so each one finds, changes or removes exactly the document the variable
+/// names — ignoring `let` would find nothing and say ok.
 #[tokio::test]
-async fn let_variables_are_refused_not_ignored() {
+async fn let_variables_are_honoured_by_every_command() {
     let server = TestServer::start();
     let (db, coll) = fresh(&server, "letdb", "items").await;
-    coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2}])
+    coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2}, doc! {"_id": 3}])
         .await
         .expect("seed");
-    let vars = doc! {"id": 1};
-    let expr = doc! {"$expr": {"$eq": ["$_id", "$$id"]}};
-    let commands = [
-        doc! {"find": "items", "filter": expr.clone(), "let": vars.clone()},
-        doc! {"aggregate": "items", "pipeline": [{"$match": expr.clone()}], "cursor": {}, "let": vars.clone()},
-        doc! {"delete": "items", "deletes": [{"q": expr.clone(), "limit": 1}], "let": vars.clone()},
-        doc! {"update": "items", "updates": [{"q": expr.clone(), "u": {"$set": {"x": 1}}}], "let": vars.clone()},
-        doc! {"findAndModify": "items", "query": expr.clone(), "remove": true, "let": vars.clone()},
-        doc! {"explain": {"find": "items", "filter": expr.clone(), "let": vars.clone()}},
-    ];
-    for command in commands {
-        let error = db
-            .run_command(command.clone())
-            .await
-            .expect_err("let is refused");
-        assert_eq!(
-            driver_support::server_code(&error),
-            Some(115),
-            "{command}: {error}"
-        );
-    }
-    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 2);
-    let untouched = coll
-        .count_documents(doc! {"x": {"$exists": true}})
+    let expr = |id: i32| (doc! {"$expr": {"$eq": ["$_id", "$$id"]}}, doc! {"id": id});
+    let first_batch = |reply: &Document| -> Vec<Document> {
+        reply
+            .get_document("cursor")
+            .and_then(|c| c.get_array("firstBatch"))
+            .map(|batch| {
+                batch
+                    .iter()
+                    .filter_map(|d| d.as_document().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (filter, vars) = expr(1);
+    let found = db
+        .run_command(doc! {"find": "items", "filter": filter.clone(), "let": vars.clone()})
         .await
-        .expect("count");
-    assert_eq!(untouched, 0, "nothing was written");
-    // An empty `let` defines nothing and changes nothing.
-    db.run_command(doc! {"find": "items", "let": {}})
+        .expect("find");
+    assert_eq!(first_batch(&found), vec![doc! {"_id": 1}]);
+    let aggregated = db
+        .run_command(doc! {"aggregate": "items", "pipeline": [{"$match": filter.clone()}, {"$set": {"v": "$$id"}}], "cursor": {}, "let": vars.clone()})
         .await
-        .expect("find with an empty let");
+        .expect("aggregate");
+    assert_eq!(first_batch(&aggregated), vec![doc! {"_id": 1, "v": 1}]);
+    let explained = db
+        .run_command(doc! {"explain": {"find": "items", "filter": filter.clone(), "let": vars.clone()}, "verbosity": "executionStats"})
+        .await
+        .expect("explain");
+    let returned = explained
+        .get_document("executionStats")
+        .and_then(|s| s.get_i64("nReturned"));
+    assert_eq!(returned.ok(), Some(1));
+
+    let (filter, vars) = expr(2);
+    let updated = db
+        .run_command(doc! {"update": "items", "updates": [{"q": filter.clone(), "u": [{"$set": {"x": "$$id"}}]}], "let": vars.clone()})
+        .await
+        .expect("update");
+    assert_eq!(updated.get_i32("nModified").ok(), Some(1));
+    let changed = coll.find_one(doc! {"x": 2}).await.expect("find x");
+    assert_eq!(changed, Some(doc! {"_id": 2, "x": 2}));
+    let removed = db
+        .run_command(doc! {"findAndModify": "items", "query": filter, "remove": true, "let": vars})
+        .await
+        .expect("findAndModify");
+    assert_eq!(
+        removed.get_document("value").ok(),
+        Some(&doc! {"_id": 2, "x": 2})
+    );
+
+    let (filter, vars) = expr(3);
+    let deleted = db
+        .run_command(doc! {"delete": "items", "deletes": [{"q": filter, "limit": 1}], "let": vars})
+        .await
+        .expect("delete");
+    assert_eq!(deleted.get_i32("n").ok(), Some(1));
+    let left = collect(coll.find(doc! {}).await.expect("find")).await;
+    assert_eq!(left, vec![doc! {"_id": 1}]);
+    // A variable that is not defined is MongoDB's parse error, not a filter that matches
+    // nothing.
+    let error = db
+        .run_command(doc! {"find": "items", "filter": {"$expr": {"$eq": ["$_id", "$$nobody"]}}})
+        .await
+        .expect_err("undefined variable");
+    assert_eq!(driver_support::server_code(&error), Some(17276));
 }
 
 /// Options that used to be accepted and never read are now each either honoured or refused
 /// with MongoDB's error, and nothing they would have touched is changed: an update
-/// statement's constants (`c`), a collation on `aggregate`, a hint naming no index on
+/// statement's constants (`c`) on an operator update, a collation on `aggregate`, a hint naming no index on
 /// `count`/`distinct`/`aggregate`, `validate` with `repair`, `create` without an `_id` index,
 /// `createIndexes` asking to ignore unknown options, and any field no handler takes.
 #[tokio::test]
@@ -814,11 +848,11 @@ async fn options_nobody_reads_are_refused() {
     coll.insert_many([doc! {"_id": 1, "a": "x"}, doc! {"_id": 2, "a": "X"}])
         .await
         .expect("seed");
-    let expr = doc! {"$expr": {"$eq": ["$_id", "$$id"]}};
     let refused = [
+        // An update statement's constants belong to pipeline updates (MongoDB's 51198).
         (
-            doc! {"update": "items", "updates": [{"q": expr.clone(), "u": {"$set": {"x": 1}}, "c": {"id": 1}}]},
-            115,
+            doc! {"update": "items", "updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 1}}, "c": {"id": 1}}]},
+            51198,
         ),
         (
             doc! {"aggregate": "items", "pipeline": [{"$match": {"a": "x"}}], "cursor": {}, "collation": {"locale": "en", "strength": 2}},

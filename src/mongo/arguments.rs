@@ -176,19 +176,12 @@ impl<'a> Arguments<'a> {
         Ok(())
     }
 
-    /// Refuses a non-empty `field` of `$$` variables (`let` on a command, `c` on a
-    /// statement): docgate does not evaluate them yet, and ignoring them would change what a
-    /// filter matches. An empty document is accepted.
-    pub fn no_variables(&mut self, field: &str) -> Result<(), OpError> {
-        match self.value(field) {
-            None => Ok(()),
-            Some(Bson::Document(variables)) if variables.is_empty() => Ok(()),
-            Some(_) if field == "let" => Err(OpError::NotSupported(
-                "command-level 'let' variables are not supported yet".into(),
-            )),
-            Some(_) => Err(OpError::NotSupported(format!(
-                "'{field}' variables are not supported yet"
-            ))),
+    /// A command's `let` (or an update statement's `c`): each variable evaluated once into
+    /// the constant that `"$$name"` stands for in the command's expressions.
+    pub fn variables(&mut self, field: &str) -> Result<Vec<(String, Bson)>, OpError> {
+        match self.document(field)? {
+            None => Ok(Vec::new()),
+            Some(variables) => Ok(crate::query::bind_variables(variables)?),
         }
     }
 
@@ -247,11 +240,15 @@ mod tests {
     }
 
     #[test]
-    fn variables_are_refused_unless_empty() {
-        let body = doc! {"let": {}, "c": {"x": 1}};
+    fn variables_are_evaluated_once_and_checked() {
+        let body = doc! {"let": {"x": {"$add": [1, 2]}}, "c": {"Bad": 1}, "d": 1};
         let mut arguments = Arguments::new("s", &body);
-        assert!(arguments.no_variables("let").is_ok());
-        assert_eq!(arguments.no_variables("c").unwrap_err().code(), 115);
+        assert_eq!(
+            arguments.variables("let").unwrap(),
+            vec![("x".to_string(), Bson::Int32(3))]
+        );
+        assert_eq!(arguments.variables("c").unwrap_err().code(), 16867);
+        assert_eq!(arguments.variables("d").unwrap_err().code(), 14);
     }
 
     #[test]

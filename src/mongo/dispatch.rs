@@ -101,8 +101,7 @@ async fn dispatch_command(
     {
         return reply.into();
     }
-    let refused =
-        check_stable_api(spec, &request).and_then(|()| refuse_explained_let(spec, &request));
+    let refused = check_stable_api(spec, &request);
     let limit = match spec.command {
         Command::GetMore => get_more_time_limit(server, &request),
         _ => time_limit(server, &request),
@@ -265,25 +264,6 @@ fn check_stable_api(spec: &CommandSpec, request: &CommandRequest) -> Result<(), 
             "BSON field 'apiVersion' is the wrong type '{}', expected type 'string'",
             crate::mongo::request::type_name(other)
         ))),
-    }
-}
-
-/// Command-level `let` variables are not implemented yet. Each command's handler refuses
-/// them as it takes its arguments; the command inside an `explain` is only partly parsed
-/// (its filter, sort and hint), so its `let` is refused here, rather than explained as if
-/// the variables were not there (an empty `let` changes nothing).
-fn refuse_explained_let(spec: &CommandSpec, request: &CommandRequest) -> Result<(), OpError> {
-    let (Command::Explain, Some(Bson::Document(explained))) =
-        (spec.command, request.body.get("explain"))
-    else {
-        return Ok(());
-    };
-    match explained.get("let") {
-        None => Ok(()),
-        Some(Bson::Document(variables)) if variables.is_empty() => Ok(()),
-        Some(_) => Err(OpError::NotSupported(
-            "command-level 'let' variables are not supported yet".into(),
-        )),
     }
 }
 

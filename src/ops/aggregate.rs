@@ -31,7 +31,10 @@ pub async fn run_pipeline(
     let input = match catalog.collection_info_in(session, db, name).await? {
         None => Vec::new(),
         Some(info) => {
-            let filter = Filter::parse(pipeline.leading_match().unwrap_or(&Document::new()))?;
+            let filter = pipeline
+                .leading_filter()
+                .cloned()
+                .unwrap_or(Filter::And(Vec::new()));
             let indexes = hinted_indexes(&info.indexes, hint)?;
             let plan = ReadPlan::new(filter, None, 0, None, indexes);
             read::execute(session, &info.record, &plan).await?

@@ -40,6 +40,7 @@ mod value;
 
 pub use aggregate::{ForeignDocuments, Pipeline};
 pub use error::QueryError;
+pub use expr::{bind_variables, parse_with_variables};
 pub use filter::{upsert_seed, FieldPredicate, Filter};
 pub use index::IndexSpec;
 pub use projection::Projection;

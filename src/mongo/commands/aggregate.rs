@@ -13,7 +13,7 @@ use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
 use crate::ops::aggregate::run_pipeline;
 use crate::ops::cursors::BatchOptions;
-use crate::query::Pipeline;
+use crate::query::{parse_with_variables, Pipeline};
 use crate::state::ServerCounters;
 
 /// `aggregate`.
@@ -23,7 +23,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let cursor = arguments.document("cursor")?;
     let pipeline = arguments.array("pipeline")?;
     arguments.simple_collation()?;
-    arguments.no_variables("let")?;
+    let variables = arguments.variables("let")?;
     let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
     // Honoured by doing nothing: docgate's pipelines have no memory limit to lift, and no
     // collection has a validator to bypass ($out and $merge are refused).
@@ -68,7 +68,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             )),
         })
         .collect::<Result<_, _>>()?;
-    let pipeline = Pipeline::parse(&stages)?;
+    let pipeline = parse_with_variables(&variables, || Pipeline::parse(&stages))?;
     let batch_size = cursor_batch_size(cursor)?;
     let namespace = format!("{}.{name}", request.db);
 

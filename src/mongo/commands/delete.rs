@@ -13,10 +13,11 @@ use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::write_errors::command_write_error;
-use crate::query::Filter;
+use crate::query::{parse_with_variables, Filter};
 use crate::state::ServerCounters;
 
-fn parse_statement(value: &Bson) -> Result<DeleteStatement, OpError> {
+/// Parses one statement, with the command's `let` variables in scope of its filter.
+fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<DeleteStatement, OpError> {
     let Bson::Document(statement) = value else {
         return Err(OpError::TypeMismatch(
             "delete statements must be objects".into(),
@@ -30,7 +31,8 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, OpError> {
     // which never changes which documents match.
     arguments.without_effect("hint");
     arguments.finish()?;
-    let filter = Filter::parse(filter.ok_or_else(|| OpError::missing_field("delete.deletes.q"))?)?;
+    let filter = filter.ok_or_else(|| OpError::missing_field("delete.deletes.q"))?;
+    let filter = parse_with_variables(variables, || Filter::parse(filter))?;
     let just_one = match limit {
         Some(0) => false,
         Some(1) => true,
@@ -48,7 +50,7 @@ fn parse_statement(value: &Bson) -> Result<DeleteStatement, OpError> {
 pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     let mut arguments = request.arguments();
     let ordered = arguments.bool("ordered")?.unwrap_or(true);
-    arguments.no_variables("let")?;
+    let variables = arguments.variables("let")?;
     let statements = arguments
         .array("deletes")?
         .ok_or_else(|| OpError::missing_field("delete.deletes"))?;
@@ -68,7 +70,7 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let mut scope = context.scope();
     let mut transaction = scope.begin().await?;
     for (index, value) in statements.iter().enumerate() {
-        let result = match (parse_statement(value), &collection) {
+        let result = match (parse_statement(value, &variables), &collection) {
             (Err(error), _) => Err(error),
             (Ok(_), None) => Ok(0),
             (Ok(statement), Some(collection)) => {

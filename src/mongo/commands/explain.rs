@@ -21,9 +21,9 @@ use crate::mongo::request::{opt_array, opt_document, CommandRequest};
 use crate::ops::find::hinted_indexes;
 use crate::ops::read;
 use crate::query::planner::ReadPlan;
-use crate::query::Filter;
 use crate::query::Pipeline;
 use crate::query::SortSpec;
+use crate::query::{parse_with_variables, Filter};
 use crate::store::Predicate;
 
 /// `explain`.
@@ -51,7 +51,17 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         db: request.db.clone(),
         body: inner_body,
     };
-    let target = explained_read(&inner_request)?;
+    // The explained command's `let` variables, in scope of its filter and pipeline.
+    let variables = match inner.get("let") {
+        None => Vec::new(),
+        Some(Bson::Document(variables)) => crate::query::bind_variables(variables)?,
+        Some(_) => {
+            return Err(OpError::TypeMismatch(
+                "BSON field 'let' is the wrong type, expected type 'object'".into(),
+            ))
+        }
+    };
+    let target = parse_with_variables(&variables, || explained_read(&inner_request))?;
     let name = inner_request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let info = context.collection_info(&request.db, name).await?;
@@ -70,7 +80,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         return Ok(reply);
     };
     let indexes = hinted_indexes(&info.indexes, target.hint.as_ref())?;
-    let filter = Filter::parse(&target.filter_document)?;
+    let filter = parse_with_variables(&variables, || Filter::parse(&target.filter_document))?;
     let plan = ReadPlan::new(filter, target.sort, target.skip, target.limit, indexes);
     let mut session = context.open_session().await?;
     let backend_plan = session.explain(&info.record, &plan.scan).await?;

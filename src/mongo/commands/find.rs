@@ -17,7 +17,7 @@ use crate::mongo::request::{as_i64, CommandRequest};
 use crate::ops;
 use crate::ops::cursors::BatchOptions;
 use crate::ops::find::FindRequest;
-use crate::query::{Filter, Projection, SortSpec};
+use crate::query::{parse_with_variables, Filter, Projection, SortSpec};
 use crate::state::ServerCounters;
 
 /// The arguments of a `find`, parsed and checked (also used by `explain`).
@@ -58,16 +58,20 @@ impl FindArguments {
             }
         }
         arguments.simple_collation()?;
-        arguments.no_variables("let")?;
-        let filter = Filter::parse(arguments.document("filter")?.unwrap_or(&Document::new()))?;
+        let variables = arguments.variables("let")?;
+        let filter_document = arguments.document("filter")?;
+        let projection_document = arguments.document("projection")?;
+        let (filter, projection) = parse_with_variables(&variables, || {
+            let filter = Filter::parse(filter_document.unwrap_or(&Document::new()))?;
+            let projection = projection_document
+                .filter(|p| !p.is_empty())
+                .map(Projection::parse)
+                .transpose()?;
+            Ok::<_, OpError>((filter, projection))
+        })?;
         let sort = arguments
             .document("sort")?
             .map(SortSpec::parse)
-            .transpose()?;
-        let projection = arguments
-            .document("projection")?
-            .filter(|p| !p.is_empty())
-            .map(Projection::parse)
             .transpose()?;
         let skip = arguments.count("skip")?.unwrap_or(0);
         let mut single_batch = arguments.bool("singleBatch")?.unwrap_or(false);

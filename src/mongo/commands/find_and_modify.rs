@@ -12,7 +12,7 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops::find_and_modify::{self, FindAndModify, Modification};
-use crate::query::{Filter, Projection, SortSpec};
+use crate::query::{parse_with_variables, Filter, Projection, SortSpec};
 
 /// `findAndModify` (also spelled `findandmodify`).
 pub async fn find_and_modify(
@@ -21,7 +21,7 @@ pub async fn find_and_modify(
 ) -> CommandResult {
     let mut arguments = request.arguments();
     arguments.simple_collation()?;
-    arguments.no_variables("let")?;
+    let variables = arguments.variables("let")?;
     let remove = arguments.bool("remove")?.unwrap_or(false);
     let return_new = arguments.bool("new")?.unwrap_or(false);
     let upsert = arguments.bool("upsert")?.unwrap_or(false);
@@ -58,16 +58,23 @@ pub async fn find_and_modify(
         }
         _ => {}
     }
-    let filter = Filter::parse(query.unwrap_or(&Document::new()))?;
     let sort = sort.map(SortSpec::parse).transpose()?;
-    let projection = fields
-        .filter(|f| !f.is_empty())
-        .map(Projection::parse)
-        .transpose()?;
+    // The `let` variables are in scope of the query, the update and the projection.
+    let (filter, projection, update) = parse_with_variables(&variables, || {
+        let filter = Filter::parse(query.unwrap_or(&Document::new()))?;
+        let projection = fields
+            .filter(|f| !f.is_empty())
+            .map(Projection::parse)
+            .transpose()?;
+        let update = update
+            .map(|update| parse_update(Some(update), "findAndModify.update"))
+            .transpose()?;
+        Ok::<_, OpError>((filter, projection, update))
+    })?;
     let modification = match update {
         None => Modification::Remove,
         Some(update) => Modification::Update {
-            update: parse_update(Some(update), "findAndModify.update")?,
+            update,
             context: parse_array_filters(array_filters)?,
             upsert,
             return_new,

@@ -21,6 +21,7 @@ use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::Filter;
 use crate::query::UpdateContext;
 use crate::query::UpdateSpec;
+use crate::query::{parse_with_variables, QueryError};
 use crate::state::ServerCounters;
 
 /// Parses an update given as a document (replacement or operators) or a pipeline.
@@ -63,7 +64,9 @@ pub(super) fn parse_array_filters(filters: Option<&Vec<Bson>>) -> Result<UpdateC
     Ok(UpdateContext::with_array_filters(&filters)?)
 }
 
-fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
+/// Parses one statement with the command's `let` variables in scope of its filter and
+/// update; the statement's own constants `c` apply to its update pipeline only.
+fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<UpdateStatement, OpError> {
     let Bson::Document(statement) = value else {
         return Err(OpError::TypeMismatch(
             "update statements must be objects".into(),
@@ -71,9 +74,22 @@ fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
     };
     let mut arguments = Arguments::new("UpdateOpEntry", statement);
     arguments.simple_collation()?;
-    arguments.no_variables("c")?;
-    let filter = Filter::parse(arguments.document("q")?.unwrap_or(&Document::new()))?;
-    let update = parse_update(arguments.value("u"), "update.updates.u")?;
+    let constants = arguments.value("c").is_some();
+    let mut in_scope = variables.to_vec();
+    in_scope.extend(arguments.variables("c")?);
+    let filter = parse_with_variables(variables, || {
+        Filter::parse(arguments.document("q")?.unwrap_or(&Document::new())).map_err(OpError::from)
+    })?;
+    let update = parse_with_variables(&in_scope, || {
+        parse_update(arguments.value("u"), "update.updates.u")
+    })?;
+    if constants && !matches!(update, UpdateSpec::Pipeline(_)) {
+        return Err(QueryError::location(
+            51198,
+            "Constant values may only be specified for pipeline updates",
+        )
+        .into());
+    }
     let multi = arguments.bool("multi")?.unwrap_or(false);
     let upsert = arguments.bool("upsert")?.unwrap_or(false);
     let context = parse_array_filters(arguments.array("arrayFilters")?)?;
@@ -103,7 +119,7 @@ fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
 pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     let mut arguments = request.arguments();
     let ordered = arguments.bool("ordered")?.unwrap_or(true);
-    arguments.no_variables("let")?;
+    let variables = arguments.variables("let")?;
     let statements = arguments
         .array("updates")?
         .ok_or_else(|| OpError::missing_field("update.updates"))?;
@@ -130,7 +146,7 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let mut errors: Vec<Document> = Vec::new();
 
     for (index, value) in statements.iter().enumerate() {
-        let result = match parse_statement(value) {
+        let result = match parse_statement(value, &variables) {
             Ok(statement) => {
                 if statement.upsert && collection.is_none() {
                     collection =

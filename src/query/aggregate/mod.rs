@@ -101,20 +101,19 @@ impl Pipeline {
         Ok(Pipeline { stages: parsed })
     }
 
-    /// Parses stages that may use the command's `let` variables (`"$$name"`), each bound
-    /// once as a literal.
-    pub fn parse_with_variables(
-        stages: &[Document],
-        variables: &Document,
-    ) -> Result<Pipeline, QueryError> {
-        let bound = crate::query::expr::bind_variables(variables)?;
-        Pipeline::parse(&crate::query::expr::substitute_variables(stages, &bound))
-    }
-
     /// The filter of a first `$match` stage, for pushdown.
     pub fn leading_match(&self) -> Option<&Document> {
         match self.stages.first() {
             Some(Stage::Match { source, .. }) => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The parsed filter of a first `$match` stage (with the command's `let` variables
+    /// already bound), for pushdown.
+    pub fn leading_filter(&self) -> Option<&Filter> {
+        match self.stages.first() {
+            Some(Stage::Match { filter, .. }) => Some(filter),
             _ => None,
         }
     }
@@ -182,11 +181,11 @@ impl Pipeline {
                             .iter()
                             .map(|(name, _)| (name.clone(), Bson::Null))
                             .collect();
-                        let stages = crate::query::expr::substitute_variables(
-                            &lookup.pipeline_source,
-                            &placeholders,
-                        );
-                        if let Ok(p) = Pipeline::parse(&stages) {
+                        let parsed =
+                            crate::query::expr::parse_with_variables(&placeholders, || {
+                                Pipeline::parse(&lookup.pipeline_source)
+                            });
+                        if let Ok(p) = parsed {
                             p.collect_foreign(names);
                         }
                     }

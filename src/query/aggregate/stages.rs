@@ -29,6 +29,8 @@ pub struct Lookup {
     pub pipeline: Option<Pipeline>,
     /// `let` variables, evaluated against each input document.
     pub variables: Vec<(String, Expression)>,
+    /// The command's `let` variables where the stage was parsed (the sub-pipeline sees them).
+    pub command_variables: Vec<(String, Bson)>,
     /// The sub-pipeline as given, re-parsed per input document when it uses `let` variables.
     pub pipeline_source: Vec<Document>,
     /// Output array field.
@@ -118,16 +120,17 @@ pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
             .collect(),
         _ => Vec::new(),
     };
+    // The command's `let` variables, for a correlated sub-pipeline parsed again later.
+    let command_variables = crate::query::expr::visible_constants();
     if !variables.is_empty() {
         // Check the pipeline parses with the variables in place.
         let placeholders: Vec<(String, Bson)> = variables
             .iter()
             .map(|(name, _)| (name.clone(), Bson::Null))
             .collect();
-        Pipeline::parse(&crate::query::expr::substitute_variables(
-            &pipeline_source,
-            &placeholders,
-        ))?;
+        crate::query::expr::parse_with_variables(&placeholders, || {
+            Pipeline::parse(&pipeline_source)
+        })?;
     }
     let fields = match (d.contains_key("localField"), d.contains_key("foreignField")) {
         (true, true) => Some((
@@ -154,6 +157,7 @@ pub fn parse_lookup(spec: &Bson) -> Result<Lookup, QueryError> {
         fields,
         pipeline,
         variables,
+        command_variables,
         pipeline_source,
         as_field: field_string(d, "as", "$lookup", 40321)?,
     })
@@ -341,12 +345,14 @@ pub fn run_lookup(
         if let Some(pipeline) = &lookup.pipeline {
             matched = pipeline.run_with(matched, foreign)?;
         } else if !lookup.variables.is_empty() {
-            let mut bound = Vec::with_capacity(lookup.variables.len());
+            let mut bound = lookup.command_variables.clone();
             for (name, expression) in &lookup.variables {
                 bound.push((name.clone(), expression.evaluate(&doc)?));
             }
-            let stages = crate::query::expr::substitute_variables(&lookup.pipeline_source, &bound);
-            matched = Pipeline::parse(&stages)?.run_with(matched, foreign)?;
+            let pipeline = crate::query::expr::parse_with_variables(&bound, || {
+                Pipeline::parse(&lookup.pipeline_source)
+            })?;
+            matched = pipeline.run_with(matched, foreign)?;
         }
         doc.insert(
             lookup.as_field.clone(),

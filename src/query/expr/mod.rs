@@ -13,7 +13,7 @@ mod variables;
 
 pub use crate::query::value::truthy::truthy;
 
-pub use variables::{bind_variables, substitute_variables};
+pub use variables::{bind_variables, parse_with_variables, visible_constants};
 
 use crate::query::error::QueryError;
 use bson::{Bson, Document};
@@ -124,6 +124,57 @@ impl Expression {
     /// Parses an aggregation expression.
     pub fn parse(v: &Bson) -> Result<Expression, QueryError> {
         parse_value(v, 0)
+    }
+
+    /// Whether evaluating this reads the current document (a field path, `$$ROOT` or
+    /// `$$CURRENT`), as a command's `let` expression may not.
+    pub fn reads_document(&self) -> bool {
+        fn any(expressions: &mut dyn Iterator<Item = &Expression>) -> bool {
+            for expression in expressions {
+                if expression.reads_document() {
+                    return true;
+                }
+            }
+            false
+        }
+        match &self.node {
+            Node::Literal(_) => false,
+            Node::FieldPath(_) => true,
+            Node::Variable { name, .. } => name == "ROOT" || name == "CURRENT",
+            Node::Object(fields) => any(&mut fields.iter().map(|(_, e)| e)),
+            Node::Array(items) | Node::Call { args: items, .. } => any(&mut items.iter()),
+            Node::Cond(parts) => any(&mut parts.iter()),
+            Node::Let { vars, body } => {
+                body.reads_document() || any(&mut vars.iter().map(|(_, e)| e))
+            }
+            Node::Map { input, body, .. } => input.reads_document() || body.reads_document(),
+            Node::FilterArray {
+                input, cond, limit, ..
+            } => {
+                input.reads_document()
+                    || cond.reads_document()
+                    || any(&mut limit.iter().map(|l| &**l))
+            }
+            Node::Reduce {
+                input,
+                initial,
+                body,
+            } => any(&mut [input, initial, body].into_iter().map(|e| &**e)),
+            Node::Switch { branches, default } => {
+                any(&mut branches.iter().flat_map(|(case, then)| [case, then]))
+                    || any(&mut default.iter().map(|d| &**d))
+            }
+            Node::Convert {
+                input,
+                to,
+                on_error,
+                on_null,
+            } => {
+                input.reads_document()
+                    || to.reads_document()
+                    || any(&mut on_error.iter().chain(on_null.iter()).map(|e| &**e))
+            }
+        }
     }
 
     /// Evaluates; a missing result becomes null.
@@ -421,9 +472,24 @@ fn parse_value(v: &Bson, depth: usize) -> Result<Expression, QueryError> {
             if name.is_empty() {
                 return Err(QueryError::location(16869, "empty variable name"));
             }
-            Node::Variable {
-                name,
-                path: parts.collect(),
+            let path: Vec<String> = parts.collect();
+            match variables::constant(&name) {
+                // A command's `let` variable: the constant it is bound to (a path into it
+                // that finds nothing is missing, like `$$REMOVE`).
+                Some(value) => match path_value(&value, &path) {
+                    Some(found) => Node::Literal(found),
+                    None => Node::Variable {
+                        name: "REMOVE".into(),
+                        path: Vec::new(),
+                    },
+                },
+                None if variables::is_defined(&name) => Node::Variable { name, path },
+                None => {
+                    return Err(QueryError::location(
+                        17276,
+                        format!("Use of undefined variable: {name}"),
+                    ))
+                }
             }
         }
         Bson::String(s) if s.starts_with('$') => Node::FieldPath(parse_field_path(&s[1..])?),

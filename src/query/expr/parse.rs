@@ -6,6 +6,7 @@
 
 use crate::query::error::QueryError;
 use crate::query::expr::ops::Operator;
+use crate::query::expr::variables::{check_user_variable_name, shadowing};
 use crate::query::expr::{parse_nested, Expression, Node};
 use bson::{Bson, Document};
 
@@ -251,7 +252,10 @@ fn parse_cond(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
 fn variable_name(v: Option<&Bson>, default: &str) -> Result<String, QueryError> {
     match v {
         None => Ok(default.to_string()),
-        Some(Bson::String(s)) if !s.is_empty() && !s.starts_with('$') => Ok(s.clone()),
+        Some(Bson::String(s)) => {
+            check_user_variable_name(s)?;
+            Ok(s.clone())
+        }
         Some(other) => Err(QueryError::location(
             16866,
             format!("invalid variable name: {other}"),
@@ -272,30 +276,41 @@ fn parse_let(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
         let name = variable_name(Some(&Bson::String(name.clone())), "")?;
         parsed.push((name, parse_nested(value, depth)?));
     }
+    let names: Vec<&str> = parsed.iter().map(|(name, _)| name.as_str()).collect();
+    let body = shadowing(&names, || {
+        parse_nested(required(d, "in", "$let", 16877)?, depth)
+    })?;
     Ok(Node::Let {
         vars: parsed,
-        body: Box::new(parse_nested(required(d, "in", "$let", 16877)?, depth)?),
+        body: Box::new(body),
     })
 }
 
 fn parse_map(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
     let d = named_args(arg, "$map")?;
+    let name = variable_name(d.get("as"), "this")?;
+    let body = shadowing(&[&name], || {
+        parse_nested(required(d, "in", "$map", 16882)?, depth)
+    })?;
     Ok(Node::Map {
         input: Box::new(parse_nested(required(d, "input", "$map", 16880)?, depth)?),
-        name: variable_name(d.get("as"), "this")?,
-        body: Box::new(parse_nested(required(d, "in", "$map", 16882)?, depth)?),
+        name,
+        body: Box::new(body),
     })
 }
 
 fn parse_filter(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
     let d = named_args(arg, "$filter")?;
+    let name = variable_name(d.get("as"), "this")?;
     Ok(Node::FilterArray {
         input: Box::new(parse_nested(
             required(d, "input", "$filter", 28648)?,
             depth,
         )?),
-        name: variable_name(d.get("as"), "this")?,
-        cond: Box::new(parse_nested(required(d, "cond", "$filter", 28650)?, depth)?),
+        cond: Box::new(shadowing(&[&name], || {
+            parse_nested(required(d, "cond", "$filter", 28650)?, depth)
+        })?),
+        name,
         limit: match d.get("limit") {
             Some(l) => Some(Box::new(parse_nested(l, depth)?)),
             None => None,
@@ -314,7 +329,9 @@ fn parse_reduce(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
             required(d, "initialValue", "$reduce", 40080)?,
             depth,
         )?),
-        body: Box::new(parse_nested(required(d, "in", "$reduce", 40081)?, depth)?),
+        body: Box::new(shadowing(&["this", "value"], || {
+            parse_nested(required(d, "in", "$reduce", 40081)?, depth)
+        })?),
     })
 }
 

@@ -126,21 +126,6 @@ impl Filter {
         parse_document(filter, 0)
     }
 
-    /// Parses a filter that may use the command's `let` variables (`"$$name"` inside `$expr`):
-    /// each variable is evaluated once (against an empty document) and bound as a literal.
-    pub fn parse_with_variables(
-        filter: &Document,
-        variables: &Document,
-    ) -> Result<Filter, QueryError> {
-        let bound = crate::query::expr::bind_variables(variables)?;
-        let substituted =
-            crate::query::expr::substitute_variables(std::slice::from_ref(filter), &bound);
-        match substituted.first() {
-            Some(f) => Filter::parse(f),
-            None => Filter::parse(filter),
-        }
-    }
-
     /// Whether `doc` matches (see `filter/eval.rs`); an `$expr` error counts as no match.
     pub fn matches(&self, doc: &Document) -> bool {
         crate::query::filter::eval::matches(self, doc)

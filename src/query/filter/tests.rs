@@ -167,14 +167,33 @@ mod parsing_and_matching {
 
     #[test]
     fn let_variables() {
-        let f = Filter::parse_with_variables(
-            &doc! {"$expr": {"$gt": ["$a", "$$limit"]}},
-            &doc! {"limit": 5},
-        )
-        .unwrap();
+        use crate::query::expr::{bind_variables, parse_with_variables};
+        let bound = bind_variables(&doc! {"limit": 5, "name": "$$limit"}).unwrap();
+        let parse = |filter: Document| parse_with_variables(&bound, || Filter::parse(&filter));
+        let f = parse(doc! {"$expr": {"$gt": ["$a", "$$limit"]}}).unwrap();
         assert!(f.matches(&doc! {"a": 6}));
         assert!(!f.matches(&doc! {"a": 5}));
-        assert!(Filter::parse_with_variables(&doc! {}, &doc! {"Bad": 1}).is_err());
+        // Outside `$expr` a "$$" string is a plain value, and `$literal` keeps it as text.
+        let f = parse(doc! {"a": "$$limit"}).unwrap();
+        assert!(f.matches(&doc! {"a": "$$limit"}));
+        let f = parse(doc! {"$expr": {"$eq": ["$a", {"$literal": "$$limit"}]}}).unwrap();
+        assert!(f.matches(&doc! {"a": "$$limit"}));
+        // A later variable sees an earlier one.
+        let f = parse(doc! {"$expr": {"$eq": ["$a", "$$name"]}}).unwrap();
+        assert!(f.matches(&doc! {"a": 5}));
+        // An inner `$let`, `$map`, `$filter` or `$reduce` variable shadows the command's.
+        let f = parse(
+            doc! {"$expr": {"$let": {"vars": {"limit": 1}, "in": {"$eq": ["$a", "$$limit"]}}}},
+        )
+        .unwrap();
+        assert!(f.matches(&doc! {"a": 1}) && !f.matches(&doc! {"a": 5}));
+        let f = parse(doc! {"$expr": {"$in": [2, {"$map": {"input": "$xs", "as": "limit", "in": {"$add": ["$$limit", 1]}}}]}})
+            .unwrap();
+        assert!(f.matches(&doc! {"xs": [1]}));
+        // The variables are gone once the parse is over.
+        let outside = Filter::parse(&doc! {"$expr": {"$eq": ["$a", "$$limit"]}});
+        assert_eq!(outside.unwrap_err().code, 17276);
+        assert_eq!(bind_variables(&doc! {"Bad": 1}).unwrap_err().code, 16867);
     }
 
     #[test]
