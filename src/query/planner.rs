@@ -9,8 +9,9 @@
 //! - other equalities on string, number or boolean values — inexact: the SQL over-selects
 //!   (through arrays) and the filter is re-checked in Rust.
 //!
-//! A sort on `_id`, or on the first field of a secondary index that is neither multikey,
-//! sparse, partial nor hidden, is pushed: together with skip and limit when the whole
+//! A sort on `_id`, or on the fields of a secondary index that is neither multikey, sparse,
+//! partial nor hidden that follow the fields the filter fixes by equality (`{cat: "a"}` sorted
+//! by `price` on `{cat: 1, price: -1}`), is pushed: together with skip and limit when the whole
 //! filter was pushed exactly, else as the scan's order, with the residual filter, skip and
 //! limit in Rust over rows that arrive sorted (so a cursor can stream them). Other sorts
 //! happen in Rust after the scan.
@@ -109,7 +110,6 @@ impl ReadPlan {
         limit: Option<u64>,
         indexes: &[I],
     ) -> ReadPlan {
-        let (predicate, exact) = pushdown(&filter, indexes).into_parts();
         // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.
         let reverse_natural = sort.as_ref().is_some_and(|spec| {
             spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
@@ -117,13 +117,29 @@ impl ReadPlan {
         let sort = sort.filter(|spec| !spec.keys.is_empty() || reverse_natural);
         let pushed_order = match &sort {
             None => Some(ScanOrder::Natural),
-            Some(spec) => scan_order(spec, indexes),
+            Some(spec) => scan_order(spec, &filter, indexes),
         };
+        let (predicate, exact) = match &pushed_order {
+            // The walked index leads with fields the filter fixes by equality: bound the
+            // walk by them (a range of that same index) rather than by another index.
+            Some(ScanOrder::Index {
+                index,
+                fixed_prefix: true,
+                ..
+            }) => pushdown(&filter, std::slice::from_ref(&indexes[*index])),
+            _ => pushdown(&filter, indexes),
+        }
+        .into_parts();
         let order_pushed = pushed_order.is_some();
         let (order, order_index) = match pushed_order {
             None | Some(ScanOrder::Natural) => (None, None),
             Some(ScanOrder::Key(direction)) => (Some(direction), None),
-            Some(ScanOrder::Index(table, direction)) => (Some(direction), Some(table)),
+            Some(ScanOrder::Index {
+                index, direction, ..
+            }) => (
+                Some(direction),
+                Some(indexes[index].entries_table().to_string()),
+            ),
         };
         match order_pushed {
             true if exact => ReadPlan {
@@ -176,34 +192,96 @@ impl ReadPlan {
 enum ScanOrder {
     Natural,
     Key(KeyOrder),
-    /// The entries table of an index, walked in this direction.
-    Index(String, KeyOrder),
+    /// The entries table of `indexes[index]`, walked in this direction; `fixed_prefix` when
+    /// its leading fields are fixed by equalities of the filter.
+    Index {
+        index: usize,
+        direction: KeyOrder,
+        fixed_prefix: bool,
+    },
 }
 
-/// A one-key sort the store can serve: `_id`, or the first field of an index in which
-/// every document has exactly one key.
-fn scan_order<I: IndexCandidate>(spec: &SortSpec, indexes: &[I]) -> Option<ScanOrder> {
-    let [(path, direction)] = spec.keys.as_slice() else {
-        return None;
-    };
-    let ascending = matches!(direction, SortDirection::Ascending);
-    if path == "_id" {
-        return Some(ScanOrder::Key(if ascending {
+/// A sort the store can serve by walking keys in order: `_id` alone, or the fields of an
+/// index with exactly one key per document that follow those the filter fixes by equality —
+/// `find({cat: "a"}).sort({price: -1})` walks `{cat: 1, price: -1}` from the first key of
+/// `cat: "a"`, and `sort({cat: -1, price: 1})` walks it backwards. A sort key on a field the
+/// filter fixes changes nothing when that index shows the field is never an array, so it is
+/// skipped; when nothing else is sorted, the walk's `_id` order breaks the ties.
+fn scan_order<I: IndexCandidate>(
+    spec: &SortSpec,
+    filter: &Filter,
+    indexes: &[I],
+) -> Option<ScanOrder> {
+    let key_order = |ascending: bool| {
+        if ascending {
             KeyOrder::Ascending
         } else {
             KeyOrder::Descending
-        }));
-    }
-    let index = indexes.iter().find(|index| {
-        !index.is_multikey() && !index.spec().sparse && holds_every_match(index, path)
-    })?;
-    let index_ascending = matches!(index.spec().fields[0].1, IndexDirection::Ascending);
-    let order = if ascending == index_ascending {
-        KeyOrder::Ascending
-    } else {
-        KeyOrder::Descending
+        }
     };
-    Some(ScanOrder::Index(index.entries_table().to_string(), order))
+    if let [(path, direction)] = spec.keys.as_slice() {
+        if path == "_id" {
+            return Some(ScanOrder::Key(key_order(matches!(
+                direction,
+                SortDirection::Ascending
+            ))));
+        }
+    }
+    let fixed = equality_fixed_paths(filter);
+    indexes.iter().enumerate().find_map(|(position, index)| {
+        let index_spec = index.spec();
+        if index.is_multikey()
+            || index_spec.sparse
+            || index_spec.partial_filter.is_some()
+            || index_spec.hidden()
+        {
+            return None;
+        }
+        let fields = &index_spec.fields;
+        let prefix = fields
+            .iter()
+            .take_while(|(field, _)| fixed.contains(&field.as_str()))
+            .count();
+        let constant = |path: &str| fields[..prefix].iter().any(|(field, _)| field == path);
+        let mut next = prefix;
+        let mut forward = None;
+        for (path, direction) in &spec.keys {
+            if constant(path) {
+                continue;
+            }
+            let (field, index_direction) = fields.get(next)?;
+            let same = matches!(direction, SortDirection::Ascending)
+                == matches!(index_direction, IndexDirection::Ascending);
+            if field != path || *forward.get_or_insert(same) != same {
+                return None;
+            }
+            next += 1;
+        }
+        Some(ScanOrder::Index {
+            index: position,
+            direction: key_order(forward.unwrap_or(true)),
+            fixed_prefix: prefix > 0,
+        })
+    })
+}
+
+/// The paths a filter fixes to one plain value by a top-level equality (`{cat: "a"}`, or
+/// inside a top-level `$and`): every match has the same key there.
+fn equality_fixed_paths(filter: &Filter) -> Vec<&str> {
+    match filter {
+        Filter::And(parts) => parts.iter().flat_map(equality_fixed_paths).collect(),
+        Filter::Field { path, predicates } => {
+            let fixed = predicates.iter().any(
+                |predicate| matches!(predicate, FieldPredicate::Eq(value) if is_plain_value(value)),
+            );
+            if fixed {
+                vec![path.as_str()]
+            } else {
+                Vec::new()
+            }
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Translates a filter into what the store can evaluate of it.
@@ -652,5 +730,76 @@ mod tests {
             matches!(predicate, Predicate::And(ref parts) if parts.len() == 2),
             "{predicate:?}"
         );
+    }
+
+    /// The plan of `filter` sorted by `sort` with a limit, over `indexes`: the walked index
+    /// and direction, and whether the sort and limit stay in Rust.
+    fn sorted_plan(
+        filter: Document,
+        sort: Document,
+        indexes: &[TestIndex],
+    ) -> (Option<String>, Option<KeyOrder>, bool) {
+        let filter = Filter::parse(&filter).unwrap();
+        let sort = SortSpec::parse(&sort).unwrap();
+        let read = ReadPlan::new(filter, Some(sort), 0, Some(5), indexes);
+        (read.scan.order_index, read.scan.order, read.sort.is_some())
+    }
+
+    #[test]
+    fn an_equality_prefix_lets_a_compound_index_serve_the_next_fields_sort() {
+        let indexes = [
+            index("cat_1", doc! {"cat": 1}, false),
+            index("cat_1_price_-1", doc! {"cat": 1, "price": -1}, false),
+        ];
+        let walked = Some("t_cat_1_price_-1".to_string());
+        let (table, order, in_rust) = sorted_plan(doc! {"cat": "a"}, doc! {"price": -1}, &indexes);
+        assert_eq!(
+            (&table, order, in_rust),
+            (&walked, Some(KeyOrder::Ascending), false)
+        );
+        let (table, order, in_rust) = sorted_plan(doc! {"cat": "a"}, doc! {"price": 1}, &indexes);
+        assert_eq!(
+            (&table, order, in_rust),
+            (&walked, Some(KeyOrder::Descending), false)
+        );
+        // The walk is bounded by a range of the walked index, exact, so the limit is SQL's.
+        let filter = Filter::parse(&doc! {"cat": "a"}).unwrap();
+        let sort = SortSpec::parse(&doc! {"price": -1}).unwrap();
+        let read = ReadPlan::new(filter, Some(sort), 0, Some(5), &indexes);
+        assert_eq!(read.scan.limit, Some(5));
+        assert!(
+            matches!(&read.scan.filter, Predicate::IndexRange { table, .. } if table == "t_cat_1_price_-1"),
+            "{:?}",
+            read.scan.filter
+        );
+        // A sort on the fixed field as well, in either direction, changes nothing.
+        let (table, _, in_rust) =
+            sorted_plan(doc! {"cat": "a"}, doc! {"cat": -1, "price": -1}, &indexes);
+        assert_eq!((&table, in_rust), (&walked, false));
+        // Both index fields sorted, no filter: the index order, forwards or backwards.
+        let (table, order, in_rust) = sorted_plan(doc! {}, doc! {"cat": -1, "price": 1}, &indexes);
+        assert_eq!(
+            (&table, order, in_rust),
+            (&walked, Some(KeyOrder::Descending), false)
+        );
+    }
+
+    #[test]
+    fn sorts_a_compound_index_cannot_produce_stay_in_rust() {
+        let compound = [index("cat_1_price_-1", doc! {"cat": 1, "price": -1}, false)];
+        // No equality on the leading field.
+        assert!(sorted_plan(doc! {"cat": {"$gt": "a"}}, doc! {"price": -1}, &compound).2);
+        assert!(sorted_plan(doc! {}, doc! {"price": -1}, &compound).2);
+        // Mixed directions the index does not have.
+        assert!(sorted_plan(doc! {}, doc! {"cat": 1, "price": 1}, &compound).2);
+        // An equality under $or fixes nothing; null matches missing fields too.
+        assert!(sorted_plan(doc! {"$or": [{"cat": "a"}]}, doc! {"price": -1}, &compound).2);
+        assert!(sorted_plan(doc! {"cat": null}, doc! {"price": -1}, &compound).2);
+        // A multikey index orders by elements, not documents.
+        let multikey = [index("cat_1_price_-1", doc! {"cat": 1, "price": -1}, true)];
+        assert!(sorted_plan(doc! {"cat": "a"}, doc! {"price": -1}, &multikey).2);
+        // A sort key on a fixed field no index proves scalar is still sorted (arrays sort
+        // by their least or greatest element).
+        assert!(sorted_plan(doc! {"tags": "a"}, doc! {"tags": 1}, &compound).2);
     }
 }
