@@ -1,5 +1,6 @@
-//! Running an aggregation pipeline over a collection: the first `$match` planned into the
-//! store's scan, the collections `$lookup` and `$unionWith` read, then the stages on the
+//! Running an aggregation pipeline over a collection: the leading `$match`, `$sort`, `$skip`
+//! and `$limit` planned into the store's scan like a `find` (index ranges, index order, the
+//! limit in SQL), the collections `$lookup` and `$unionWith` read, then the stages on the
 //! compute pool (`crate::compute`). Shared by the wire's `aggregate` and REST's `pipeline`
 //! handlers.
 //!
@@ -16,9 +17,9 @@ use crate::query::planner::ReadPlan;
 use crate::query::Filter;
 use crate::query::{ForeignDocuments, Pipeline};
 
-/// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
-/// planned into the scan (with only the index `hint` names, if any: one naming no index is
-/// MongoDB's BadValue), the collections `$lookup`/`$unionWith` read are read whole, then
+/// Runs `pipeline` over `db.name` (a missing collection is empty): its leading read
+/// (`Pipeline::leading_read`) is planned into the scan (with only the index `hint` names, if
+/// any: one naming no index is MongoDB's BadValue), the collections `$lookup`/`$unionWith` read are read whole, then
 /// the stages run in Rust. Shared with the REST front end's `pipeline` handlers.
 pub async fn run_pipeline(
     catalog: &crate::catalog::Catalog,
@@ -28,15 +29,13 @@ pub async fn run_pipeline(
     pipeline: &Pipeline,
     hint: Option<&Bson>,
 ) -> Result<Vec<Document>, OpError> {
+    // The leading $match, $sort, $skip and $limit are one planned read, like a find's.
+    let lead = pipeline.leading_read();
     let input = match catalog.collection_info_in(session, db, name).await? {
         None => Vec::new(),
         Some(info) => {
-            let filter = pipeline
-                .leading_filter()
-                .cloned()
-                .unwrap_or(Filter::And(Vec::new()));
             let indexes = hinted_indexes(&info.indexes, hint)?;
-            let plan = ReadPlan::new(filter, None, 0, None, indexes);
+            let plan = ReadPlan::new(lead.filter, lead.sort, lead.skip, lead.limit, indexes);
             read::execute(session, &info.record, &plan).await?
         }
     };
@@ -54,6 +53,6 @@ pub async fn run_pipeline(
         foreign.insert(other, documents);
     }
     // The stages run on the compute pool, never on the threads that answer other clients.
-    let pipeline = pipeline.clone();
-    Ok(crate::compute::run(move || pipeline.run_with(input, &foreign)).await?)
+    let rest = pipeline.after(lead.stages);
+    Ok(crate::compute::run(move || rest.run_with(input, &foreign)).await?)
 }

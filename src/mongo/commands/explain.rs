@@ -93,6 +93,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         "pushedLimit": plan.scan.limit.map(|l| Bson::Int64(l as i64)).unwrap_or(Bson::Null),
         "residualFilter": if plan.residual.is_some() { Bson::Document(target.filter_document.clone()) } else { Bson::Null },
         "inMemorySort": plan.sort.is_some(),
+        "stagesInSql": stages_in_sql(target.pipeline_stages.as_deref(), &plan),
         "sqlPlan": backend_plan,
     });
     reply.insert(
@@ -126,6 +127,31 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     Ok(reply)
 }
 
+/// For an aggregate, which of its leading stages the SQL runs: the `$match` when pushed
+/// exactly, the `$sort` when the store produces the order, `$skip`/`$limit` when they went
+/// into SQL. (Anything else ran in Rust, over the rows the read returned.)
+fn stages_in_sql(stages: Option<&[Document]>, plan: &ReadPlan) -> Bson {
+    let Some(stages) = stages else {
+        return Bson::Null;
+    };
+    let in_sql = |name: &str| match name {
+        "$match" => plan.residual.is_none(),
+        "$sort" => plan.scan.order.is_some() && plan.sort.is_none(),
+        // Nothing left to skip or limit in Rust: SQL did it.
+        "$skip" => plan.skip == 0,
+        "$limit" => plan.limit.is_none(),
+        _ => false,
+    };
+    Bson::Array(
+        stages
+            .iter()
+            .filter_map(|stage| stage.keys().next())
+            .filter(|name| in_sql(name))
+            .map(|name| Bson::String(name.clone()))
+            .collect(),
+    )
+}
+
 /// What an explained command reads.
 struct ExplainedRead {
     filter_document: Document,
@@ -133,6 +159,8 @@ struct ExplainedRead {
     skip: u64,
     limit: Option<u64>,
     hint: Option<Bson>,
+    /// For an aggregate: the leading stages that this read stands for.
+    pipeline_stages: Option<Vec<Document>>,
 }
 
 fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
@@ -158,6 +186,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 skip: arguments.skip,
                 limit: arguments.limit,
                 hint: arguments.hint,
+                pipeline_stages: None,
             })
         }
         Some(Command::Count | Command::Distinct) => Ok(ExplainedRead {
@@ -166,6 +195,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             skip: 0,
             limit: None,
             hint: body.get("hint").cloned(),
+            pipeline_stages: None,
         }),
         Some(Command::Aggregate) => {
             let stages: Vec<Document> = opt_array(body, "pipeline")?
@@ -177,12 +207,14 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 })
                 .unwrap_or_default();
             let pipeline = Pipeline::parse(&stages)?;
+            let lead = pipeline.leading_read();
             Ok(ExplainedRead {
                 filter_document: pipeline.leading_match().cloned().unwrap_or_default(),
-                sort: None,
-                skip: 0,
-                limit: None,
+                sort: lead.sort,
+                skip: lead.skip,
+                limit: lead.limit,
                 hint: body.get("hint").cloned(),
+                pipeline_stages: Some(stages[..lead.stages].to_vec()),
             })
         }
         Some(Command::Update) => {
@@ -194,6 +226,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 skip: 0,
                 limit: (!multi).then_some(1),
                 hint: statement.get("hint").cloned(),
+                pipeline_stages: None,
             })
         }
         Some(Command::Delete) => {
@@ -208,6 +241,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 skip: 0,
                 limit: one.then_some(1),
                 hint: statement.get("hint").cloned(),
+                pipeline_stages: None,
             })
         }
         Some(Command::FindAndModify) => Ok(ExplainedRead {
@@ -218,6 +252,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             skip: 0,
             limit: Some(1),
             hint: body.get("hint").cloned(),
+            pipeline_stages: None,
         }),
         _ => Err(OpError::NotSupported(format!(
             "explain of '{}' is not supported by docgate",

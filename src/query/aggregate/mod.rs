@@ -84,6 +84,22 @@ pub enum Stage {
     },
 }
 
+/// The read a pipeline starts with ([`Pipeline::leading_read`]): filter, sort, skip and
+/// limit as a `find` would take them, and how many stages they stand for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeadingRead {
+    /// The first `$match` (everything without one).
+    pub filter: Filter,
+    /// The `$sort` right after it.
+    pub sort: Option<SortSpec>,
+    /// The `$skip`s after those.
+    pub skip: u64,
+    /// The `$limit`s after those (`Some(0)`: nothing).
+    pub limit: Option<u64>,
+    /// How many leading stages this read stands for.
+    pub stages: usize,
+}
+
 /// A parsed pipeline.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pipeline {
@@ -109,12 +125,46 @@ impl Pipeline {
         }
     }
 
-    /// The parsed filter of a first `$match` stage (with the command's `let` variables
-    /// already bound), for pushdown.
-    pub fn leading_filter(&self) -> Option<&Filter> {
-        match self.stages.first() {
-            Some(Stage::Match { filter, .. }) => Some(filter),
-            _ => None,
+    /// The leading stages a store can run as one read of the collection, like a `find`:
+    /// a first `$match`, then a `$sort`, then any run of `$skip`/`$limit` (folded into one
+    /// skip and limit, in order). The stages after them run in Rust ([`Pipeline::after`]).
+    pub fn leading_read(&self) -> LeadingRead {
+        let mut read = LeadingRead {
+            filter: Filter::And(Vec::new()),
+            sort: None,
+            skip: 0,
+            limit: None,
+            stages: 0,
+        };
+        let mut stages = self.stages.iter().peekable();
+        if let Some(Stage::Match { filter, .. }) = stages.peek() {
+            read.filter = filter.clone();
+            read.stages += 1;
+            stages.next();
+        }
+        if let Some(Stage::Sort(spec)) = stages.peek() {
+            read.sort = Some(spec.clone());
+            read.stages += 1;
+            stages.next();
+        }
+        for stage in stages {
+            match stage {
+                Stage::Skip(n) => {
+                    read.skip = read.skip.saturating_add(*n);
+                    read.limit = read.limit.map(|limit| limit.saturating_sub(*n));
+                }
+                Stage::Limit(n) => read.limit = Some(read.limit.map_or(*n, |l| l.min(*n))),
+                _ => break,
+            }
+            read.stages += 1;
+        }
+        read
+    }
+
+    /// The stages after the first `consumed` ones.
+    pub fn after(&self, consumed: usize) -> Pipeline {
+        Pipeline {
+            stages: self.stages.get(consumed..).unwrap_or_default().to_vec(),
         }
     }
 

@@ -39,6 +39,36 @@ mod pipelines {
     }
 
     #[test]
+    fn leading_read_folds_match_sort_skip_and_limit_in_order() {
+        let read = |stages: Vec<Document>| Pipeline::parse(&stages).unwrap().leading_read();
+        let lead = read(vec![
+            doc! {"$match": {"a": 1}},
+            doc! {"$sort": {"b": -1}},
+            doc! {"$skip": 2},
+            doc! {"$limit": 10},
+            doc! {"$skip": 3},
+            doc! {"$limit": 20},
+            doc! {"$project": {"b": 1}},
+            doc! {"$limit": 1},
+        ]);
+        assert!(lead.sort.is_some());
+        // skip 2, take 10, skip 3 of those (7 left), at most 20: skip 5, limit 7.
+        assert_eq!((lead.skip, lead.limit, lead.stages), (5, Some(7), 6));
+        // A second $sort, or a $match after a $sort, ends the read.
+        let lead = read(vec![doc! {"$sort": {"b": 1}}, doc! {"$match": {"a": 1}}]);
+        assert_eq!((lead.stages, lead.sort.is_some()), (1, true));
+        let lead = read(vec![doc! {"$unset": "x"}, doc! {"$match": {"a": 1}}]);
+        assert_eq!((lead.stages, lead.sort.is_none()), (0, true));
+        // Skipping past the limit leaves nothing.
+        let lead = read(vec![doc! {"$limit": 3}, doc! {"$skip": 5}]);
+        assert_eq!((lead.skip, lead.limit), (5, Some(0)));
+        let rest = Pipeline::parse(&[doc! {"$limit": 3}, doc! {"$count": "n"}])
+            .unwrap()
+            .after(1);
+        assert_eq!(rest.stages.len(), 1);
+    }
+
+    #[test]
     fn group_with_accumulators() {
         let out = run(
             vec![
