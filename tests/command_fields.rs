@@ -1,0 +1,337 @@
+//! No option is unknown: every field MongoDB 7.0's reference documents for the commands
+//! applications send (the command pages of the manual, "Syntax" and "Command Fields") is sent
+//! to the real server one at a time, and the answer is either success — the field is
+//! implemented — or MongoDB's error for what docgate does not do (115 CommandNotSupported,
+//! 2 BadValue, 72 InvalidOptions, …). Never 40415 (an unknown field), which would mean the
+//! field was not even looked at; a field no command documents still gets 40415.
+//!
+//! Not for: what each option does (the suites of each command family test that).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+
+mod common;
+mod driver_support;
+
+use common::TestServer;
+use mongodb::bson::{doc, Bson, Document};
+
+/// MongoDB's code for a field its command parser does not know.
+const UNKNOWN_FIELD: i32 = 40415;
+
+/// A command's name, a base document that runs, and each documented field with a value of
+/// the documented type.
+type DocumentedCommand = (&'static str, Document, Vec<(&'static str, Bson)>);
+
+/// The commands and their documented fields.
+fn documented_fields() -> Vec<DocumentedCommand> {
+    let empty = || Bson::Document(Document::new());
+    vec![
+        (
+            "find",
+            doc! {"find": "items"},
+            vec![
+                ("filter", empty()),
+                ("sort", Bson::Document(doc! {"a": 1})),
+                ("projection", Bson::Document(doc! {"a": 1})),
+                ("hint", Bson::Document(doc! {"_id": 1})),
+                ("skip", Bson::Int32(1)),
+                ("limit", Bson::Int32(1)),
+                ("batchSize", Bson::Int32(1)),
+                ("singleBatch", Bson::Boolean(true)),
+                ("comment", Bson::String("c".into())),
+                ("maxTimeMS", Bson::Int32(1000)),
+                ("readConcern", Bson::Document(doc! {"level": "local"})),
+                ("max", Bson::Document(doc! {"_id": 5})),
+                ("min", Bson::Document(doc! {"_id": 0})),
+                ("returnKey", Bson::Boolean(true)),
+                ("showRecordId", Bson::Boolean(true)),
+                ("tailable", Bson::Boolean(true)),
+                ("oplogReplay", Bson::Boolean(true)),
+                ("noCursorTimeout", Bson::Boolean(true)),
+                ("awaitData", Bson::Boolean(true)),
+                ("allowPartialResults", Bson::Boolean(true)),
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("allowDiskUse", Bson::Boolean(true)),
+                ("let", Bson::Document(doc! {"x": 1})),
+            ],
+        ),
+        (
+            "aggregate",
+            doc! {"aggregate": "items", "pipeline": [], "cursor": {}},
+            vec![
+                ("explain", Bson::Boolean(false)),
+                ("allowDiskUse", Bson::Boolean(true)),
+                ("maxTimeMS", Bson::Int32(1000)),
+                ("bypassDocumentValidation", Bson::Boolean(true)),
+                ("readConcern", Bson::Document(doc! {"level": "local"})),
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("hint", Bson::Document(doc! {"_id": 1})),
+                ("comment", Bson::String("c".into())),
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("let", Bson::Document(doc! {"x": 1})),
+            ],
+        ),
+        (
+            "count",
+            doc! {"count": "items"},
+            vec![
+                ("query", empty()),
+                ("limit", Bson::Int32(1)),
+                ("skip", Bson::Int32(1)),
+                ("hint", Bson::Document(doc! {"_id": 1})),
+                ("readConcern", Bson::Document(doc! {"level": "local"})),
+                ("maxTimeMS", Bson::Int32(1000)),
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "distinct",
+            doc! {"distinct": "items", "key": "a"},
+            vec![
+                ("query", empty()),
+                ("readConcern", Bson::Document(doc! {"level": "local"})),
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "insert",
+            doc! {"insert": "items", "documents": [{"a": 1}]},
+            vec![
+                ("ordered", Bson::Boolean(false)),
+                ("maxTimeMS", Bson::Int32(1000)),
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("bypassDocumentValidation", Bson::Boolean(true)),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "update",
+            doc! {"update": "items", "updates": [{"q": {"a": 99}, "u": {"$set": {"b": 1}}}]},
+            vec![
+                ("ordered", Bson::Boolean(false)),
+                ("maxTimeMS", Bson::Int32(1000)),
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("bypassDocumentValidation", Bson::Boolean(true)),
+                ("comment", Bson::String("c".into())),
+                ("let", Bson::Document(doc! {"x": 1})),
+            ],
+        ),
+        (
+            "delete",
+            doc! {"delete": "items", "deletes": [{"q": {"a": 99}, "limit": 0}]},
+            vec![
+                ("ordered", Bson::Boolean(false)),
+                ("maxTimeMS", Bson::Int32(1000)),
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("comment", Bson::String("c".into())),
+                ("let", Bson::Document(doc! {"x": 1})),
+            ],
+        ),
+        (
+            "findAndModify",
+            doc! {"findAndModify": "items", "query": {"a": 99}, "update": {"$set": {"b": 1}}},
+            vec![
+                ("sort", Bson::Document(doc! {"a": 1})),
+                ("new", Bson::Boolean(true)),
+                ("fields", Bson::Document(doc! {"a": 1})),
+                ("upsert", Bson::Boolean(false)),
+                ("bypassDocumentValidation", Bson::Boolean(true)),
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("maxTimeMS", Bson::Int32(1000)),
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("arrayFilters", Bson::Array(Vec::new())),
+                ("hint", Bson::Document(doc! {"_id": 1})),
+                ("comment", Bson::String("c".into())),
+                ("let", Bson::Document(doc! {"x": 1})),
+            ],
+        ),
+        (
+            "create",
+            doc! {"create": "made"},
+            vec![
+                ("capped", Bson::Boolean(true)),
+                ("size", Bson::Int32(4096)),
+                ("max", Bson::Int32(10)),
+                ("timeseries", Bson::Document(doc! {"timeField": "t"})),
+                ("expireAfterSeconds", Bson::Int32(60)),
+                (
+                    "clusteredIndex",
+                    Bson::Document(doc! {"key": {"_id": 1}, "unique": true}),
+                ),
+                (
+                    "changeStreamPreAndPostImages",
+                    Bson::Document(doc! {"enabled": true}),
+                ),
+                ("autoIndexId", Bson::Boolean(true)),
+                ("storageEngine", empty()),
+                ("validator", Bson::Document(doc! {"a": {"$exists": true}})),
+                ("validationLevel", Bson::String("strict".into())),
+                ("validationAction", Bson::String("error".into())),
+                ("indexOptionDefaults", empty()),
+                ("viewOn", Bson::String("items".into())),
+                ("pipeline", Bson::Array(Vec::new())),
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("encryptedFields", Bson::Document(doc! {"fields": []})),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "createIndexes",
+            doc! {"createIndexes": "items", "indexes": [{"key": {"a": 1}, "name": "a_1"}]},
+            vec![
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("commitQuorum", Bson::String("votingMembers".into())),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "listCollections",
+            doc! {"listCollections": 1},
+            vec![
+                ("filter", empty()),
+                ("nameOnly", Bson::Boolean(true)),
+                ("authorizedCollections", Bson::Boolean(true)),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "listIndexes",
+            doc! {"listIndexes": "items"},
+            vec![("cursor", empty()), ("comment", Bson::String("c".into()))],
+        ),
+        (
+            "renameCollection",
+            doc! {"renameCollection": "fields.items", "to": "fields.renamed"},
+            vec![
+                ("dropTarget", Bson::Boolean(false)),
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "dropIndexes",
+            doc! {"dropIndexes": "items", "index": "nonexistent_1"},
+            vec![
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+        (
+            "drop",
+            doc! {"drop": "nonexistent"},
+            vec![
+                ("writeConcern", Bson::Document(doc! {"w": 1})),
+                ("comment", Bson::String("c".into())),
+            ],
+        ),
+    ]
+}
+
+/// The code a command answered with (a write's first write error counts), if any.
+async fn answer_code(db: &mongodb::Database, command: Document) -> Option<i32> {
+    let admin = command.contains_key("renameCollection");
+    let target = if admin {
+        db.client().database("admin")
+    } else {
+        db.clone()
+    };
+    match target.run_command(command).await {
+        Ok(reply) => reply
+            .get_array("writeErrors")
+            .ok()
+            .and_then(|errors| errors.first())
+            .and_then(Bson::as_document)
+            .and_then(|error| error.get_i32("code").ok()),
+        Err(error) => Some(
+            driver_support::server_code(&error)
+                .unwrap_or_else(|| panic!("not a server error: {error}")),
+        ),
+    }
+}
+
+#[tokio::test]
+async fn every_documented_field_is_implemented_or_refused_by_name() {
+    let server = TestServer::start();
+    let db = server.client().await.database("fields");
+    for (command, base, fields) in documented_fields() {
+        for (field, value) in fields {
+            db.collection::<Document>("items")
+                .insert_one(doc! {"a": 1})
+                .await
+                .expect("seed");
+            let mut sent = base.clone();
+            sent.insert(field, value);
+            let code = answer_code(&db, sent.clone()).await;
+            assert_ne!(
+                code,
+                Some(UNKNOWN_FIELD),
+                "{command}.{field} is documented by MongoDB 7.0 but unknown to docgate: {sent}"
+            );
+            // Whatever it answered, the server is still there.
+            db.run_command(doc! {"ping": 1}).await.expect("ping");
+            db.drop().await.expect("reset");
+        }
+        // A field no command documents is refused as unknown.
+        let mut sent = base.clone();
+        sent.insert("noSuchField", 1);
+        assert_eq!(
+            answer_code(&db, sent.clone()).await,
+            Some(UNKNOWN_FIELD),
+            "{sent}"
+        );
+        db.drop().await.expect("reset");
+    }
+}
+
+/// The statements of `update` and `delete` have documented fields of their own.
+#[tokio::test]
+async fn every_documented_statement_field_is_implemented_or_refused_by_name() {
+    let server = TestServer::start();
+    let db = server.client().await.database("statements");
+    let statements = [
+        (
+            "updates",
+            doc! {"q": {"a": 99}, "u": [{"$set": {"b": 1}}]},
+            vec![
+                ("c", Bson::Document(doc! {"x": 1})),
+                ("upsert", Bson::Boolean(false)),
+                ("multi", Bson::Boolean(true)),
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("arrayFilters", Bson::Array(Vec::new())),
+                ("hint", Bson::Document(doc! {"_id": 1})),
+            ],
+        ),
+        (
+            "deletes",
+            doc! {"q": {"a": 99}, "limit": 0},
+            vec![
+                ("collation", Bson::Document(doc! {"locale": "simple"})),
+                ("hint", Bson::Document(doc! {"_id": 1})),
+            ],
+        ),
+    ];
+    for (array, statement, fields) in statements {
+        let command = if array == "updates" {
+            "update"
+        } else {
+            "delete"
+        };
+        for (field, value) in fields.into_iter().chain([("noSuchField", Bson::Int32(1))]) {
+            let mut sent_statement = statement.clone();
+            sent_statement.insert(field, value);
+            let sent = doc! {command: "items", array: [sent_statement]};
+            let code = answer_code(&db, sent.clone()).await;
+            if field == "noSuchField" {
+                assert_eq!(code, Some(UNKNOWN_FIELD), "{sent}");
+            } else {
+                assert_ne!(
+                    code,
+                    Some(UNKNOWN_FIELD),
+                    "{command} statement {field}: {sent}"
+                );
+            }
+        }
+    }
+}
