@@ -335,3 +335,42 @@ async fn every_documented_statement_field_is_implemented_or_refused_by_name() {
         }
     }
 }
+
+/// docgate answers as MongoDB 7.0 (`buildInfo`, `hello.maxWireVersion` 21), so 8.0's
+/// additions get 7.0's answers: `bulkWrite` is an unknown command (59), `$toUUID` an unknown
+/// expression (168), an update statement's `sort` an unknown field (40415).
+#[tokio::test]
+async fn mongodb_8_additions_are_answered_as_7_0_does() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let admin = client.database("admin");
+    let build = admin
+        .run_command(doc! {"buildInfo": 1})
+        .await
+        .expect("buildInfo");
+    assert!(
+        build
+            .get_str("version")
+            .expect("version")
+            .starts_with("7.0"),
+        "{build}"
+    );
+    let hello = admin.run_command(doc! {"hello": 1}).await.expect("hello");
+    assert_eq!(hello.get_i32("maxWireVersion").ok(), Some(21));
+    let db = client.database("eight");
+    let bulk = doc! {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"a": 1}}], "nsInfo": [{"ns": "eight.items"}]};
+    assert_eq!(answer_code(&admin, bulk).await, Some(59));
+    let to_uuid =
+        doc! {"aggregate": 1, "pipeline": [{"$project": {"u": {"$toUUID": "x"}}}], "cursor": {}};
+    let code = answer_code(&db, doc! {"aggregate": "items", "pipeline": to_uuid.get_array("pipeline").unwrap().clone(), "cursor": {}}).await;
+    assert_eq!(code, Some(168));
+    let sorted =
+        doc! {"update": "items", "updates": [{"q": {}, "u": {"$set": {"b": 1}}, "sort": {"a": 1}}]};
+    assert_eq!(answer_code(&db, sorted).await, Some(UNKNOWN_FIELD));
+    let written = db
+        .collection::<Document>("items")
+        .count_documents(doc! {})
+        .await
+        .expect("count");
+    assert_eq!(written, 0, "nothing was written");
+}
