@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 use bson::{doc, Document, RawDocument};
 use common::wire_client::WireClient;
 use common::{
-    backends, connect_pg, env_usize, open_sqlite, pg_table, print_table, ratio, sample_doc,
-    sqlite_table, Backend, Server, BENCH_PASSWORD, BENCH_USER,
+    backends, connect_pg, env_usize, ms, open_sqlite, pg_table, print_table, proc_status_kib,
+    ratio, sample_doc, sqlite_table, Backend, Server, BENCH_PASSWORD, BENCH_USER,
 };
 use futures_util::TryStreamExt;
 
@@ -296,20 +296,4 @@ impl RawScan {
             docs,
         }
     }
-}
-
-/// A `kB` field of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`), in KiB.
-fn proc_status_kib(pid: u32, field: &str) -> u64 {
-    let status =
-        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/<pid>/status");
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
-}
-
-/// Milliseconds with one decimal.
-fn ms(d: Duration) -> String {
-    format!("{:.1}", d.as_secs_f64() * 1e3)
 }
