@@ -1,5 +1,7 @@
 //! Stopping evaluation part way: a command's time limit (`maxTimeMS`), its client going
-//! away, or the server shutting down.
+//! away, or the server shutting down — and the command's other limit that evaluation reads
+//! as it goes: the memory a blocking stage may hold when the command said
+//! `allowDiskUse: false` ([`blocking_memory_limit`]).
 //!
 //! The code that owns a command makes an [`Interrupt`] (a deadline and a cancel flag shared
 //! with whoever may cancel it) and installs it on the thread that evaluates, with
@@ -30,6 +32,19 @@ pub enum Interruption {
     /// The server is shutting down: 11600 InterruptedAtShutdown.
     #[error("interrupted at shutdown")]
     Shutdown,
+    /// A blocking sort held more than the command's memory limit (`allowDiskUse: false`):
+    /// 292 QueryExceededMemoryLimitNoDiskUseAllowed.
+    #[error(
+        "Sort exceeded memory limit of 104857600 bytes, but did not opt in to external \
+         sorting. Aborting operation. Pass allowDiskUse:true to opt in."
+    )]
+    SortMemoryLimit,
+    /// A `$group` held more than the command's memory limit: 292 as well.
+    #[error(
+        "Exceeded memory limit for $group, but didn't allow external sort. Pass \
+         allowDiskUse:true to opt in."
+    )]
+    GroupMemoryLimit,
 }
 
 impl Interruption {
@@ -39,6 +54,7 @@ impl Interruption {
             Interruption::TimeLimit => 50,
             Interruption::ClientGone => 11601,
             Interruption::Shutdown => 11600,
+            Interruption::SortMemoryLimit | Interruption::GroupMemoryLimit => 292,
         }
     }
 
@@ -48,11 +64,15 @@ impl Interruption {
             Interruption::TimeLimit => "MaxTimeMSExpired",
             Interruption::ClientGone => "Interrupted",
             Interruption::Shutdown => "InterruptedAtShutdown",
+            Interruption::SortMemoryLimit | Interruption::GroupMemoryLimit => {
+                "QueryExceededMemoryLimitNoDiskUseAllowed"
+            }
         }
     }
 
     /// The interruption a MongoDB error code stands for (an evaluation error carries it as
-    /// its code).
+    /// its code): the time limit, a client gone, shutdown — not a memory limit, which says
+    /// nothing about the command's client or deadline.
     pub fn from_code(code: i32) -> Option<Interruption> {
         [
             Interruption::TimeLimit,
@@ -68,6 +88,8 @@ impl Interruption {
             1 => Some(Interruption::TimeLimit),
             2 => Some(Interruption::ClientGone),
             3 => Some(Interruption::Shutdown),
+            4 => Some(Interruption::SortMemoryLimit),
+            5 => Some(Interruption::GroupMemoryLimit),
             _ => None,
         }
     }
@@ -77,6 +99,8 @@ impl Interruption {
             Interruption::TimeLimit => 1,
             Interruption::ClientGone => 2,
             Interruption::Shutdown => 3,
+            Interruption::SortMemoryLimit => 4,
+            Interruption::GroupMemoryLimit => 5,
         }
     }
 }
@@ -104,6 +128,8 @@ struct Shared {
     deadline: OnceLock<Instant>,
     /// 0 while running, else [`Interruption::flag`] of why it was cancelled.
     cancelled: AtomicU8,
+    /// Set once: the bytes a blocking stage (a sort, a group) may hold.
+    blocking_memory_limit: OnceLock<usize>,
 }
 
 impl Interrupt {
@@ -120,6 +146,12 @@ impl Interrupt {
     /// Gives the command its deadline; a deadline set already stays.
     pub fn set_deadline(&self, deadline: Instant) {
         let _ = self.shared.deadline.set(deadline);
+    }
+
+    /// Limits the memory each blocking stage of the command may hold (a command that
+    /// refused disk use); a limit set already stays.
+    pub fn limit_blocking_memory(&self, bytes: usize) {
+        let _ = self.shared.blocking_memory_limit.set(bytes);
     }
 
     /// The deadline, if the command has one.
@@ -174,6 +206,17 @@ impl Drop for Restore {
 thread_local! {
     static CURRENT: RefCell<Option<Interrupt>> = const { RefCell::new(None) };
     static CALLS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The bytes a blocking stage of the command evaluating on this thread may hold, if its
+/// command limited them.
+pub fn blocking_memory_limit() -> Option<usize> {
+    CURRENT.with(|current| {
+        current
+            .borrow()
+            .as_ref()
+            .and_then(|interrupt| interrupt.shared.blocking_memory_limit.get().copied())
+    })
 }
 
 /// Called from evaluation loops: an error once the installed interrupt has fired. Cheap

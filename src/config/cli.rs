@@ -241,6 +241,11 @@ pub struct LimitArgs {
     /// Time limit of one REST request, evaluation included (default 60s; 0 = none).
     #[arg(long, env = "DOCGATE_REST_REQUEST_TIMEOUT", value_parser = parse_duration)]
     pub rest_request_timeout: Option<Duration>,
+    /// Bytes a blocking sort or `$group` may hold in a command that sets `allowDiskUse:
+    /// false` before it answers 292 (MongoDB's 100 MiB; docgate writes no temporary files,
+    /// so without that option the stage keeps what it needs in memory).
+    #[arg(long, env = "DOCGATE_BLOCKING_STAGE_MEMORY_LIMIT_BYTES")]
+    pub blocking_stage_memory_limit_bytes: Option<usize>,
     /// `maxTimeMS` of commands that do not set one, as MongoDB 8's `defaultMaxTimeMS`
     /// (default 0: none).
     #[arg(long, env = "DOCGATE_DEFAULT_MAX_TIME_MS")]

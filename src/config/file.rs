@@ -145,6 +145,7 @@ pub(super) struct FileLimits {
     pub(super) rest_idle_timeout: Option<String>,
     pub(super) rest_request_timeout: Option<String>,
     pub(super) default_max_time_ms: Option<u64>,
+    pub(super) blocking_stage_memory_limit_bytes: Option<usize>,
     pub(super) shutdown_grace: Option<String>,
     pub(super) max_open_cursors: Option<usize>,
     pub(super) max_open_cursors_per_session: Option<usize>,

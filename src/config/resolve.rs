@@ -352,6 +352,10 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
             .incoming_message_budget_bytes
             .or(file.incoming_message_budget_bytes)
             .unwrap_or(mongo_defaults.incoming_message_budget_bytes),
+        blocking_stage_memory_bytes: args
+            .blocking_stage_memory_limit_bytes
+            .or(file.blocking_stage_memory_limit_bytes)
+            .unwrap_or(mongo_defaults.blocking_stage_memory_bytes),
         default_max_time: args
             .default_max_time_ms
             .or(file.default_max_time_ms)

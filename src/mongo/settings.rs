@@ -75,6 +75,8 @@ pub struct MongoLimits {
     pub incoming_message_budget_bytes: usize,
     /// `maxTimeMS` of commands that do not set one (MongoDB 8's `defaultMaxTimeMS`).
     pub default_max_time: Option<Duration>,
+    /// Bytes a blocking stage may hold in a command with `allowDiskUse: false`.
+    pub blocking_stage_memory_bytes: usize,
     /// Open cursors and their idle timeout.
     pub cursors: CursorLimits,
     /// How long sessions and their transactions may live.
@@ -90,6 +92,7 @@ impl Default for MongoLimits {
             unauthenticated_max_message_bytes: 64 * 1024,
             incoming_message_budget_bytes: 1 << 30,
             default_max_time: None,
+            blocking_stage_memory_bytes: crate::query::memory::BLOCKING_STAGE_LIMIT,
             cursors: CursorLimits::default(),
             sessions: SessionSettings::default(),
         }

@@ -94,6 +94,7 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
     crate::interrupt::check_now()?;
     if let Some(sort) = sort_in_rust(plan) {
         sort.sort(&mut documents);
+        check_sort_memory(&documents, plan, crate::query::memory::document_size)?;
     }
     Ok(skip_and_limit(documents, plan))
 }
@@ -122,8 +123,28 @@ pub fn finish_raw(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<RawDocument
             .map(|raw| Ok((raw_sort_key(&raw, sort)?, raw)))
             .collect::<Result<_, StoreError>>()?;
         selected = sort.order_by_keys(keyed);
+        check_sort_memory(&selected, plan, |raw| raw.as_bytes().len())?;
     }
     Ok(skip_and_limit(selected, plan))
+}
+
+/// A sort in Rust under a command's memory limit (`allowDiskUse: false`): what MongoDB's
+/// sort holds — every match, or with a limit only the skip plus limit first ones (a top-k
+/// sort) — measured by BSON size against the limit.
+fn check_sort_memory<T>(
+    sorted: &[T],
+    plan: &ReadPlan,
+    size: impl Fn(&T) -> usize,
+) -> Result<(), StoreError> {
+    if !crate::query::memory::limited() {
+        return Ok(());
+    }
+    let held = match plan.limit {
+        Some(limit) => usize::try_from(plan.skip.saturating_add(limit)).unwrap_or(usize::MAX),
+        None => sorted.len(),
+    };
+    let bytes = sorted.iter().take(held).map(size).sum();
+    Ok(crate::query::memory::check_sort(bytes)?)
 }
 
 /// How many matching documents the Rust side needs: all of them before a sort, else skip

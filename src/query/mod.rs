@@ -29,6 +29,7 @@ mod expr;
 mod filter;
 mod index;
 pub mod index_ranges;
+pub mod memory;
 pub mod planner;
 mod projection;
 #[cfg(test)]

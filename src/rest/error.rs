@@ -141,6 +141,10 @@ impl From<Interruption> for RestError {
             Interruption::ClientGone | Interruption::Shutdown => {
                 RestError::Unavailable(reason.to_string())
             }
+            // REST requests set no memory limit; were one set, the request asked too much.
+            Interruption::SortMemoryLimit | Interruption::GroupMemoryLimit => {
+                RestError::BadRequest(reason.to_string())
+            }
         }
     }
 }

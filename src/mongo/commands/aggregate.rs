@@ -25,9 +25,14 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     arguments.simple_collation()?;
     let variables = arguments.variables("let")?;
     let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
-    // Honoured by doing nothing: docgate's pipelines have no memory limit to lift, and no
-    // collection has a validator to bypass ($out and $merge are refused).
-    arguments.without_effect("allowDiskUse");
+    // `allowDiskUse: false` limits what a blocking stage may hold (292 past it); true,
+    // MongoDB's default since 6.0, lets it spill — docgate keeps it in memory.
+    if arguments.bool("allowDiskUse")? == Some(false) {
+        crate::compute::current_interrupt()
+            .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
+    }
+    // Honoured by doing nothing: no collection has a validator to bypass ($out and $merge
+    // are refused).
     arguments.without_effect("bypassDocumentValidation");
     arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);

@@ -32,6 +32,8 @@ pub(super) struct FindArguments {
     pub hint: Option<Bson>,
     /// `noCursorTimeout`: the cursor is not closed for being idle.
     pub no_cursor_timeout: bool,
+    /// `allowDiskUse: false`: a sort in memory is limited (292 past the limit).
+    pub disk_use_refused: bool,
 }
 
 impl FindArguments {
@@ -92,15 +94,12 @@ impl FindArguments {
             .filter(|h| !matches!(h, Bson::Null))
             .cloned();
         let no_cursor_timeout = arguments.bool("noCursorTimeout")?.unwrap_or(false);
+        // `allowDiskUse: false` limits what a sort in memory may hold (292 past it); true,
+        // MongoDB's default since 6.0, lets it spill — docgate keeps it in memory.
+        let disk_use_refused = arguments.bool("allowDiskUse")? == Some(false);
         // Honoured by doing nothing: partial results and oplog replay only mean something on
-        // a sharded cluster or the oplog; `readOnce` is a storage-engine cache hint;
-        // `allowDiskUse` lifts a memory limit docgate's find does not impose.
-        for no_effect in [
-            "allowPartialResults",
-            "oplogReplay",
-            "readOnce",
-            "allowDiskUse",
-        ] {
+        // a sharded cluster or the oplog; `readOnce` is a storage-engine cache hint.
+        for no_effect in ["allowPartialResults", "oplogReplay", "readOnce"] {
             arguments.without_effect(no_effect);
         }
         arguments.finish()?;
@@ -114,6 +113,7 @@ impl FindArguments {
             batch_size,
             hint,
             no_cursor_timeout,
+            disk_use_refused,
         })
     }
 }
@@ -131,7 +131,12 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         batch_size,
         hint,
         no_cursor_timeout,
+        disk_use_refused,
     } = FindArguments::parse(request)?;
+    if disk_use_refused {
+        crate::compute::current_interrupt()
+            .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
+    }
     let options = BatchOptions {
         batch_size,
         single_batch,

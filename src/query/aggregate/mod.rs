@@ -494,8 +494,17 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             }
             kept
         }
-        Stage::Group { id, accumulators } => group(id, accumulators, docs)?,
+        Stage::Group { id, accumulators } => {
+            let groups = group(id, accumulators, docs)?;
+            if crate::query::memory::limited() {
+                crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
+            }
+            groups
+        }
         Stage::Sort(spec) => {
+            if crate::query::memory::limited() {
+                crate::query::memory::check_sort(crate::query::memory::documents_size(&docs))?;
+            }
             let mut docs = docs;
             spec.sort(&mut docs);
             docs
