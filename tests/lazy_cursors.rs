@@ -3,7 +3,8 @@
 //! `postgres://` URL — on PostgreSQL:
 //!
 //! - abandoned cursors hold a position, not a result: 200 cursors over 100,000 documents of
-//!   ~1 KB, each left open after its first batch of 10, grow the server's RSS by < 50 MB,
+//!   ~1 KB, each left open after its first batch of 10 (half of them `aggregate`s of
+//!   per-document stages), grow the server's RSS by < 50 MB,
 //!   and `serverStatus.metrics.cursor.open.total` counts them;
 //! - a full iteration (sorted by `_id`, and in natural order) under concurrent inserts,
 //!   deletes and updates sees every document present throughout exactly once, no document
@@ -78,15 +79,21 @@ async fn abandoned_cursors_hold_no_result() {
     let mut sessions = Vec::with_capacity(ABANDONED_CURSORS);
     for n in 1..=ABANDONED_CURSORS {
         let mut session = client.start_session().await.expect("session");
-        // A raw find and never a getMore: the cursor stays open on the server after its
+        // A raw find (or, every other time, an aggregate whose stages look at one document
+        // at a time) and never a getMore: the cursor stays open on the server after its
         // first batch, as an abandoned driver cursor would.
-        let reply = open(
-            &db,
-            doc! {"find": "big", "batchSize": 10},
-            Some(&mut session),
-        )
-        .await
-        .expect("find");
+        let command = if n % 2 == 0 {
+            doc! {"find": "big", "batchSize": 10}
+        } else {
+            doc! {
+                "aggregate": "big",
+                "pipeline": [{"$match": {"n": {"$gte": 0}}}, {"$set": {"m": {"$add": ["$n", 1]}}}],
+                "cursor": {"batchSize": 10},
+            }
+        };
+        let reply = open(&db, command, Some(&mut session))
+            .await
+            .expect("find or aggregate");
         sessions.push(session);
         let (id, batch) = cursor_batch(&reply);
         assert_eq!(batch.len(), 10, "first batch of cursor {n}");

@@ -135,6 +135,14 @@ pub enum OpError {
     ClusterTimeFailsRateLimiter(String),
 }
 
+/// An evaluation stopped part way (time limit, client gone, shutdown, memory limit) is the
+/// store-side interruption error, so both paths answer the same code.
+impl From<crate::interrupt::Interruption> for OpError {
+    fn from(reason: crate::interrupt::Interruption) -> Self {
+        OpError::Store(StoreError::Interrupted(reason))
+    }
+}
+
 impl OpError {
     /// MongoDB's error for a required field that is absent (`path` like `find.filter`).
     pub fn missing_field(path: &str) -> OpError {

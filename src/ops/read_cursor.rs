@@ -14,8 +14,13 @@
 //! offset); a document whose index key moves past the position may be seen again, as in
 //! MongoDB.
 //!
+//! An aggregation pipeline whose stages after its leading read each look at one document at
+//! a time (`$match`, `$project`, `$set`, `$unwind`, `$lookup`, …) streams the same way: each
+//! row read goes through those stages ([`StagedOutput`]) on the compute pool, chunk by chunk.
+//!
 //! Plans that must see every document before the first one (a sort the store cannot
-//! produce) do not come here: `find` sorts them and the cursor keeps the sorted result.
+//! produce, a `$group`) do not come here: `find` sorts them and the cursor keeps the sorted
+//! result.
 //!
 //! Not for: cursor ids, owners and timeouts (`cursors`), or planning (`query::planner`).
 
@@ -27,8 +32,10 @@ use super::read::decode_document;
 use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::CollectionInfo;
+use std::sync::Arc;
+
 use crate::query::planner::{IndexCandidate, ReadPlan};
-use crate::query::{Filter, Projection};
+use crate::query::{Filter, ForeignDocuments, Pipeline, Projection};
 use crate::store::{CollectionRecord, PositionedRow, ScanPosition, ScanRequest, StoreError};
 
 /// Rows read per store round trip when Rust re-checks a residual filter (small enough to
@@ -41,6 +48,17 @@ pub const EXACT_CHUNK: usize = 10_000;
 /// Rows of the first round trip of a batch without a document count, before the cursor has
 /// seen how large its documents are.
 const FIRST_UNSIZED_CHUNK: usize = 128;
+
+/// The rest of an aggregation pipeline whose stages each look at one document at a time,
+/// and the collections its `$lookup`s read: what every selected row goes through.
+pub struct StagedOutput {
+    pub pipeline: Pipeline,
+    pub foreign: ForeignDocuments,
+}
+
+/// Per row of a chunk: None when no stages run, else the row's documents after them (None
+/// for a row the residual filter rejected).
+type StagedRows = Option<Vec<Option<Vec<RawDocumentBuf>>>>;
 
 /// How much one batch may hold: documents and bytes (MongoDB's reply budget).
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +77,8 @@ pub struct ReadCursor {
     projection: Option<Projection>,
     /// The whole filter, for a positional projection (`a.$`).
     positional_filter: Option<Filter>,
+    /// The per-document stages of an aggregate, which every selected row goes through.
+    stages: Option<Arc<StagedOutput>>,
     /// The last row read, which the next batch resumes after.
     position: Option<ScanPosition>,
     /// Matching documents still to skip.
@@ -110,6 +130,7 @@ impl ReadCursor {
             residual,
             projection,
             positional_filter,
+            stages: None,
             position: None,
             skip,
             remaining,
@@ -118,6 +139,19 @@ impl ReadCursor {
             bytes_read: 0,
             started: false,
         }
+    }
+
+    /// Sends every selected row through `stages` (the rest of an aggregate) instead of
+    /// answering it as stored.
+    pub fn with_stages(mut self, stages: StagedOutput) -> ReadCursor {
+        self.stages = Some(Arc::new(stages));
+        self
+    }
+
+    /// Whether the rows of a chunk may yield no document each (a residual filter or
+    /// stages decide), so a chunk is read without a document count.
+    fn rows_may_vanish(&self) -> bool {
+        self.residual.is_some() || self.stages.is_some()
     }
 
     /// True once every document has been returned.
@@ -129,7 +163,7 @@ impl ReadCursor {
     /// when the store evaluates the whole filter (the batch read one row more than it
     /// returned); with a residual filter the rows after it may all fail it.
     pub fn proves_more(&self) -> bool {
-        !self.exhausted && self.residual.is_none()
+        !self.exhausted && !self.rows_may_vanish()
     }
 
     /// Where the cursor is: the position of the last row it read.
@@ -187,7 +221,9 @@ impl ReadCursor {
             self.bytes_read += rows.iter().map(|row| row.document.len()).sum::<usize>();
             let short = rows.len() < chunk;
             let (rows, verdicts) = self.residual_verdicts(rows).await?;
-            let consumed_all = self.take_rows(rows, verdicts, &mut batch, &mut bytes, limit)?;
+            let (rows, verdicts, staged) = self.staged_outputs(rows, verdicts).await?;
+            let consumed_all =
+                self.take_rows(rows, verdicts, staged, &mut batch, &mut bytes, limit)?;
             if short && consumed_all {
                 self.exhausted = true;
             }
@@ -206,7 +242,7 @@ impl ReadCursor {
         let remaining = self
             .remaining
             .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        let chunk = if self.residual.is_some() {
+        let chunk = if self.rows_may_vanish() {
             RESIDUAL_CHUNK
         } else {
             // Every row is a document: read what the batch takes and one more to learn
@@ -260,23 +296,73 @@ impl ReadCursor {
         }
     }
 
+    /// Each row of a chunk through the cursor's stages, on the compute pool (None when it
+    /// has none); the rows and verdicts are handed back.
+    async fn staged_outputs(
+        &self,
+        rows: Vec<PositionedRow>,
+        verdicts: Option<Vec<Option<Document>>>,
+    ) -> Result<
+        (
+            Vec<PositionedRow>,
+            Option<Vec<Option<Document>>>,
+            StagedRows,
+        ),
+        OpError,
+    > {
+        let Some(stages) = &self.stages else {
+            return Ok((rows, verdicts, None));
+        };
+        let stages = Arc::clone(stages);
+        crate::compute::run(move || {
+            let mut outputs = Vec::with_capacity(rows.len());
+            for (index, row) in rows.iter().enumerate() {
+                let document = match verdicts.as_ref().map(|v| v.get(index).cloned().flatten()) {
+                    Some(None) => {
+                        outputs.push(None);
+                        continue;
+                    }
+                    Some(Some(document)) => document,
+                    None => decode_document(&row.document)?,
+                };
+                let out = stages.pipeline.run_with(vec![document], &stages.foreign)?;
+                outputs.push(Some(encode_documents(&out)?));
+            }
+            Ok::<_, OpError>((rows, verdicts, Some(outputs)))
+        })
+        .await
+    }
+
     /// Takes documents from `rows` into `batch` until it is full; returns whether every
     /// row was consumed (the rows after a full batch are left for the next one).
     fn take_rows(
         &mut self,
         rows: Vec<PositionedRow>,
         verdicts: Option<Vec<Option<Document>>>,
+        staged: StagedRows,
         batch: &mut Vec<RawDocumentBuf>,
         bytes: &mut usize,
         limit: BatchLimit,
     ) -> Result<bool, OpError> {
         let mut verdicts = verdicts.map(Vec::into_iter);
+        let mut staged = staged.map(Vec::into_iter);
         for row in rows {
             let verdict = verdicts.as_mut().and_then(Iterator::next);
+            let outputs = staged.as_mut().and_then(Iterator::next).flatten();
             if batch.len() >= limit.documents || self.exhausted {
                 return Ok(false);
             }
-            if !batch.is_empty() && *bytes + row.document.len() > limit.bytes {
+            // What the row adds to the batch: its stored bytes, or what the stages made.
+            let (adds, adds_bytes) = match &outputs {
+                Some(documents) => (
+                    documents.len(),
+                    documents.iter().map(|d| d.as_bytes().len()).sum(),
+                ),
+                None => (1, row.document.len()),
+            };
+            let overflows =
+                batch.len() + adds > limit.documents || *bytes + adds_bytes > limit.bytes;
+            if !batch.is_empty() && overflows {
                 return Ok(false);
             }
             let PositionedRow { position, document } = row;
@@ -290,9 +376,17 @@ impl ReadCursor {
                 self.skip -= 1;
                 continue;
             }
-            let document = self.output(document, decoded)?;
-            *bytes += document.as_bytes().len();
-            batch.push(document);
+            match outputs {
+                Some(documents) => {
+                    *bytes += adds_bytes;
+                    batch.extend(documents);
+                }
+                None => {
+                    let document = self.output(document, decoded)?;
+                    *bytes += document.as_bytes().len();
+                    batch.push(document);
+                }
+            }
             if let Some(remaining) = &mut self.remaining {
                 *remaining -= 1;
                 if *remaining == 0 {

@@ -7,11 +7,11 @@
 
 use bson::{Bson, Document};
 
-use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
+use super::cursor_reply::{cursor_batch_size, cursor_reply, encode_documents, first_batch_reply};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
-use crate::ops::aggregate::run_pipeline;
+use crate::ops::aggregate::{open_stream, run_pipeline};
 use crate::ops::cursors::BatchOptions;
 use crate::query::{parse_with_variables, Pipeline};
 use crate::state::ServerCounters;
@@ -78,7 +78,31 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let namespace = format!("{}.{name}", request.db);
 
     let server = context.server;
+    let options = BatchOptions {
+        batch_size,
+        ..BatchOptions::default()
+    };
     let mut scope = context.scope();
+    // A pipeline whose stages look at one document at a time streams: the cursor holds a
+    // position, each batch is read from the store when it is asked for.
+    if let Some(info) = scope.collection_info(&request.db, name).await? {
+        let opened = open_stream(
+            &server.state.catalog,
+            &mut scope,
+            &info,
+            &pipeline,
+            hint,
+            options.first_batch_limit(),
+        )
+        .await?;
+        if let Some((first, rest)) = opened {
+            let owner = context.cursor_owner(request);
+            let batch = server
+                .cursors
+                .open(&namespace, first, rest, options, owner)?;
+            return cursor_reply(&namespace, batch, true);
+        }
+    }
     let mut session = scope.reader().await?;
     let results = run_pipeline(
         &server.state.catalog,
@@ -95,9 +119,6 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         request,
         &namespace,
         encode_documents(&results)?,
-        BatchOptions {
-            batch_size,
-            ..BatchOptions::default()
-        },
+        options,
     )
 }

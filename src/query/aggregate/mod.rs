@@ -161,6 +161,23 @@ impl Pipeline {
         read
     }
 
+    /// Whether every stage looks at one document at a time, with no state across documents
+    /// (`$match`, `$project`/`$unset`, `$set`/`$addFields`, `$replaceRoot`, `$unwind`,
+    /// `$lookup`), so the pipeline can run over a stream of documents chunk by chunk.
+    pub fn is_per_document(&self) -> bool {
+        self.stages.iter().all(|stage| {
+            matches!(
+                stage,
+                Stage::Match { .. }
+                    | Stage::Project(_)
+                    | Stage::AddFields(_)
+                    | Stage::ReplaceRoot(_)
+                    | Stage::Unwind { .. }
+                    | Stage::Lookup(_)
+            )
+        })
+    }
+
     /// The stages after the first `consumed` ones.
     pub fn after(&self, consumed: usize) -> Pipeline {
         Pipeline {

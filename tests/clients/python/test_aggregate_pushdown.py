@@ -73,3 +73,42 @@ def test_explain_says_what_stayed_in_rust(db, people):
     assert plan["queryPlanner"]["winningPlan"]["docgate"]["stagesInSql"] == []
     plan = db.command({"explain": {"aggregate": "people", "pipeline": [NO_PUSHDOWN] + pipeline, "cursor": {}}})
     assert plan["queryPlanner"]["winningPlan"]["docgate"]["stagesInSql"] == []
+
+
+# ----------------------------------------------------------------- streaming pipelines
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 7, 101])
+def test_per_document_stages_stream_batch_after_batch(db, batch_size):
+    """A pipeline whose stages look at one document at a time runs chunk by chunk behind a
+    cursor; every batch size gives the whole result, in order, each document once."""
+    coll = db["stream"]
+    coll.insert_many([{"_id": i, "tags": list(range(i % 4)), "city": f"c{i % 3}"} for i in range(300)])
+    db["cities"].insert_many([{"_id": f"c{i}", "name": f"City {i}"} for i in range(3)])
+    pipeline = [
+        {"$match": {"_id": {"$gte": 10}}},
+        {"$match": {"$expr": {"$ne": [{"$mod": ["$_id", 5]}, 0]}}},
+        {"$unwind": "$tags"},
+        {"$lookup": {"from": "cities", "localField": "city", "foreignField": "_id", "as": "c"}},
+        {"$project": {"_id": 1, "tag": "$tags", "name": {"$first": "$c.name"}}},
+    ]
+    got = list(coll.aggregate(pipeline, batchSize=batch_size))
+    expected = [
+        {"_id": i, "tag": t, "name": f"City {i % 3}"}
+        for i in range(10, 300)
+        if i % 5 != 0
+        for t in range(i % 4)
+    ]
+    assert got == expected
+
+
+def test_a_streaming_aggregate_limit_and_skip_in_the_read(db):
+    coll = db["stream2"]
+    coll.insert_many([{"_id": i, "v": i * 2} for i in range(1000)])
+    pipeline = [{"$skip": 100}, {"$limit": 250}, {"$set": {"w": {"$add": ["$v", 1]}}}]
+    got = list(coll.aggregate(pipeline, batchSize=16))
+    assert [d["_id"] for d in got] == list(range(100, 350))
+    assert all(d["w"] == d["v"] + 1 for d in got)
+    # An empty result closes at once, and a collection nobody created is empty.
+    assert list(coll.aggregate([{"$match": {"v": -1}}, {"$project": {"v": 1}}])) == []
+    assert list(db["missing"].aggregate([{"$project": {"v": 1}}])) == []
