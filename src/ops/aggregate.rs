@@ -1,4 +1,5 @@
-//! Running an aggregation pipeline over a collection: the first `$match` planned into the
+//! Running an aggregation pipeline over a collection (or over the input a collection-less
+//! `aggregate: 1` starts from): the first `$match` planned into the
 //! store's scan, the collections `$lookup` and `$unionWith` read, then the stages on the
 //! compute pool (`crate::compute`). Shared by the wire's `aggregate` and REST's `pipeline`
 //! handlers.
@@ -10,10 +11,13 @@ use bson::{Bson, Document};
 
 use super::find::hinted_indexes;
 use super::read;
+use super::sessions::SessionRegistry;
 use super::OpError;
 use crate::catalog::NO_INDEXES;
+use crate::query::collectionless::{self, SessionListing};
 use crate::query::planner::ReadPlan;
 use crate::query::Filter;
+use crate::query::Stage;
 use crate::query::{ForeignDocuments, Pipeline};
 
 /// Runs `pipeline` over `db.name` (a missing collection is empty): the first `$match` is
@@ -28,6 +32,13 @@ pub async fn run_pipeline(
     pipeline: &Pipeline,
     hint: Option<&Bson>,
 ) -> Result<Vec<Document>, OpError> {
+    if let Some(output) = pipeline.output() {
+        return Err(OpError::NotSupported(format!(
+            "{} writes through the aggregate command only",
+            output.name()
+        )));
+    }
+    check_collection_input(pipeline)?;
     let input = match catalog.collection_info_in(session, db, name).await? {
         None => Vec::new(),
         Some(info) => {
@@ -37,7 +48,20 @@ pub async fn run_pipeline(
             read::execute(session, &info.record, &plan).await?
         }
     };
-    // $lookup and $unionWith read other collections of the same database.
+    let foreign = read_foreign(catalog, session, db, pipeline).await?;
+    // The stages run on the compute pool, never on the threads that answer other clients.
+    let pipeline = pipeline.clone();
+    Ok(crate::compute::run(move || pipeline.run_with(input, &foreign)).await?)
+}
+
+/// The collections `$lookup` and `$unionWith` of `pipeline` read, whole, from database `db`
+/// (a missing one is empty).
+pub async fn read_foreign(
+    catalog: &crate::catalog::Catalog,
+    session: &mut dyn crate::store::StoreSession,
+    db: &str,
+    pipeline: &Pipeline,
+) -> Result<ForeignDocuments, OpError> {
     let mut foreign = ForeignDocuments::new();
     for other in pipeline.foreign_collections() {
         let documents = match catalog.collection_info_in(session, db, &other).await? {
@@ -50,7 +74,87 @@ pub async fn run_pipeline(
         };
         foreign.insert(other, documents);
     }
-    // The stages run on the compute pool, never on the threads that answer other clients.
-    let pipeline = pipeline.clone();
-    Ok(crate::compute::run(move || pipeline.run_with(input, &foreign)).await?)
+    Ok(foreign)
+}
+
+/// The documents the first stage of a collection-less `aggregate: 1` produces (the rest of
+/// the pipeline, [`Pipeline::inner`]`(1)`, runs over them): `$documents` evaluated once,
+/// or `$listLocalSessions` from `sessions`, which `user` (`(db, name)`, `None` when not
+/// authenticated) is listing. Any other first stage (named `first_stage` as the client
+/// wrote it) needs a collection: MongoDB's 73 InvalidNamespace.
+pub fn collectionless_input(
+    pipeline: &Pipeline,
+    first_stage: &str,
+    sessions: &SessionRegistry,
+    user: Option<&(String, String)>,
+) -> Result<Vec<Document>, OpError> {
+    match pipeline.stages.first() {
+        Some(Stage::Documents(expression)) => Ok(collectionless::documents(expression)?),
+        Some(Stage::ListLocalSessions(listing)) => Ok(local_sessions(sessions, listing, user)),
+        Some(_) => Err(OpError::InvalidNamespace(format!(
+            "{{aggregate: 1}} is not valid for '{first_stage}'; a collection is required."
+        ))),
+        None => Err(OpError::InvalidNamespace(
+            "{aggregate: 1} is not valid for an empty pipeline; a collection is required.".into(),
+        )),
+    }
+}
+
+/// A stage that only a collection-less `aggregate: 1` may start with, on a collection:
+/// MongoDB's 73 InvalidNamespace.
+pub fn check_collection_input(pipeline: &Pipeline) -> Result<(), OpError> {
+    match pipeline.stages.first() {
+        Some(Stage::Documents(_)) => Err(OpError::InvalidNamespace(
+            "$documents can only be run with {aggregate: 1}".into(),
+        )),
+        Some(Stage::ListLocalSessions(_)) => Err(OpError::InvalidNamespace(
+            "$listLocalSessions must be run as {aggregate: 1}".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `$listLocalSessions`: `{_id: {id, uid}, lastUse, user: {name}}` per session, `uid`
+/// being the SHA-256 of `name@db` (of the empty string with no user), as MongoDB lists them.
+fn local_sessions(
+    sessions: &SessionRegistry,
+    listing: &SessionListing,
+    user: Option<&(String, String)>,
+) -> Vec<Document> {
+    let wanted = |owner: &Option<(String, String)>| match listing {
+        SessionListing::AllUsers => true,
+        SessionListing::CurrentUser => owner.as_ref() == user,
+        SessionListing::Users(users) => owner
+            .as_ref()
+            .is_some_and(|(db, name)| users.iter().any(|(u, d)| u == name && d == db)),
+    };
+    let mut listed: Vec<_> = sessions
+        .list()
+        .into_iter()
+        .filter(|(key, _)| wanted(&key.user))
+        .collect();
+    listed.sort_by_key(|(_, last_use)| std::cmp::Reverse(*last_use));
+    listed
+        .into_iter()
+        .map(|(key, last_use)| {
+            use sha2::Digest;
+            let full_name = key
+                .user
+                .as_ref()
+                .map(|(db, name)| format!("{name}@{db}"))
+                .unwrap_or_default();
+            let uid = sha2::Sha256::digest(full_name.as_bytes()).to_vec();
+            let mut session = bson::doc! {
+                "_id": {
+                    "id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: key.id.clone() },
+                    "uid": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: uid },
+                },
+                "lastUse": bson::DateTime::from_system_time(last_use),
+            };
+            if key.user.is_some() {
+                session.insert("user", bson::doc! {"name": full_name});
+            }
+            session
+        })
+        .collect()
 }

@@ -38,6 +38,7 @@ mod sort;
 mod update;
 mod value;
 
+pub use aggregate::{collectionless, output as output_stage, Stage};
 pub use aggregate::{ForeignDocuments, Pipeline};
 pub use error::QueryError;
 pub use filter::{upsert_seed, FieldPredicate, Filter};

@@ -1,7 +1,9 @@
 //! `aggregate` over a collection: the leading `$match` is planned like a `find` (pushed into
 //! SQL where possible), the collections `$lookup`/`$unionWith` name are read from the same
 //! database, the pipeline runs in the query core, the result is returned through a cursor.
-//! Collection-less aggregation (`aggregate: 1`, e.g. `$currentOp`) is not supported.
+//! A pipeline ending in `$out`/`$merge` has its result written by the core and answers an
+//! empty cursor. Collection-less aggregation (`aggregate: 1`) starts from `$documents` or
+//! `$listLocalSessions` (`$currentOp` is not supported).
 //!
 //! Not for: the stages themselves (see `query::aggregate`).
 
@@ -11,7 +13,8 @@ use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
-use crate::ops::aggregate::run_pipeline;
+use crate::ops::aggregate::{collectionless_input, read_foreign, run_pipeline};
+use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
 use crate::query::Pipeline;
 use crate::state::ServerCounters;
@@ -26,16 +29,21 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     arguments.no_variables("let")?;
     let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
     // Honoured by doing nothing: docgate's pipelines have no memory limit to lift, and no
-    // collection has a validator to bypass ($out and $merge are refused).
+    // collection has a validator to bypass (`create` refuses validators).
     arguments.without_effect("allowDiskUse");
     arguments.without_effect("bypassDocumentValidation");
     arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
-    let Bson::String(name) = request.target() else {
-        return Err(OpError::NotSupported(
-            "collection-less aggregate (aggregate: 1) is not supported by docgate".into(),
-        ));
-    };
+    let name =
+        match request.target() {
+            Bson::String(name) => Some(name.as_str()),
+            Bson::Int32(1) | Bson::Int64(1) => None,
+            Bson::Double(one) if *one == 1.0 => None,
+            _ => return Err(OpError::FailedToParse(
+                "Invalid command format: the 'aggregate' field must specify a collection name or 1"
+                    .into(),
+            )),
+        };
     if explain {
         // `aggregate` with `explain: true` answers like `{explain: {aggregate: ...}}`.
         let mut inner = request.body.clone();
@@ -70,21 +78,66 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         .collect::<Result<_, _>>()?;
     let pipeline = Pipeline::parse(&stages)?;
     let batch_size = cursor_batch_size(cursor)?;
-    let namespace = format!("{}.{name}", request.db);
+    let namespace = match name {
+        Some(name) => format!("{}.{name}", request.db),
+        None => format!("{}.$cmd.aggregate", request.db),
+    };
+    if let Some(output) = pipeline.output() {
+        if context.in_transaction() {
+            return Err(OpError::NotInTransaction(format!(
+                "{} cannot be used in a transaction",
+                output.name()
+            )));
+        }
+    }
 
     let server = context.server;
-    let mut scope = context.scope();
-    let mut session = scope.reader().await?;
-    let results = run_pipeline(
-        &server.state.catalog,
-        session.as_mut(),
-        &request.db,
-        name,
-        &pipeline,
-        hint,
-    )
-    .await?;
-    drop(session);
+    let results = match name {
+        Some(name) => {
+            let mut scope = context.scope();
+            let mut session = scope.reader().await?;
+            let results = run_pipeline(
+                &server.state.catalog,
+                session.as_mut(),
+                &request.db,
+                name,
+                &pipeline.inner(0),
+                hint,
+            )
+            .await?;
+            drop(session);
+            results
+        }
+        None => {
+            let user = context.cursor_owner(request).user;
+            let first_stage = stages
+                .first()
+                .and_then(|stage| stage.keys().next())
+                .map_or("", String::as_str);
+            let input =
+                collectionless_input(&pipeline, first_stage, &server.sessions, user.as_ref())?;
+            let rest = pipeline.inner(1);
+            if !rest.foreign_collections().is_empty() {
+                let mut scope = context.scope();
+                let mut session = scope.reader().await?;
+                let foreign =
+                    read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest)
+                        .await?;
+                drop(session);
+                crate::compute::run(move || rest.run_with(input, &foreign)).await?
+            } else {
+                crate::compute::run(move || rest.run(input)).await?
+            }
+        }
+    };
+    let results = match pipeline.output() {
+        Some(output) => {
+            let mut scope = context.scope();
+            write_output(&mut scope, &request.db, output, results).await?;
+            Vec::new()
+        }
+        None => results,
+    };
     first_batch_reply(
         context,
         request,

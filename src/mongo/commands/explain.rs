@@ -52,6 +52,18 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         body: inner_body,
     };
     let target = explained_read(&inner_request)?;
+    if inner_request.name == "aggregate" && !matches!(inner_request.target(), Bson::String(_)) {
+        // `aggregate: 1` reads no collection: its input is the queued data of its first stage.
+        return Ok(doc! {
+            "explainVersion": "1",
+            "queryPlanner": {
+                "namespace": format!("{}.$cmd.aggregate", request.db),
+                "winningPlan": {"stage": "QUEUED_DATA"},
+                "rejectedPlans": [],
+            },
+            "command": inner.clone(),
+        });
+    }
     let name = inner_request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let info = context.collection_info(&request.db, name).await?;

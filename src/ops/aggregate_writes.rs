@@ -1,0 +1,395 @@
+//! Writing a pipeline's result: `$out` replaces the target collection's documents and
+//! `$merge` merges them into it, each in one store transaction — readers see the whole old
+//! or the whole new content, and a merge that fails half-way leaves nothing of itself (docgate
+//! is stricter than MongoDB here, which promises neither for `$merge`). The target is created
+//! when missing; an existing target keeps its options and indexes, as MongoDB's `$out` keeps
+//! them.
+//!
+//! `$out` writes into a temporary collection and renames it over the target, as MongoDB
+//! does, but inside the one transaction (see [`replace_collection`]).
+//!
+//! Not for: running the pipeline (`aggregate`), the stages' semantics
+//! (`query::aggregate::output`), or the command's reply (the front ends).
+
+use std::collections::BTreeSet;
+
+use bson::{Bson, Document};
+
+use super::namespace::{check_collection_name, check_db_name};
+use super::prepare::prepare_for_storage;
+use super::read;
+use super::transaction::{OpScope, Transaction};
+use super::write::{collection_for_write, mark_multikey};
+use super::write_errors::{duplicate_id_error, duplicate_index_error};
+use super::OpError;
+use crate::catalog::{CollectionIndex, CollectionInfo};
+use crate::query::output_stage::{MatchedWrite, MergeSpec, OutputStage, WhenNotMatched};
+use crate::query::planner::ReadPlan;
+use crate::query::{encode_key, Filter, QueryError};
+use crate::state::ServerCounters;
+use crate::store::StoreError;
+
+/// Writes `documents`, the result of a pipeline run in database `db`, as its last stage
+/// `output` says, in one transaction. Inside a multi-document transaction (or a snapshot
+/// read) this is MongoDB's 263 OperationNotSupportedInTransaction.
+pub async fn write_output(
+    scope: &mut OpScope<'_>,
+    db: &str,
+    output: &OutputStage,
+    documents: Vec<Document>,
+) -> Result<(), OpError> {
+    if scope.in_transaction() {
+        return Err(OpError::NotInTransaction(format!(
+            "{} cannot be used in a transaction",
+            output.name()
+        )));
+    }
+    let target = output.target();
+    let target_db = target.db_or(db);
+    check_db_name(target_db)?;
+    if target.coll.starts_with("system.") {
+        return Err(match output {
+            OutputStage::Out(_) => OpError::Query(QueryError::location(
+                17385,
+                format!("Can't $out to special collection: {}", target.coll),
+            )),
+            OutputStage::Merge(_) => OpError::InvalidNamespace(format!(
+                "Cannot $merge to special collection: {}",
+                target.coll
+            )),
+        });
+    }
+    check_collection_name(target_db, &target.coll)?;
+    let state = scope.state;
+    let mut transaction = scope.begin().await?;
+    let existing = transaction.collection_info(target_db, &target.coll).await?;
+    if let Some(existing) = &existing {
+        check_writable_target(existing, output, target_db)?;
+    }
+    let written = match output {
+        OutputStage::Out(_) => {
+            replace_collection(
+                &mut transaction,
+                target_db,
+                &target.coll,
+                existing.as_deref(),
+                documents,
+            )
+            .await
+        }
+        OutputStage::Merge(spec) => {
+            let info = collection_for_write(&mut transaction, target_db, &target.coll).await?;
+            let namespace = format!("{target_db}.{}", target.coll);
+            merge_all(&mut transaction, &info, &namespace, spec, documents).await
+        }
+    };
+    match written {
+        Ok(count) => {
+            transaction.commit().await?;
+            ServerCounters::add(&state.counters.op_insert, count);
+            Ok(())
+        }
+        Err(error) => {
+            transaction.rollback().await?;
+            Err(error)
+        }
+    }
+}
+
+/// A capped collection or a view cannot be an output target (MongoDB's 17152 for `$out`,
+/// 166 for a view).
+fn check_writable_target(
+    existing: &CollectionInfo,
+    output: &OutputStage,
+    db: &str,
+) -> Result<(), OpError> {
+    let options = &existing.record.options;
+    let namespace = format!("{db}.{}", existing.record.name);
+    if options.contains_key("viewOn") {
+        return Err(OpError::Query(QueryError::coded(
+            166,
+            "CommandNotSupportedOnView",
+            format!("Namespace {namespace} is a view, not a collection"),
+        )));
+    }
+    if matches!(output, OutputStage::Out(_)) && options.get_bool("capped").unwrap_or(false) {
+        return Err(OpError::Query(QueryError::location(
+            17152,
+            format!("namespace '{namespace}' is capped so it can't be used for $out"),
+        )));
+    }
+    Ok(())
+}
+
+/// `$out`: the new content goes into a temporary collection (`tmp.agg_out.<random>`) with
+/// the target's options and indexes rebuilt over it; the target is dropped and the
+/// temporary collection renamed over it — all inside the caller's transaction, so readers
+/// see the old collection until it commits and the new one after. The new collection has a
+/// new identity, so a cursor open on the old one ends (QueryPlanKilled), as in MongoDB.
+/// Answers how many documents were written.
+async fn replace_collection(
+    transaction: &mut Transaction<'_>,
+    db: &str,
+    coll: &str,
+    existing: Option<&CollectionInfo>,
+    documents: Vec<Document>,
+) -> Result<u64, OpError> {
+    let namespace = format!("{db}.{coll}");
+    let temp_name = format!("tmp.agg_out.{}", bson::oid::ObjectId::new().to_hex());
+    let options = existing
+        .map(|e| e.record.options.clone())
+        .unwrap_or_default();
+    let temp = transaction
+        .session()
+        .create_collection(db, &temp_name, &options)
+        .await?;
+    transaction.changed_catalog();
+    let mut prepared = Vec::with_capacity(documents.len());
+    for document in documents {
+        prepared.push(prepare_for_storage(document, &[])?);
+    }
+    let stored: Vec<_> = prepared.iter().map(|p| p.stored.clone()).collect();
+    let outcome = transaction.session().insert(&temp, &stored, true).await?;
+    if let Some(position) = outcome.conflicts.first() {
+        let id = prepared.get(*position).map_or(Bson::Null, |p| p.id.clone());
+        let entry = without_index(duplicate_id_error(0, &namespace, &id));
+        return Err(OpError::DuplicateKey(Box::new(entry)));
+    }
+    if let Some(existing) = existing.filter(|e| !e.indexes.is_empty()) {
+        let written = prepared
+            .iter()
+            .map(|p| read::decode_document(&p.stored.bson))
+            .collect::<Result<Vec<_>, _>>()?;
+        for index in &existing.indexes {
+            let spec = &index.spec;
+            let mut entries = Vec::with_capacity(written.len());
+            let mut multikey = false;
+            for document in &written {
+                if let Some(keys) = spec.entries(document)? {
+                    multikey |= keys.multikey;
+                    let id = document.get("_id").unwrap_or(&Bson::Null);
+                    entries.push((encode_key(id), keys.keys));
+                }
+            }
+            let built = transaction
+                .session()
+                .create_index(
+                    &temp,
+                    &spec.name,
+                    &spec.document,
+                    spec.unique,
+                    multikey,
+                    &entries,
+                )
+                .await;
+            match built {
+                Ok(_) => {}
+                Err(StoreError::IndexKeyConflict { .. }) => {
+                    return Err(duplicate_in_index(&namespace, index, &written, &entries));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        transaction
+            .session()
+            .drop_collection(&existing.record)
+            .await?;
+    } else if let Some(existing) = existing {
+        transaction
+            .session()
+            .drop_collection(&existing.record)
+            .await?;
+    }
+    transaction
+        .session()
+        .rename_collection(&temp, db, coll)
+        .await?;
+    Ok(outcome.inserted)
+}
+
+/// The E11000 error for the first two documents whose keys collide in a unique `index`.
+fn duplicate_in_index(
+    namespace: &str,
+    index: &CollectionIndex,
+    documents: &[Document],
+    entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+) -> OpError {
+    let mut seen: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
+    let mut culprit = None;
+    'find: for (position, (_, keys)) in entries.iter().enumerate() {
+        for key in keys {
+            if seen.insert(key.as_slice(), position).is_some() {
+                culprit = Some(position);
+                break 'find;
+            }
+        }
+    }
+    let document = culprit
+        .and_then(|position| {
+            let id = &entries[position].0;
+            documents
+                .iter()
+                .find(|d| &encode_key(d.get("_id").unwrap_or(&Bson::Null)) == id)
+        })
+        .cloned()
+        .unwrap_or_default();
+    let entry = without_index(duplicate_index_error(0, namespace, &index.spec, &document));
+    OpError::DuplicateKey(Box::new(entry))
+}
+
+/// `$merge`: each result document matched on the `on` fields and written as
+/// `whenMatched`/`whenNotMatched` say, inside the caller's transaction. Answers how many
+/// documents were written.
+async fn merge_all(
+    transaction: &mut Transaction<'_>,
+    info: &CollectionInfo,
+    namespace: &str,
+    spec: &MergeSpec,
+    documents: Vec<Document>,
+) -> Result<u64, OpError> {
+    if !spec.on_is_id() && !has_unique_index_on(&info.indexes, &spec.on) {
+        return Err(OpError::Query(QueryError::location(
+            51183,
+            "Cannot find index to verify that join fields will be unique",
+        )));
+    }
+    let mut written = 0;
+    let mut new_multikey = BTreeSet::new();
+    for mut result in documents {
+        crate::interrupt::check_now().map_err(QueryError::from)?;
+        let filter = Filter::parse(&spec.match_filter(&mut result)?)?;
+        let plan = ReadPlan::new(filter, None, 0, Some(1), &info.indexes);
+        let existing = read::execute_for_update(transaction.session(), &info.record, &plan)
+            .await?
+            .into_iter()
+            .next();
+        let to_write = match existing {
+            Some(existing) => match spec.matched_write(&existing, &result)? {
+                MatchedWrite::Keep => None,
+                MatchedWrite::Fail => {
+                    let id = existing.get("_id").cloned().unwrap_or(Bson::Null);
+                    return Err(duplicate_on_fields(&info.indexes, namespace, spec, &id, &existing));
+                }
+                MatchedWrite::Write(document) => Some((document, true)),
+            },
+            None => match spec.when_not_matched {
+                WhenNotMatched::Insert => Some((result, false)),
+                WhenNotMatched::Discard => None,
+                WhenNotMatched::Fail => {
+                    return Err(OpError::Query(QueryError::coded(
+                        13113,
+                        "MergeStageNoMatchingDocument",
+                        "$merge could not find a matching document in the target collection for at least one document in the source collection",
+                    )))
+                }
+            },
+        };
+        let Some((document, replace)) = to_write else {
+            continue;
+        };
+        let prepared = prepare_for_storage(document, &info.indexes)?;
+        let session = transaction.session();
+        let conflict = if replace {
+            match session
+                .replace(&info.record, std::slice::from_ref(&prepared.stored))
+                .await
+            {
+                Ok(_) => None,
+                Err(StoreError::IndexKeyConflict { index }) => Some(Some(index)),
+                Err(other) => return Err(other.into()),
+            }
+        } else {
+            let outcome = session
+                .insert(&info.record, std::slice::from_ref(&prepared.stored), true)
+                .await?;
+            match (
+                outcome.conflicts.is_empty(),
+                outcome.index_conflicts.first(),
+            ) {
+                (true, _) => None,
+                (false, Some((_, index))) => Some(Some(index.clone())),
+                (false, None) => Some(None),
+            }
+        };
+        match conflict {
+            None => {}
+            Some(Some(index)) => {
+                let original = read::decode_document(&prepared.stored.bson)?;
+                let entry = index_conflict_entry(&info.indexes, namespace, &index, &original);
+                return Err(OpError::DuplicateKey(Box::new(entry)));
+            }
+            Some(None) => {
+                let entry = duplicate_id_error(0, namespace, &prepared.id);
+                return Err(OpError::DuplicateKey(Box::new(entry)));
+            }
+        }
+        new_multikey.extend(prepared.new_multikey.iter().copied());
+        written += 1;
+    }
+    mark_multikey(transaction, &info.indexes, &new_multikey).await?;
+    Ok(written)
+}
+
+/// Whether a unique, non-partial index has exactly the `on` fields as its keys (in any
+/// order), as `$merge` requires for `on` fields other than `_id`.
+fn has_unique_index_on(indexes: &[CollectionIndex], on: &[String]) -> bool {
+    let wanted: BTreeSet<&str> = on.iter().map(String::as_str).collect();
+    indexes.iter().any(|index| {
+        let keys: BTreeSet<&str> = index.spec.fields.iter().map(|(f, _)| f.as_str()).collect();
+        index.spec.unique
+            && index.spec.partial_filter.is_none()
+            && keys == wanted
+            && index.spec.fields.len() == on.len()
+    })
+}
+
+/// `whenMatched: fail`: MongoDB inserts, and the insert fails on the `on` fields' unique
+/// index (E11000).
+fn duplicate_on_fields(
+    indexes: &[CollectionIndex],
+    namespace: &str,
+    spec: &MergeSpec,
+    id: &Bson,
+    existing: &Document,
+) -> OpError {
+    let entry = if spec.on_is_id() {
+        duplicate_id_error(0, namespace, id)
+    } else {
+        let wanted: BTreeSet<&str> = spec.on.iter().map(String::as_str).collect();
+        let index = indexes.iter().find(|index| {
+            index.spec.unique
+                && index
+                    .spec
+                    .fields
+                    .iter()
+                    .map(|(f, _)| f.as_str())
+                    .collect::<BTreeSet<_>>()
+                    == wanted
+        });
+        match index {
+            Some(index) => duplicate_index_error(0, namespace, &index.spec, existing),
+            None => duplicate_id_error(0, namespace, id),
+        }
+    };
+    OpError::DuplicateKey(Box::new(without_index(entry)))
+}
+
+/// The E11000 entry for a collision on the unique index named `index`.
+fn index_conflict_entry(
+    indexes: &[CollectionIndex],
+    namespace: &str,
+    index: &str,
+    document: &Document,
+) -> Document {
+    let entry = match indexes.iter().find(|i| i.record.name == index) {
+        Some(spec) => duplicate_index_error(0, namespace, &spec.spec, document),
+        None => duplicate_id_error(0, namespace, document.get("_id").unwrap_or(&Bson::Null)),
+    };
+    without_index(entry)
+}
+
+/// A command error carries no batch `index`.
+fn without_index(mut entry: Document) -> Document {
+    entry.remove("index");
+    entry
+}
