@@ -346,7 +346,11 @@ fn extra_privileges(command: Command, request: &CommandRequest) -> Vec<(Action, 
             vec![(Action::Insert, db())]
         }
         // A pipeline that writes needs the writes it makes, decided before it is planned.
-        Command::Aggregate => output_stage_privileges(&request.body, &request.db),
+        Command::Aggregate => {
+            let mut needed = output_stage_privileges(&request.body, &request.db);
+            needed.extend(session_listing_privileges(&request.body));
+            needed
+        }
         // explain needs what the explained command needs.
         Command::Explain => match request.target() {
             Bson::Document(explained) => {
@@ -418,6 +422,28 @@ fn output_stage_privileges(body: &Document, db: &str) -> Vec<(Action, String)> {
         }
     }
     needed
+}
+
+/// `$listLocalSessions` of every user (`allUsers: true`) or of named users needs
+/// `listSessions` on the cluster, as MongoDB requires it; the caller's own sessions (`{}`)
+/// need nothing more.
+fn session_listing_privileges(body: &Document) -> Vec<(Action, String)> {
+    let Some(Bson::Array(stages)) = body.get("pipeline") else {
+        return Vec::new();
+    };
+    let others = stages.iter().any(|stage| {
+        matches!(stage, Bson::Document(stage) if matches!(
+            stage.get("$listLocalSessions"),
+            Some(Bson::Document(spec))
+                if matches!(spec.get("allUsers"), Some(Bson::Boolean(true)))
+                    || spec.contains_key("users")
+        ))
+    });
+    if others {
+        vec![(Action::ListSessions, "admin".to_owned())]
+    } else {
+        Vec::new()
+    }
 }
 
 /// The databases of the roles a user command names (`"read"` is in the command's database).
