@@ -169,6 +169,16 @@ def test_out_is_atomic_for_a_reader_in_a_loop(client, db):
     assert {count for count, _ in seen} == {120, 80}, "the reader never saw one of the contents"
 
 
+def test_out_ends_cursors_open_on_the_replaced_collection(db):
+    db.target.insert_many([{"_id": i} for i in range(10)])
+    cursor = db.target.find({}, batch_size=2)
+    assert next(cursor) == {"_id": 0}
+    db.aggregate([{"$documents": [{"_id": "new"}]}, {"$out": "target"}])
+    err = failure(lambda: list(cursor))
+    assert err.code == 175, err.details
+    assert list(db.target.find()) == [{"_id": "new"}]
+
+
 def test_out_errors(client, db):
     db.items.insert_one({"_id": 1})
     err = failure(lambda: db.items.aggregate([{"$out": "x"}, {"$match": {}}]))
