@@ -15,6 +15,8 @@ pub mod accumulators;
 pub mod collectionless;
 mod group;
 pub mod output;
+#[cfg(test)]
+mod output_tests;
 mod reshape;
 pub mod stages;
 #[cfg(test)]
