@@ -11,7 +11,7 @@
 //! Not for: running the pipeline (`aggregate`), the stages' semantics
 //! (`query::aggregate::output`), or the command's reply (the front ends).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use bson::{Bson, Document};
 
@@ -237,8 +237,10 @@ fn duplicate_in_index(
     OpError::DuplicateKey(Box::new(entry))
 }
 
-/// `$merge`: each result document matched on the `on` fields and written as
-/// `whenMatched`/`whenNotMatched` say, inside the caller's transaction. Answers how many
+/// `$merge`, set-based inside the caller's transaction: the target documents the results
+/// match are read (and locked) a chunk of results at a time, every result is applied in
+/// order in memory (a later result sees what an earlier one inserted or changed), then the
+/// changed documents are written in one batch and the new ones in another. Answers how many
 /// documents were written.
 async fn merge_all(
     transaction: &mut Transaction<'_>,
@@ -253,28 +255,77 @@ async fn merge_all(
             "Cannot find index to verify that join fields will be unique",
         )));
     }
-    let mut written = 0;
-    let mut new_multikey = BTreeSet::new();
+    let mut results = Vec::with_capacity(documents.len());
     for mut result in documents {
+        let filter = spec.match_filter(&mut result)?;
+        let key = on_key(spec, &result).unwrap_or_default();
+        results.push((key, filter, result));
+    }
+
+    // The target as the results find it: on-key -> the document, whether it was there.
+    let mut target: HashMap<Vec<u8>, MergedDocument> = HashMap::new();
+    for chunk in results.chunks(MATCH_CHUNK) {
+        let filter = if spec.on_is_id() {
+            let ids: Vec<Bson> = chunk
+                .iter()
+                .map(|(_, _, result)| result.get("_id").cloned().unwrap_or(Bson::Null))
+                .collect();
+            bson::doc! {"_id": {"$in": ids}}
+        } else {
+            let each: Vec<Bson> = chunk
+                .iter()
+                .map(|(_, filter, _)| Bson::Document(filter.clone()))
+                .collect();
+            bson::doc! {"$or": each}
+        };
+        let plan = ReadPlan::new(Filter::parse(&filter)?, None, 0, None, &info.indexes);
+        for document in read::execute_for_update(transaction.session(), &info.record, &plan).await?
+        {
+            if let Some(key) = on_key(spec, &document) {
+                target.entry(key).or_insert(MergedDocument {
+                    document,
+                    existed: true,
+                    changed: false,
+                });
+            }
+        }
+    }
+
+    let mut inserted_keys: Vec<Vec<u8>> = Vec::new();
+    for (key, _, result) in results {
         crate::interrupt::check_now().map_err(QueryError::from)?;
-        let filter = Filter::parse(&spec.match_filter(&mut result)?)?;
-        let plan = ReadPlan::new(filter, None, 0, Some(1), &info.indexes);
-        let existing = read::execute_for_update(transaction.session(), &info.record, &plan)
-            .await?
-            .into_iter()
-            .next();
-        let to_write = match existing {
-            Some(existing) => match spec.matched_write(&existing, &result)? {
-                MatchedWrite::Keep => None,
+        match target.get_mut(&key) {
+            Some(matched) => match spec.matched_write(&matched.document, &result)? {
+                MatchedWrite::Keep => {}
                 MatchedWrite::Fail => {
+                    let existing = &matched.document;
                     let id = existing.get("_id").cloned().unwrap_or(Bson::Null);
-                    return Err(duplicate_on_fields(&info.indexes, namespace, spec, &id, &existing));
+                    return Err(duplicate_on_fields(
+                        &info.indexes,
+                        namespace,
+                        spec,
+                        &id,
+                        existing,
+                    ));
                 }
-                MatchedWrite::Write(document) => Some((document, true)),
+                MatchedWrite::Write(document) => {
+                    matched.document = document;
+                    matched.changed = true;
+                }
             },
             None => match spec.when_not_matched {
-                WhenNotMatched::Insert => Some((result, false)),
-                WhenNotMatched::Discard => None,
+                WhenNotMatched::Insert => {
+                    inserted_keys.push(key.clone());
+                    target.insert(
+                        key,
+                        MergedDocument {
+                            document: result,
+                            existed: false,
+                            changed: true,
+                        },
+                    );
+                }
+                WhenNotMatched::Discard => {}
                 WhenNotMatched::Fail => {
                     return Err(OpError::Query(QueryError::coded(
                         13113,
@@ -283,51 +334,81 @@ async fn merge_all(
                     )))
                 }
             },
-        };
-        let Some((document, replace)) = to_write else {
-            continue;
-        };
-        let prepared = prepare_for_storage(document, &info.indexes)?;
-        let session = transaction.session();
-        let conflict = if replace {
-            match session
-                .replace(&info.record, std::slice::from_ref(&prepared.stored))
-                .await
-            {
-                Ok(_) => None,
-                Err(StoreError::IndexKeyConflict { index }) => Some(Some(index)),
-                Err(other) => return Err(other.into()),
-            }
-        } else {
-            let outcome = session
-                .insert(&info.record, std::slice::from_ref(&prepared.stored), true)
-                .await?;
-            match (
-                outcome.conflicts.is_empty(),
-                outcome.index_conflicts.first(),
-            ) {
-                (true, _) => None,
-                (false, Some((_, index))) => Some(Some(index.clone())),
-                (false, None) => Some(None),
-            }
-        };
-        match conflict {
-            None => {}
-            Some(Some(index)) => {
-                let original = read::decode_document(&prepared.stored.bson)?;
-                let entry = index_conflict_entry(&info.indexes, namespace, &index, &original);
-                return Err(OpError::DuplicateKey(Box::new(entry)));
-            }
-            Some(None) => {
-                let entry = duplicate_id_error(0, namespace, &prepared.id);
-                return Err(OpError::DuplicateKey(Box::new(entry)));
-            }
         }
+    }
+
+    let mut new_multikey = BTreeSet::new();
+    let mut replaced = Vec::new();
+    for merged in target.values().filter(|m| m.existed && m.changed) {
+        let prepared = prepare_for_storage(merged.document.clone(), &info.indexes)?;
         new_multikey.extend(prepared.new_multikey.iter().copied());
-        written += 1;
+        replaced.push(prepared);
+    }
+    let mut inserted = Vec::with_capacity(inserted_keys.len());
+    for key in &inserted_keys {
+        if let Some(merged) = target.remove(key) {
+            let prepared = prepare_for_storage(merged.document, &info.indexes)?;
+            new_multikey.extend(prepared.new_multikey.iter().copied());
+            inserted.push(prepared);
+        }
+    }
+    if !replaced.is_empty() {
+        let stored: Vec<_> = replaced.iter().map(|p| p.stored.clone()).collect();
+        match transaction.session().replace(&info.record, &stored).await {
+            Ok(_) => {}
+            Err(StoreError::IndexKeyConflict { index }) => {
+                let document = read::decode_document(&stored[0].bson)?;
+                let entry = index_conflict_entry(&info.indexes, namespace, &index, &document);
+                return Err(OpError::DuplicateKey(Box::new(entry)));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    if !inserted.is_empty() {
+        let stored: Vec<_> = inserted.iter().map(|p| p.stored.clone()).collect();
+        let outcome = transaction
+            .session()
+            .insert(&info.record, &stored, true)
+            .await?;
+        if let Some(position) = outcome.conflicts.first() {
+            let by_index = outcome.index_conflicts.iter().find(|(p, _)| p == position);
+            let entry = match (inserted.get(*position), by_index) {
+                (Some(document), Some((_, index))) => {
+                    let original = read::decode_document(&document.stored.bson)?;
+                    index_conflict_entry(&info.indexes, namespace, index, &original)
+                }
+                (document, _) => without_index(duplicate_id_error(
+                    0,
+                    namespace,
+                    document.map_or(&Bson::Null, |d| &d.id),
+                )),
+            };
+            return Err(OpError::DuplicateKey(Box::new(entry)));
+        }
     }
     mark_multikey(transaction, &info.indexes, &new_multikey).await?;
-    Ok(written)
+    Ok((replaced.len() + inserted.len()) as u64)
+}
+
+/// Results whose target documents one read looks up.
+const MATCH_CHUNK: usize = 1000;
+
+/// A target document as the merge has left it so far.
+struct MergedDocument {
+    document: Document,
+    /// It was in the target before the merge (replaced), or the merge inserts it.
+    existed: bool,
+    changed: bool,
+}
+
+/// The values of the `on` fields of `document`, encoded so that values MongoDB finds equal
+/// have equal keys; None when one is missing (such a document matches no result).
+fn on_key(spec: &MergeSpec, document: &Document) -> Option<Vec<u8>> {
+    let mut values = Vec::with_capacity(spec.on.len());
+    for field in &spec.on {
+        values.push(crate::query::get_path(document, field)?.clone());
+    }
+    Some(encode_key(&Bson::Array(values)))
 }
 
 /// Whether a unique, non-partial index has exactly the `on` fields as its keys (in any

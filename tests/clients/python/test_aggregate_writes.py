@@ -381,6 +381,30 @@ def test_merge_mode_pairs(db, when_matched, when_not_matched):
     assert by_id(db.dst) == expected
 
 
+def test_merge_sees_what_earlier_results_wrote(db):
+    db.aggregate(
+        [
+            {"$documents": [{"_id": 1, "a": 1}, {"_id": 1, "b": 2}, {"_id": 2, "a": 3}, {"_id": 2, "a": 4}]},
+            {"$merge": {"into": "dst", "whenMatched": "merge"}},
+        ]
+    )
+    assert by_id(db.dst) == [{"_id": 1, "a": 1, "b": 2}, {"_id": 2, "a": 4}]
+
+
+def test_merge_of_many_documents_in_chunks(db):
+    db.dst.insert_many([{"_id": i, "old": True} for i in range(0, 3000, 2)])
+    db.src.insert_many([{"_id": i, "n": i} for i in range(3000)])
+    db.src.aggregate([{"$merge": {"into": "dst", "whenMatched": "merge", "whenNotMatched": "insert"}}])
+    docs = by_id(db.dst)
+    assert len(docs) == 3000
+    assert all(d["n"] == d["_id"] for d in docs)
+    assert sum(1 for d in docs if d.get("old")) == 1500
+    # On other fields through their unique index.
+    db.dst.create_index("n", unique=True)
+    db.src.aggregate([{"$project": {"_id": 0, "n": 1, "tag": "x"}}, {"$merge": {"into": "dst", "on": "n", "whenNotMatched": "fail"}}])
+    assert db.dst.count_documents({"tag": "x"}) == 3000
+
+
 def test_merge_creates_a_missing_target_and_adds_missing_ids(db):
     db.src.insert_many([{"_id": 1, "k": "x"}, {"_id": 2, "k": "y"}])
     db.src.aggregate([{"$project": {"_id": 0, "k": 1}}, {"$merge": "fresh"}])
