@@ -26,7 +26,6 @@ use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::output_stage::{MatchedWrite, MergeSpec, OutputStage, WhenNotMatched};
 use crate::query::planner::ReadPlan;
 use crate::query::{encode_key, Filter, QueryError};
-use crate::state::ServerCounters;
 use crate::store::StoreError;
 
 /// Writes `documents`, the result of a pipeline run in database `db`, as its last stage
@@ -60,7 +59,6 @@ pub async fn write_output(
         });
     }
     check_collection_name(target_db, &target.coll)?;
-    let state = scope.state;
     let mut transaction = scope.begin().await?;
     let existing = transaction.collection_info(target_db, &target.coll).await?;
     if let Some(existing) = &existing {
@@ -84,9 +82,8 @@ pub async fn write_output(
         }
     };
     match written {
-        Ok(count) => {
+        Ok(_) => {
             transaction.commit().await?;
-            ServerCounters::add(&state.counters.op_insert, count);
             Ok(())
         }
         Err(error) => {

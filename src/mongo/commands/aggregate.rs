@@ -83,6 +83,12 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         None => format!("{}.$cmd.aggregate", request.db),
     };
     if let Some(output) = pipeline.output() {
+        if context.scope().reads_whole() {
+            return Err(OpError::InvalidOptions(format!(
+                "{} cannot be used with a 'snapshot' read concern level",
+                output.name()
+            )));
+        }
         if context.in_transaction() {
             return Err(OpError::NotInTransaction(format!(
                 "{} cannot be used in a transaction",

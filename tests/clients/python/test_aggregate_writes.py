@@ -206,6 +206,11 @@ def test_out_and_merge_are_refused_in_a_transaction(client, db):
             assert err.details["codeName"] == "OperationNotSupportedInTransaction"
             session.abort_transaction()
     assert "x" not in db.list_collection_names()
+    # Nor with a snapshot read concern outside a transaction.
+    command = {"aggregate": "items", "pipeline": [{"$out": "x"}], "cursor": {}, "readConcern": {"level": "snapshot"}}
+    err = failure(lambda: db.command(command))
+    assert err.code == 72, err.details
+    assert "x" not in db.list_collection_names()
 
 
 def test_explain_of_an_out_pipeline_writes_nothing(db):
