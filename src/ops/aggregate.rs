@@ -79,8 +79,8 @@ pub async fn read_foreign(
 
 /// The documents the first stage of a collection-less `aggregate: 1` produces (the rest of
 /// the pipeline, [`Pipeline::inner`]`(1)`, runs over them): `$documents` evaluated once,
-/// or `$listLocalSessions` from `sessions`, which `user` (`(db, name)`, `None` when not
-/// authenticated) is listing. Any other first stage (named `first_stage` as the client
+/// or `$listLocalSessions` from `sessions`, which `user` (`(db, name)`; `None` without
+/// access control, where `{}` lists every session) is listing. Any other first stage (named `first_stage` as the client
 /// wrote it) needs a collection: MongoDB's 73 InvalidNamespace.
 pub fn collectionless_input(
     pipeline: &Pipeline,
@@ -123,7 +123,7 @@ fn local_sessions(
 ) -> Vec<Document> {
     let wanted = |owner: &Option<(String, String)>| match listing {
         SessionListing::AllUsers => true,
-        SessionListing::CurrentUser => owner.as_ref() == user,
+        SessionListing::CurrentUser => user.is_none() || owner.as_ref() == user,
         SessionListing::Users(users) => owner
             .as_ref()
             .is_some_and(|(db, name)| users.iter().any(|(u, d)| u == name && d == db)),

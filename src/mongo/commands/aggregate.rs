@@ -115,7 +115,11 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             results
         }
         None => {
-            let user = context.cursor_owner(request).user;
+            // Without access control `$listLocalSessions: {}` lists every session.
+            let user = match context.connection.auth.access {
+                Some(crate::auth::Access::Required) => context.cursor_owner(request).user,
+                _ => None,
+            };
             let first_stage = stages
                 .first()
                 .and_then(|stage| stage.keys().next())

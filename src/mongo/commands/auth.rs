@@ -300,6 +300,9 @@ pub async fn authorize(
                 && extra_privileges(spec.command, request)
                     .iter()
                     .all(|(action, db)| allows(&user.roles, *action, db))
+                && (spec.command != Command::Aggregate
+                    || !lists_others_sessions(&request.body, user)
+                    || allows(&user.roles, Action::ListSessions, "admin"))
         }
     };
     if allowed {
@@ -346,11 +349,7 @@ fn extra_privileges(command: Command, request: &CommandRequest) -> Vec<(Action, 
             vec![(Action::Insert, db())]
         }
         // A pipeline that writes needs the writes it makes, decided before it is planned.
-        Command::Aggregate => {
-            let mut needed = output_stage_privileges(&request.body, &request.db);
-            needed.extend(session_listing_privileges(&request.body));
-            needed
-        }
+        Command::Aggregate => output_stage_privileges(&request.body, &request.db),
         // explain needs what the explained command needs.
         Command::Explain => match request.target() {
             Bson::Document(explained) => {
@@ -424,25 +423,30 @@ fn output_stage_privileges(body: &Document, db: &str) -> Vec<(Action, String)> {
     needed
 }
 
-/// `$listLocalSessions` of every user (`allUsers: true`) or of named users needs
-/// `listSessions` on the cluster, as MongoDB requires it; the caller's own sessions (`{}`)
-/// need nothing more.
-fn session_listing_privileges(body: &Document) -> Vec<(Action, String)> {
+/// Whether an `aggregate` body's `$listLocalSessions` lists sessions of users other than
+/// `user` (`allUsers: true`, or `users` naming someone else): that needs `listSessions` on
+/// the cluster, as MongoDB requires it; the caller's own sessions need nothing more.
+fn lists_others_sessions(body: &Document, user: &AuthenticatedUser) -> bool {
     let Some(Bson::Array(stages)) = body.get("pipeline") else {
-        return Vec::new();
+        return false;
     };
-    let others = stages.iter().any(|stage| {
-        matches!(stage, Bson::Document(stage) if matches!(
-            stage.get("$listLocalSessions"),
-            Some(Bson::Document(spec))
-                if matches!(spec.get("allUsers"), Some(Bson::Boolean(true)))
-                    || spec.contains_key("users")
-        ))
-    });
-    if others {
-        vec![(Action::ListSessions, "admin".to_owned())]
-    } else {
-        Vec::new()
+    let Some(Bson::Document(spec)) = stages
+        .first()
+        .and_then(Bson::as_document)
+        .and_then(|stage| stage.get("$listLocalSessions"))
+    else {
+        return false;
+    };
+    if matches!(spec.get("allUsers"), Some(Bson::Boolean(true))) {
+        return true;
+    }
+    match spec.get("users") {
+        Some(Bson::Array(users)) => users.iter().any(|named| {
+            let named = named.as_document();
+            named.and_then(|n| n.get_str("user").ok()) != Some(user.name.as_str())
+                || named.and_then(|n| n.get_str("db").ok()) != Some(user.db.as_str())
+        }),
+        _ => false,
     }
 }
 

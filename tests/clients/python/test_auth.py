@@ -665,10 +665,13 @@ def test_list_local_sessions_shows_the_users_own_sessions(auth_server, admin, na
             assert session.session_id["id"] in [s["_id"]["id"] for s in mine]
             assert {s["user"]["name"] for s in mine} == {f"{user}@admin"}
             assert {s["_id"]["uid"] for s in mine} == {hashlib.sha256(f"{user}@admin".encode()).digest()}
-            # Everyone's sessions need listSessions on the cluster.
-            with pytest.raises(OperationFailure) as err:
-                list(c[dbname].aggregate([{"$listLocalSessions": {"allUsers": True}}]))
-            assert_unauthorized(err.value)
+            named_self = list(c[dbname].aggregate([{"$listLocalSessions": {"users": [{"user": user, "db": "admin"}]}}]))
+            assert session.session_id["id"] in [s["_id"]["id"] for s in named_self]
+            # Everyone's sessions, or another user's, need listSessions on the cluster.
+            for spec in ({"allUsers": True}, {"users": [{"user": ADMIN, "db": "admin"}]}):
+                with pytest.raises(OperationFailure) as err:
+                    list(c[dbname].aggregate([{"$listLocalSessions": spec}]))
+                assert_unauthorized(err.value)
             everyone = list(admin.admin.aggregate([{"$listLocalSessions": {"allUsers": True}}]))
             assert session.session_id["id"] in [s["_id"]["id"] for s in everyone]
             assert f"{user}@admin" in {s.get("user", {}).get("name") for s in everyone}
