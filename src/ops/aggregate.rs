@@ -80,23 +80,35 @@ pub async fn read_foreign(
 /// The documents the first stage of a collection-less `aggregate: 1` produces (the rest of
 /// the pipeline, [`Pipeline::inner`]`(1)`, runs over them): `$documents` evaluated once,
 /// or `$listLocalSessions` from `sessions`, which `user` (`(db, name)`; `None` without
-/// access control, where `{}` lists every session) is listing. Any other first stage (named `first_stage` as the client
-/// wrote it) needs a collection: MongoDB's 73 InvalidNamespace.
+/// access control, where `{}` lists every session) is listing. Any other first stage needs
+/// a collection ([`check_collectionless_start`]).
 pub fn collectionless_input(
     pipeline: &Pipeline,
-    first_stage: &str,
+    stages: &[Document],
     sessions: &SessionRegistry,
     user: Option<&(String, String)>,
 ) -> Result<Vec<Document>, OpError> {
+    check_collectionless_start(pipeline, stages)?;
     match pipeline.stages.first() {
         Some(Stage::Documents(expression)) => Ok(collectionless::documents(expression)?),
         Some(Stage::ListLocalSessions(listing)) => Ok(local_sessions(sessions, listing, user)),
-        Some(_) => Err(OpError::InvalidNamespace(format!(
-            "{{aggregate: 1}} is not valid for '{first_stage}'; a collection is required."
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// Whether `pipeline` (parsed from `stages`) may start a collection-less `aggregate: 1`:
+/// with `$documents` or `$listLocalSessions`, else MongoDB's 73 InvalidNamespace naming the
+/// first stage as the client wrote it.
+pub fn check_collectionless_start(pipeline: &Pipeline, stages: &[Document]) -> Result<(), OpError> {
+    match pipeline.stages.first() {
+        Some(Stage::Documents(_) | Stage::ListLocalSessions(_)) => Ok(()),
+        _ => Err(OpError::InvalidNamespace(format!(
+            "{{aggregate: 1}} is not valid for '{}'; a collection is required.",
+            stages
+                .first()
+                .and_then(|stage| stage.keys().next())
+                .map_or("", String::as_str)
         ))),
-        None => Err(OpError::InvalidNamespace(
-            "{aggregate: 1} is not valid for an empty pipeline; a collection is required.".into(),
-        )),
     }
 }
 

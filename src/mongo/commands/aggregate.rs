@@ -120,12 +120,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 Some(crate::auth::Access::Required) => context.cursor_owner(request).user,
                 _ => None,
             };
-            let first_stage = stages
-                .first()
-                .and_then(|stage| stage.keys().next())
-                .map_or("", String::as_str);
-            let input =
-                collectionless_input(&pipeline, first_stage, &server.sessions, user.as_ref())?;
+            let input = collectionless_input(&pipeline, &stages, &server.sessions, user.as_ref())?;
             let rest = pipeline.inner(1);
             if !rest.foreign_collections().is_empty() {
                 let mut scope = context.scope();

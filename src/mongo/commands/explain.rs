@@ -179,6 +179,10 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 })
                 .unwrap_or_default();
             let pipeline = Pipeline::parse(&stages)?;
+            match request.target() {
+                Bson::String(_) => crate::ops::aggregate::check_collection_input(&pipeline)?,
+                _ => crate::ops::aggregate::check_collectionless_start(&pipeline, &stages)?,
+            }
             Ok(ExplainedRead {
                 filter_document: pipeline.leading_match().cloned().unwrap_or_default(),
                 sort: None,

@@ -506,6 +506,11 @@ def test_explain_of_collection_less_aggregate(db):
     assert plan["queryPlanner"]["namespace"] == f"{db.name}.$cmd.aggregate"
     inline = db.command({"aggregate": 1, "pipeline": [{"$documents": [{"a": 1}]}], "explain": True})
     assert inline["queryPlanner"]["winningPlan"] == {"stage": "QUEUED_DATA"}
+    # Explain answers the errors the aggregation would.
+    err = failure(lambda: db.command({"explain": {"aggregate": 1, "pipeline": [{"$match": {}}], "cursor": {}}}))
+    assert err.code == 73, err.details
+    err = failure(lambda: db.command({"explain": {"aggregate": "items", "pipeline": [{"$documents": []}], "cursor": {}}}))
+    assert err.code == 73, err.details
 
 
 def test_list_local_sessions(client, db):
