@@ -59,38 +59,64 @@ pub async fn write_output(
         });
     }
     check_collection_name(target_db, &target.coll)?;
-    let mut transaction = scope.begin().await?;
-    let existing = transaction.collection_info(target_db, &target.coll).await?;
+    // A concurrent `$out` to the same target may replace it between our read of the
+    // catalog and our rename: the rename then finds the name taken, and the whole write
+    // runs once more on what that one left.
+    let mut attempt = 1;
+    loop {
+        let mut transaction = scope.begin().await?;
+        let written = write_in(&mut transaction, target_db, output, &documents).await;
+        match written {
+            Ok(()) => return transaction.commit().await,
+            Err(error) => {
+                transaction.rollback().await?;
+                let raced = matches!(&error, OpError::Store(StoreError::AlreadyExists(_)));
+                if !raced || attempt == OUTPUT_ATTEMPTS {
+                    return Err(error);
+                }
+                attempt += 1;
+            }
+        }
+    }
+}
+
+/// How often an output write that lost a race for its target's name is tried.
+const OUTPUT_ATTEMPTS: usize = 5;
+
+/// The write of `write_output` inside `transaction`; the target read from the store in it
+/// (never from the cache, which may not have seen a concurrent replacement yet).
+async fn write_in(
+    transaction: &mut Transaction<'_>,
+    target_db: &str,
+    output: &OutputStage,
+    documents: &[Document],
+) -> Result<(), OpError> {
+    let coll = &output.target().coll;
+    let existing = crate::catalog::read_snapshot(transaction.session())
+        .await?
+        .info(target_db, coll)
+        .cloned();
     if let Some(existing) = &existing {
         check_writable_target(existing, output, target_db)?;
     }
-    let written = match output {
+    match output {
         OutputStage::Out(_) => {
             replace_collection(
-                &mut transaction,
+                transaction,
                 target_db,
-                &target.coll,
+                coll,
                 existing.as_deref(),
-                documents,
+                documents.to_vec(),
             )
-            .await
+            .await?;
         }
         OutputStage::Merge(spec) => {
-            let info = collection_for_write(&mut transaction, target_db, &target.coll).await?;
-            let namespace = format!("{target_db}.{}", target.coll);
-            merge_all(&mut transaction, &info, &namespace, spec, documents).await
-        }
-    };
-    match written {
-        Ok(_) => {
-            transaction.commit().await?;
-            Ok(())
-        }
-        Err(error) => {
-            transaction.rollback().await?;
-            Err(error)
+            let info = collection_for_write(transaction, target_db, coll).await?;
+            let namespace = format!("{target_db}.{coll}");
+            merge_all(transaction, &info, &namespace, spec, documents.to_vec()).await?;
         }
     }
+    Ok(())
 }
 
 /// A capped collection or a view cannot be an output target (MongoDB's 17152 for `$out`,
@@ -196,6 +222,27 @@ async fn replace_collection(
             .session()
             .drop_collection(&existing.record)
             .await?;
+    }
+    // A concurrent `$out` may have committed its own target since we read the catalog:
+    // the last one to commit wins, as with MongoDB's rename over the target.
+    for _ in 1..OUTPUT_ATTEMPTS {
+        match transaction
+            .session()
+            .rename_collection(&temp, db, coll)
+            .await
+        {
+            Ok(_) => return Ok(outcome.inserted),
+            Err(StoreError::AlreadyExists(_)) => {
+                let snapshot = crate::catalog::read_snapshot(transaction.session()).await?;
+                if let Some(replaced) = snapshot.info(db, coll) {
+                    transaction
+                        .session()
+                        .drop_collection(&replaced.record)
+                        .await?;
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
     }
     transaction
         .session()

@@ -169,6 +169,31 @@ def test_out_is_atomic_for_a_reader_in_a_loop(client, db):
     assert {count for count, _ in seen} == {120, 80}, "the reader never saw one of the contents"
 
 
+def test_concurrent_outs_to_one_target_all_succeed_and_the_last_wins(client, db):
+    db.a.insert_many([{"_id": i, "v": "a"} for i in range(50)])
+    db.b.insert_many([{"_id": i, "v": "b"} for i in range(30)])
+    db.target.create_index("v", name="v_1")
+    errors: list[BaseException] = []
+
+    def worker(source):
+        try:
+            for _ in range(10):
+                client[db.name][source].aggregate([{"$out": "target"}])
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(source,)) for source in ("a", "b", "a")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    docs = list(db.target.find())
+    assert {(len(docs), frozenset(d["v"] for d in docs))} <= {(50, frozenset("a")), (30, frozenset("b"))}
+    assert "v_1" in db.target.index_information()
+    assert [n for n in db.list_collection_names() if n.startswith("tmp.")] == []
+
+
 def test_out_ends_cursors_open_on_the_replaced_collection(db):
     db.target.insert_many([{"_id": i} for i in range(10)])
     cursor = db.target.find({}, batch_size=2)
