@@ -59,28 +59,18 @@ pub async fn write_output(
         });
     }
     check_collection_name(target_db, &target.coll)?;
-    // A concurrent `$out` to the same target may replace it between our read of the
-    // catalog and our rename: the rename then finds the name taken, and the whole write
-    // runs once more on what that one left.
-    let mut attempt = 1;
-    loop {
-        let mut transaction = scope.begin().await?;
-        let written = write_in(&mut transaction, target_db, output, &documents).await;
-        match written {
-            Ok(()) => return transaction.commit().await,
-            Err(error) => {
-                transaction.rollback().await?;
-                let raced = matches!(&error, OpError::Store(StoreError::AlreadyExists(_)));
-                if !raced || attempt == OUTPUT_ATTEMPTS {
-                    return Err(error);
-                }
-                attempt += 1;
-            }
+    let mut transaction = scope.begin().await?;
+    match write_in(&mut transaction, target_db, output, documents).await {
+        Ok(()) => transaction.commit().await,
+        Err(error) => {
+            transaction.rollback().await?;
+            Err(error)
         }
     }
 }
 
-/// How often an output write that lost a race for its target's name is tried.
+/// How often `$out` renames its result over a target that a concurrent `$out` replaced
+/// meanwhile.
 const OUTPUT_ATTEMPTS: usize = 5;
 
 /// The write of `write_output` inside `transaction`; the target read from the store in it
@@ -89,7 +79,7 @@ async fn write_in(
     transaction: &mut Transaction<'_>,
     target_db: &str,
     output: &OutputStage,
-    documents: &[Document],
+    documents: Vec<Document>,
 ) -> Result<(), OpError> {
     let coll = &output.target().coll;
     let existing = crate::catalog::read_snapshot(transaction.session())
@@ -101,19 +91,13 @@ async fn write_in(
     }
     match output {
         OutputStage::Out(_) => {
-            replace_collection(
-                transaction,
-                target_db,
-                coll,
-                existing.as_deref(),
-                documents.to_vec(),
-            )
-            .await?;
+            replace_collection(transaction, target_db, coll, existing.as_deref(), documents)
+                .await?;
         }
         OutputStage::Merge(spec) => {
             let info = collection_for_write(transaction, target_db, coll).await?;
             let namespace = format!("{target_db}.{coll}");
-            merge_all(transaction, &info, &namespace, spec, documents.to_vec()).await?;
+            merge_all(transaction, &info, &namespace, spec, documents).await?;
         }
     }
     Ok(())
