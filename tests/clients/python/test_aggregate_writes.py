@@ -122,6 +122,17 @@ def test_out_with_a_duplicate_id_fails_and_keeps_the_old_content(db):
     assert list(db.target.find()) == [{"_id": "kept"}]
 
 
+def test_out_that_breaks_a_kept_unique_index_fails_and_keeps_the_old_content(db):
+    db.target.insert_many([{"_id": 1, "k": "a"}, {"_id": 2, "k": "b"}])
+    db.target.create_index("k", unique=True, name="k_1")
+    db.src.insert_many([{"_id": 10, "k": "x"}, {"_id": 11, "k": "x"}])
+    err = failure(lambda: db.src.aggregate([{"$out": "target"}]))
+    assert err.code == 11000, err.details
+    assert "k_1" in err.details["errmsg"], err.details
+    assert by_id(db.target) == [{"_id": 1, "k": "a"}, {"_id": 2, "k": "b"}]
+    assert db.target.index_information()["k_1"]["unique"] is True
+
+
 def test_out_is_atomic_for_a_reader_in_a_loop(client, db):
     """Every read of the target sees the whole old or the whole new content.
 
