@@ -162,46 +162,16 @@ async fn replace_collection(
         let entry = without_index(duplicate_id_error(0, &namespace, &id));
         return Err(OpError::DuplicateKey(Box::new(entry)));
     }
-    if let Some(existing) = existing.filter(|e| !e.indexes.is_empty()) {
-        let written = prepared
-            .iter()
-            .map(|p| read::decode_document(&p.stored.bson))
-            .collect::<Result<Vec<_>, _>>()?;
-        for index in &existing.indexes {
-            let spec = &index.spec;
-            let mut entries = Vec::with_capacity(written.len());
-            let mut multikey = false;
-            for document in &written {
-                if let Some(keys) = spec.entries(document)? {
-                    multikey |= keys.multikey;
-                    let id = document.get("_id").unwrap_or(&Bson::Null);
-                    entries.push((encode_key(id), keys.keys));
-                }
-            }
-            let built = transaction
-                .session()
-                .create_index(
-                    &temp,
-                    &spec.name,
-                    &spec.document,
-                    spec.unique,
-                    multikey,
-                    &entries,
-                )
-                .await;
-            match built {
-                Ok(_) => {}
-                Err(StoreError::IndexKeyConflict { .. }) => {
-                    return Err(duplicate_in_index(&namespace, index, &written, &entries));
-                }
-                Err(other) => return Err(other.into()),
+    if let Some(existing) = existing {
+        if !existing.indexes.is_empty() {
+            let written = prepared
+                .iter()
+                .map(|p| read::decode_document(&p.stored.bson))
+                .collect::<Result<Vec<_>, _>>()?;
+            for index in &existing.indexes {
+                rebuild_index(transaction, &temp, &namespace, index, &written).await?;
             }
         }
-        transaction
-            .session()
-            .drop_collection(&existing.record)
-            .await?;
-    } else if let Some(existing) = existing {
         transaction
             .session()
             .drop_collection(&existing.record)
@@ -209,14 +179,14 @@ async fn replace_collection(
     }
     // A concurrent `$out` may have committed its own target since we read the catalog:
     // the last one to commit wins, as with MongoDB's rename over the target.
-    for _ in 1..OUTPUT_ATTEMPTS {
+    for attempt in 1..=OUTPUT_ATTEMPTS {
         match transaction
             .session()
             .rename_collection(&temp, db, coll)
             .await
         {
             Ok(_) => return Ok(outcome.inserted),
-            Err(StoreError::AlreadyExists(_)) => {
+            Err(StoreError::AlreadyExists(_)) if attempt < OUTPUT_ATTEMPTS => {
                 let snapshot = crate::catalog::read_snapshot(transaction.session()).await?;
                 if let Some(replaced) = snapshot.info(db, coll) {
                     transaction
@@ -228,11 +198,48 @@ async fn replace_collection(
             Err(other) => return Err(other.into()),
         }
     }
-    transaction
+    Err(OpError::NamespaceExists(format!(
+        "{namespace} kept being replaced by concurrent $out stages"
+    )))
+}
+
+/// Builds the target's secondary `index` on the temporary collection `temp` over the new
+/// `documents`; a unique index they break is MongoDB's E11000.
+async fn rebuild_index(
+    transaction: &mut Transaction<'_>,
+    temp: &crate::store::CollectionRecord,
+    namespace: &str,
+    index: &CollectionIndex,
+    documents: &[Document],
+) -> Result<(), OpError> {
+    let spec = &index.spec;
+    let mut entries = Vec::with_capacity(documents.len());
+    let mut multikey = false;
+    for document in documents {
+        if let Some(keys) = spec.entries(document)? {
+            multikey |= keys.multikey;
+            let id = document.get("_id").unwrap_or(&Bson::Null);
+            entries.push((encode_key(id), keys.keys));
+        }
+    }
+    let built = transaction
         .session()
-        .rename_collection(&temp, db, coll)
-        .await?;
-    Ok(outcome.inserted)
+        .create_index(
+            temp,
+            &spec.name,
+            &spec.document,
+            spec.unique,
+            multikey,
+            &entries,
+        )
+        .await;
+    match built {
+        Ok(_) => Ok(()),
+        Err(StoreError::IndexKeyConflict { .. }) => {
+            Err(duplicate_in_index(namespace, index, documents, &entries))
+        }
+        Err(other) => Err(other.into()),
+    }
 }
 
 /// The E11000 error for the first two documents whose keys collide in a unique `index`.
