@@ -16,7 +16,7 @@ use crate::mongo::request::CommandRequest;
 use crate::ops::aggregate::{collectionless_input, read_foreign, run_pipeline};
 use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
-use crate::query::Pipeline;
+use crate::query::{Pipeline, Stage};
 use crate::state::ServerCounters;
 
 /// `aggregate`.
@@ -115,6 +115,13 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             results
         }
         None => {
+            if context.in_transaction()
+                && matches!(pipeline.stages.first(), Some(Stage::ListLocalSessions(_)))
+            {
+                return Err(OpError::NotInTransaction(
+                    "$listLocalSessions is not allowed in a transaction".into(),
+                ));
+            }
             // Without access control `$listLocalSessions: {}` lists every session.
             let user = match context.connection.auth.access {
                 Some(crate::auth::Access::Required) => context.cursor_owner(request).user,

@@ -572,6 +572,11 @@ def test_list_local_sessions(client, db):
             db.aggregate([{"$listLocalSessions": {}}, {"$match": {"_id.id": Binary(mine.bytes if hasattr(mine, "bytes") else mine, 4)}}])
         )
         assert len(matched) == 1
+    with client.start_session() as session:
+        session.start_transaction()
+        err = failure(lambda: list(db.aggregate([{"$listLocalSessions": {}}], session=session)))
+        assert err.code == 263, err.details
+        session.abort_transaction()
     err = failure(lambda: list(db.aggregate([{"$listLocalSessions": {"allUsers": True, "users": []}}])))
     assert err.code == 9, err.details
     err = failure(lambda: list(db.aggregate([{"$listLocalSessions": {"bogus": 1}}])))
