@@ -52,11 +52,23 @@ pub async fn write_output(
                 17385,
                 format!("Can't $out to special collection: {}", target.coll),
             )),
-            OutputStage::Merge(_) => OpError::InvalidNamespace(format!(
-                "Cannot $merge to special collection: {}",
-                target.coll
+            OutputStage::Merge(_) => OpError::Query(QueryError::location(
+                31319,
+                format!("Cannot $merge to special collection: {}", target.coll),
             )),
         });
+    }
+    if matches!(target_db, "admin" | "config" | "local") {
+        return Err(OpError::Query(match output {
+            OutputStage::Out(_) => QueryError::location(
+                31321,
+                format!("Can't $out to internal database: {target_db}"),
+            ),
+            OutputStage::Merge(_) => QueryError::location(
+                31320,
+                format!("Cannot $merge to internal database: {target_db}"),
+            ),
+        }));
     }
     check_collection_name(target_db, &target.coll)?;
     let mut transaction = scope.begin().await?;

@@ -145,13 +145,10 @@ pub fn parse_merge(spec: &Bson) -> Result<OutputStage, QueryError> {
         }
         Bson::Document(d) => d.clone(),
         other => {
-            return Err(QueryError::location(
-                51182,
-                format!(
-                    "$merge only supports a string or object argument, not {}",
-                    type_name(other)
-                ),
-            ))
+            return Err(QueryError::type_mismatch(format!(
+                "$merge requires a string or object argument, but found {}",
+                type_name(other)
+            )))
         }
     };
     for key in spec.keys() {
@@ -277,7 +274,7 @@ pub fn parse_merge(spec: &Bson) -> Result<OutputStage, QueryError> {
         && when_not_matched != WhenNotMatched::Insert
     {
         return Err(QueryError::location(
-            51189,
+            51181,
             format!(
                 "Combination of $merge modes 'whenMatched: {}' and 'whenNotMatched: {}' is not supported",
                 mode_name(&when_matched),
@@ -302,6 +299,15 @@ pub fn parse_merge(spec: &Bson) -> Result<OutputStage, QueryError> {
                     ),
                 ));
             }
+            if vars
+                .get("new")
+                .is_some_and(|new| new != &Bson::String("$$ROOT".into()))
+            {
+                return Err(QueryError::location(
+                    51273,
+                    "'let' may not define a value for the reserved 'new' variable other than '$$ROOT'",
+                ));
+            }
             let mut bound = Vec::with_capacity(vars.len());
             for (name, value) in vars {
                 check_variable_name(name)?;
@@ -324,6 +330,17 @@ pub fn parse_merge(spec: &Bson) -> Result<OutputStage, QueryError> {
         when_not_matched,
     };
     if let WhenMatched::Pipeline(stages) = &spec.when_matched {
+        let binds_new = spec.variable_names().iter().any(|name| name == "new");
+        if !binds_new
+            && stages
+                .iter()
+                .any(|stage| mentions_new(&Bson::Document(stage.clone())))
+        {
+            return Err(QueryError::location(
+                17276,
+                "Use of undefined variable: new",
+            ));
+        }
         // The update pipeline must parse, with every variable in place.
         let placeholders: Vec<(String, Bson)> = spec
             .variable_names()
@@ -398,10 +415,17 @@ impl MergeSpec {
             .flatten()
             .map(|(name, _)| name.clone())
             .collect();
-        if !names.iter().any(|name| name == "new") {
+        if self.binds_new() && !names.iter().any(|name| name == "new") {
             names.push("new".to_string());
         }
         names
+    }
+
+    /// Whether `$$new` (the result document) is defined in the `whenMatched` pipeline
+    /// without `let` naming it: by default, or with `let` when the merge inserts unmatched
+    /// results (MongoDB adds it then).
+    fn binds_new(&self) -> bool {
+        self.variables.is_none() || self.when_not_matched == WhenNotMatched::Insert
     }
 
     /// The filter that finds the target document `result` matches: equality on every `on`
@@ -476,7 +500,7 @@ impl MergeSpec {
                         for (name, expression) in variables {
                             bound.push((name.clone(), expression.evaluate(result)?));
                         }
-                        if !bound.iter().any(|(name, _)| name == "new") {
+                        if self.binds_new() && !bound.iter().any(|(name, _)| name == "new") {
                             bound.push(("new".to_string(), Bson::Document(result.clone())));
                         }
                     }
@@ -494,6 +518,16 @@ impl MergeSpec {
             }
         };
         Ok(MatchedWrite::Write(written))
+    }
+}
+
+/// Whether `value` refers to `$$new` (or a path under it) anywhere.
+fn mentions_new(value: &Bson) -> bool {
+    match value {
+        Bson::String(s) => s == "$$new" || s.starts_with("$$new."),
+        Bson::Document(d) => d.values().any(mentions_new),
+        Bson::Array(items) => items.iter().any(mentions_new),
+        _ => false,
     }
 }
 

@@ -47,7 +47,7 @@ fn merge_mode_pairs_without_a_strategy_are_refused() {
     ] {
         let spec = doc! {"into": "t", "whenMatched": matched, "whenNotMatched": not_matched};
         let err = parse_merge(&Bson::Document(spec)).unwrap_err();
-        assert_eq!(err.code, 51189, "{matched}/{not_matched}");
+        assert_eq!(err.code, 51181, "{matched}/{not_matched}");
     }
     let spec = doc! {"into": "t", "whenMatched": "fail", "whenNotMatched": "insert"};
     assert!(parse_merge(&Bson::Document(spec)).is_ok());
@@ -56,7 +56,9 @@ fn merge_mode_pairs_without_a_strategy_are_refused() {
 #[test]
 fn merge_spec_errors() {
     let code = |spec: Bson| parse_merge(&spec).unwrap_err().code;
-    assert_eq!(code(Bson::Int32(1)), 51182);
+    assert_eq!(code(Bson::Int32(1)), 14);
+    let reserved = doc! {"into": "t", "let": {"new": 1}, "whenMatched": [{"$set": {"a": 1}}]};
+    assert_eq!(code(Bson::Document(reserved)), 51273);
     assert_eq!(code(Bson::Document(doc! {})), 40414);
     assert_eq!(code(Bson::Document(doc! {"into": 1})), 51178);
     assert_eq!(code(Bson::Document(doc! {"into": "t", "on": []})), 51187);
@@ -196,4 +198,18 @@ fn documents_feed_the_stages_after_them() {
     assert_eq!(docs, vec![doc! {"x": 2}, doc! {"x": 5}, doc! {"x": 10}]);
     // The stage itself never runs as a plain read.
     assert!(pipeline.run(Vec::new()).is_err());
+}
+
+#[test]
+fn new_is_undefined_with_let_unless_the_merge_inserts() {
+    let stages = bson::bson!([{"$set": {"a": "$$new.a"}}]);
+    let spec = doc! {"into": "t", "let": {"x": 1}, "whenMatched": stages.clone(), "whenNotMatched": "discard"};
+    assert!(parse_merge(&Bson::Document(spec)).is_err());
+    let spec =
+        doc! {"into": "t", "let": {"x": 1}, "whenMatched": stages, "whenNotMatched": "insert"};
+    let spec = merge(spec);
+    let written = spec
+        .matched_write(&doc! {"_id": 1}, &doc! {"_id": 1, "a": 5})
+        .unwrap();
+    assert_eq!(written, MatchedWrite::Write(doc! {"_id": 1, "a": 5}));
 }

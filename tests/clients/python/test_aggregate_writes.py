@@ -402,7 +402,7 @@ def test_merge_mode_pairs(db, when_matched, when_not_matched):
         [{"$sort": {"_id": 1}}, {"$merge": {"into": "dst", "whenMatched": mode, "whenNotMatched": when_not_matched}}]
     )
     if (when_matched, when_not_matched) in UNSUPPORTED_PAIRS:
-        assert failure(run).code == 51189
+        assert failure(run).code == 51181
         assert by_id(db.dst) == TARGET
         return
     if when_matched == "fail":
@@ -475,7 +475,13 @@ def test_merge_errors(db):
     err = failure(lambda: db.src.aggregate([{"$merge": "dst"}, {"$match": {}}]))
     assert err.code == 40601, err.details
     err = failure(lambda: db.src.aggregate([{"$merge": "system.x"}]))
-    assert err.code == 73, err.details
+    assert err.code == 31319, err.details
+    err = failure(lambda: db.src.aggregate([{"$merge": {"into": {"db": "config", "coll": "x"}}}]))
+    assert err.code == 31320, err.details
+    err = failure(lambda: db.src.aggregate([{"$out": {"db": "local", "coll": "x"}}]))
+    assert err.code == 31321, err.details
+    err = failure(lambda: db.src.aggregate([{"$merge": 5}]))
+    assert err.code == 14, err.details
     # A matched result carrying another _id would change the target's _id.
     err = failure(lambda: db.src.aggregate([{"$match": {"_id": 1}}, {"$set": {"_id": 9}}, {"$merge": {"into": "dst", "on": "k"}}]))
     assert err.code == 66, err.details
