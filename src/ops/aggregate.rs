@@ -1,6 +1,7 @@
-//! Running an aggregation pipeline over a collection: the leading `$match`, `$sort`, `$skip`
-//! and `$limit` planned into the store's scan like a `find` (index ranges, index order, the
-//! limit in SQL), the collections `$lookup` and `$unionWith` read, then the stages on the
+//! Running an aggregation pipeline over a collection (or over the input a collection-less
+//! `aggregate: 1` starts from): the leading `$match`, `$sort`, `$skip` and `$limit` planned
+//! into the store's scan like a `find` (index ranges, index order, the limit in SQL), the
+//! collections `$lookup` and `$unionWith` read, then the stages on the
 //! compute pool (`crate::compute`). Shared by the wire's `aggregate` and REST's `pipeline`
 //! handlers.
 //!
@@ -16,11 +17,14 @@ use super::find::hinted_indexes;
 use super::read;
 use super::read_cursor::{BatchLimit, ReadCursor, StagedOutput};
 use super::transaction::OpScope;
+use super::sessions::SessionRegistry;
 use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::catalog::NO_INDEXES;
+use crate::query::collectionless::{self, SessionListing};
 use crate::query::planner::ReadPlan;
 use crate::query::Filter;
+use crate::query::Stage;
 use crate::query::{ForeignDocuments, Pipeline};
 
 /// Runs `pipeline` over `db.name` (a missing collection is empty): its leading read
@@ -35,6 +39,13 @@ pub async fn run_pipeline(
     pipeline: &Pipeline,
     hint: Option<&Bson>,
 ) -> Result<Vec<Document>, OpError> {
+    if let Some(output) = pipeline.output() {
+        return Err(OpError::NotSupported(format!(
+            "{} writes through the aggregate command only",
+            output.name()
+        )));
+    }
+    check_collection_input(pipeline)?;
     // The leading $match, $sort, $skip and $limit are one planned read, like a find's.
     let lead = pipeline.leading_read();
     let input = match catalog.collection_info_in(session, db, name).await? {
@@ -53,7 +64,7 @@ pub async fn run_pipeline(
 
 /// The collections `$lookup`, `$unionWith` and `$graphLookup` read, whole (a missing one is
 /// empty), from the same database.
-async fn read_foreign(
+pub async fn read_foreign(
     catalog: &crate::catalog::Catalog,
     session: &mut dyn crate::store::StoreSession,
     db: &str,
@@ -108,4 +119,98 @@ pub async fn open_stream(
     });
     let batch = cursor.next_batch(scope, first).await?;
     Ok(Some((batch, ResultSource::Stream(Box::new(cursor)))))
+}
+
+/// The documents the first stage of a collection-less `aggregate: 1` produces (the rest of
+/// the pipeline, [`Pipeline::inner`]`(1)`, runs over them): `$documents` evaluated once,
+/// or `$listLocalSessions` from `sessions`, which `user` (`(db, name)`; `None` without
+/// access control, where `{}` lists every session) is listing. Any other first stage needs
+/// a collection ([`check_collectionless_start`]).
+pub fn collectionless_input(
+    pipeline: &Pipeline,
+    stages: &[Document],
+    sessions: &SessionRegistry,
+    user: Option<&(String, String)>,
+) -> Result<Vec<Document>, OpError> {
+    check_collectionless_start(pipeline, stages)?;
+    match pipeline.stages.first() {
+        Some(Stage::Documents(expression)) => Ok(collectionless::documents(expression)?),
+        Some(Stage::ListLocalSessions(listing)) => Ok(local_sessions(sessions, listing, user)),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// Whether `pipeline` (parsed from `stages`) may start a collection-less `aggregate: 1`:
+/// with `$documents` or `$listLocalSessions`, else MongoDB's 73 InvalidNamespace naming the
+/// first stage as the client wrote it.
+pub fn check_collectionless_start(pipeline: &Pipeline, stages: &[Document]) -> Result<(), OpError> {
+    match pipeline.stages.first() {
+        Some(Stage::Documents(_) | Stage::ListLocalSessions(_)) => Ok(()),
+        _ => Err(OpError::InvalidNamespace(format!(
+            "{{aggregate: 1}} is not valid for '{}'; a collection is required.",
+            stages
+                .first()
+                .and_then(|stage| stage.keys().next())
+                .map_or("", String::as_str)
+        ))),
+    }
+}
+
+/// A stage that only a collection-less `aggregate: 1` may start with, on a collection:
+/// MongoDB's 73 InvalidNamespace.
+pub fn check_collection_input(pipeline: &Pipeline) -> Result<(), OpError> {
+    match pipeline.stages.first() {
+        Some(Stage::Documents(_)) => Err(OpError::InvalidNamespace(
+            "$documents can only be run with {aggregate: 1}".into(),
+        )),
+        Some(Stage::ListLocalSessions(_)) => Err(OpError::InvalidNamespace(
+            "$listLocalSessions must be run as {aggregate: 1}".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `$listLocalSessions`: `{_id: {id, uid}, lastUse, user: {name}}` per session, `uid`
+/// being the SHA-256 of `name@db` (of the empty string with no user), as MongoDB lists them.
+fn local_sessions(
+    sessions: &SessionRegistry,
+    listing: &SessionListing,
+    user: Option<&(String, String)>,
+) -> Vec<Document> {
+    let wanted = |owner: &Option<(String, String)>| match listing {
+        SessionListing::AllUsers => true,
+        SessionListing::CurrentUser => user.is_none() || owner.as_ref() == user,
+        SessionListing::Users(users) => owner
+            .as_ref()
+            .is_some_and(|(db, name)| users.iter().any(|(u, d)| u == name && d == db)),
+    };
+    let mut listed: Vec<_> = sessions
+        .list()
+        .into_iter()
+        .filter(|(key, _)| wanted(&key.user))
+        .collect();
+    listed.sort_by_key(|(_, last_use)| std::cmp::Reverse(*last_use));
+    listed
+        .into_iter()
+        .map(|(key, last_use)| {
+            use sha2::Digest;
+            let full_name = key
+                .user
+                .as_ref()
+                .map(|(db, name)| format!("{name}@{db}"))
+                .unwrap_or_default();
+            let uid = sha2::Sha256::digest(full_name.as_bytes()).to_vec();
+            let mut session = bson::doc! {
+                "_id": {
+                    "id": bson::Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: key.id.clone() },
+                    "uid": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: uid },
+                },
+                "lastUse": bson::DateTime::from_system_time(last_use),
+            };
+            if key.user.is_some() {
+                session.insert("user", bson::doc! {"name": full_name});
+            }
+            session
+        })
+        .collect()
 }

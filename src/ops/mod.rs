@@ -22,13 +22,16 @@
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
 //! - `read`: a planned read run on a store session, the residual filter, sort, skip and
 //!   limit in Rust, and the decoding of stored documents;
-//! - `aggregate`: running a pipeline over a collection;
+//! - `aggregate`: running a pipeline over a collection, or over the input of
+//!   `aggregate: 1` (`$documents`, `$listLocalSessions`);
+//! - `aggregate_writes`: `$out` and `$merge`, each in one transaction;
 //! - `ttl`: the TTL monitor, which deletes expired documents through `delete`.
 //!
 //! Not for: command or request shapes (the front ends parse those), SQL (the store), the
 //! semantics of filters, updates and pipelines (`query`).
 
 pub mod aggregate;
+pub mod aggregate_writes;
 pub mod cluster_time;
 pub mod collections;
 pub mod cursors;

@@ -206,6 +206,19 @@ impl SessionRegistry {
         slot.clone()
     }
 
+    /// Every session this process knows, with when it was last used (`$listLocalSessions`).
+    pub fn list(&self) -> Vec<(SessionKey, std::time::SystemTime)> {
+        let now = Instant::now();
+        let wall = std::time::SystemTime::now();
+        self.lock()
+            .iter()
+            .map(|(key, slot)| {
+                let last = *slot.last_used.lock().unwrap_or_else(|e| e.into_inner());
+                (key.clone(), wall - now.saturating_duration_since(last))
+            })
+            .collect()
+    }
+
     /// Ends the sessions whose ids are `ids` (any user's, as MongoDB's `endSessions` for the
     /// ids given): open transactions are aborted. Answers how many sessions ended.
     pub async fn end(&self, ids: &[Vec<u8>]) -> usize {

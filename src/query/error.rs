@@ -77,6 +77,12 @@ impl QueryError {
         Self::with(2, "BadValue", message)
     }
 
+    /// A named MongoDB error code other than the ones above (e.g. 73 InvalidNamespace,
+    /// 13113 MergeStageNoMatchingDocument).
+    pub fn coded(code: i32, code_name: &'static str, message: impl Into<String>) -> Self {
+        Self::with(code, code_name, message)
+    }
+
     /// Code 51091-style numbered assertions: MongoDB's `uassert(code, …)` errors, whose code
     /// name is `Location<code>`.
     pub fn location(code: i32, message: impl Into<String>) -> Self {

@@ -39,6 +39,7 @@ mod sort;
 mod update;
 mod value;
 
+pub use aggregate::{collectionless, output as output_stage, Stage};
 pub use aggregate::{ForeignDocuments, Pipeline};
 pub use error::QueryError;
 pub use expr::{bind_variables, parse_with_variables};

@@ -1,7 +1,9 @@
 //! `aggregate` over a collection: the leading `$match` is planned like a `find` (pushed into
 //! SQL where possible), the collections `$lookup`/`$unionWith` name are read from the same
 //! database, the pipeline runs in the query core, the result is returned through a cursor.
-//! Collection-less aggregation (`aggregate: 1`, e.g. `$currentOp`) is not supported.
+//! A pipeline ending in `$out`/`$merge` has its result written by the core and answers an
+//! empty cursor. Collection-less aggregation (`aggregate: 1`) starts from `$documents` or
+//! `$listLocalSessions` (`$currentOp` is not supported).
 //!
 //! Not for: the stages themselves (see `query::aggregate`).
 
@@ -11,9 +13,10 @@ use super::cursor_reply::{cursor_batch_size, cursor_reply, encode_documents, fir
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
-use crate::ops::aggregate::{open_stream, run_pipeline};
+use crate::ops::aggregate::{collectionless_input, open_stream, read_foreign, run_pipeline};
+use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
-use crate::query::{parse_with_variables, Pipeline};
+use crate::query::{parse_with_variables, Pipeline, Stage};
 use crate::state::ServerCounters;
 
 /// `aggregate`.
@@ -31,16 +34,21 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         crate::compute::current_interrupt()
             .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
     }
-    // Honoured by doing nothing: no collection has a validator to bypass ($out and $merge
-    // are refused).
+    // Honoured by doing nothing: no collection has a validator to bypass (`create` refuses
+    // validators).
     arguments.without_effect("bypassDocumentValidation");
     arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
-    let Bson::String(name) = request.target() else {
-        return Err(OpError::NotSupported(
-            "collection-less aggregate (aggregate: 1) is not supported by docgate".into(),
-        ));
-    };
+    let name =
+        match request.target() {
+            Bson::String(name) => Some(name.as_str()),
+            Bson::Int32(1) | Bson::Int64(1) => None,
+            Bson::Double(one) if *one == 1.0 => None,
+            _ => return Err(OpError::FailedToParse(
+                "Invalid command format: the 'aggregate' field must specify a collection name or 1"
+                    .into(),
+            )),
+        };
     if explain {
         // `aggregate` with `explain: true` answers like `{explain: {aggregate: ...}}`.
         let mut inner = request.body.clone();
@@ -75,45 +83,101 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         .collect::<Result<_, _>>()?;
     let pipeline = parse_with_variables(&variables, || Pipeline::parse(&stages))?;
     let batch_size = cursor_batch_size(cursor)?;
-    let namespace = format!("{}.{name}", request.db);
+    let namespace = match name {
+        Some(name) => format!("{}.{name}", request.db),
+        None => format!("{}.$cmd.aggregate", request.db),
+    };
+    if let Some(output) = pipeline.output() {
+        if context.scope().reads_whole() {
+            return Err(OpError::InvalidOptions(format!(
+                "{} cannot be used with a 'snapshot' read concern level",
+                output.name()
+            )));
+        }
+        if context.in_transaction() {
+            return Err(OpError::NotInTransaction(format!(
+                "{} cannot be used in a transaction",
+                output.name()
+            )));
+        }
+    }
 
     let server = context.server;
     let options = BatchOptions {
         batch_size,
         ..BatchOptions::default()
     };
-    let mut scope = context.scope();
-    // A pipeline whose stages look at one document at a time streams: the cursor holds a
-    // position, each batch is read from the store when it is asked for.
-    if let Some(info) = scope.collection_info(&request.db, name).await? {
-        let opened = open_stream(
-            &server.state.catalog,
-            &mut scope,
-            &info,
-            &pipeline,
-            hint,
-            options.first_batch_limit(),
-        )
-        .await?;
-        if let Some((first, rest)) = opened {
-            let owner = context.cursor_owner(request);
-            let batch = server
-                .cursors
-                .open(&namespace, first, rest, options, owner)?;
-            return cursor_reply(&namespace, batch, true);
+    let results = match name {
+        Some(name) => {
+            let mut scope = context.scope();
+            // A pipeline whose stages look at one document at a time streams: the cursor
+            // holds a position, each batch is read from the store when it is asked for.
+            let streams = pipeline.output().is_none();
+            if let Some(info) = scope.collection_info(&request.db, name).await?.filter(|_| streams) {
+                let opened = open_stream(
+                    &server.state.catalog,
+                    &mut scope,
+                    &info,
+                    &pipeline,
+                    hint,
+                    options.first_batch_limit(),
+                )
+                .await?;
+                if let Some((first, rest)) = opened {
+                    let owner = context.cursor_owner(request);
+                    let batch = server.cursors.open(&namespace, first, rest, options, owner)?;
+                    return cursor_reply(&namespace, batch, true);
+                }
+            }
+            let mut session = scope.reader().await?;
+            let results = run_pipeline(
+                &server.state.catalog,
+                session.as_mut(),
+                &request.db,
+                name,
+                &pipeline.inner(0),
+                hint,
+            )
+            .await?;
+            drop(session);
+            results
         }
-    }
-    let mut session = scope.reader().await?;
-    let results = run_pipeline(
-        &server.state.catalog,
-        session.as_mut(),
-        &request.db,
-        name,
-        &pipeline,
-        hint,
-    )
-    .await?;
-    drop(session);
+        None => {
+            if context.in_transaction()
+                && matches!(pipeline.stages.first(), Some(Stage::ListLocalSessions(_)))
+            {
+                return Err(OpError::NotInTransaction(
+                    "$listLocalSessions is not allowed in a transaction".into(),
+                ));
+            }
+            // Without access control `$listLocalSessions: {}` lists every session.
+            let user = match context.connection.auth.access {
+                Some(crate::auth::Access::Required) => context.cursor_owner(request).user,
+                _ => None,
+            };
+            let input = collectionless_input(&pipeline, &stages, &server.sessions, user.as_ref())?;
+            let rest = pipeline.inner(1);
+            if !rest.foreign_collections().is_empty() {
+                let mut scope = context.scope();
+                let mut session = scope.reader().await?;
+                let foreign =
+                    read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest)
+                        .await?;
+                drop(session);
+                crate::compute::run(move || rest.run_with(input, &foreign)).await?
+            } else {
+                crate::compute::run(move || rest.run(input)).await?
+            }
+        }
+    };
+    let results = match pipeline.output() {
+        Some(output) => {
+            let mut scope = context.scope();
+            write_output(&mut scope, &request.db, output, results).await?;
+            Vec::new()
+        }
+        None => results,
+    };
     first_batch_reply(
         context,
         request,

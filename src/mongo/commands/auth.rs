@@ -300,6 +300,9 @@ pub async fn authorize(
                 && extra_privileges(spec.command, request)
                     .iter()
                     .all(|(action, db)| allows(&user.roles, *action, db))
+                && (spec.command != Command::Aggregate
+                    || !lists_others_sessions(&request.body, user)
+                    || allows(&user.roles, Action::ListSessions, "admin"))
         }
     };
     if allowed {
@@ -418,6 +421,33 @@ fn output_stage_privileges(body: &Document, db: &str) -> Vec<(Action, String)> {
         }
     }
     needed
+}
+
+/// Whether an `aggregate` body's `$listLocalSessions` lists sessions of users other than
+/// `user` (`allUsers: true`, or `users` naming someone else): that needs `listSessions` on
+/// the cluster, as MongoDB requires it; the caller's own sessions need nothing more.
+fn lists_others_sessions(body: &Document, user: &AuthenticatedUser) -> bool {
+    let Some(Bson::Array(stages)) = body.get("pipeline") else {
+        return false;
+    };
+    let Some(Bson::Document(spec)) = stages
+        .first()
+        .and_then(Bson::as_document)
+        .and_then(|stage| stage.get("$listLocalSessions"))
+    else {
+        return false;
+    };
+    if matches!(spec.get("allUsers"), Some(Bson::Boolean(true))) {
+        return true;
+    }
+    match spec.get("users") {
+        Some(Bson::Array(users)) => users.iter().any(|named| {
+            let named = named.as_document();
+            named.and_then(|n| n.get_str("user").ok()) != Some(user.name.as_str())
+                || named.and_then(|n| n.get_str("db").ok()) != Some(user.db.as_str())
+        }),
+        _ => false,
+    }
 }
 
 /// The databases of the roles a user command names (`"read"` is in the command's database).

@@ -62,6 +62,18 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         }
     };
     let target = parse_with_variables(&variables, || explained_read(&inner_request))?;
+    if inner_request.name == "aggregate" && !matches!(inner_request.target(), Bson::String(_)) {
+        // `aggregate: 1` reads no collection: its input is the queued data of its first stage.
+        return Ok(doc! {
+            "explainVersion": "1",
+            "queryPlanner": {
+                "namespace": format!("{}.$cmd.aggregate", request.db),
+                "winningPlan": {"stage": "QUEUED_DATA"},
+                "rejectedPlans": [],
+            },
+            "command": inner.clone(),
+        });
+    }
     let name = inner_request.collection()?;
     let namespace = format!("{}.{name}", request.db);
     let info = context.collection_info(&request.db, name).await?;
@@ -207,6 +219,10 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 })
                 .unwrap_or_default();
             let pipeline = Pipeline::parse(&stages)?;
+            match request.target() {
+                Bson::String(_) => crate::ops::aggregate::check_collection_input(&pipeline)?,
+                _ => crate::ops::aggregate::check_collectionless_start(&pipeline, &stages)?,
+            }
             let lead = pipeline.leading_read();
             Ok(ExplainedRead {
                 filter_document: pipeline.leading_match().cloned().unwrap_or_default(),

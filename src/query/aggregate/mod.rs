@@ -5,11 +5,18 @@
 //! `reshape.rs`, $facet, $bucket, $sample, $lookup and $unionWith in `stages.rs`, the
 //! accumulator specs in `accumulators.rs`.
 //!
-//! Not for: $graphLookup, $out, $merge, $geoNear, $search and $bucketAuto (rejected as
+//! $out and $merge are parsed in `output.rs` (the core writes their result), $documents and
+//! $listLocalSessions of `aggregate: 1` in `collectionless.rs`.
+//!
+//! Not for: $graphLookup, $geoNear, $search and $bucketAuto (rejected as
 //! unsupported) or pushdown decisions (the planner reads [`Pipeline::leading_match`]).
 
 pub mod accumulators;
+pub mod collectionless;
 mod group;
+pub mod output;
+#[cfg(test)]
+mod output_tests;
 mod reshape;
 pub mod stages;
 #[cfg(test)]
@@ -73,6 +80,12 @@ pub enum Stage {
         /// Stages applied to its documents first.
         pipeline: Option<Pipeline>,
     },
+    /// `$out` or `$merge`: the last stage; the core writes what reaches it.
+    Output(Box<output::OutputStage>),
+    /// `$documents`: the first stage of `aggregate: 1`.
+    Documents(Expression),
+    /// `$listLocalSessions`: the first stage of `aggregate: 1`; the core supplies them.
+    ListLocalSessions(collectionless::SessionListing),
     /// `$unwind`.
     Unwind {
         /// Path without the leading `$`.
@@ -110,11 +123,68 @@ pub struct Pipeline {
 impl Pipeline {
     /// Parses a list of stage documents.
     pub fn parse(stages: &[Document]) -> Result<Pipeline, QueryError> {
+        output::check_not_nested(stages)?;
         let mut parsed = Vec::with_capacity(stages.len());
         for stage in stages {
             parse_stage(stage, &mut parsed)?;
         }
-        Ok(Pipeline { stages: parsed })
+        let pipeline = Pipeline { stages: parsed };
+        pipeline.check_positions()?;
+        Ok(pipeline)
+    }
+
+    /// `$out`/`$merge` only last (40601), `$documents`/`$listLocalSessions` only first
+    /// (40602), as MongoDB places them.
+    fn check_positions(&self) -> Result<(), QueryError> {
+        let last = self.stages.len().saturating_sub(1);
+        for (position, stage) in self.stages.iter().enumerate() {
+            match stage {
+                Stage::Output(output) if position != last => {
+                    return Err(QueryError::location(
+                        40601,
+                        format!(
+                            "{} can only be the final stage in the pipeline",
+                            output.name()
+                        ),
+                    ))
+                }
+                Stage::Documents(_) if position != 0 => {
+                    return Err(QueryError::location(
+                        40602,
+                        "$documents is only valid as the first stage in a pipeline",
+                    ))
+                }
+                Stage::ListLocalSessions(_) if position != 0 => {
+                    return Err(QueryError::location(
+                        40602,
+                        "$listLocalSessions is only valid as the first stage in a pipeline",
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The `$out`/`$merge` the pipeline ends with, if any.
+    pub fn output(&self) -> Option<&output::OutputStage> {
+        match self.stages.last() {
+            Some(Stage::Output(output)) => Some(output),
+            _ => None,
+        }
+    }
+
+    /// The pipeline without its first `skip_first` stages and without its `$out`/`$merge`:
+    /// what runs in memory once the core has supplied the input and before it writes.
+    pub fn inner(&self, skip_first: usize) -> Pipeline {
+        let end = self.stages.len() - usize::from(self.output().is_some());
+        Pipeline {
+            stages: self
+                .stages
+                .get(skip_first.min(end)..end)
+                .unwrap_or_default()
+                .to_vec(),
+        }
     }
 
     /// The filter of a first `$match` stage, for pushdown.
@@ -399,9 +469,15 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
                 }
             }
         }
-        "$graphLookup" | "$out" | "$merge" | "$geoNear" | "$search" | "$bucketAuto"
-        | "$collStats" | "$indexStats" | "$currentOp" | "$listSessions" | "$redact"
-        | "$setWindowFields" | "$densify" | "$fill" | "$documents" | "$changeStream" => {
+        "$out" => Stage::Output(Box::new(output::parse_out(spec)?)),
+        "$merge" => Stage::Output(Box::new(output::parse_merge(spec)?)),
+        "$documents" => Stage::Documents(collectionless::parse_documents(spec)?),
+        "$listLocalSessions" => {
+            Stage::ListLocalSessions(collectionless::parse_list_local_sessions(spec)?)
+        }
+        "$graphLookup" | "$geoNear" | "$search" | "$bucketAuto" | "$collStats" | "$indexStats"
+        | "$currentOp" | "$listSessions" | "$redact" | "$setWindowFields" | "$densify"
+        | "$fill" | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"
             )))
@@ -565,6 +641,14 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
         Stage::Sample(size) => stages::run_sample(*size, docs),
         Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } => {
             Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
+        }
+        Stage::Documents(expression) => collectionless::documents(expression)?,
+        Stage::Output(_) | Stage::ListLocalSessions(_) => {
+            // The core strips these (`Pipeline::inner`): it supplies the sessions and writes
+            // the output. Reaching one here means a caller ran the pipeline as a plain read.
+            return Err(QueryError::not_supported(
+                "$out, $merge and $listLocalSessions run only through the aggregate command",
+            ));
         }
         Stage::Unwind { path, index_field, preserve_empty } => {
             let mut out = Vec::new();

@@ -624,3 +624,54 @@ def test_plain_verification_cache_expires_after_the_timeout(make_server):
         after = server_status_auth(root)["fastPath"]
     assert after["pbkdf2Runs"] == before["pbkdf2Runs"] + 2, (before, after)
     assert after["cacheHits"] == before["cacheHits"] + 1, (before, after)
+
+
+# ------------------------------------------------------------------ aggregations that write
+
+
+def test_out_and_merge_need_write_roles(auth_server, admin, names):
+    """A read-only user may aggregate but not $out or $merge (13); readWrite may both."""
+    user, dbname = names
+    admin[dbname]["src"].insert_many([{"_id": 1, "v": 1}, {"_id": 2, "v": 2}])
+    create_user(admin, user + "_r", "reader-pwd", [{"role": "read", "db": dbname}])
+    create_user(admin, user + "_rw", "writer-pwd", [{"role": "readWrite", "db": dbname}])
+    with login(auth_server, user + "_r", "reader-pwd") as c:
+        assert len(list(c[dbname]["src"].aggregate([{"$match": {}}]))) == 2
+        for stage in ({"$out": "copy"}, {"$merge": {"into": "copy"}}):
+            with pytest.raises(OperationFailure) as err:
+                c[dbname]["src"].aggregate([stage])
+            assert_unauthorized(err.value, rf"^not authorized on {dbname} to execute command")
+        # Writing into another database needs the roles there.
+        with pytest.raises(OperationFailure) as err:
+            c[dbname]["src"].aggregate([{"$out": {"db": "other_" + dbname, "coll": "copy"}}])
+        assert_unauthorized(err.value)
+    assert "copy" not in admin[dbname].list_collection_names()
+    with login(auth_server, user + "_rw", "writer-pwd") as c:
+        c[dbname]["src"].aggregate([{"$out": "copy"}])
+        c[dbname]["src"].aggregate([{"$set": {"w": 1}}, {"$merge": {"into": "copy"}}])
+        with pytest.raises(OperationFailure) as err:
+            c[dbname]["src"].aggregate([{"$out": {"db": "other_" + dbname, "coll": "copy"}}])
+        assert_unauthorized(err.value)
+    assert list(admin[dbname]["copy"].find().sort("_id", 1)) == [{"_id": 1, "v": 1, "w": 1}, {"_id": 2, "v": 2, "w": 1}]
+
+
+def test_list_local_sessions_shows_the_users_own_sessions(auth_server, admin, names):
+    user, dbname = names
+    create_user(admin, user, "sessions-pwd", [{"role": "readWrite", "db": dbname}])
+    with login(auth_server, user, "sessions-pwd") as c:
+        with c.start_session() as session:
+            c[dbname]["items"].insert_one({"_id": 1}, session=session)
+            mine = list(c[dbname].aggregate([{"$listLocalSessions": {}}]))
+            assert session.session_id["id"] in [s["_id"]["id"] for s in mine]
+            assert {s["user"]["name"] for s in mine} == {f"{user}@admin"}
+            assert {s["_id"]["uid"] for s in mine} == {hashlib.sha256(f"{user}@admin".encode()).digest()}
+            named_self = list(c[dbname].aggregate([{"$listLocalSessions": {"users": [{"user": user, "db": "admin"}]}}]))
+            assert session.session_id["id"] in [s["_id"]["id"] for s in named_self]
+            # Everyone's sessions, or another user's, need listSessions on the cluster.
+            for spec in ({"allUsers": True}, {"users": [{"user": ADMIN, "db": "admin"}]}):
+                with pytest.raises(OperationFailure) as err:
+                    list(c[dbname].aggregate([{"$listLocalSessions": spec}]))
+                assert_unauthorized(err.value)
+            everyone = list(admin.admin.aggregate([{"$listLocalSessions": {"allUsers": True}}]))
+            assert session.session_id["id"] in [s["_id"]["id"] for s in everyone]
+            assert f"{user}@admin" in {s.get("user", {}).get("name") for s in everyone}

@@ -1,0 +1,523 @@
+//! Writing a pipeline's result: `$out` replaces the target collection's documents and
+//! `$merge` merges them into it, each in one store transaction — readers see the whole old
+//! or the whole new content, and a merge that fails half-way leaves nothing of itself (docgate
+//! is stricter than MongoDB here, which promises neither for `$merge`). The target is created
+//! when missing; an existing target keeps its options and indexes, as MongoDB's `$out` keeps
+//! them.
+//!
+//! `$out` writes into a temporary collection and renames it over the target, as MongoDB
+//! does, but inside the one transaction (see [`replace_collection`]).
+//!
+//! Not for: running the pipeline (`aggregate`), the stages' semantics
+//! (`query::aggregate::output`), or the command's reply (the front ends).
+
+use std::collections::{BTreeSet, HashMap};
+
+use bson::{Bson, Document};
+
+use super::namespace::{check_collection_name, check_db_name};
+use super::prepare::prepare_for_storage;
+use super::read;
+use super::transaction::{OpScope, Transaction};
+use super::write::{collection_for_write, mark_multikey};
+use super::write_errors::{duplicate_id_error, duplicate_index_error};
+use super::OpError;
+use crate::catalog::{CollectionIndex, CollectionInfo};
+use crate::query::output_stage::{MatchedWrite, MergeSpec, OutputStage, WhenNotMatched};
+use crate::query::planner::ReadPlan;
+use crate::query::{encode_key, Filter, QueryError};
+use crate::store::StoreError;
+
+/// Writes `documents`, the result of a pipeline run in database `db`, as its last stage
+/// `output` says, in one transaction. Inside a multi-document transaction (or a snapshot
+/// read) this is MongoDB's 263 OperationNotSupportedInTransaction.
+pub async fn write_output(
+    scope: &mut OpScope<'_>,
+    db: &str,
+    output: &OutputStage,
+    documents: Vec<Document>,
+) -> Result<(), OpError> {
+    if scope.in_transaction() {
+        return Err(OpError::NotInTransaction(format!(
+            "{} cannot be used in a transaction",
+            output.name()
+        )));
+    }
+    let target = output.target();
+    let target_db = target.db_or(db);
+    check_db_name(target_db)?;
+    if target.coll.starts_with("system.") {
+        return Err(match output {
+            OutputStage::Out(_) => OpError::Query(QueryError::location(
+                17385,
+                format!("Can't $out to special collection: {}", target.coll),
+            )),
+            OutputStage::Merge(_) => OpError::Query(QueryError::location(
+                31319,
+                format!("Cannot $merge to special collection: {}", target.coll),
+            )),
+        });
+    }
+    if matches!(target_db, "admin" | "config" | "local") {
+        return Err(OpError::Query(match output {
+            OutputStage::Out(_) => QueryError::location(
+                31321,
+                format!("Can't $out to internal database: {target_db}"),
+            ),
+            OutputStage::Merge(_) => QueryError::location(
+                31320,
+                format!("Cannot $merge to internal database: {target_db}"),
+            ),
+        }));
+    }
+    check_collection_name(target_db, &target.coll)?;
+    let mut transaction = scope.begin().await?;
+    match write_in(&mut transaction, target_db, output, documents).await {
+        Ok(()) => transaction.commit().await,
+        Err(error) => {
+            transaction.rollback().await?;
+            Err(error)
+        }
+    }
+}
+
+/// How often `$out` renames its result over a target that a concurrent `$out` replaced
+/// meanwhile.
+const OUTPUT_ATTEMPTS: usize = 5;
+
+/// The write of `write_output` inside `transaction`; the target read from the store in it
+/// (never from the cache, which may not have seen a concurrent replacement yet).
+async fn write_in(
+    transaction: &mut Transaction<'_>,
+    target_db: &str,
+    output: &OutputStage,
+    documents: Vec<Document>,
+) -> Result<(), OpError> {
+    let coll = &output.target().coll;
+    let existing = crate::catalog::read_snapshot(transaction.session())
+        .await?
+        .info(target_db, coll)
+        .cloned();
+    if let Some(existing) = &existing {
+        check_writable_target(existing, output, target_db)?;
+    }
+    match output {
+        OutputStage::Out(_) => {
+            replace_collection(transaction, target_db, coll, existing.as_deref(), documents)
+                .await?;
+        }
+        OutputStage::Merge(spec) => {
+            let info = collection_for_write(transaction, target_db, coll).await?;
+            let namespace = format!("{target_db}.{coll}");
+            merge_all(transaction, &info, &namespace, spec, documents).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A capped collection or a view cannot be an output target (MongoDB's 17152 for `$out`,
+/// 166 for a view).
+fn check_writable_target(
+    existing: &CollectionInfo,
+    output: &OutputStage,
+    db: &str,
+) -> Result<(), OpError> {
+    let options = &existing.record.options;
+    let namespace = format!("{db}.{}", existing.record.name);
+    if options.contains_key("viewOn") {
+        return Err(OpError::Query(QueryError::coded(
+            166,
+            "CommandNotSupportedOnView",
+            format!("Namespace {namespace} is a view, not a collection"),
+        )));
+    }
+    if matches!(output, OutputStage::Out(_)) && options.get_bool("capped").unwrap_or(false) {
+        return Err(OpError::Query(QueryError::location(
+            17152,
+            format!("namespace '{namespace}' is capped so it can't be used for $out"),
+        )));
+    }
+    Ok(())
+}
+
+/// `$out`: the new content goes into a temporary collection (`tmp.agg_out.<random>`) with
+/// the target's options and indexes rebuilt over it; the target is dropped and the
+/// temporary collection renamed over it — all inside the caller's transaction, so readers
+/// see the old collection until it commits and the new one after. The new collection has a
+/// new identity, so a cursor open on the old one ends (QueryPlanKilled), as in MongoDB.
+/// Answers how many documents were written.
+async fn replace_collection(
+    transaction: &mut Transaction<'_>,
+    db: &str,
+    coll: &str,
+    existing: Option<&CollectionInfo>,
+    documents: Vec<Document>,
+) -> Result<u64, OpError> {
+    let namespace = format!("{db}.{coll}");
+    let temp_name = format!("tmp.agg_out.{}", bson::oid::ObjectId::new().to_hex());
+    let options = existing
+        .map(|e| e.record.options.clone())
+        .unwrap_or_default();
+    let temp = transaction
+        .session()
+        .create_collection(db, &temp_name, &options)
+        .await?;
+    transaction.changed_catalog();
+    let mut prepared = Vec::with_capacity(documents.len());
+    for document in documents {
+        prepared.push(prepare_for_storage(document, &[])?);
+    }
+    let stored: Vec<_> = prepared.iter().map(|p| p.stored.clone()).collect();
+    let outcome = transaction.session().insert(&temp, &stored, true).await?;
+    if let Some(position) = outcome.conflicts.first() {
+        let id = prepared.get(*position).map_or(Bson::Null, |p| p.id.clone());
+        let entry = without_index(duplicate_id_error(0, &namespace, &id));
+        return Err(OpError::DuplicateKey(Box::new(entry)));
+    }
+    if let Some(existing) = existing {
+        if !existing.indexes.is_empty() {
+            let written = prepared
+                .iter()
+                .map(|p| read::decode_document(&p.stored.bson))
+                .collect::<Result<Vec<_>, _>>()?;
+            for index in &existing.indexes {
+                rebuild_index(transaction, &temp, &namespace, index, &written).await?;
+            }
+        }
+        transaction
+            .session()
+            .drop_collection(&existing.record)
+            .await?;
+    }
+    // A concurrent `$out` may have committed its own target since we read the catalog:
+    // the last one to commit wins, as with MongoDB's rename over the target.
+    for attempt in 1..=OUTPUT_ATTEMPTS {
+        match transaction
+            .session()
+            .rename_collection(&temp, db, coll)
+            .await
+        {
+            Ok(_) => return Ok(outcome.inserted),
+            Err(StoreError::AlreadyExists(_)) if attempt < OUTPUT_ATTEMPTS => {
+                let snapshot = crate::catalog::read_snapshot(transaction.session()).await?;
+                if let Some(replaced) = snapshot.info(db, coll) {
+                    transaction
+                        .session()
+                        .drop_collection(&replaced.record)
+                        .await?;
+                }
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    Err(OpError::NamespaceExists(format!(
+        "{namespace} kept being replaced by concurrent $out stages"
+    )))
+}
+
+/// Builds the target's secondary `index` on the temporary collection `temp` over the new
+/// `documents`; a unique index they break is MongoDB's E11000.
+async fn rebuild_index(
+    transaction: &mut Transaction<'_>,
+    temp: &crate::store::CollectionRecord,
+    namespace: &str,
+    index: &CollectionIndex,
+    documents: &[Document],
+) -> Result<(), OpError> {
+    let spec = &index.spec;
+    let mut entries = Vec::with_capacity(documents.len());
+    let mut multikey = false;
+    for document in documents {
+        if let Some(keys) = spec.entries(document)? {
+            multikey |= keys.multikey;
+            let id = document.get("_id").unwrap_or(&Bson::Null);
+            entries.push((encode_key(id), keys.keys));
+        }
+    }
+    let built = transaction
+        .session()
+        .create_index(
+            temp,
+            &spec.name,
+            &spec.document,
+            spec.unique,
+            multikey,
+            &entries,
+        )
+        .await;
+    match built {
+        Ok(_) => Ok(()),
+        Err(StoreError::IndexKeyConflict { .. }) => {
+            Err(duplicate_in_index(namespace, index, documents, &entries))
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The E11000 error for the first two documents whose keys collide in a unique `index`.
+fn duplicate_in_index(
+    namespace: &str,
+    index: &CollectionIndex,
+    documents: &[Document],
+    entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+) -> OpError {
+    let mut seen: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
+    let mut culprit = None;
+    'find: for (position, (_, keys)) in entries.iter().enumerate() {
+        for key in keys {
+            if seen.insert(key.as_slice(), position).is_some() {
+                culprit = Some(position);
+                break 'find;
+            }
+        }
+    }
+    let document = culprit
+        .and_then(|position| {
+            let id = &entries[position].0;
+            documents
+                .iter()
+                .find(|d| &encode_key(d.get("_id").unwrap_or(&Bson::Null)) == id)
+        })
+        .cloned()
+        .unwrap_or_default();
+    let entry = without_index(duplicate_index_error(0, namespace, &index.spec, &document));
+    OpError::DuplicateKey(Box::new(entry))
+}
+
+/// `$merge`, set-based inside the caller's transaction: the target documents the results
+/// match are read (and locked) a chunk of results at a time, every result is applied in
+/// order in memory (a later result sees what an earlier one inserted or changed), then the
+/// changed documents are written in one batch and the new ones in another. Answers how many
+/// documents were written.
+async fn merge_all(
+    transaction: &mut Transaction<'_>,
+    info: &CollectionInfo,
+    namespace: &str,
+    spec: &MergeSpec,
+    documents: Vec<Document>,
+) -> Result<u64, OpError> {
+    if !spec.on_is_id() && !has_unique_index_on(&info.indexes, &spec.on) {
+        return Err(OpError::Query(QueryError::location(
+            51183,
+            "Cannot find index to verify that join fields will be unique",
+        )));
+    }
+    let mut results = Vec::with_capacity(documents.len());
+    for mut result in documents {
+        let filter = spec.match_filter(&mut result)?;
+        let key = on_key(spec, &result).unwrap_or_default();
+        results.push((key, filter, result));
+    }
+
+    // The target as the results find it: on-key -> the document, whether it was there.
+    let mut target: HashMap<Vec<u8>, MergedDocument> = HashMap::new();
+    for chunk in results.chunks(MATCH_CHUNK) {
+        let filter = if spec.on_is_id() {
+            let ids: Vec<Bson> = chunk
+                .iter()
+                .map(|(_, _, result)| result.get("_id").cloned().unwrap_or(Bson::Null))
+                .collect();
+            bson::doc! {"_id": {"$in": ids}}
+        } else {
+            let each: Vec<Bson> = chunk
+                .iter()
+                .map(|(_, filter, _)| Bson::Document(filter.clone()))
+                .collect();
+            bson::doc! {"$or": each}
+        };
+        let plan = ReadPlan::new(Filter::parse(&filter)?, None, 0, None, &info.indexes);
+        for document in read::execute_for_update(transaction.session(), &info.record, &plan).await?
+        {
+            if let Some(key) = on_key(spec, &document) {
+                target.entry(key).or_insert(MergedDocument {
+                    document,
+                    existed: true,
+                    changed: false,
+                });
+            }
+        }
+    }
+
+    let mut inserted_keys: Vec<Vec<u8>> = Vec::new();
+    for (key, _, result) in results {
+        crate::interrupt::check_now().map_err(QueryError::from)?;
+        match target.get_mut(&key) {
+            Some(matched) => match spec.matched_write(&matched.document, &result)? {
+                MatchedWrite::Keep => {}
+                MatchedWrite::Fail => {
+                    let existing = &matched.document;
+                    let id = existing.get("_id").cloned().unwrap_or(Bson::Null);
+                    return Err(duplicate_on_fields(
+                        &info.indexes,
+                        namespace,
+                        spec,
+                        &id,
+                        existing,
+                    ));
+                }
+                MatchedWrite::Write(document) => {
+                    matched.document = document;
+                    matched.changed = true;
+                }
+            },
+            None => match spec.when_not_matched {
+                WhenNotMatched::Insert => {
+                    inserted_keys.push(key.clone());
+                    target.insert(
+                        key,
+                        MergedDocument {
+                            document: result,
+                            existed: false,
+                            changed: true,
+                        },
+                    );
+                }
+                WhenNotMatched::Discard => {}
+                WhenNotMatched::Fail => {
+                    return Err(OpError::Query(QueryError::coded(
+                        13113,
+                        "MergeStageNoMatchingDocument",
+                        "$merge could not find a matching document in the target collection for at least one document in the source collection",
+                    )))
+                }
+            },
+        }
+    }
+
+    let mut new_multikey = BTreeSet::new();
+    let mut replaced = Vec::new();
+    for merged in target.values().filter(|m| m.existed && m.changed) {
+        let prepared = prepare_for_storage(merged.document.clone(), &info.indexes)?;
+        new_multikey.extend(prepared.new_multikey.iter().copied());
+        replaced.push(prepared);
+    }
+    let mut inserted = Vec::with_capacity(inserted_keys.len());
+    for key in &inserted_keys {
+        if let Some(merged) = target.remove(key) {
+            let prepared = prepare_for_storage(merged.document, &info.indexes)?;
+            new_multikey.extend(prepared.new_multikey.iter().copied());
+            inserted.push(prepared);
+        }
+    }
+    if !replaced.is_empty() {
+        let stored: Vec<_> = replaced.iter().map(|p| p.stored.clone()).collect();
+        match transaction.session().replace(&info.record, &stored).await {
+            Ok(_) => {}
+            Err(StoreError::IndexKeyConflict { index }) => {
+                let document = read::decode_document(&stored[0].bson)?;
+                let entry = index_conflict_entry(&info.indexes, namespace, &index, &document);
+                return Err(OpError::DuplicateKey(Box::new(entry)));
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    if !inserted.is_empty() {
+        let stored: Vec<_> = inserted.iter().map(|p| p.stored.clone()).collect();
+        let outcome = transaction
+            .session()
+            .insert(&info.record, &stored, true)
+            .await?;
+        if let Some(position) = outcome.conflicts.first() {
+            let by_index = outcome.index_conflicts.iter().find(|(p, _)| p == position);
+            let entry = match (inserted.get(*position), by_index) {
+                (Some(document), Some((_, index))) => {
+                    let original = read::decode_document(&document.stored.bson)?;
+                    index_conflict_entry(&info.indexes, namespace, index, &original)
+                }
+                (document, _) => without_index(duplicate_id_error(
+                    0,
+                    namespace,
+                    document.map_or(&Bson::Null, |d| &d.id),
+                )),
+            };
+            return Err(OpError::DuplicateKey(Box::new(entry)));
+        }
+    }
+    mark_multikey(transaction, &info.indexes, &new_multikey).await?;
+    Ok((replaced.len() + inserted.len()) as u64)
+}
+
+/// Results whose target documents one read looks up.
+const MATCH_CHUNK: usize = 1000;
+
+/// A target document as the merge has left it so far.
+struct MergedDocument {
+    document: Document,
+    /// It was in the target before the merge (replaced), or the merge inserts it.
+    existed: bool,
+    changed: bool,
+}
+
+/// The values of the `on` fields of `document`, encoded so that values MongoDB finds equal
+/// have equal keys; None when one is missing (such a document matches no result).
+fn on_key(spec: &MergeSpec, document: &Document) -> Option<Vec<u8>> {
+    let mut values = Vec::with_capacity(spec.on.len());
+    for field in &spec.on {
+        values.push(crate::query::get_path(document, field)?.clone());
+    }
+    Some(encode_key(&Bson::Array(values)))
+}
+
+/// Whether a unique, non-partial index has exactly the `on` fields as its keys (in any
+/// order), as `$merge` requires for `on` fields other than `_id`.
+fn has_unique_index_on(indexes: &[CollectionIndex], on: &[String]) -> bool {
+    let wanted: BTreeSet<&str> = on.iter().map(String::as_str).collect();
+    indexes.iter().any(|index| {
+        let keys: BTreeSet<&str> = index.spec.fields.iter().map(|(f, _)| f.as_str()).collect();
+        index.spec.unique
+            && index.spec.partial_filter.is_none()
+            && keys == wanted
+            && index.spec.fields.len() == on.len()
+    })
+}
+
+/// `whenMatched: fail`: MongoDB inserts, and the insert fails on the `on` fields' unique
+/// index (E11000).
+fn duplicate_on_fields(
+    indexes: &[CollectionIndex],
+    namespace: &str,
+    spec: &MergeSpec,
+    id: &Bson,
+    existing: &Document,
+) -> OpError {
+    let entry = if spec.on_is_id() {
+        duplicate_id_error(0, namespace, id)
+    } else {
+        let wanted: BTreeSet<&str> = spec.on.iter().map(String::as_str).collect();
+        let index = indexes.iter().find(|index| {
+            index.spec.unique
+                && index
+                    .spec
+                    .fields
+                    .iter()
+                    .map(|(f, _)| f.as_str())
+                    .collect::<BTreeSet<_>>()
+                    == wanted
+        });
+        match index {
+            Some(index) => duplicate_index_error(0, namespace, &index.spec, existing),
+            None => duplicate_id_error(0, namespace, id),
+        }
+    };
+    OpError::DuplicateKey(Box::new(without_index(entry)))
+}
+
+/// The E11000 entry for a collision on the unique index named `index`.
+fn index_conflict_entry(
+    indexes: &[CollectionIndex],
+    namespace: &str,
+    index: &str,
+    document: &Document,
+) -> Document {
+    let entry = match indexes.iter().find(|i| i.record.name == index) {
+        Some(spec) => duplicate_index_error(0, namespace, &spec.spec, document),
+        None => duplicate_id_error(0, namespace, document.get("_id").unwrap_or(&Bson::Null)),
+    };
+    without_index(entry)
+}
+
+/// A command error carries no batch `index`.
+fn without_index(mut entry: Document) -> Document {
+    entry.remove("index");
+    entry
+}
