@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -469,6 +470,22 @@ def _run_on_started_server(backend: str | None, files: list[Path], show_failures
             server.stop()
             if server.proc is not None and server.proc.returncode not in (0, -15, None):
                 print(f"docgate exited with {server.proc.returncode}:\n{server.log_tail()}", file=sys.stderr)
+            if backend:
+                _drop_postgres_database(backend, server.backend)
+
+
+def _drop_postgres_database(cluster_url: str, database_url: str) -> None:
+    """Drops the database fresh_postgres_database made for this run (psql, as it made it)."""
+    name = database_url.rsplit("/", 1)[1]
+    done = subprocess.run(
+        ["psql", "-q", cluster_url, "-c", f"DROP DATABASE IF EXISTS {name}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        print(f"could not drop database {name}: {done.stderr.strip()}", file=sys.stderr)
 
 
 if __name__ == "__main__":
