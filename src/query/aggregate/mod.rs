@@ -14,6 +14,8 @@ mod reshape;
 pub mod stages;
 #[cfg(test)]
 mod tests;
+pub mod window;
+mod window_functions;
 
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
@@ -73,6 +75,8 @@ pub enum Stage {
         /// Stages applied to its documents first.
         pipeline: Option<Pipeline>,
     },
+    /// `$setWindowFields`.
+    SetWindowFields(Box<window::SetWindowFields>),
     /// `$unwind`.
     Unwind {
         /// Path without the leading `$`.
@@ -333,9 +337,12 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
                 }
             }
         }
+        "$setWindowFields" => {
+            Stage::SetWindowFields(Box::new(window::parse_set_window_fields(spec)?))
+        }
         "$graphLookup" | "$out" | "$merge" | "$geoNear" | "$search" | "$bucketAuto"
         | "$collStats" | "$indexStats" | "$currentOp" | "$listSessions" | "$redact"
-        | "$setWindowFields" | "$densify" | "$fill" | "$documents" | "$changeStream" => {
+        | "$densify" | "$fill" | "$documents" | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"
             )))
@@ -488,6 +495,7 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             .collect::<Result<_, _>>()?,
         Stage::Bucket(bucket) => stages::run_bucket(bucket, docs)?,
         Stage::Sample(size) => stages::run_sample(*size, docs),
+        Stage::SetWindowFields(spec) => window::run_set_window_fields(spec, docs)?,
         Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } => {
             Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
         }
