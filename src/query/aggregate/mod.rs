@@ -5,11 +5,19 @@
 //! `reshape.rs`, $facet, $bucket, $sample, $lookup and $unionWith in `stages.rs`, the
 //! accumulator specs in `accumulators.rs`.
 //!
-//! Not for: $graphLookup, $out, $merge, $geoNear, $search and $bucketAuto (rejected as
-//! unsupported) or pushdown decisions (the planner reads [`Pipeline::leading_match`]).
+//! $setWindowFields is in `window.rs` (its functions in `window_functions.rs`), $densify and
+//! $fill in `densify_fill.rs`, $bucketAuto in `bucket_auto.rs`, $redact in `redact.rs`,
+//! $graphLookup in `graph_lookup.rs`.
+//!
+//! Not for: $out, $merge, $geoNear and $search (rejected as unsupported) or pushdown
+//! decisions (the planner reads [`Pipeline::leading_match`]).
 
 pub mod accumulators;
+pub mod bucket_auto;
+pub mod densify_fill;
+pub mod graph_lookup;
 mod group;
+mod redact;
 mod reshape;
 pub mod stages;
 #[cfg(test)]
@@ -75,8 +83,16 @@ pub enum Stage {
         /// Stages applied to its documents first.
         pipeline: Option<Pipeline>,
     },
-    /// `$setWindowFields`.
+    /// `$setWindowFields` (and the window part of `$fill`).
     SetWindowFields(Box<window::SetWindowFields>),
+    /// `$densify`.
+    Densify(Box<densify_fill::Densify>),
+    /// `$bucketAuto`.
+    BucketAuto(Box<bucket_auto::BucketAuto>),
+    /// `$redact` with its expression.
+    Redact(Expression),
+    /// `$graphLookup`.
+    GraphLookup(Box<graph_lookup::GraphLookup>),
     /// `$unwind`.
     Unwind {
         /// Path without the leading `$`.
@@ -141,6 +157,7 @@ impl Pipeline {
             docs = match stage {
                 Stage::Facet(facets) => stages::run_facet(facets, docs, foreign)?,
                 Stage::Lookup(lookup) => stages::run_lookup(lookup, docs, foreign)?,
+                Stage::GraphLookup(spec) => graph_lookup::run_graph_lookup(spec, docs, foreign)?,
                 Stage::UnionWith {
                     collection,
                     pipeline,
@@ -204,6 +221,7 @@ impl Pipeline {
                         p.collect_foreign(names);
                     }
                 }
+                Stage::GraphLookup(spec) => add(&spec.from, names),
                 Stage::Facet(facets) => {
                     for (_, p) in facets {
                         p.collect_foreign(names);
@@ -340,9 +358,13 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
         "$setWindowFields" => {
             Stage::SetWindowFields(Box::new(window::parse_set_window_fields(spec)?))
         }
-        "$graphLookup" | "$out" | "$merge" | "$geoNear" | "$search" | "$bucketAuto"
-        | "$collStats" | "$indexStats" | "$currentOp" | "$listSessions" | "$redact"
-        | "$densify" | "$fill" | "$documents" | "$changeStream" => {
+        "$densify" => Stage::Densify(Box::new(densify_fill::parse_densify(spec)?)),
+        "$fill" => return densify_fill::parse_fill(spec, out),
+        "$bucketAuto" => Stage::BucketAuto(Box::new(bucket_auto::parse_bucket_auto(spec)?)),
+        "$redact" => Stage::Redact(Expression::parse(spec)?),
+        "$graphLookup" => Stage::GraphLookup(Box::new(graph_lookup::parse_graph_lookup(spec)?)),
+        "$out" | "$merge" | "$geoNear" | "$search" | "$collStats" | "$indexStats"
+        | "$currentOp" | "$listSessions" | "$documents" | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"
             )))
@@ -496,7 +518,10 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
         Stage::Bucket(bucket) => stages::run_bucket(bucket, docs)?,
         Stage::Sample(size) => stages::run_sample(*size, docs),
         Stage::SetWindowFields(spec) => window::run_set_window_fields(spec, docs)?,
-        Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } => {
+        Stage::Densify(spec) => densify_fill::run_densify(spec, docs)?,
+        Stage::BucketAuto(spec) => bucket_auto::run_bucket_auto(spec, docs)?,
+        Stage::Redact(expr) => redact::run_redact(expr, docs)?,
+        Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } | Stage::GraphLookup(_) => {
             Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
         }
         Stage::Unwind { path, index_field, preserve_empty } => {

@@ -103,17 +103,21 @@ pub fn parse_set_window_fields(spec: &Bson) -> Result<SetWindowFields, QueryErro
     let sort_by = match d.get("sortBy") {
         None => None,
         Some(Bson::Document(s)) => Some(SortSpec::parse(s)?),
-        Some(other) => return Err(QueryError::type_mismatch(format!(
+        Some(other) => {
+            return Err(QueryError::type_mismatch(format!(
             "BSON field '$setWindowFields.sortBy' is the wrong type '{}', expected type 'object'",
             type_name(Some(other))
-        ))),
+        )))
+        }
     };
     let output = match d.get("output") {
         Some(Bson::Document(o)) => o,
-        Some(other) => return Err(QueryError::type_mismatch(format!(
+        Some(other) => {
+            return Err(QueryError::type_mismatch(format!(
             "BSON field '$setWindowFields.output' is the wrong type '{}', expected type 'object'",
             type_name(Some(other))
-        ))),
+        )))
+        }
         None => {
             return Err(QueryError::location(
                 40414,
