@@ -485,7 +485,7 @@ fn calculus_x(
         (5624900, 5624901)
     };
     match (value, unit_millis) {
-        (Bson::DateTime(d), Some(unit)) => Ok(Some(d.timestamp_millis() as f64 / unit as f64)),
+        (Bson::DateTime(d), Some(_)) => Ok(Some(d.timestamp_millis() as f64)),
         (Bson::DateTime(_), None) => Err(QueryError::location(
             without_unit,
             format!("{name} where the sortBy is a Date requires an 'unit'"),
@@ -512,6 +512,9 @@ fn calculus(
     for value in &partition.sort_values {
         xs.push(calculus_x(value, name, unit_millis)?);
     }
+    // x differences are taken in the sortBy's own terms (milliseconds for dates), then
+    // scaled to the unit, so large timestamps keep their precision.
+    let scale = unit_millis.map(|u| u as f64).unwrap_or(1.0);
     let point = |i: usize| Some((xs[i]?, number(ys[i].as_ref())?));
     let mut out = Vec::with_capacity(n);
     for row in 0..n {
@@ -526,15 +529,14 @@ fn calculus(
                 out.push(Bson::Null);
                 continue;
             }
-            let area: f64 = points
-                .windows(2)
-                .map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0)
-                .sum();
+            let area = points.windows(2).fold(0.0, |total, w| {
+                total + (w[1].0 - w[0].0) / scale * (w[0].1 + w[1].1) / 2.0
+            });
             out.push(Bson::Double(area));
         } else {
             match (point(lo), point(hi)) {
                 (Some((x0, y0)), Some((x1, y1))) if hi > lo && x1 != x0 => {
-                    out.push(Bson::Double((y1 - y0) / (x1 - x0)))
+                    out.push(Bson::Double((y1 - y0) / ((x1 - x0) / scale)))
                 }
                 _ => out.push(Bson::Null),
             }
