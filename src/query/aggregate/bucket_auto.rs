@@ -287,6 +287,12 @@ pub fn parse_bucket_auto(spec: &Bson) -> Result<BucketAuto, QueryError> {
 }
 
 fn granular_value(value: &Bson) -> Result<f64, QueryError> {
+    if let Bson::Decimal128(_) = value {
+        // MongoDB rounds decimal boundaries in decimal; docgate's rounders are doubles.
+        return Err(QueryError::not_supported(
+            "$bucketAuto 'granularity' over Decimal128 values is not supported by docgate",
+        ));
+    }
     let Some(n) = Number::from_bson(value) else {
         return Err(loc(40258, format!("$bucketAuto can specify a 'granularity' with numeric boundaries only, but found a value with type: {}", type_name(Some(value)))));
     };

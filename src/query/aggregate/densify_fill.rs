@@ -42,7 +42,7 @@ pub enum DensifyBounds {
     /// "partition": each partition's smallest to largest value.
     Partition,
     /// `[lower, upper)`.
-    Explicit(Bson, Bson),
+    Explicit(Box<(Bson, Bson)>),
 }
 
 fn loc(code: i32, message: &str) -> QueryError {
@@ -190,7 +190,7 @@ pub fn parse_densify(spec: &Bson) -> Result<Densify, QueryError> {
             } else {
                 return Err(loc(5946800, "Explicit bounds must be numeric or dates"));
             }
-            DensifyBounds::Explicit(lo.clone(), hi.clone())
+            DensifyBounds::Explicit(Box::new((lo.clone(), hi.clone())))
         }
         _ => {
             return Err(loc(5733404, "The bounds in a range statement must be the string 'full', 'partition', or an ascending array of two numbers or two dates"))
@@ -318,7 +318,8 @@ pub fn run_densify(spec: &Densify, docs: Vec<Document>) -> Result<Vec<Document>,
                 }
                 _ => Vec::new(),
             },
-            DensifyBounds::Explicit(lo, hi) => {
+            DensifyBounds::Explicit(bounds) => {
+                let (lo, hi) = bounds.as_ref();
                 spec.grid(lo, |v| compare_values(v, hi) == Ordering::Less)?
             }
         };

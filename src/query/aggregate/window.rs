@@ -68,7 +68,7 @@ pub enum RangeBound {
     /// "current": the current document's value.
     Current,
     /// A number added to the current value.
-    Offset(Bson),
+    Offset(Box<Bson>),
 }
 
 fn failed(message: impl Into<String>) -> QueryError {
@@ -328,7 +328,7 @@ fn range_bound(bound: &Bson, with_unit: bool) -> Result<RangeBound, QueryError> 
             Some(n) if with_unit && n.to_exact_i64().is_none() => Err(failed(format!(
                 "With 'unit', range-based bounds must be an integer: {other}"
             ))),
-            Some(_) => Ok(RangeBound::Offset(other.clone())),
+            Some(_) => Ok(RangeBound::Offset(Box::new(other.clone()))),
             None => Err(failed(format!(
                 "Range-based bounds expression must be a number: {other}"
             ))),
@@ -512,7 +512,7 @@ fn check_range_value(value: &Bson, with_unit: bool) -> Result<(), QueryError> {
 /// `[-1, 0]` window reaches one unit above the current value).
 fn shifted(current: &Bson, bound: &RangeBound, unit: Option<&str>) -> Result<Bson, QueryError> {
     let offset = match bound {
-        RangeBound::Offset(o) => o.clone(),
+        RangeBound::Offset(o) => Bson::clone(o),
         _ => return Ok(current.clone()),
     };
     match unit {

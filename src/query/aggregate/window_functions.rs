@@ -171,12 +171,9 @@ pub fn parse(
                 })?;
             let default = match d.get("default") {
                 None => Bson::Null,
-                Some(v) => {
-                    let e = Expression::parse(v)?;
-                    constant(&e).ok_or_else(|| {
-                        failed("'$shift:default' expression must yield a constant value.")
-                    })?
-                }
+                Some(v) => constant(v).ok_or_else(|| {
+                    failed("'$shift:default' expression must yield a constant value.")
+                })?,
             };
             Ok(WindowFunction::Shift {
                 output: Expression::parse(output)?,
@@ -304,18 +301,24 @@ fn named_arguments<'a>(
     Ok(d)
 }
 
-/// The value of an expression that reads no document, if it is one.
-fn constant(e: &Expression) -> Option<Bson> {
-    if let Some(v) = e.as_literal() {
-        return Some(v.clone());
+/// The value of an expression spec that names no field or variable (outside `$literal`),
+/// if it is one.
+fn constant(spec: &Bson) -> Option<Bson> {
+    fn names_something(v: &Bson) -> bool {
+        match v {
+            Bson::String(s) => s.starts_with('$'),
+            Bson::Document(d) => !d.contains_key("$literal") && d.values().any(names_something),
+            Bson::Array(items) => items.iter().any(names_something),
+            _ => false,
+        }
     }
-    // Reading the empty document and a non-empty one must agree for a constant.
-    let a = e.evaluate(&Document::new()).ok()?;
-    let b = e
-        .evaluate(&bson::doc! {"\u{1}probe": 1})
+    if names_something(spec) {
+        return None;
+    }
+    Expression::parse(spec)
+        .ok()?
+        .evaluate(&Document::new())
         .ok()
-        .filter(|b| compare_values(&a, b).is_eq())?;
-    Some(b)
 }
 
 /// Milliseconds per fixed-length unit (months and years have none).
@@ -347,6 +350,25 @@ fn evaluate_all(
         .iter()
         .map(|d| input.evaluate_optional(d))
         .collect()
+}
+
+/// [`evaluate_all`] for the functions that compute in doubles: a Decimal128 input, which
+/// MongoDB computes in decimal, is refused rather than answered with a double.
+fn evaluate_numeric(
+    input: &Expression,
+    partition: &Partition<'_>,
+    name: &str,
+) -> Result<Vec<Option<Bson>>, QueryError> {
+    let values = evaluate_all(input, partition)?;
+    if values
+        .iter()
+        .any(|v| matches!(v, Some(Bson::Decimal128(_))))
+    {
+        return Err(QueryError::not_supported(format!(
+            "{name} over Decimal128 values is not supported by docgate"
+        )));
+    }
+    Ok(values)
 }
 
 /// Computes a window function over one partition (one value per document).
@@ -383,7 +405,7 @@ pub fn compute(
         WindowFunction::ExpMovingAvg { input, alpha } => {
             let mut average: Option<f64> = None;
             let mut out = Vec::with_capacity(n);
-            for value in evaluate_all(input, partition)? {
+            for value in evaluate_numeric(input, partition, "$expMovingAvg")? {
                 match value
                     .as_ref()
                     .and_then(Number::from_bson)
@@ -403,8 +425,13 @@ pub fn compute(
             Ok(out)
         }
         WindowFunction::Covariance { sample, x, y } => {
-            let xs = evaluate_all(x, partition)?;
-            let ys = evaluate_all(y, partition)?;
+            let name = if *sample {
+                "$covarianceSamp"
+            } else {
+                "$covariancePop"
+            };
+            let xs = evaluate_numeric(x, partition, name)?;
+            let ys = evaluate_numeric(y, partition, name)?;
             let mut out = Vec::with_capacity(n);
             for row in 0..n {
                 let (lo, hi, any) = window_rows(window, row, partition)?;
@@ -432,7 +459,7 @@ pub fn compute(
                 .collect())
         }
         WindowFunction::LinearFill(input) => {
-            let values = evaluate_all(input, partition)?;
+            let values = evaluate_numeric(input, partition, "$linearFill")?;
             linear_fill(values, partition)
         }
     }
@@ -507,7 +534,7 @@ fn calculus(
 ) -> Result<Vec<Bson>, QueryError> {
     let name = if integral { "$integral" } else { "$derivative" };
     let n = partition.docs.len();
-    let ys = evaluate_all(input, partition)?;
+    let ys = evaluate_numeric(input, partition, name)?;
     let mut xs = Vec::with_capacity(n);
     for value in &partition.sort_values {
         xs.push(calculus_x(value, name, unit_millis)?);

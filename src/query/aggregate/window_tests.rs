@@ -341,6 +341,12 @@ fn parse_errors_match_mongodb() {
     assert_eq!(code(doc! {"output": {"s": {"$sum": 1}}, "bogus": 1}), 40415);
     assert_eq!(code(doc! {"sortBy": {"a": 1}}), 40414);
     assert_eq!(code(doc! {"output": {"s": {"$nope": 1}}}), 9);
+    assert_eq!(
+        code(
+            doc! {"sortBy": {"a": 1}, "output": {"s": {"$shift": {"output": "$a", "by": 1, "default": "$a"}}}}
+        ),
+        9
+    );
     let err = run(
         doc! {"partitionBy": "$a", "output": {"s": {"$sum": 1}}},
         vec![doc! {"a": [1]}],
@@ -353,4 +359,21 @@ fn parse_errors_match_mongodb() {
     )
     .unwrap_err();
     assert_eq!(err.code, 5429414);
+}
+
+#[test]
+fn decimal_inputs_of_double_computations_are_refused() {
+    let docs = vec![doc! {"_id": 1, "v": Bson::Decimal128("1.5".parse().unwrap())}];
+    let err = run(
+        doc! {"sortBy": {"_id": 1}, "output": {"e": {"$expMovingAvg": {"input": "$v", "N": 2}}}},
+        docs.clone(),
+    )
+    .unwrap_err();
+    assert_eq!(err.code, 2);
+    // Accumulators keep decimals exact, as $group does.
+    let out = run(doc! {"output": {"s": {"$sum": "$v"}}}, docs).unwrap();
+    assert_eq!(
+        out[0].get("s"),
+        Some(&Bson::Decimal128("1.5".parse().unwrap()))
+    );
 }
