@@ -588,6 +588,15 @@ fn linear_fill(
             Some(other) => number(Some(other)),
         })
         .collect();
+    // The next row with a known value, for every row (one pass from the end).
+    let mut next_known = vec![None; n + 1];
+    for i in (0..n).rev() {
+        next_known[i] = if known[i].is_some() {
+            Some(i)
+        } else {
+            next_known[i + 1]
+        };
+    }
     let mut out = Vec::with_capacity(n);
     let mut previous: Option<usize> = None;
     for (i, value) in values.into_iter().enumerate() {
@@ -603,7 +612,7 @@ fn linear_fill(
                 out.push(v);
             }
             _ => {
-                let next = (i + 1..n).find(|j| known[*j].is_some());
+                let next = next_known[i + 1];
                 let filled = match (previous, next) {
                     (Some(p), Some(q)) => match (xs[p], xs[q], xs[i], known[p], known[q]) {
                         (Some(xp), Some(xq), Some(x), Some(yp), Some(yq)) if xq != xp => {
