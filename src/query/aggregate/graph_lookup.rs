@@ -175,14 +175,23 @@ pub fn run_graph_lookup(
         .iter()
         .filter(|d| spec.restrict.as_ref().is_none_or(|f| f.matches(d)))
         .collect();
+    // Matched like the `{connectToField: {$in: [...]}}` query MongoDB runs: a missing
+    // field is null.
     let targets: Vec<Vec<Bson>> = others
         .iter()
-        .map(|d| values_at(d, &spec.connect_to))
+        .map(|d| {
+            let values = values_at(d, &spec.connect_to);
+            if values.is_empty() {
+                vec![Bson::Null]
+            } else {
+                values
+            }
+        })
         .collect();
     let mut out = Vec::with_capacity(docs.len());
     for mut doc in docs {
         let mut frontier: Vec<Bson> = match spec.start_with.evaluate_optional(&doc)? {
-            None => Vec::new(),
+            None => vec![Bson::Null],
             Some(Bson::Array(items)) => items,
             Some(v) => vec![v],
         };
@@ -261,6 +270,18 @@ mod tests {
         foreign.insert("employees".into(), employees());
         let out = p.run_with(employees(), &foreign).unwrap();
         assert!(names(&out[0], "reportingHierarchy").is_empty());
+        // A missing startWith is null, and finds the documents without connectToField.
+        let mut with_nameless = employees();
+        with_nameless.push(doc! {"_id": 7, "title": "vacancy"});
+        foreign.insert("employees".into(), with_nameless);
+        let out = p.run_with(employees(), &foreign).unwrap();
+        assert_eq!(
+            out[0].get_array("reportingHierarchy").unwrap(),
+            &vec![Bson::Document(
+                doc! {"_id": 7, "title": "vacancy", "depth": 0_i64}
+            )]
+        );
+        foreign.insert("employees".into(), employees());
         assert_eq!(
             names(&out[4], "reportingHierarchy"),
             vec![

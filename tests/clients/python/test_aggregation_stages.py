@@ -13,6 +13,13 @@ import pytest
 from pymongo.errors import OperationFailure
 
 
+@pytest.fixture(autouse=True)
+def fresh_database(db):
+    """Each test starts from an empty database, also on a backend kept between runs."""
+    db.client.drop_database(db.name)
+    yield
+
+
 def utc(*args):
     return datetime.datetime(*args)
 
