@@ -6,21 +6,30 @@
 //! accumulator specs in `accumulators.rs`.
 //!
 //! $out and $merge are parsed in `output.rs` (the core writes their result), $documents and
-//! $listLocalSessions of `aggregate: 1` in `collectionless.rs`.
+//! $listLocalSessions of `aggregate: 1` in `collectionless.rs`. $setWindowFields is in
+//! `window.rs` (its functions in `window_functions.rs`), $densify and $fill in
+//! `densify_fill.rs`, $bucketAuto in `bucket_auto.rs`, $redact in `redact.rs`, $graphLookup
+//! in `graph_lookup.rs`.
 //!
-//! Not for: $graphLookup, $geoNear, $search and $bucketAuto (rejected as
-//! unsupported) or pushdown decisions (the planner reads [`Pipeline::leading_match`]).
+//! Not for: $geoNear and $search (rejected as unsupported) or pushdown decisions (the
+//! planner reads [`Pipeline::leading_read`]).
 
 pub mod accumulators;
+pub mod bucket_auto;
 pub mod collectionless;
+pub mod densify_fill;
+pub mod graph_lookup;
 mod group;
 pub mod output;
 #[cfg(test)]
 mod output_tests;
+mod redact;
 mod reshape;
 pub mod stages;
 #[cfg(test)]
 mod tests;
+pub mod window;
+mod window_functions;
 
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
@@ -86,6 +95,16 @@ pub enum Stage {
     Documents(Expression),
     /// `$listLocalSessions`: the first stage of `aggregate: 1`; the core supplies them.
     ListLocalSessions(collectionless::SessionListing),
+    /// `$setWindowFields` (and the window part of `$fill`).
+    SetWindowFields(Box<window::SetWindowFields>),
+    /// `$densify`.
+    Densify(Box<densify_fill::Densify>),
+    /// `$bucketAuto`.
+    BucketAuto(Box<bucket_auto::BucketAuto>),
+    /// `$redact` with its expression.
+    Redact(Expression),
+    /// `$graphLookup`.
+    GraphLookup(Box<graph_lookup::GraphLookup>),
     /// `$unwind`.
     Unwind {
         /// Path without the leading `$`.
@@ -273,6 +292,7 @@ impl Pipeline {
             docs = match stage {
                 Stage::Facet(facets) => stages::run_facet(facets, docs, foreign)?,
                 Stage::Lookup(lookup) => stages::run_lookup(lookup, docs, foreign)?,
+                Stage::GraphLookup(spec) => graph_lookup::run_graph_lookup(spec, docs, foreign)?,
                 Stage::UnionWith {
                     collection,
                     pipeline,
@@ -336,6 +356,7 @@ impl Pipeline {
                         p.collect_foreign(names);
                     }
                 }
+                Stage::GraphLookup(spec) => add(&spec.from, names),
                 Stage::Facet(facets) => {
                     for (_, p) in facets {
                         p.collect_foreign(names);
@@ -475,9 +496,16 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
         "$listLocalSessions" => {
             Stage::ListLocalSessions(collectionless::parse_list_local_sessions(spec)?)
         }
-        "$graphLookup" | "$geoNear" | "$search" | "$bucketAuto" | "$collStats" | "$indexStats"
-        | "$currentOp" | "$listSessions" | "$redact" | "$setWindowFields" | "$densify"
-        | "$fill" | "$changeStream" => {
+        "$setWindowFields" => {
+            Stage::SetWindowFields(Box::new(window::parse_set_window_fields(spec)?))
+        }
+        "$densify" => Stage::Densify(Box::new(densify_fill::parse_densify(spec)?)),
+        "$fill" => return densify_fill::parse_fill(spec, out),
+        "$bucketAuto" => Stage::BucketAuto(Box::new(bucket_auto::parse_bucket_auto(spec)?)),
+        "$redact" => Stage::Redact(Expression::parse(spec)?),
+        "$graphLookup" => Stage::GraphLookup(Box::new(graph_lookup::parse_graph_lookup(spec)?)),
+        "$geoNear" | "$search" | "$collStats" | "$indexStats" | "$currentOp" | "$listSessions"
+        | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"
             )))
@@ -639,7 +667,11 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             .collect::<Result<_, _>>()?,
         Stage::Bucket(bucket) => stages::run_bucket(bucket, docs)?,
         Stage::Sample(size) => stages::run_sample(*size, docs),
-        Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } => {
+        Stage::SetWindowFields(spec) => window::run_set_window_fields(spec, docs)?,
+        Stage::Densify(spec) => densify_fill::run_densify(spec, docs)?,
+        Stage::BucketAuto(spec) => bucket_auto::run_bucket_auto(spec, docs)?,
+        Stage::Redact(expr) => redact::run_redact(expr, docs)?,
+        Stage::Facet(_) | Stage::Lookup(_) | Stage::UnionWith { .. } | Stage::GraphLookup(_) => {
             Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
         }
         Stage::Documents(expression) => collectionless::documents(expression)?,

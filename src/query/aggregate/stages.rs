@@ -4,7 +4,7 @@
 //! caller (see [`crate::query::aggregate::Pipeline::foreign_collections`]).
 //!
 //! Not for: the single-collection stages (`aggregate/mod.rs`), correlated `$lookup` with `let`
-//! (rejected as unsupported) or `$graphLookup`.
+//! (rejected as unsupported) or `$graphLookup` (`graph_lookup.rs`).
 
 use crate::query::aggregate::accumulators::{feed, AccumulatorSpec, AccumulatorState};
 use crate::query::aggregate::Pipeline;

@@ -80,9 +80,23 @@ pub(crate) enum Node {
     },
 }
 
+/// `$redact`'s system variables.
+pub const REDACT_VARIABLES: [&str; 3] = ["DESCEND", "PRUNE", "KEEP"];
+
+/// The value `$$DESCEND`, `$$PRUNE` or `$$KEEP` evaluates to inside `$redact`: a document
+/// whose key holds a NUL, which no stored BSON document can have, so data never mistakes
+/// itself for one.
+pub fn redact_marker(name: &str) -> Bson {
+    let mut d = Document::new();
+    d.insert("\0redact", name);
+    Bson::Document(d)
+}
+
 /// Variables in scope during evaluation: `$$ROOT`, `$$CURRENT` and user variables.
 pub struct Scope<'a> {
     root: &'a Document,
+    /// `$$CURRENT`, which field paths read: the root except inside `$redact`'s descent.
+    current: &'a Document,
     variables: Vec<(String, Option<Bson>)>,
 }
 
@@ -91,8 +105,24 @@ impl<'a> Scope<'a> {
     pub fn new(root: &'a Document) -> Self {
         Scope {
             root,
+            current: root,
             variables: Vec::new(),
         }
+    }
+
+    /// The scope of `$redact`'s expression at one level: `$$ROOT` the whole document,
+    /// `$$CURRENT` (and field paths) the sub-document, and `$$DESCEND`, `$$PRUNE`, `$$KEEP`
+    /// bound (they are undefined anywhere else, as in MongoDB).
+    pub fn for_redact(root: &'a Document, current: &'a Document) -> Self {
+        let mut scope = Scope {
+            root,
+            current,
+            variables: Vec::new(),
+        };
+        for name in REDACT_VARIABLES {
+            scope.bind(name, Some(redact_marker(name)));
+        }
+        scope
     }
 
     fn lookup(&self, name: &str) -> Option<Option<Bson>> {
@@ -194,7 +224,7 @@ impl Expression {
         crate::interrupt::check()?;
         match &self.node {
             Node::Literal(v) => Ok(Some(v.clone())),
-            Node::FieldPath(path) => Ok(path_value_in_document(scope.root, path)),
+            Node::FieldPath(path) => Ok(path_value_in_document(scope.current, path)),
             Node::Variable { name, path } => eval_variable(scope, name, path),
             Node::Object(fields) => {
                 let mut out = Document::new();
@@ -407,10 +437,10 @@ fn eval_variable(
     path: &[String],
 ) -> Result<Option<Bson>, QueryError> {
     let base = match name {
-        "ROOT" | "CURRENT" if !path.is_empty() => {
-            return Ok(path_value_in_document(scope.root, path))
-        }
-        "ROOT" | "CURRENT" => Some(Bson::Document(scope.root.clone())),
+        "ROOT" if !path.is_empty() => return Ok(path_value_in_document(scope.root, path)),
+        "CURRENT" if !path.is_empty() => return Ok(path_value_in_document(scope.current, path)),
+        "ROOT" => Some(Bson::Document(scope.root.clone())),
+        "CURRENT" => Some(Bson::Document(scope.current.clone())),
         "REMOVE" => None,
         "NOW" => Some(Bson::DateTime(bson::DateTime::now())),
         other => scope.lookup(other).ok_or_else(|| {

@@ -1,0 +1,595 @@
+//! `$setWindowFields`: parsing `{partitionBy, sortBy, output}`, ordering the input by
+//! partition then `sortBy`, and computing each output over its window — `documents: [lo, hi]`
+//! or `range: [lo, hi]` with an optional date `unit` — with MongoDB's parse errors (the
+//! window function table of `jstests/aggregation/sources/setWindowFields`). The accumulators
+//! ($sum, $avg, $push, $topN, …) are `$group`'s own (`accumulators.rs`).
+//!
+//! Not for: the window-only functions ($rank, $shift, $derivative, $integral,
+//! $expMovingAvg, the covariances, $locf, $linearFill), which are in `window_functions.rs`.
+
+use super::accumulators::{feed, AccumulatorSpec, AccumulatorState};
+use super::reshape::set_dotted;
+use super::window_functions::{self, WindowFunction};
+use crate::query::error::QueryError;
+use crate::query::expr::ops::date::DateOperator;
+use crate::query::expr::ops::{date_math, type_name};
+use crate::query::expr::Expression;
+use crate::query::sort::{SortDirection, SortSpec};
+use crate::query::value::compare::compare_values;
+use crate::query::value::number::{arithmetic, Arithmetic, Number};
+use bson::{Bson, Document};
+use std::cmp::Ordering;
+
+/// A parsed `$setWindowFields`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetWindowFields {
+    /// `partitionBy`, when given.
+    pub partition_by: Option<Expression>,
+    /// `sortBy`, when given.
+    pub sort_by: Option<SortSpec>,
+    /// The `output` fields in order.
+    pub outputs: Vec<WindowOutput>,
+}
+
+/// One `field: {$fn: arg, window: {…}}` of `output`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowOutput {
+    /// The (possibly dotted) output field.
+    pub field: String,
+    /// What is computed.
+    pub function: WindowFunction,
+    /// Over which documents (the whole partition when no `window` was given).
+    pub window: Window,
+}
+
+/// The documents a window function sees, relative to the current one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Window {
+    /// No `window`: the whole partition.
+    Partition,
+    /// `documents: [lo, hi]`: positions relative to the current document (`None` = unbounded).
+    Documents(Option<i64>, Option<i64>),
+    /// `range: [lo, hi]` of the `sortBy` value, with an optional date `unit`.
+    Range {
+        /// Lower bound.
+        lower: RangeBound,
+        /// Upper bound.
+        upper: RangeBound,
+        /// `unit` for date `sortBy` values.
+        unit: Option<String>,
+    },
+}
+
+/// One bound of a range window.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RangeBound {
+    /// "unbounded"
+    Unbounded,
+    /// "current": the current document's value.
+    Current,
+    /// A number added to the current value.
+    Offset(Box<Bson>),
+}
+
+fn failed(message: impl Into<String>) -> QueryError {
+    QueryError::failed_to_parse(message)
+}
+
+/// Parses the `$setWindowFields` specification.
+pub fn parse_set_window_fields(spec: &Bson) -> Result<SetWindowFields, QueryError> {
+    let Bson::Document(d) = spec else {
+        return Err(failed(
+            "the $setWindowFields stage specification must be an object",
+        ));
+    };
+    for key in d.keys() {
+        if !matches!(key.as_str(), "partitionBy" | "sortBy" | "output") {
+            return Err(QueryError::location(
+                40415,
+                format!("BSON field '$setWindowFields.{key}' is an unknown field."),
+            ));
+        }
+    }
+    let partition_by = match d.get("partitionBy") {
+        None => None,
+        Some(value) => {
+            let expression = Expression::parse(value)?;
+            if let Some(Bson::Array(_)) = expression.as_literal() {
+                return Err(partition_by_array());
+            }
+            Some(expression)
+        }
+    };
+    let sort_by = match d.get("sortBy") {
+        None => None,
+        Some(Bson::Document(s)) => Some(SortSpec::parse(s)?),
+        Some(other) => {
+            return Err(QueryError::type_mismatch(format!(
+            "BSON field '$setWindowFields.sortBy' is the wrong type '{}', expected type 'object'",
+            type_name(Some(other))
+        )))
+        }
+    };
+    let output = match d.get("output") {
+        Some(Bson::Document(o)) => o,
+        Some(other) => {
+            return Err(QueryError::type_mismatch(format!(
+            "BSON field '$setWindowFields.output' is the wrong type '{}', expected type 'object'",
+            type_name(Some(other))
+        )))
+        }
+        None => {
+            return Err(QueryError::location(
+                40414,
+                "BSON field '$setWindowFields.output' is missing but a required field",
+            ))
+        }
+    };
+    let mut outputs = Vec::with_capacity(output.len());
+    for (field, value) in output {
+        if field.starts_with('$') {
+            return Err(QueryError::location(
+                16410,
+                format!("FieldPath field names may not start with '$'. ({field})"),
+            ));
+        }
+        outputs.push(parse_output(field, value, sort_by.as_ref())?);
+    }
+    Ok(SetWindowFields {
+        partition_by,
+        sort_by,
+        outputs,
+    })
+}
+
+fn partition_by_array() -> QueryError {
+    QueryError::type_mismatch(
+        "An expression used to partition cannot evaluate to value of type array",
+    )
+}
+
+fn parse_output(
+    field: &str,
+    value: &Bson,
+    sort_by: Option<&SortSpec>,
+) -> Result<WindowOutput, QueryError> {
+    let Bson::Document(d) = value else {
+        return Err(failed(format!(
+            "Window function found an unknown argument for '{field}': expected an object"
+        )));
+    };
+    let mut function_entry = None;
+    let mut window_spec = None;
+    for (name, arg) in d {
+        if name == "window" {
+            window_spec = Some(arg);
+        } else if name.starts_with('$') && function_entry.is_none() {
+            function_entry = Some((name.as_str(), arg));
+        } else {
+            return Err(failed(format!(
+                "Window function found an unknown argument: {name}"
+            )));
+        }
+    }
+    let Some((name, arg)) = function_entry else {
+        return Err(failed(format!(
+            "Expected a $-prefixed window function for the output field '{field}'"
+        )));
+    };
+    let window = match window_spec {
+        None => None,
+        Some(w) => Some(parse_window(w)?),
+    };
+    let function = window_functions::parse(field, name, arg, window.is_some(), sort_by)?;
+    if let Some(w) = &window {
+        check_window_sort(w, sort_by)?;
+    }
+    Ok(WindowOutput {
+        field: field.to_string(),
+        function,
+        window: window.unwrap_or(Window::Partition),
+    })
+}
+
+/// Document windows other than the whole partition need a `sortBy`, range windows one on a
+/// single field.
+fn check_window_sort(window: &Window, sort_by: Option<&SortSpec>) -> Result<(), QueryError> {
+    match window {
+        Window::Partition | Window::Documents(None, None) => Ok(()),
+        Window::Documents(..) if sort_by.is_none() => Err(QueryError::location(
+            5339901,
+            "Document-based bounds require a sortBy",
+        )),
+        Window::Range {
+            lower: RangeBound::Unbounded,
+            upper: RangeBound::Unbounded,
+            unit: None,
+        } => Ok(()),
+        Window::Range { .. } if sort_by.map(|s| s.keys.len()) != Some(1) => Err(
+            QueryError::location(5339902, "Range-based bounds require sortBy a single field"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn parse_window(spec: &Bson) -> Result<Window, QueryError> {
+    let Bson::Document(d) = spec else {
+        return Err(failed("'window' field must be an object"));
+    };
+    let documents = d.get("documents");
+    let range = d.get("range");
+    let unit = d.get("unit");
+    for key in d.keys() {
+        if !matches!(key.as_str(), "documents" | "range" | "unit") {
+            return Err(failed(format!(
+                "'window' field can only contain 'documents' as the only argument or 'range' with an optional 'unit' field; found {key}"
+            )));
+        }
+    }
+    match (documents, range) {
+        (Some(_), Some(_)) => Err(failed(
+            "Window bounds can specify either 'documents' or 'unit', not both",
+        )),
+        (None, None) => Err(failed(
+            "'window' field must specify either 'documents' or 'range'",
+        )),
+        (Some(bounds), None) => {
+            if unit.is_some() {
+                return Err(failed(
+                    "Window bounds can specify either 'documents' or 'unit', not both",
+                ));
+            }
+            let (lo, hi) = two_bounds(bounds, "documents")?;
+            let lo = document_bound(lo)?;
+            let hi = document_bound(hi)?;
+            if let (Some(l), Some(h)) = (lo, hi) {
+                if l > h {
+                    return Err(lower_exceeds_upper(bounds));
+                }
+            }
+            Ok(Window::Documents(lo, hi))
+        }
+        (None, Some(bounds)) => {
+            let unit = match unit {
+                None => None,
+                Some(Bson::String(u)) => {
+                    if !matches!(
+                        u.as_str(),
+                        "year"
+                            | "quarter"
+                            | "month"
+                            | "week"
+                            | "day"
+                            | "hour"
+                            | "minute"
+                            | "second"
+                            | "millisecond"
+                    ) {
+                        return Err(failed(format!("unknown time unit value: {u}")));
+                    }
+                    Some(u.clone())
+                }
+                Some(_) => return Err(failed("'unit' must be a string")),
+            };
+            let (lo, hi) = two_bounds(bounds, "range")?;
+            let lower = range_bound(lo, unit.is_some())?;
+            let upper = range_bound(hi, unit.is_some())?;
+            let order = match (&lower, &upper) {
+                (RangeBound::Offset(l), RangeBound::Offset(h)) => compare_values(l, h),
+                (RangeBound::Offset(l), RangeBound::Current) => compare_values(l, &Bson::Int32(0)),
+                (RangeBound::Current, RangeBound::Offset(h)) => compare_values(&Bson::Int32(0), h),
+                (_, RangeBound::Unbounded) | (RangeBound::Unbounded, _) => Ordering::Less,
+                (RangeBound::Current, RangeBound::Current) => Ordering::Equal,
+            };
+            if order == Ordering::Greater {
+                return Err(lower_exceeds_upper(bounds));
+            }
+            Ok(Window::Range { lower, upper, unit })
+        }
+    }
+}
+
+fn lower_exceeds_upper(bounds: &Bson) -> QueryError {
+    QueryError::location(
+        5339900,
+        format!("Lower bound must not exceed upper bound: {bounds}"),
+    )
+}
+
+fn two_bounds<'a>(bounds: &'a Bson, what: &str) -> Result<(&'a Bson, &'a Bson), QueryError> {
+    match bounds {
+        Bson::Array(items) if items.len() == 2 => Ok((&items[0], &items[1])),
+        _ => Err(failed(format!(
+            "Window bounds must be a 2-element array: {what}: {bounds}"
+        ))),
+    }
+}
+
+fn document_bound(bound: &Bson) -> Result<Option<i64>, QueryError> {
+    match bound {
+        Bson::String(s) if s == "unbounded" => Ok(None),
+        Bson::String(s) if s == "current" => Ok(Some(0)),
+        other => Number::from_bson(other)
+            .and_then(Number::to_exact_i64)
+            .map(Some)
+            .ok_or_else(|| {
+                failed(format!(
+                    "Numeric document-based bounds must be an integer: {other}"
+                ))
+            }),
+    }
+}
+
+fn range_bound(bound: &Bson, with_unit: bool) -> Result<RangeBound, QueryError> {
+    match bound {
+        Bson::String(s) if s == "unbounded" => Ok(RangeBound::Unbounded),
+        Bson::String(s) if s == "current" => Ok(RangeBound::Current),
+        other => match Number::from_bson(other) {
+            Some(n) if with_unit && n.to_exact_i64().is_none() => Err(failed(format!(
+                "With 'unit', range-based bounds must be an integer: {other}"
+            ))),
+            Some(_) => Ok(RangeBound::Offset(Box::new(other.clone()))),
+            None => Err(failed(format!(
+                "Range-based bounds expression must be a number: {other}"
+            ))),
+        },
+    }
+}
+
+/// Runs `$setWindowFields`: the documents ordered by partition and `sortBy`, each with its
+/// outputs set.
+pub fn run_set_window_fields(
+    stage: &SetWindowFields,
+    docs: Vec<Document>,
+) -> Result<Vec<Document>, QueryError> {
+    let mut keyed = Vec::with_capacity(docs.len());
+    for doc in docs {
+        crate::interrupt::check()?;
+        let partition = match &stage.partition_by {
+            None => Bson::Null,
+            Some(e) => match e.evaluate_optional(&doc)? {
+                Some(Bson::Array(_)) => return Err(partition_by_array()),
+                Some(v) => v,
+                None => Bson::Null,
+            },
+        };
+        let sort_keys = stage
+            .sort_by
+            .as_ref()
+            .map(|s| s.keys_of(&doc))
+            .unwrap_or_default();
+        keyed.push((partition, sort_keys, doc));
+    }
+    if stage.partition_by.is_some() || stage.sort_by.is_some() {
+        keyed.sort_by(|(pa, ka, _), (pb, kb, _)| {
+            compare_values(pa, pb).then_with(|| match &stage.sort_by {
+                Some(s) => s.compare_keys(ka, kb),
+                None => Ordering::Equal,
+            })
+        });
+    }
+    let mut out = Vec::with_capacity(keyed.len());
+    let mut start = 0;
+    while start < keyed.len() {
+        let mut end = start + 1;
+        while end < keyed.len() && compare_values(&keyed[start].0, &keyed[end].0).is_eq() {
+            end += 1;
+        }
+        let partition = Partition {
+            docs: keyed[start..end].iter().map(|(_, _, d)| d).collect(),
+            sort_values: keyed[start..end]
+                .iter()
+                .map(|(_, k, _)| k.first().cloned().unwrap_or(Bson::Null))
+                .collect(),
+            direction: stage
+                .sort_by
+                .as_ref()
+                .and_then(|s| s.keys.first().map(|(_, d)| *d))
+                .unwrap_or(SortDirection::Ascending),
+        };
+        let mut columns = Vec::with_capacity(stage.outputs.len());
+        for output in &stage.outputs {
+            columns.push(compute(output, &partition)?);
+        }
+        for (row, doc) in keyed[start..end].iter().map(|(_, _, d)| d).enumerate() {
+            let mut doc = doc.clone();
+            for (output, column) in stage.outputs.iter().zip(&columns) {
+                set_dotted(&mut doc, &output.field, column.get(row).cloned());
+            }
+            out.push(doc);
+        }
+        start = end;
+    }
+    Ok(out)
+}
+
+/// The documents of one partition in window order, with the first `sortBy` key of each.
+pub(super) struct Partition<'a> {
+    /// The documents in window order.
+    pub docs: Vec<&'a Document>,
+    /// The first `sortBy` key of each document.
+    pub sort_values: Vec<Bson>,
+    /// The direction of that key.
+    pub direction: SortDirection,
+}
+
+/// One output's values, one per document of the partition.
+fn compute(output: &WindowOutput, partition: &Partition<'_>) -> Result<Vec<Bson>, QueryError> {
+    match &output.function {
+        WindowFunction::Accumulate(spec) => accumulate(spec, &output.window, partition),
+        other => window_functions::compute(other, &output.window, partition),
+    }
+}
+
+/// `[first, last]` rows of the window of `row` (empty when `first > last`).
+pub(super) fn window_rows(
+    window: &Window,
+    row: usize,
+    partition: &Partition<'_>,
+) -> Result<(usize, usize, bool), QueryError> {
+    let n = partition.docs.len() as i64;
+    let row_i = row as i64;
+    let (lo, hi) = match window {
+        Window::Partition => (0, n - 1),
+        Window::Documents(lo, hi) => (
+            lo.map(|l| row_i.saturating_add(l)).unwrap_or(0).max(0),
+            hi.map(|h| row_i.saturating_add(h))
+                .unwrap_or(n - 1)
+                .min(n - 1),
+        ),
+        Window::Range { lower, upper, unit } => {
+            let current = &partition.sort_values[row];
+            check_range_value(current, unit.is_some())?;
+            let lo = match lower {
+                RangeBound::Unbounded => 0,
+                bound => {
+                    let limit = shifted(current, bound, unit.as_deref())?;
+                    partition
+                        .sort_values
+                        .partition_point(|v| before(v, &limit, partition.direction))
+                        as i64
+                }
+            };
+            let hi = match upper {
+                RangeBound::Unbounded => n - 1,
+                bound => {
+                    let limit = shifted(current, bound, unit.as_deref())?;
+                    partition
+                        .sort_values
+                        .partition_point(|v| !after(v, &limit, partition.direction))
+                        as i64
+                        - 1
+                }
+            };
+            (lo, hi)
+        }
+    };
+    if lo > hi || hi < 0 {
+        return Ok((0, 0, false));
+    }
+    Ok((lo as usize, hi as usize, true))
+}
+
+/// Whether `value` comes before `limit` in the sort direction.
+fn before(value: &Bson, limit: &Bson, direction: SortDirection) -> bool {
+    let order = compare_values(value, limit);
+    match direction {
+        SortDirection::Ascending => order == Ordering::Less,
+        SortDirection::Descending => order == Ordering::Greater,
+    }
+}
+
+fn after(value: &Bson, limit: &Bson, direction: SortDirection) -> bool {
+    let order = compare_values(value, limit);
+    match direction {
+        SortDirection::Ascending => order == Ordering::Greater,
+        SortDirection::Descending => order == Ordering::Less,
+    }
+}
+
+fn check_range_value(value: &Bson, with_unit: bool) -> Result<(), QueryError> {
+    match (with_unit, value) {
+        (true, Bson::DateTime(_)) => Ok(()),
+        (true, other) => Err(QueryError::location(
+            5429513,
+            format!(
+                "Invalid range: Expected the sortBy field to be a Date, but it was {}",
+                type_name(Some(other))
+            ),
+        )),
+        (false, other) if Number::from_bson(other).is_some() => Ok(()),
+        (false, other) => Err(QueryError::location(
+            5429414,
+            format!(
+                "Invalid range: Expected the sortBy field to be a number, but it was {}",
+                type_name(Some(other))
+            ),
+        )),
+    }
+}
+
+/// The current value moved by a bound (in the sort direction's sense, so a descending
+/// `[-1, 0]` window reaches one unit above the current value).
+fn shifted(current: &Bson, bound: &RangeBound, unit: Option<&str>) -> Result<Bson, QueryError> {
+    let offset = match bound {
+        RangeBound::Offset(o) => Bson::clone(o),
+        _ => return Ok(current.clone()),
+    };
+    match unit {
+        Some(unit) => {
+            let amount = Number::from_bson(&offset)
+                .and_then(Number::to_exact_i64)
+                .unwrap_or(0);
+            let moved = date_math::apply(
+                DateOperator::DateAdd,
+                &[
+                    Some(current.clone()),
+                    Some(Bson::String(unit.to_string())),
+                    Some(Bson::Int64(amount)),
+                    None,
+                ],
+            )?;
+            Ok(moved.unwrap_or(Bson::Null))
+        }
+        None => {
+            Ok(arithmetic(Arithmetic::Add, current, &offset).unwrap_or_else(|| current.clone()))
+        }
+    }
+}
+
+/// A `$group` accumulator over each document's window. Windows whose lower bound is
+/// unbounded grow monotonically, so one running state serves the whole partition.
+fn accumulate(
+    spec: &AccumulatorSpec,
+    window: &Window,
+    partition: &Partition<'_>,
+) -> Result<Vec<Bson>, QueryError> {
+    let n = partition.docs.len();
+    let specs = std::slice::from_ref(spec);
+    let running = match window {
+        Window::Partition => true,
+        Window::Documents(lo, _) => lo.is_none(),
+        Window::Range { lower, .. } => *lower == RangeBound::Unbounded,
+    };
+    let mut out = Vec::with_capacity(n);
+    if running {
+        let mut state = vec![AccumulatorState::new(spec.kind)];
+        let mut fed = 0;
+        let mut whole = None;
+        for row in 0..n {
+            crate::interrupt::check()?;
+            if let (Window::Partition, Some(value)) = (window, &whole) {
+                out.push(Bson::clone(value));
+                continue;
+            }
+            let (_, hi, any) = window_rows(window, row, partition)?;
+            let until = if any { hi + 1 } else { 0 };
+            while fed < until {
+                feed(specs, &mut state, partition.docs[fed])?;
+                fed += 1;
+            }
+            let value = state[0].clone().finish();
+            if matches!(window, Window::Partition) {
+                whole = Some(value.clone());
+            }
+            out.push(value);
+        }
+        return Ok(out);
+    }
+    for row in 0..n {
+        crate::interrupt::check()?;
+        let mut state = vec![AccumulatorState::new(spec.kind)];
+        let (lo, hi, any) = window_rows(window, row, partition)?;
+        if any {
+            for doc in &partition.docs[lo..=hi] {
+                feed(specs, &mut state, doc)?;
+            }
+        }
+        out.push(state.remove(0).finish());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[path = "window_tests.rs"]
+mod tests;
