@@ -1,11 +1,12 @@
 //! Parsing the MongoDB 7.0 operators whose arguments the generic operator table cannot
 //! check: $setField/$unsetField (a constant string field), $firstN/$lastN/$maxN/$minN
-//! (`{input, n}`), $replaceOne/$replaceAll (three required names), $zip (literal arrays of
-//! inputs and defaults), $percentile/$median (IDL-style fields, method "approximate"),
-//! $rand (an empty object), and the names docgate refuses with MongoDB's error rather than
-//! 168: $meta (17307/17308; 40218 for textScore, there being no text search; for the
-//! other metadata, docgate's "not supported" 2 BadValue) and $function (31264, there is no
-//! JavaScript engine).
+//! (`{input, n}`), $replaceOne/$replaceAll (three required names), $regexMatch/$regexFind/
+//! $regexFindAll (51103/31022/31023/31024), $zip (literal arrays of inputs and defaults),
+//! $percentile/$median (IDL-style fields, method "approximate"), $rand (an empty object or
+//! array), and the names docgate refuses with MongoDB's error rather than 168: $meta
+//! (17307/17308; 40218 for textScore, there being no text search; for the other metadata,
+//! docgate's "not supported" 2 BadValue) and $function (31264, there is no JavaScript
+//! engine).
 //!
 //! Each parser answers the argument layout its evaluator in `expr/ops/` documents.
 //!
@@ -29,6 +30,9 @@ pub(super) fn handles(name: &str) -> bool {
             | "$minN"
             | "$replaceOne"
             | "$replaceAll"
+            | "$regexMatch"
+            | "$regexFind"
+            | "$regexFindAll"
             | "$zip"
             | "$percentile"
             | "$median"
@@ -44,13 +48,19 @@ pub(super) fn parse(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryE
         "$setField" | "$unsetField" => parse_set_field(name, arg, depth),
         "$firstN" | "$lastN" | "$maxN" | "$minN" => parse_n(name, arg, depth),
         "$replaceOne" | "$replaceAll" => parse_replace(name, arg, depth),
+        "$regexMatch" | "$regexFind" | "$regexFindAll" => parse_regex(name, arg, depth),
         "$zip" => parse_zip(arg, depth),
         "$percentile" | "$median" => parse_percentile(name, arg, depth),
         "$rand" => match arg {
             Bson::Document(d) if d.is_empty() => Ok(call(MoreOperator::Rand, vec![])),
+            Bson::Array(items) if items.is_empty() => Ok(call(MoreOperator::Rand, vec![])),
+            Bson::Document(_) | Bson::Array(_) => Err(QueryError::location(
+                3040501,
+                "$rand does not currently accept arguments",
+            )),
             _ => Err(QueryError::location(
-                3040500,
-                "$rand not allowed to take arguments",
+                10065,
+                "invalid parameter: expected an object ($rand)",
             )),
         },
         "$meta" => Err(refuse_meta(arg)),
@@ -107,15 +117,14 @@ fn parse_set_field(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryEr
         None => parse_nested(&Bson::String("$$REMOVE".into()), depth)?,
     };
     let input = d.get("input").ok_or_else(|| {
-        QueryError::location(4161104, format!("{name} requires 'input' to be specified"))
+        QueryError::location(4161109, format!("{name} requires 'input' to be specified"))
     })?;
     let field = match parse_nested(field, depth)?.node {
         Node::Literal(Bson::String(s)) => {
             if s.contains('\0') {
-                return Err(QueryError::location(
-                    4161109,
-                    format!("{name}: 'field' cannot contain an embedded null byte"),
-                ));
+                return Err(QueryError::bad_value(format!(
+                    "{name}: 'field' cannot contain an embedded null byte"
+                )));
             }
             s
         }
@@ -218,6 +227,51 @@ fn parse_replace(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryErro
         MoreOperator::ReplaceAll
     };
     Ok(call(op, args))
+}
+
+/// `{input, regex, options}` of the regex operators into `[input, regex, options]`
+/// (51103 not an object, 31024 unknown argument, 31022/31023 missing input/regex).
+fn parse_regex(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryError> {
+    let Bson::Document(d) = arg else {
+        return Err(QueryError::location(
+            51103,
+            format!(
+                "{name} expects an object of named arguments but found: {}",
+                type_name(Some(arg))
+            ),
+        ));
+    };
+    for key in d.keys() {
+        if !matches!(key.as_str(), "input" | "regex" | "options") {
+            return Err(QueryError::location(
+                31024,
+                format!("{name} found an unknown argument: {key}"),
+            ));
+        }
+    }
+    let input = d
+        .get("input")
+        .ok_or_else(|| QueryError::location(31022, format!("{name} requires 'input' parameter")))?;
+    let regex = d
+        .get("regex")
+        .ok_or_else(|| QueryError::location(31023, format!("{name} requires 'regex' parameter")))?;
+    let options = match d.get("options") {
+        Some(o) => parse_nested(o, depth)?,
+        None => parse_nested(&Bson::String("$$REMOVE".into()), depth)?,
+    };
+    let op = match name {
+        "$regexMatch" => MoreOperator::RegexMatch,
+        "$regexFind" => MoreOperator::RegexFind,
+        _ => MoreOperator::RegexFindAll,
+    };
+    Ok(call(
+        op,
+        vec![
+            parse_nested(input, depth)?,
+            parse_nested(regex, depth)?,
+            options,
+        ],
+    ))
 }
 
 /// `$zip: {inputs: [...], useLongestLength, defaults: [...]}` into

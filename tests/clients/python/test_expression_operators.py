@@ -18,6 +18,15 @@ from bson.binary import Binary
 from pymongo.errors import OperationFailure
 
 
+@pytest.fixture
+def coll(db):
+    """This test's collection, emptied first: on a PostgreSQL URL the databases of an earlier
+    run are still there."""
+    items = db["items"]
+    items.drop()
+    return items
+
+
 def project(coll, expression, doc=None):
     """Evaluates one expression against one document through `aggregate` + `$project`."""
     coll.delete_many({})

@@ -46,12 +46,12 @@ pub(super) fn apply_more(
         MoreOperator::Percentile => return percentile(arg(0), arg(1)),
         _ => return Err(misrouted(op)),
     };
-    let n = n_value(arg(1), name)?;
+    let n = n_value(arg(1))?;
     let Some(Bson::Array(items)) = arg(0) else {
         return Err(QueryError::location(
             5788200,
             format!(
-                "Input to {name} must be an array, found {}",
+                "Input must be an array ({name} found {})",
                 type_name(arg(0))
             ),
         ));
@@ -64,21 +64,32 @@ pub(super) fn apply_more(
     Ok(Some(state.finish()))
 }
 
-/// `n` of the `…N` operators: a positive integral number.
-fn n_value(n: Option<&Bson>, name: &str) -> Result<usize, QueryError> {
-    let Some(value) = n.and_then(Number::from_bson).and_then(Number::to_exact_i64) else {
+/// `n` of the `…N` operators: a positive integral number (5787902 not a number, 5787903
+/// not integral, 5787908 not positive).
+fn n_value(n: Option<&Bson>) -> Result<usize, QueryError> {
+    let shown = || n.map_or_else(|| "missing".to_string(), |v| v.to_string());
+    let Some(number) = n.and_then(Number::from_bson) else {
         return Err(QueryError::location(
             5787902,
             format!(
                 "Value for 'n' must be of integral type, but found {}",
-                n.map_or_else(|| "missing".to_string(), |v| v.to_string())
+                shown()
+            ),
+        ));
+    };
+    let Some(value) = number.to_exact_i64() else {
+        return Err(QueryError::location(
+            5787903,
+            format!(
+                "Value for 'n' must be of integral type, but found {}",
+                shown()
             ),
         ));
     };
     if value <= 0 {
         return Err(QueryError::location(
             5787908,
-            format!("'n' must be greater than 0, found {value} in {name}"),
+            format!("'n' must be greater than 0, found {value}"),
         ));
     }
     Ok(usize::try_from(value).unwrap_or(usize::MAX))

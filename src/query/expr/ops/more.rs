@@ -8,8 +8,9 @@
 //! statistics to `array_n.rs`, $indexOfBytes/$regexFind(All)/$replaceOne/$replaceAll to
 //! `string_search.rs`, the trigonometry to `trigonometry.rs`, the bitwise operators to
 //! `bitwise.rs`, and $bsonSize/$binarySize/$tsSecond/$tsIncrement/$toObjectId/$rand to
-//! `value_parts.rs`. $setField/$unsetField, $zip, $percentile/$median and $rand are parsed
-//! by `expr/parse_more.rs`.
+//! `value_parts.rs`. $setField/$unsetField, the `…N` forms, $replaceOne/$replaceAll, the
+//! regex operators, $zip, $percentile/$median and $rand are parsed by `expr/parse_more.rs`
+//! (their entries here, where they have one, are not reached).
 //!
 //! Not for: evaluating any operator (the family files), dates (`date.rs`) or parsing
 //! (`expr/parse.rs`).
@@ -142,7 +143,6 @@ pub fn named_arguments(name: &str) -> Option<&'static [&'static str]> {
         "$regexMatch" => &["input", "regex", "options"],
         "$getField" => &["field", "input"],
         "$sortArray" => &["input", "sortBy"],
-        "$regexFind" | "$regexFindAll" => &["input", "regex", "options"],
         _ => return None,
     })
 }
@@ -184,8 +184,6 @@ pub fn lookup(name: &str) -> Option<(MoreOperator, usize, Option<usize>)> {
         "$stdDevPop" => (StdDevPop, 0, None),
         "$stdDevSamp" => (StdDevSamp, 0, None),
         "$indexOfBytes" => (IndexOfBytes, 2, Some(4)),
-        "$regexFind" => (RegexFind, 2, Some(3)),
-        "$regexFindAll" => (RegexFindAll, 2, Some(3)),
         "$atan2" => (Atan2, 2, Some(2)),
         "$degreesToRadians" => (DegreesToRadians, 1, Some(1)),
         "$radiansToDegrees" => (RadiansToDegrees, 1, Some(1)),

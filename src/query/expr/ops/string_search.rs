@@ -6,10 +6,11 @@
 //! Not for: $indexOfCP, $regexMatch and the other string operators (`string.rs`), or the
 //! named-argument parsing of $replaceOne/$replaceAll (`expr/parse_more.rs`).
 
-use super::args::{integer, nullish};
+use super::args::nullish;
 use super::more::MoreOperator;
 use super::operator::{misrouted, type_name};
 use crate::query::error::QueryError;
+use crate::query::value::number::Number;
 use crate::query::value::regex_match::RegexPredicate;
 use bson::{doc, Bson};
 
@@ -200,20 +201,33 @@ fn index_of_bytes(args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
             ))
         }
     };
-    let bound = |i: usize, default: usize| -> Result<usize, QueryError> {
+    let bound = |i: usize, which: &str, default: usize| -> Result<usize, QueryError> {
         if args.len() <= i {
             return Ok(default);
         }
-        let value = integer(arg(i), "$indexOfBytes index", 40096)?;
+        let value = arg(i)
+            .and_then(Number::from_bson)
+            .and_then(Number::to_exact_i64)
+            .ok_or_else(|| {
+                QueryError::location(
+                    40096,
+                    format!(
+                        "$indexOfBytes requires an integral {which} index, found a value of \
+                         type: {}, with value: {}",
+                        type_name(arg(i)),
+                        arg(i).map_or_else(|| "missing".to_string(), |v| v.to_string())
+                    ),
+                )
+            })?;
         usize::try_from(value).map_err(|_| {
             QueryError::location(
                 40097,
-                format!("$indexOfBytes requires a nonnegative index, found: {value}"),
+                format!("$indexOfBytes requires a nonnegative {which} index, found: {value}"),
             )
         })
     };
-    let start = bound(2, 0)?;
-    let end = bound(3, haystack.len())?.min(haystack.len());
+    let start = bound(2, "starting", 0)?;
+    let end = bound(3, "ending", haystack.len())?.min(haystack.len());
     if start > end {
         return Ok(Some(Bson::Int32(-1)));
     }

@@ -106,6 +106,10 @@ fn set_field_and_unset_field() {
         4161103
     );
     assert_eq!(
+        code(bson::bson!({"$setField": {"field": "a", "value": 1}}), &d),
+        4161109
+    );
+    assert_eq!(
         code(
             bson::bson!({"$unsetField": {"field": "a", "input": {}, "value": 1}}),
             &d
@@ -119,6 +123,69 @@ fn set_field_and_unset_field() {
         ),
         4161105
     );
+}
+
+/// MongoDB's own jstest for the `n` family as expressions (`n_expressions.js`).
+#[test]
+fn n_selections_as_mongodb_tests_them() {
+    let d = doc! {"a": [1, 2, 3, 5, 7, 9], "n": 4, "diff": 2};
+    let cases = [
+        (
+            bson::bson!({"n": 3, "input": [5, 4, 3, 2, 1]}),
+            [
+                bson::bson!([1, 2, 3]),
+                bson::bson!([5, 4, 3]),
+                bson::bson!([5, 4, 3]),
+                bson::bson!([3, 2, 1]),
+            ],
+        ),
+        (
+            bson::bson!({"n": 3, "input": [null, 2, null, 1]}),
+            [
+                bson::bson!([1, 2]),
+                bson::bson!([2, 1]),
+                bson::bson!([null, 2, null]),
+                bson::bson!([2, null, 1]),
+            ],
+        ),
+        (
+            bson::bson!({"n": 3, "input": "$a"}),
+            [
+                bson::bson!([1, 2, 3]),
+                bson::bson!([9, 7, 5]),
+                bson::bson!([1, 2, 3]),
+                bson::bson!([5, 7, 9]),
+            ],
+        ),
+        (
+            bson::bson!({"n": "$n", "input": "$a"}),
+            [
+                bson::bson!([1, 2, 3, 5]),
+                bson::bson!([9, 7, 5, 3]),
+                bson::bson!([1, 2, 3, 5]),
+                bson::bson!([3, 5, 7, 9]),
+            ],
+        ),
+        (
+            bson::bson!({"n": {"$subtract": ["$n", "$diff"]}, "input": [3, 4, 5]}),
+            [
+                bson::bson!([3, 4]),
+                bson::bson!([5, 4]),
+                bson::bson!([3, 4]),
+                bson::bson!([4, 5]),
+            ],
+        ),
+    ];
+    for (args, expected) in cases {
+        for (name, want) in ["$minN", "$maxN", "$firstN", "$lastN"]
+            .into_iter()
+            .zip(expected)
+        {
+            let mut expr = Document::new();
+            expr.insert(name, args.clone());
+            assert_eq!(ok(Bson::Document(expr), &d), want, "{name} {args}");
+        }
+    }
 }
 
 #[test]
@@ -143,6 +210,14 @@ fn n_selections_zip_and_statistics() {
     assert_eq!(
         code(bson::bson!({"$firstN": {"n": 0, "input": "$score"}}), &d),
         5787908
+    );
+    assert_eq!(
+        code(bson::bson!({"$firstN": {"n": 1.5, "input": "$score"}}), &d),
+        5787903
+    );
+    assert_eq!(
+        code(bson::bson!({"$firstN": {"n": "2", "input": "$score"}}), &d),
+        5787902
     );
     assert_eq!(
         code(bson::bson!({"$firstN": {"n": 1, "input": 5}}), &d),
@@ -272,6 +347,14 @@ fn string_search_and_replace() {
     );
     assert_eq!(code(bson::bson!({"$indexOfBytes": [1, "a"]}), &d), 40091);
     assert_eq!(
+        code(bson::bson!({"$indexOfBytes": ["a", "a", "x"]}), &d),
+        40096
+    );
+    assert_eq!(
+        code(bson::bson!({"$indexOfBytes": ["a", "a", 0, -1]}), &d),
+        40097
+    );
+    assert_eq!(
         ok(
             bson::bson!({"$regexFind": {"input": "$cat", "regex": "é"}}),
             &d
@@ -312,6 +395,22 @@ fn string_search_and_replace() {
     assert_eq!(
         code(bson::bson!({"$regexFind": {"input": 1, "regex": "z"}}), &d),
         51104
+    );
+    assert_eq!(code(bson::bson!({"$regexFind": "x"}), &d), 51103);
+    assert_eq!(
+        code(bson::bson!({"$regexFindAll": {"input": "x"}}), &d),
+        31023
+    );
+    assert_eq!(
+        code(bson::bson!({"$regexMatch": {"regex": "x"}}), &d),
+        31022
+    );
+    assert_eq!(
+        code(
+            bson::bson!({"$regexFind": {"input": "x", "regex": "x", "y": 1}}),
+            &d
+        ),
+        31024
     );
     assert_eq!(
         code(
@@ -450,7 +549,12 @@ fn sizes_dates_timestamps_and_conversions() {
         Bson::Double(x) => assert!((0.0..1.0).contains(&x)),
         other => panic!("$rand gave {other}"),
     }
-    assert_eq!(code(bson::bson!({"$rand": {"a": 1}}), &d), 3040500);
+    assert_eq!(code(bson::bson!({"$rand": {"a": 1}}), &d), 3040501);
+    assert_eq!(code(bson::bson!({"$rand": 1}), &d), 10065);
+    assert!(matches!(
+        ok(bson::bson!({"$rand": []}), &d),
+        Bson::Double(_)
+    ));
 }
 
 #[test]
