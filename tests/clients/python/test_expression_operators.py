@@ -216,6 +216,8 @@ def test_sizes_timestamps_iso_weeks_and_conversions(coll):
         "5ab9cbfa31c2ab715d42129e"
     )
     assert error_code(coll, {"$toObjectId": "nope"}) == 241
+    # The manual's $toHashedIndexKey example.
+    assert project(coll, {"$toHashedIndexKey": "$val"}, {"val": "string to hash"}) == 763543691661428748
 
 
 def test_rand_and_sample_rate(coll):

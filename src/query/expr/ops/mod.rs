@@ -20,6 +20,7 @@ mod comparison;
 pub mod convert;
 pub mod date;
 pub mod date_math;
+mod hashed_key;
 pub mod more;
 mod object;
 mod operator;
@@ -93,7 +94,7 @@ pub fn apply_more(
             trigonometry::apply_more(op, args)
         }
         BitAnd | BitOr | BitXor | BitNot => bitwise::apply_more(op, args),
-        BsonSize | BinarySize | TsSecond | TsIncrement | ToObjectId | Rand => {
+        BsonSize | BinarySize | TsSecond | TsIncrement | ToObjectId | Rand | ToHashedIndexKey => {
             value_parts::apply_more(op, args)
         }
     }

@@ -7,8 +7,8 @@
 //! MongoDB 7.0 additions to their own files: $firstN/$lastN/$maxN/$minN/$zip and the
 //! statistics to `array_n.rs`, $indexOfBytes/$regexFind(All)/$replaceOne/$replaceAll to
 //! `string_search.rs`, the trigonometry to `trigonometry.rs`, the bitwise operators to
-//! `bitwise.rs`, and $bsonSize/$binarySize/$tsSecond/$tsIncrement/$toObjectId/$rand to
-//! `value_parts.rs`. $setField/$unsetField, the `…N` forms, $replaceOne/$replaceAll, the
+//! `bitwise.rs`, and $bsonSize/$binarySize/$tsSecond/$tsIncrement/$toObjectId/$rand/
+//! $toHashedIndexKey to `value_parts.rs` (the hash itself in `hashed_key.rs`). $setField/$unsetField, the `…N` forms, $replaceOne/$replaceAll, the
 //! regex operators, $zip, $percentile/$median and $rand are parsed by `expr/parse_more.rs`
 //! (their entries here, where they have one, are not reached).
 //!
@@ -134,6 +134,8 @@ pub enum MoreOperator {
     ToObjectId,
     /// `$rand`
     Rand,
+    /// `$toHashedIndexKey`
+    ToHashedIndexKey,
 }
 
 /// Named-argument layouts: operator name → argument names in order.
@@ -196,6 +198,7 @@ pub fn lookup(name: &str) -> Option<(MoreOperator, usize, Option<usize>)> {
         "$tsSecond" => (TsSecond, 1, Some(1)),
         "$tsIncrement" => (TsIncrement, 1, Some(1)),
         "$toObjectId" => (ToObjectId, 1, Some(1)),
+        "$toHashedIndexKey" => (ToHashedIndexKey, 1, Some(1)),
         other => {
             let function = super::trigonometry::TrigFunction::from_name(other)?;
             (Trigonometric(function), 1, Some(1))

@@ -545,6 +545,19 @@ fn sizes_dates_timestamps_and_conversions() {
     );
     assert_eq!(ok(bson::bson!({"$toObjectId": null}), &d), Bson::Null);
     assert_eq!(code(bson::bson!({"$toObjectId": "nope"}), &d), 241);
+    // The manual's example, and the numbers a hashed index treats as one key.
+    assert_eq!(
+        ok(bson::bson!({"$toHashedIndexKey": "string to hash"}), &d),
+        Bson::Int64(763543691661428748)
+    );
+    assert_eq!(
+        ok(bson::bson!({"$toHashedIndexKey": 1}), &d),
+        ok(bson::bson!({"$toHashedIndexKey": 1.0}), &d)
+    );
+    assert_ne!(
+        ok(bson::bson!({"$toHashedIndexKey": 1}), &d),
+        ok(bson::bson!({"$toHashedIndexKey": "1"}), &d)
+    );
     match ok(bson::bson!({"$rand": {}}), &d) {
         Bson::Double(x) => assert!((0.0..1.0).contains(&x)),
         other => panic!("$rand gave {other}"),
