@@ -367,14 +367,14 @@ fn parse_zip(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
 /// `$percentile: {input, p, method}` / `$median: {input, method}` into `[input, p]` with `p`
 /// a literal array of numbers, or the number 0.5 for $median.
 fn parse_percentile(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryError> {
+    let takes_p = name == "$percentile";
     let Bson::Document(d) = arg else {
         return Err(QueryError::location(
-            7436100,
+            if takes_p { 7436200 } else { 7436201 },
             format!("specification must be an object; found {name}: {arg}"),
         ));
     };
     let field = |f: &str| format!("{}.{f}", name.trim_start_matches('$'));
-    let takes_p = name == "$percentile";
     for key in d.keys() {
         if !(key == "input" || key == "method" || (key == "p" && takes_p)) {
             return Err(QueryError::location(
@@ -390,6 +390,14 @@ fn parse_percentile(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryE
         )
     };
     let input = d.get("input").ok_or_else(|| missing("input"))?;
+    let p = if takes_p {
+        Bson::Array(percentile_p(
+            d.get("p").ok_or_else(|| missing("p"))?,
+            depth,
+        )?)
+    } else {
+        Bson::Double(0.5)
+    };
     match d.get("method").ok_or_else(|| missing("method"))? {
         Bson::String(m) if m == "approximate" => {}
         Bson::String(_) => {
@@ -405,59 +413,63 @@ fn parse_percentile(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryE
             )))
         }
     }
-    let p = if takes_p {
-        let raw = d.get("p").ok_or_else(|| missing("p"))?;
-        let bad = || {
-            QueryError::location(
-                7750301,
-                format!(
-                    "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], \
-                     but found: {raw}"
-                ),
-            )
-        };
-        let items: Vec<Bson> = match raw {
-            Bson::Array(items) => items.clone(),
-            other => match parse_nested(other, depth)?.as_literal() {
-                Some(Bson::Array(items)) => items.clone(),
-                _ => return Err(bad()),
-            },
-        };
-        Bson::Array(constant_numbers(&items, depth, &bad)?)
-    } else {
-        Bson::Double(0.5)
-    };
-    percentile_node(input, p, depth)
-}
-
-fn percentile_node(input: &Bson, p: Bson, depth: usize) -> Result<Node, QueryError> {
     Ok(call(
         MoreOperator::Percentile,
         vec![parse_nested(input, depth)?, literal(p)],
     ))
 }
 
-/// The elements of `p`, each a constant number in [0, 1].
-fn constant_numbers(
-    items: &[Bson],
-    depth: usize,
-    bad: &dyn Fn() -> QueryError,
-) -> Result<Vec<Bson>, QueryError> {
-    if items.is_empty() {
-        return Err(bad());
-    }
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        let parsed = parse_nested(item, depth)?;
-        let value = parsed
+/// `$percentile`'s `p`: a constant (7750300), non-empty array (7750301) of numbers
+/// (7750302) in [0, 1] (7750303), as doubles.
+fn percentile_p(raw: &Bson, depth: usize) -> Result<Vec<Bson>, QueryError> {
+    let not_constant = || {
+        QueryError::location(
+            7750300,
+            format!(
+                "The $percentile 'p' field must be an array of constant values, but found \
+                 value: {raw}."
+            ),
+        )
+    };
+    let value = match raw {
+        Bson::Array(items) => {
+            let mut values = Vec::with_capacity(items.len());
+            for item in items {
+                let parsed = parse_nested(item, depth)?;
+                values.push(parsed.as_literal().cloned().ok_or_else(not_constant)?);
+            }
+            Bson::Array(values)
+        }
+        other => parse_nested(other, depth)?
             .as_literal()
-            .and_then(crate::query::value::number::Number::from_bson)
-            .map(crate::query::value::number::Number::to_f64)
-            .filter(|x| (0.0..=1.0).contains(x))
-            .ok_or_else(bad)?;
-        out.push(Bson::Double(value));
-    }
-    Ok(out)
+            .cloned()
+            .ok_or_else(not_constant)?,
+    };
+    let bad = |code: i32, shown: String| {
+        QueryError::location(
+            code,
+            format!(
+                "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but \
+                 found: {shown}"
+            ),
+        )
+    };
+    let items = match value {
+        Bson::Array(items) if !items.is_empty() => items,
+        other => return Err(bad(7750301, other.to_string())),
+    };
+    items
+        .iter()
+        .map(|item| {
+            let x = crate::query::value::number::Number::from_bson(item)
+                .ok_or_else(|| bad(7750302, item.to_string()))?
+                .to_f64();
+            if !(0.0..=1.0).contains(&x) {
+                return Err(bad(7750303, x.to_string()));
+            }
+            Ok(Bson::Double(x))
+        })
+        .collect()
 }
 
 fn refuse_meta(arg: &Bson) -> QueryError {

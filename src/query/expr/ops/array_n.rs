@@ -152,8 +152,8 @@ fn zip(args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
     Ok(Some(Bson::Array(zipped)))
 }
 
-/// `$percentile` (`p` an array: an array of results) and `$median` (`p` a number: one
-/// result); null when the input holds no number.
+/// `$percentile` (`p` an array: an array of results, nulls when the input holds no
+/// number) and `$median` (`p` a number: one result, null when there is no number).
 fn percentile(input: Option<&Bson>, p: Option<&Bson>) -> Result<Option<Bson>, QueryError> {
     let mut numbers: Vec<f64> = match input {
         Some(Bson::Array(items)) => items
@@ -177,7 +177,10 @@ fn percentile(input: Option<&Bson>, p: Option<&Bson>) -> Result<Option<Bson>, Qu
         Bson::Double(numbers[position.saturating_sub(1).min(numbers.len() - 1)])
     };
     Ok(Some(match p {
-        Some(Bson::Array(_)) if numbers.is_empty() => Bson::Null,
+        // MongoDB answers one null per requested percentile.
+        Some(Bson::Array(ps)) if numbers.is_empty() => {
+            Bson::Array(ps.iter().map(|_| Bson::Null).collect())
+        }
         Some(Bson::Array(ps)) => Bson::Array(
             ps.iter()
                 .map(|p| rank(Number::from_bson(p).map_or(0.5, Number::to_f64)))

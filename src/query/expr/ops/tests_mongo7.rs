@@ -319,7 +319,7 @@ fn n_selections_zip_and_statistics() {
             bson::bson!({"$percentile": {"input": [1], "p": [1.5], "method": "approximate"}}),
             &scores
         ),
-        7750301
+        7750303
     );
 }
 
