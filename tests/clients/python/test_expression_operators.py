@@ -13,7 +13,7 @@ import datetime
 import math
 
 import pytest
-from bson import Decimal128, ObjectId, Timestamp
+from bson import Decimal128, Int64, ObjectId, Timestamp
 from bson.binary import Binary
 from pymongo.errors import OperationFailure
 
@@ -209,7 +209,8 @@ def test_sizes_timestamps_iso_weeks_and_conversions(coll):
     assert error_code(coll, {"$bsonSize": 1}) == 31393
     assert project(coll, {"$tsSecond": "$ts"}, doc) == 1622731060
     assert project(coll, {"$tsIncrement": "$ts"}, doc) == 2
-    assert project(coll, {"$isoWeekYear": "$d"}, doc) == 2015
+    year = project(coll, {"$isoWeekYear": "$d"}, doc)
+    assert year == 2015 and isinstance(year, Int64)  # a long, as MongoDB's isoYear is
     assert project(coll, {"$isoWeek": "$d"}, doc) == 53
     assert project(coll, {"$isoWeek": datetime.datetime(2016, 1, 4)}) == 1
     assert project(coll, {"$toObjectId": "5ab9cbfa31c2ab715d42129e"}) == ObjectId(

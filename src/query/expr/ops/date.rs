@@ -37,7 +37,7 @@ pub enum DateOperator {
     Week,
     /// `$isoWeek` (1–53, ISO 8601 weeks starting on Monday)
     IsoWeek,
-    /// `$isoWeekYear` (the ISO 8601 week-numbering year)
+    /// `$isoWeekYear` (the ISO 8601 week-numbering year, a long)
     IsoWeekYear,
     /// `$dateToString` with arguments (format, date, timezone, onNull)
     DateToString,
@@ -301,11 +301,8 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
         DateOperator::IsoDayOfWeek => t.iso_day_of_week(),
         DateOperator::Week => t.week(),
         DateOperator::IsoWeek => t.iso_week().1,
-        DateOperator::IsoWeekYear => {
-            return Ok(Some(Bson::Int32(
-                i32::try_from(t.iso_week().0).unwrap_or(i32::MAX),
-            )))
-        }
+        // A long, as MongoDB's `TimeZone::isoYear` answers (the other parts are ints).
+        DateOperator::IsoWeekYear => return Ok(Some(Bson::Int64(t.iso_week().0))),
         _ => 0,
     };
     Ok(Some(Bson::Int32(value as i32)))
