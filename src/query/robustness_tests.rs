@@ -71,7 +71,7 @@ fn random_updates_never_panic() {
     assert!(applied > ROUNDS / 10, "{applied} applied");
 }
 
-const EXPRESSION_OPERATORS: [&str; 75] = [
+const EXPRESSION_OPERATORS: [&str; 111] = [
     "$add",
     "$subtract",
     "$multiply",
@@ -147,6 +147,57 @@ const EXPRESSION_OPERATORS: [&str; 75] = [
     "$objectToArray",
     "$arrayToObject",
     "$cond",
+    "$setField",
+    "$unsetField",
+    "$firstN",
+    "$lastN",
+    "$maxN",
+    "$minN",
+    "$zip",
+    "$stdDevPop",
+    "$stdDevSamp",
+    "$percentile",
+    "$median",
+    "$indexOfBytes",
+    "$regexFind",
+    "$regexFindAll",
+    "$replaceOne",
+    "$replaceAll",
+    "$sin",
+    "$acos",
+    "$atanh",
+    "$atan2",
+    "$degreesToRadians",
+    "$radiansToDegrees",
+    "$bitAnd",
+    "$bitOr",
+    "$bitXor",
+    "$bitNot",
+    "$bsonSize",
+    "$binarySize",
+    "$isoWeek",
+    "$isoWeekYear",
+    "$tsSecond",
+    "$tsIncrement",
+    "$toObjectId",
+    "$toHashedIndexKey",
+    "$rand",
+    "$meta",
+];
+
+const NAMED_ARGUMENTS: &[&str] = &[
+    "input",
+    "n",
+    "field",
+    "value",
+    "find",
+    "replacement",
+    "regex",
+    "options",
+    "p",
+    "inputs",
+    "defaults",
+    "useLongestLength",
 ];
 
 fn random_expression(generator: &mut Generator, depth: u32) -> Bson {
@@ -158,7 +209,22 @@ fn random_expression(generator: &mut Generator, depth: u32) -> Bson {
                 .map(|_| random_expression(generator, depth - 1))
                 .collect();
             let mut d = Document::new();
-            d.insert(op, Bson::Array(args));
+            if generator.below(2) == 0 {
+                d.insert(op, Bson::Array(args));
+            } else {
+                // The named-argument form, with a random choice of the names the 7.0
+                // operators take.
+                let mut named = Document::new();
+                for name in NAMED_ARGUMENTS {
+                    if generator.below(3) == 0 {
+                        named.insert(*name, random_expression(generator, depth - 1));
+                    }
+                }
+                if generator.below(2) == 0 {
+                    named.insert("method", "approximate");
+                }
+                d.insert(op, Bson::Document(named));
+            }
             Bson::Document(d)
         }
         _ => generator.value(1),

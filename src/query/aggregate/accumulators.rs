@@ -77,6 +77,13 @@ impl AccumulatorSpec {
             }
             "$firstN" | "$lastN" | "$maxN" | "$minN" | "$top" | "$bottom" | "$topN"
             | "$bottomN" => return parse_selection(field, name, arg),
+            // A JavaScript accumulator: MongoDB's answer when it has no script engine.
+            "$accumulator" => {
+                return Err(QueryError::location(
+                    31264,
+                    "Cannot run server-side javascript without the javascript engine enabled",
+                ))
+            }
             other => {
                 return Err(QueryError::location(
                     15952,

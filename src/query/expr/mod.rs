@@ -9,6 +9,7 @@
 pub mod accumulator;
 pub mod ops;
 mod parse;
+mod parse_more;
 mod variables;
 
 pub use crate::query::value::truthy::truthy;

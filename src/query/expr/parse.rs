@@ -92,6 +92,9 @@ pub fn parse_operator(name: &str, arg: &Bson, depth: usize) -> Result<Expression
         "$reduce" => parse_reduce(arg, depth)?,
         "$switch" => parse_switch(arg, depth)?,
         "$convert" => parse_convert(arg, depth)?,
+        _ if crate::query::expr::parse_more::handles(name) => {
+            crate::query::expr::parse_more::parse(name, arg, depth)?
+        }
         _ => {
             let Some((op, min, max)) = lookup(name) else {
                 return Err(QueryError::invalid_pipeline_operator(format!(

@@ -169,6 +169,22 @@ fn parse_document(filter: &Document, depth: usize) -> Result<Filter, QueryError>
     })
 }
 
+/// `{$sampleRate: r}`: matches each document with probability `r`, as MongoDB does by
+/// rewriting it to `{$expr: {$lt: [{$rand: {}}, r]}}`.
+fn sample_rate(value: &Bson) -> Result<Expression, QueryError> {
+    let rate = crate::query::value::number::Number::from_bson(value)
+        .ok_or_else(|| QueryError::bad_value("argument to $sampleRate must be a numeric type"))?
+        .to_f64();
+    if !(0.0..=1.0).contains(&rate) {
+        return Err(QueryError::bad_value(
+            "numeric argument to $sampleRate must be in [0, 1]",
+        ));
+    }
+    Expression::parse(&Bson::Document(bson::doc! {
+        "$lt": [{"$rand": {}}, rate],
+    }))
+}
+
 fn parse_entry(key: &str, value: &Bson, depth: usize) -> Result<Option<Filter>, QueryError> {
     if !key.starts_with('$') {
         return parse_field(key, value, depth).map(Some);
@@ -181,7 +197,8 @@ fn parse_entry(key: &str, value: &Bson, depth: usize) -> Result<Option<Filter>, 
         "$comment" => return Ok(None),
         "$alwaysTrue" => Filter::AlwaysTrue,
         "$alwaysFalse" => Filter::AlwaysFalse,
-        "$where" | "$text" | "$jsonSchema" | "$sampleRate" | "$search" => {
+        "$sampleRate" => Filter::Expr(Box::new(sample_rate(value)?)),
+        "$where" | "$text" | "$jsonSchema" | "$search" => {
             return Err(QueryError::not_supported(format!(
                 "{key} is not supported by docgate"
             )))

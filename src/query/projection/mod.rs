@@ -372,9 +372,12 @@ impl Builder {
             )?));
         }
         if name == "$meta" {
-            return Err(QueryError::not_supported(
-                "$meta projection is not supported by docgate",
-            ));
+            // docgate keeps no metadata; the expression parser answers MongoDB's error for
+            // the kind asked (40218 textScore, 17308 unknown, …).
+            return Err(match Expression::parse(value) {
+                Err(e) => e,
+                Ok(_) => QueryError::not_supported("$meta projection is not supported by docgate"),
+            });
         }
         if self.mode == Some(ProjectionMode::Exclusion) {
             return Err(QueryError::location(

@@ -67,6 +67,12 @@ impl RegexPredicate {
         })
     }
 
+    /// The compiled expression, for callers that need the matches and captures themselves
+    /// (`$regexFind`, `$regexFindAll`).
+    pub fn compiled(&self) -> &regex::Regex {
+        &self.compiled
+    }
+
     /// Whether a string matches (unanchored search, like PCRE).
     pub fn is_match(&self, text: &str) -> bool {
         self.compiled.is_match(text)

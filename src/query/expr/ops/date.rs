@@ -1,6 +1,7 @@
 //! Date expression operators in UTC: $year, $month, $dayOfMonth, $hour, $minute, $second,
-//! $millisecond, $dayOfWeek, $dayOfYear, $isoDayOfWeek, $week, $dateToString (with the
-//! common `%` specifiers) and $toDate, plus the civil-calendar arithmetic they share.
+//! $millisecond, $dayOfWeek, $dayOfYear, $isoDayOfWeek, $week, $isoWeek, $isoWeekYear,
+//! $dateToString (with the common `%` specifiers) and $toDate, plus the civil-calendar
+//! arithmetic they share.
 //!
 //! Not for: time zones other than UTC (rejected), or $dateAdd/$dateDiff/$dateTrunc.
 
@@ -34,6 +35,10 @@ pub enum DateOperator {
     IsoDayOfWeek,
     /// `$week` (0–53, weeks starting on Sunday)
     Week,
+    /// `$isoWeek` (1–53, ISO 8601 weeks starting on Monday)
+    IsoWeek,
+    /// `$isoWeekYear` (the ISO 8601 week-numbering year, a long)
+    IsoWeekYear,
     /// `$dateToString` with arguments (format, date, timezone, onNull)
     DateToString,
     /// `$toDate`
@@ -113,6 +118,8 @@ pub fn lookup(name: &str) -> Option<(DateOperator, usize, Option<usize>)> {
         "$dayOfYear" => (DayOfYear, 1, Some(1)),
         "$isoDayOfWeek" => (IsoDayOfWeek, 1, Some(1)),
         "$week" => (Week, 1, Some(1)),
+        "$isoWeek" => (IsoWeek, 1, Some(1)),
+        "$isoWeekYear" => (IsoWeekYear, 1, Some(1)),
         "$toDate" => (ToDate, 1, Some(1)),
         _ => return None,
     })
@@ -293,6 +300,9 @@ pub fn apply(op: DateOperator, args: &[Option<Bson>]) -> Result<Option<Bson>, Qu
         DateOperator::DayOfYear => t.day_of_year(),
         DateOperator::IsoDayOfWeek => t.iso_day_of_week(),
         DateOperator::Week => t.week(),
+        DateOperator::IsoWeek => t.iso_week().1,
+        // A long, as MongoDB's `TimeZone::isoYear` answers (the other parts are ints).
+        DateOperator::IsoWeekYear => return Ok(Some(Bson::Int64(t.iso_week().0))),
         _ => 0,
     };
     Ok(Some(Bson::Int32(value as i32)))

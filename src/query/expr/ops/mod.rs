@@ -14,17 +14,25 @@
 mod args;
 mod arithmetic;
 mod array;
+mod array_n;
+mod bitwise;
 mod comparison;
 pub mod convert;
 pub mod date;
 pub mod date_math;
+mod hashed_key;
 pub mod more;
 mod object;
 mod operator;
 mod set;
 mod string;
+mod string_search;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_mongo7;
+pub mod trigonometry;
+mod value_parts;
 
 use operator::arg;
 pub use operator::{type_name, value_to_string, Operator};
@@ -73,6 +81,21 @@ pub fn apply_more(
         SetUnion | SetIntersection | SetDifference | SetEquals | SetIsSubset => {
             set::apply_more(op, args)
         }
-        MergeObjects | ObjectToArray | ArrayToObject | GetField => object::apply_more(op, args),
+        MergeObjects | ObjectToArray | ArrayToObject | GetField | SetField => {
+            object::apply_more(op, args)
+        }
+        FirstN | LastN | MaxN | MinN | Zip | StdDevPop | StdDevSamp | Percentile => {
+            array_n::apply_more(op, args)
+        }
+        IndexOfBytes | RegexFind | RegexFindAll | ReplaceOne | ReplaceAll => {
+            string_search::apply_more(op, args)
+        }
+        Trigonometric(_) | Atan2 | DegreesToRadians | RadiansToDegrees => {
+            trigonometry::apply_more(op, args)
+        }
+        BitAnd | BitOr | BitXor | BitNot => bitwise::apply_more(op, args),
+        BsonSize | BinarySize | TsSecond | TsIncrement | ToObjectId | Rand | ToHashedIndexKey => {
+            value_parts::apply_more(op, args)
+        }
     }
 }

@@ -3,7 +3,14 @@
 //! hands each to its family file — math to `arithmetic.rs`, $trim/$substrBytes/$indexOfCP/
 //! $strcasecmp/$regexMatch to `string.rs`, $reverseArray/$range/$slice/$indexOfArray/
 //! $anyElementTrue/$allElementsTrue/$sortArray to `array.rs`, set operators to `set.rs`, and
-//! $mergeObjects/$objectToArray/$arrayToObject/$getField to `object.rs`.
+//! $mergeObjects/$objectToArray/$arrayToObject/$getField/$setField to `object.rs`, and the
+//! MongoDB 7.0 additions to their own files: $firstN/$lastN/$maxN/$minN/$zip and the
+//! statistics to `array_n.rs`, $indexOfBytes/$regexFind(All)/$replaceOne/$replaceAll to
+//! `string_search.rs`, the trigonometry to `trigonometry.rs`, the bitwise operators to
+//! `bitwise.rs`, and $bsonSize/$binarySize/$tsSecond/$tsIncrement/$toObjectId/$rand/
+//! $toHashedIndexKey to `value_parts.rs` (the hash itself in `hashed_key.rs`). $setField/$unsetField, the `…N` forms, $replaceOne/$replaceAll, the
+//! regex operators, $zip, $percentile/$median and $rand are parsed by `expr/parse_more.rs`
+//! (their entries here, where they have one, are not reached).
 //!
 //! Not for: evaluating any operator (the family files), dates (`date.rs`) or parsing
 //! (`expr/parse.rs`).
@@ -71,6 +78,64 @@ pub enum MoreOperator {
     GetField,
     /// `$sortArray` (input, sortBy)
     SortArray,
+    /// `$setField` / `$unsetField` (field, input, value; a missing value removes)
+    SetField,
+    /// `$firstN` (input, n), array form
+    FirstN,
+    /// `$lastN` (input, n), array form
+    LastN,
+    /// `$maxN` (input, n), array form
+    MaxN,
+    /// `$minN` (input, n), array form
+    MinN,
+    /// `$zip` (useLongestLength, then the inputs, then the defaults; see `array_n.rs`)
+    Zip,
+    /// `$stdDevPop` (expression form)
+    StdDevPop,
+    /// `$stdDevSamp` (expression form)
+    StdDevSamp,
+    /// `$percentile` / `$median` (input, p), method "approximate"
+    Percentile,
+    /// `$indexOfBytes`
+    IndexOfBytes,
+    /// `$regexFind` (input, regex, options)
+    RegexFind,
+    /// `$regexFindAll` (input, regex, options)
+    RegexFindAll,
+    /// `$replaceOne` (input, find, replacement)
+    ReplaceOne,
+    /// `$replaceAll` (input, find, replacement)
+    ReplaceAll,
+    /// A trigonometric function (`trigonometry.rs`).
+    Trigonometric(super::trigonometry::TrigFunction),
+    /// `$atan2` [y, x]
+    Atan2,
+    /// `$degreesToRadians`
+    DegreesToRadians,
+    /// `$radiansToDegrees`
+    RadiansToDegrees,
+    /// `$bitAnd`
+    BitAnd,
+    /// `$bitOr`
+    BitOr,
+    /// `$bitXor`
+    BitXor,
+    /// `$bitNot`
+    BitNot,
+    /// `$bsonSize`
+    BsonSize,
+    /// `$binarySize`
+    BinarySize,
+    /// `$tsSecond`
+    TsSecond,
+    /// `$tsIncrement`
+    TsIncrement,
+    /// `$toObjectId`
+    ToObjectId,
+    /// `$rand`
+    Rand,
+    /// `$toHashedIndexKey`
+    ToHashedIndexKey,
 }
 
 /// Named-argument layouts: operator name → argument names in order.
@@ -118,6 +183,25 @@ pub fn lookup(name: &str) -> Option<(MoreOperator, usize, Option<usize>)> {
         "$arrayToObject" => (ArrayToObject, 1, Some(1)),
         "$getField" => (GetField, 1, Some(2)),
         "$sortArray" => (SortArray, 2, Some(2)),
-        _ => return None,
+        "$stdDevPop" => (StdDevPop, 0, None),
+        "$stdDevSamp" => (StdDevSamp, 0, None),
+        "$indexOfBytes" => (IndexOfBytes, 2, Some(4)),
+        "$atan2" => (Atan2, 2, Some(2)),
+        "$degreesToRadians" => (DegreesToRadians, 1, Some(1)),
+        "$radiansToDegrees" => (RadiansToDegrees, 1, Some(1)),
+        "$bitAnd" => (BitAnd, 0, None),
+        "$bitOr" => (BitOr, 0, None),
+        "$bitXor" => (BitXor, 0, None),
+        "$bitNot" => (BitNot, 1, Some(1)),
+        "$bsonSize" => (BsonSize, 1, Some(1)),
+        "$binarySize" => (BinarySize, 1, Some(1)),
+        "$tsSecond" => (TsSecond, 1, Some(1)),
+        "$tsIncrement" => (TsIncrement, 1, Some(1)),
+        "$toObjectId" => (ToObjectId, 1, Some(1)),
+        "$toHashedIndexKey" => (ToHashedIndexKey, 1, Some(1)),
+        other => {
+            let function = super::trigonometry::TrigFunction::from_name(other)?;
+            (Trigonometric(function), 1, Some(1))
+        }
     })
 }

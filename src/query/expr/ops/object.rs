@@ -1,8 +1,9 @@
-//! Object expression operators: $mergeObjects, $objectToArray, $arrayToObject and
-//! $getField.
+//! Object expression operators: $mergeObjects, $objectToArray, $arrayToObject, $getField
+//! and $setField (which `$unsetField` is, with the value `$$REMOVE`): the field name is
+//! taken literally, dots and `$` included; a missing value removes the field.
 //!
-//! Not for: `$setField`/`$unsetField` (not implemented) or paths in documents
-//! (`value/path.rs`).
+//! Not for: checking that `$setField`'s field is a constant string (`expr/parse_more.rs`)
+//! or paths in documents (`value/path.rs`).
 
 use super::args::*;
 use super::more::MoreOperator;
@@ -87,6 +88,31 @@ pub(super) fn apply_more(
                 None | Some(Bson::Null) | Some(Bson::Undefined) => Bson::Null,
                 Some(_) => return Ok(None),
             }
+        }
+        SetField => {
+            let field = string(arg(0), "$setField", 4161107)?;
+            let mut doc = match arg(1) {
+                None | Some(Bson::Null) | Some(Bson::Undefined) => return null,
+                Some(Bson::Document(d)) => d.clone(),
+                Some(other) => {
+                    return Err(QueryError::location(
+                        4161105,
+                        format!(
+                            "$setField requires 'input' to evaluate to type Object, but got {}",
+                            type_name(Some(other))
+                        ),
+                    ))
+                }
+            };
+            match arg(2) {
+                Some(value) => {
+                    doc.insert(field, value.clone());
+                }
+                None => {
+                    doc.remove(field);
+                }
+            }
+            Bson::Document(doc)
         }
         _ => return Err(misrouted(op)),
     }))
