@@ -43,8 +43,34 @@ pub fn check_id(id: &Bson) -> Result<(), OpError> {
         Bson::Array(_) => Err(OpError::BadValue("can't use an array for _id".into())),
         Bson::RegularExpression(_) => Err(OpError::BadValue("can't use a regex for _id".into())),
         Bson::Undefined => Err(OpError::BadValue("can't use a undefined for _id".into())),
+        Bson::Document(fields) => check_id_fields(fields),
         _ => Ok(()),
     }
+}
+
+/// MongoDB's storage rule for an `_id` document: no `$`-prefixed field at any depth (a DBRef's
+/// `$ref`, `$id` and `$db` excepted), 52 DollarPrefixedFieldName.
+fn check_id_fields(fields: &Document) -> Result<(), OpError> {
+    for (name, value) in fields {
+        if name.starts_with('$') && !matches!(name.as_str(), "$ref" | "$id" | "$db") {
+            return Err(crate::query::QueryError::dollar_prefixed_field(format!(
+                "_id fields may not contain '$'-prefixed fields: {name} is not valid for storage."
+            ))
+            .into());
+        }
+        match value {
+            Bson::Document(inner) => check_id_fields(inner)?,
+            Bson::Array(items) => {
+                for item in items {
+                    if let Bson::Document(inner) = item {
+                        check_id_fields(inner)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A document ready to write.

@@ -40,6 +40,12 @@ impl QueryError {
         Self::with(2, "BadValue", message)
     }
 
+    /// Code 52, DollarPrefixedFieldName: a `$`-prefixed field where storage allows none
+    /// (inside `_id`).
+    pub fn dollar_prefixed_field(message: impl Into<String>) -> Self {
+        Self::with(52, "DollarPrefixedFieldName", message)
+    }
+
     /// Code 9, FailedToParse: a request document that does not have the expected shape.
     pub fn failed_to_parse(message: impl Into<String>) -> Self {
         Self::with(9, "FailedToParse", message)

@@ -35,6 +35,21 @@ def test_insert_one_generates_object_id(coll):
     assert coll.find_one({"_id": result.inserted_id}) == {"_id": result.inserted_id, "name": "ann"}
 
 
+def test_dollar_prefixed_fields_inside_id_are_refused(coll):
+    # MongoDB's storage rule: 52 DollarPrefixedFieldName, at any depth of _id; nothing stored.
+    for bad in ({"$a": 1}, {"b": {"$a": 1}}, {"b": [{"$a": 1}]}):
+        with pytest.raises(WriteError) as failure:
+            coll.insert_one({"_id": bad})
+        assert failure.value.code == 52
+        with pytest.raises(WriteError) as failure:
+            coll.replace_one({"x": 1}, {"_id": bad}, upsert=True)
+        assert failure.value.code == 52
+    assert coll.count_documents({}) == 0
+    # Elsewhere in the document MongoDB 5.0+ stores $-prefixed field names.
+    coll.insert_one({"_id": {"a": 1}, "x": {"$b": 1}})
+    assert coll.find_one({"_id": {"a": 1}}) == {"_id": {"a": 1}, "x": {"$b": 1}}
+
+
 def test_insert_one_keeps_given_id(coll):
     result = coll.insert_one({"_id": "custom-id", "n": 1})
     assert result.inserted_id == "custom-id"
