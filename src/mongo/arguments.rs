@@ -198,6 +198,50 @@ impl<'a> Arguments<'a> {
     }
 }
 
+/// The type a field of a write's statements takes (see [`check_statements`]).
+#[derive(Clone, Copy, Debug)]
+pub enum FieldKind {
+    Object,
+    Array,
+    Bool,
+    Integer,
+    /// Several types (checked where the statement is run).
+    Any,
+}
+
+/// MongoDB parses every statement of a write before it runs any (its IDL): a statement that
+/// is not an object, or has a field the command does not know or of the wrong type, fails the
+/// whole command (`update.updates.<field>`) and nothing runs — while what a field's value
+/// means (a filter, an update) is that statement's own write error. `fields` are the
+/// statement's fields and their types.
+pub fn check_statements(
+    path: &str,
+    statements: &[Bson],
+    fields: &[(&str, FieldKind)],
+) -> Result<(), OpError> {
+    for statement in statements {
+        let Bson::Document(statement) = statement else {
+            return Err(wrong_type(path, "object", statement));
+        };
+        let mut arguments = Arguments::new(path, statement);
+        for (field, kind) in fields {
+            let checked = match kind {
+                FieldKind::Object => arguments.document(field).map(|_| ()),
+                FieldKind::Array => arguments.array(field).map(|_| ()),
+                FieldKind::Bool => arguments.bool(field).map(|_| ()),
+                FieldKind::Integer => arguments.i64(field).map(|_| ()),
+                FieldKind::Any => {
+                    arguments.without_effect(field);
+                    Ok(())
+                }
+            };
+            checked?;
+        }
+        arguments.finish()?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

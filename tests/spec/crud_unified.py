@@ -40,6 +40,17 @@ IGNORED_COMMANDS = {
     "configurefailpoint", "hello", "ismaster", "saslstart", "saslcontinue", "getnonce",
     "authenticate", "createuser", "updateuser", "copydbgetnonce", "copydbsaslstart", "copydb",
 }
+def read_preference(spec: dict):
+    """A unified-format readPreference (`mode`, `maxStalenessSeconds`, `tagSets`) for pymongo."""
+    mode = READ_PREFERENCES[spec["mode"]]
+    options = {}
+    if "maxStalenessSeconds" in spec:
+        options["max_staleness"] = spec["maxStalenessSeconds"]
+    if "tagSets" in spec:
+        options["tag_sets"] = spec["tagSets"]
+    return type(mode)(**options) if options else mode
+
+
 READ_PREFERENCES = {
     "primary": ReadPreference.PRIMARY,
     "primaryPreferred": ReadPreference.PRIMARY_PREFERRED,
@@ -141,7 +152,7 @@ def _entity_options(options: dict) -> dict:
         elif key == "readConcern":
             out["read_concern"] = _read_concern(value)
         elif key == "readPreference":
-            out["read_preference"] = READ_PREFERENCES[value["mode"]]
+            out["read_preference"] = read_preference(value)
         else:
             raise RunnerGap(f"entity option {key!r}")
     return out
@@ -465,7 +476,10 @@ def _run_on_started_server(backend: str | None, files: list[Path], show_failures
         print(f"docgate {server.bin} on {server.backend}")
         server.start()
         try:
-            return run_files(server.uri, files, show_failures, show_skips)
+            # As the spec tests expect: a replica set the driver discovers (docgate is the
+            # primary of a one-member set), so read preferences are sent as given.
+            uri = f"mongodb://127.0.0.1:{server.port}/?replicaSet=docgate"
+            return run_files(uri, files, show_failures, show_skips)
         finally:
             server.stop()
             if server.proc is not None and server.proc.returncode not in (0, -15, None):

@@ -88,6 +88,17 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         None => format!("{}.$cmd.aggregate", request.db),
     };
     if let Some(output) = pipeline.output() {
+        let linearizable = request
+            .body
+            .get_document("readConcern")
+            .and_then(|concern| concern.get_str("level"))
+            .is_ok_and(|level| level == "linearizable");
+        if linearizable {
+            return Err(OpError::InvalidOptions(format!(
+                "{} cannot be used with a 'linearizable' read concern level",
+                output.name()
+            )));
+        }
         if context.scope().reads_whole() {
             return Err(OpError::InvalidOptions(format!(
                 "{} cannot be used with a 'snapshot' read concern level",

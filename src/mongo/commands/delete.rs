@@ -7,7 +7,7 @@
 use bson::{doc, Bson, Document};
 
 use super::write_reply::{count_bson, with_write_errors};
-use crate::mongo::arguments::Arguments;
+use crate::mongo::arguments::{check_statements, Arguments, FieldKind};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
@@ -64,6 +64,16 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
             statements.len()
         )));
     }
+    check_statements(
+        "delete.deletes",
+        statements,
+        &[
+            ("q", FieldKind::Object),
+            ("limit", FieldKind::Integer),
+            ("collation", FieldKind::Object),
+            ("hint", FieldKind::Any),
+        ],
+    )?;
     let collection = context.collection_info(&request.db, name).await?;
     let mut deleted = 0u64;
     let mut errors: Vec<Document> = Vec::new();

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use bson::{doc, Bson, Document};
 
 use super::write_reply::{count_bson, with_write_errors};
-use crate::mongo::arguments::Arguments;
+use crate::mongo::arguments::{check_statements, Arguments, FieldKind};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
@@ -136,6 +136,21 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
             statements.len()
         )));
     }
+
+    check_statements(
+        "update.updates",
+        statements,
+        &[
+            ("q", FieldKind::Object),
+            ("u", FieldKind::Any),
+            ("c", FieldKind::Object),
+            ("upsert", FieldKind::Bool),
+            ("multi", FieldKind::Bool),
+            ("collation", FieldKind::Object),
+            ("arrayFilters", FieldKind::Array),
+            ("hint", FieldKind::Any),
+        ],
+    )?;
 
     let mut scope = context.scope();
     let mut transaction = scope.begin().await?;
