@@ -45,6 +45,7 @@ pub use index::IndexSpec;
 pub use projection::Projection;
 pub use sort::{SortDirection, SortSpec};
 pub use update::{UpdateContext, UpdateSpec};
+pub use value::collation::Collation;
 pub use value::compare::{bson_type_name, compare_values};
 pub use value::keys::encode_key;
 pub use value::path::get_path;
