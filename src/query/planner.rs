@@ -15,6 +15,11 @@
 //! limit in Rust over rows that arrive sorted (so a cursor can stream them). Other sorts
 //! happen in Rust after the scan.
 //!
+//! Under a non-simple collation SQL (which compares bytes) decides nothing that compares
+//! strings: a condition whose operand holds a string (or MinKey/MaxKey, whose ranges span
+//! strings) is left to the residual, and no sort is pushed — it runs in Rust under the
+//! collator.
+//!
 //! Not for: SQL text (the store spells it), I/O of any kind, or MongoDB command shapes.
 
 use bson::Bson;
@@ -22,8 +27,9 @@ use bson::Bson;
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
 use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
-use crate::query::filter::{FieldPredicate, Filter};
+use crate::query::filter::{ElemMatch, FieldPredicate, Filter};
 use crate::query::index::{IndexDirection, IndexSpec};
+use crate::query::value::collation::Collation;
 use crate::query::value::keys::encode_key;
 
 /// A secondary index as the planner needs to know it: its parsed specification, the
@@ -97,6 +103,8 @@ pub struct ReadPlan {
     /// Skip and limit done in Rust, when not pushed.
     pub skip: u64,
     pub limit: Option<u64>,
+    /// The collation the residual and the sort are evaluated under.
+    pub collation: Collation,
 }
 
 impl ReadPlan {
@@ -109,7 +117,25 @@ impl ReadPlan {
         limit: Option<u64>,
         indexes: &[I],
     ) -> ReadPlan {
-        let (predicate, exact) = pushdown(&filter, indexes).into_parts();
+        ReadPlan::collated(filter, sort, skip, limit, indexes, Collation::simple())
+    }
+
+    /// [`ReadPlan::new`] under `collation`: string comparisons and sorts stay in Rust.
+    pub fn collated<I: IndexCandidate>(
+        filter: Filter,
+        sort: Option<SortSpec>,
+        skip: u64,
+        limit: Option<u64>,
+        indexes: &[I],
+        collation: Collation,
+    ) -> ReadPlan {
+        let (predicate, exact) = if collation.is_simple() {
+            pushdown(&filter, indexes).into_parts()
+        } else {
+            let (pushable, complete) = without_string_comparisons(&filter);
+            let (predicate, exact) = pushdown(&pushable, indexes).into_parts();
+            (predicate, exact && complete)
+        };
         // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.
         let reverse_natural = sort.as_ref().is_some_and(|spec| {
             spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
@@ -117,6 +143,7 @@ impl ReadPlan {
         let sort = sort.filter(|spec| !spec.keys.is_empty() || reverse_natural);
         let pushed_order = match &sort {
             None => Some(ScanOrder::Natural),
+            Some(_) if !collation.is_simple() => None,
             Some(spec) => scan_order(spec, indexes),
         };
         let order_pushed = pushed_order.is_some();
@@ -138,6 +165,7 @@ impl ReadPlan {
                 sort: None,
                 skip: 0,
                 limit: None,
+                collation,
             },
             // The store produces the order but not the filter: it walks in that order and
             // Rust keeps the matches, skips and limits, so no sort waits for the whole result.
@@ -152,6 +180,7 @@ impl ReadPlan {
                 sort: None,
                 skip,
                 limit,
+                collation,
             },
             false => ReadPlan {
                 scan: ScanRequest {
@@ -162,6 +191,7 @@ impl ReadPlan {
                 sort: sort.map(SortSpec::with_id_tie_break),
                 skip,
                 limit,
+                collation,
             },
         }
     }
@@ -169,6 +199,79 @@ impl ReadPlan {
     /// True when the store alone answers the read (no residual, sort, skip or limit in Rust).
     pub fn is_fully_pushed(&self) -> bool {
         self.residual.is_none() && self.sort.is_none() && self.skip == 0 && self.limit.is_none()
+    }
+}
+
+/// The filter without the field conditions that compare strings (which SQL would decide by
+/// their bytes), and whether nothing was taken out. Taking a condition out only widens what
+/// the pushed predicate selects (`$nor` is never pushed), so the residual stays the judge.
+fn without_string_comparisons(filter: &Filter) -> (Filter, bool) {
+    match filter {
+        Filter::And(parts) | Filter::Or(parts) => {
+            let mut complete = true;
+            let parts = parts
+                .iter()
+                .map(|part| {
+                    let (part, whole) = without_string_comparisons(part);
+                    complete &= whole;
+                    part
+                })
+                .collect();
+            let rebuilt = match filter {
+                Filter::And(_) => Filter::And(parts),
+                _ => Filter::Or(parts),
+            };
+            (rebuilt, complete)
+        }
+        Filter::Field { path, predicates } => {
+            let kept: Vec<FieldPredicate> = predicates
+                .iter()
+                .filter(|p| !compares_strings(p))
+                .cloned()
+                .collect();
+            let complete = kept.len() == predicates.len();
+            let field = Filter::Field {
+                path: path.clone(),
+                predicates: kept,
+            };
+            (field, complete)
+        }
+        other => (other.clone(), true),
+    }
+}
+
+/// Whether a condition's outcome may depend on how strings compare.
+fn compares_strings(predicate: &FieldPredicate) -> bool {
+    match predicate {
+        FieldPredicate::Eq(v)
+        | FieldPredicate::Ne(v)
+        | FieldPredicate::Gt(v)
+        | FieldPredicate::Gte(v)
+        | FieldPredicate::Lt(v)
+        | FieldPredicate::Lte(v) => holds_string(v),
+        FieldPredicate::In(values) | FieldPredicate::Nin(values) => values.iter().any(holds_string),
+        FieldPredicate::All(parts) | FieldPredicate::Not(parts) => {
+            parts.iter().any(compares_strings)
+        }
+        FieldPredicate::ElemMatch(ElemMatch::Value(parts)) => parts.iter().any(compares_strings),
+        FieldPredicate::ElemMatch(ElemMatch::Document(inner)) => {
+            !without_string_comparisons(inner).1
+        }
+        FieldPredicate::Exists(_)
+        | FieldPredicate::Type(_)
+        | FieldPredicate::Regex(_)
+        | FieldPredicate::Size(_)
+        | FieldPredicate::Mod { .. }
+        | FieldPredicate::Bits { .. } => false,
+    }
+}
+
+fn holds_string(value: &Bson) -> bool {
+    match value {
+        Bson::String(_) | Bson::Symbol(_) | Bson::MinKey | Bson::MaxKey => true,
+        Bson::Document(d) => d.values().any(holds_string),
+        Bson::Array(items) => items.iter().any(holds_string),
+        _ => false,
     }
 }
 

@@ -22,7 +22,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let explain = arguments.bool("explain")?.unwrap_or(false);
     let cursor = arguments.document("cursor")?;
     let pipeline = arguments.array("pipeline")?;
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     arguments.no_variables("let")?;
     let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
     // Honoured by doing nothing: docgate's pipelines have no memory limit to lift, and no
@@ -82,6 +82,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         name,
         &pipeline,
         hint,
+        collation,
     )
     .await?;
     drop(session);

@@ -21,9 +21,9 @@ use crate::mongo::request::{opt_array, opt_document, CommandRequest};
 use crate::ops::find::hinted_indexes;
 use crate::ops::read;
 use crate::query::planner::ReadPlan;
-use crate::query::Filter;
 use crate::query::Pipeline;
 use crate::query::SortSpec;
+use crate::query::{Collation, Filter};
 use crate::store::Predicate;
 
 /// `explain`.
@@ -71,7 +71,15 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     };
     let indexes = hinted_indexes(&info.indexes, target.hint.as_ref())?;
     let filter = Filter::parse(&target.filter_document)?;
-    let plan = ReadPlan::new(filter, target.sort, target.skip, target.limit, indexes);
+    let collation = info.collation_for(target.collation)?;
+    let plan = ReadPlan::collated(
+        filter,
+        target.sort,
+        target.skip,
+        target.limit,
+        indexes,
+        collation,
+    );
     let mut session = context.open_session().await?;
     let backend_plan = session.explain(&info.record, &plan.scan).await?;
     let mut winning = describe_plan(&plan, &info);
@@ -123,6 +131,16 @@ struct ExplainedRead {
     skip: u64,
     limit: Option<u64>,
     hint: Option<Bson>,
+    /// The command's (or its first statement's) own collation.
+    collation: Option<Collation>,
+}
+
+/// The `collation` of a command body or statement, parsed.
+fn collation_of(body: &Document) -> Result<Option<Collation>, OpError> {
+    opt_document(body, "collation")?
+        .map(Collation::parse)
+        .transpose()
+        .map_err(OpError::from)
 }
 
 fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
@@ -148,6 +166,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 skip: arguments.skip,
                 limit: arguments.limit,
                 hint: arguments.hint,
+                collation: arguments.collation,
             })
         }
         Some(Command::Count | Command::Distinct) => Ok(ExplainedRead {
@@ -156,6 +175,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             skip: 0,
             limit: None,
             hint: body.get("hint").cloned(),
+            collation: collation_of(body)?,
         }),
         Some(Command::Aggregate) => {
             let stages: Vec<Document> = opt_array(body, "pipeline")?
@@ -173,6 +193,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 skip: 0,
                 limit: None,
                 hint: body.get("hint").cloned(),
+                collation: collation_of(body)?,
             })
         }
         Some(Command::Update) => {
@@ -184,6 +205,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 skip: 0,
                 limit: (!multi).then_some(1),
                 hint: statement.get("hint").cloned(),
+                collation: collation_of(&statement)?,
             })
         }
         Some(Command::Delete) => {
@@ -198,6 +220,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 skip: 0,
                 limit: one.then_some(1),
                 hint: statement.get("hint").cloned(),
+                collation: collation_of(&statement)?,
             })
         }
         Some(Command::FindAndModify) => Ok(ExplainedRead {
@@ -208,6 +231,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             skip: 0,
             limit: Some(1),
             hint: body.get("hint").cloned(),
+            collation: collation_of(body)?,
         }),
         _ => Err(OpError::NotSupported(format!(
             "explain of '{}' is not supported by docgate",

@@ -20,7 +20,7 @@ pub async fn find_and_modify(
     request: &CommandRequest,
 ) -> CommandResult {
     let mut arguments = request.arguments();
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     arguments.no_variables("let")?;
     let remove = arguments.bool("remove")?.unwrap_or(false);
     let return_new = arguments.bool("new")?.unwrap_or(false);
@@ -78,6 +78,7 @@ pub async fn find_and_modify(
         sort,
         projection,
         modification,
+        collation,
     };
     let outcome = find_and_modify::find_and_modify(&mut context.scope(), db, name, request).await?;
     let mut last_error = doc! {"n": outcome.n};

@@ -70,7 +70,7 @@ fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
         ));
     };
     let mut arguments = Arguments::new("UpdateOpEntry", statement);
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     arguments.no_variables("c")?;
     let filter = Filter::parse(arguments.document("q")?.unwrap_or(&Document::new()))?;
     let update = parse_update(arguments.value("u"), "update.updates.u")?;
@@ -96,6 +96,7 @@ fn parse_statement(value: &Bson) -> Result<UpdateStatement, OpError> {
         upsert,
         multi,
         sort: None,
+        collation,
     })
 }
 
