@@ -41,7 +41,7 @@ mod value;
 pub use aggregate::{ForeignDocuments, Pipeline};
 pub use error::QueryError;
 pub use filter::{upsert_seed, FieldPredicate, Filter};
-pub use index::IndexSpec;
+pub use index::{cannot_create, IndexSpec};
 pub use projection::Projection;
 pub use sort::{SortDirection, SortSpec};
 pub use update::{UpdateContext, UpdateSpec};

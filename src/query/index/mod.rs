@@ -97,7 +97,8 @@ fn error(code: i32, code_name: &'static str, message: impl Into<String>) -> Quer
     }
 }
 
-fn cannot_create(message: impl Into<String>) -> QueryError {
+/// MongoDB's CannotCreateIndex (67).
+pub fn cannot_create(message: impl Into<String>) -> QueryError {
     error(67, "CannotCreateIndex", message)
 }
 
