@@ -24,6 +24,7 @@
 //! Not for: SQL, wire protocol or command shapes.
 
 mod aggregate;
+mod collated_pushdown;
 mod error;
 mod expr;
 mod filter;

@@ -24,10 +24,11 @@
 
 use bson::Bson;
 
+use super::collated_pushdown::without_string_comparisons;
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
 use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
-use crate::query::filter::{ElemMatch, FieldPredicate, Filter};
+use crate::query::filter::{FieldPredicate, Filter};
 use crate::query::index::{IndexDirection, IndexSpec};
 use crate::query::value::collation::Collation;
 use crate::query::value::keys::encode_key;
@@ -199,79 +200,6 @@ impl ReadPlan {
     /// True when the store alone answers the read (no residual, sort, skip or limit in Rust).
     pub fn is_fully_pushed(&self) -> bool {
         self.residual.is_none() && self.sort.is_none() && self.skip == 0 && self.limit.is_none()
-    }
-}
-
-/// The filter without the field conditions that compare strings (which SQL would decide by
-/// their bytes), and whether nothing was taken out. Taking a condition out only widens what
-/// the pushed predicate selects (`$nor` is never pushed), so the residual stays the judge.
-fn without_string_comparisons(filter: &Filter) -> (Filter, bool) {
-    match filter {
-        Filter::And(parts) | Filter::Or(parts) => {
-            let mut complete = true;
-            let parts = parts
-                .iter()
-                .map(|part| {
-                    let (part, whole) = without_string_comparisons(part);
-                    complete &= whole;
-                    part
-                })
-                .collect();
-            let rebuilt = match filter {
-                Filter::And(_) => Filter::And(parts),
-                _ => Filter::Or(parts),
-            };
-            (rebuilt, complete)
-        }
-        Filter::Field { path, predicates } => {
-            let kept: Vec<FieldPredicate> = predicates
-                .iter()
-                .filter(|p| !compares_strings(p))
-                .cloned()
-                .collect();
-            let complete = kept.len() == predicates.len();
-            let field = Filter::Field {
-                path: path.clone(),
-                predicates: kept,
-            };
-            (field, complete)
-        }
-        other => (other.clone(), true),
-    }
-}
-
-/// Whether a condition's outcome may depend on how strings compare.
-fn compares_strings(predicate: &FieldPredicate) -> bool {
-    match predicate {
-        FieldPredicate::Eq(v)
-        | FieldPredicate::Ne(v)
-        | FieldPredicate::Gt(v)
-        | FieldPredicate::Gte(v)
-        | FieldPredicate::Lt(v)
-        | FieldPredicate::Lte(v) => holds_string(v),
-        FieldPredicate::In(values) | FieldPredicate::Nin(values) => values.iter().any(holds_string),
-        FieldPredicate::All(parts) | FieldPredicate::Not(parts) => {
-            parts.iter().any(compares_strings)
-        }
-        FieldPredicate::ElemMatch(ElemMatch::Value(parts)) => parts.iter().any(compares_strings),
-        FieldPredicate::ElemMatch(ElemMatch::Document(inner)) => {
-            !without_string_comparisons(inner).1
-        }
-        FieldPredicate::Exists(_)
-        | FieldPredicate::Type(_)
-        | FieldPredicate::Regex(_)
-        | FieldPredicate::Size(_)
-        | FieldPredicate::Mod { .. }
-        | FieldPredicate::Bits { .. } => false,
-    }
-}
-
-fn holds_string(value: &Bson) -> bool {
-    match value {
-        Bson::String(_) | Bson::Symbol(_) | Bson::MinKey | Bson::MaxKey => true,
-        Bson::Document(d) => d.values().any(holds_string),
-        Bson::Array(items) => items.iter().any(holds_string),
-        _ => false,
     }
 }
 
