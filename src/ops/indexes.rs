@@ -29,24 +29,6 @@ pub fn id_index_spec() -> Document {
     doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
 }
 
-/// In MongoDB an index on a collection with a default collation inherits it; docgate's
-/// index keys are not collated, which changes nothing a query answers (the planner keeps
-/// string comparisons under a collation out of SQL) except what a unique index refuses — so a
-/// unique index there is refused rather than built with the wrong notion of a duplicate.
-fn refuse_inherited_collation(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<(), OpError> {
-    let default = info.collation_for(None)?;
-    match specs.iter().find(|spec| spec.unique) {
-        Some(spec) if !default.is_simple() => {
-            Err(OpError::Query(crate::query::cannot_create(format!(
-                "unique index {} would inherit the collection's default collation, and \
-                     collated indexes are not supported by docgate",
-                spec.name
-            ))))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// What a `createIndexes` did: indexes before and after (the `_id` index counted), and
 /// whether the collection was created for it.
 #[derive(Debug)]
@@ -70,7 +52,6 @@ pub async fn create_indexes(
     let created_collection = transaction.catalog_changed();
     let before = info.indexes.len() + 1;
     let to_build = new_indexes(&info, specs)?;
-    refuse_inherited_collation(&info, &to_build)?;
     if before + to_build.len() > MAX_INDEXES {
         return Err(OpError::Query(crate::query::QueryError::location(
             67,
@@ -151,7 +132,11 @@ pub async fn drop_indexes(
 fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, OpError> {
     let id_index = IndexSpec::parse(&id_index_spec())?;
     let mut to_build: Vec<IndexSpec> = Vec::new();
+    let default = info.collation_for(None)?;
     'requested: for spec in specs {
+        let mut spec = spec.clone();
+        spec.inherit_collation(&default);
+        let spec = &spec;
         if spec.is_id_index() {
             if let Some(conflict) = spec.conflict_with(&id_index) {
                 return Err(conflict.into());

@@ -130,6 +130,13 @@ impl ReadPlan {
         indexes: &[I],
         collation: Collation,
     ) -> ReadPlan {
+        // A collated index's string keys are sort keys: a simple read cannot use it (a
+        // collated read pushes no string condition, so any index serves its others).
+        let usable: Vec<&I> = indexes
+            .iter()
+            .filter(|index| !collation.is_simple() || index.spec().collation().is_simple())
+            .collect();
+        let indexes = usable.as_slice();
         let (predicate, exact) = if collation.is_simple() {
             pushdown(&filter, indexes).into_parts()
         } else {

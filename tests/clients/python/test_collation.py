@@ -12,7 +12,7 @@ import pytest
 from bson.son import SON
 from pymongo import ASCENDING
 from pymongo.collation import Collation, CollationStrength
-from pymongo.errors import OperationFailure
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 CI = Collation(locale="en", strength=CollationStrength.SECONDARY)
 CAFES = [
@@ -210,17 +210,31 @@ def test_backwards_is_refused_where_the_locale_does_not_imply_it(coll):
     assert len(canadian) == 1
 
 
-def test_indexes_with_a_collation_are_refused_not_built_uncollated(db):
-    db.items.insert_one({"a": "x"})
-    with pytest.raises(OperationFailure) as error:
-        db.items.create_index([("a", ASCENDING)], collation=CI)
-    assert error.value.code == 67
+def test_unique_index_at_strength_two_refuses_a_case_variant(db):
+    db.people.create_index([("name", ASCENDING)], unique=True, collation=CI)
+    db.people.insert_one({"name": "ada"})
+    with pytest.raises(DuplicateKeyError) as error:
+        db.people.insert_one({"name": "Ada"})
+    assert error.value.code == 11000
+    (index,) = [i for i in db.people.list_indexes() if i["name"] == "name_1"]
+    assert index["collation"]["strength"] == 2 and index["collation"]["version"] == "57.1"
+    # A simple query does not use the collated keys; a collated one finds the name.
+    assert ids(db.people.find({"name": "ADA"}, {"_id": 0})) == []
+    assert [d["name"] for d in db.people.find({"name": "ADA"}, collation=CI)] == ["ada"]
+    assert [d["name"] for d in db.people.find({"name": "ada"})] == ["ada"]
+
+
+def test_an_index_inherits_the_collection_default(db):
     db.create_collection("people", collation=CI)
-    # A unique index would inherit the default collation in MongoDB ("Ada" a duplicate of
-    # "ada"); docgate's index keys are not collated, so it refuses instead.
+    db.people.create_index([("name", ASCENDING)], unique=True)
+    (index,) = [i for i in db.people.list_indexes() if i["name"] == "name_1"]
+    assert index["collation"]["locale"] == "en"
+    db.people.insert_one({"name": "Ada"})
+    with pytest.raises(DuplicateKeyError):
+        db.people.insert_one({"name": "ADA"})
+    # Building over existing case variants fails as a duplicate too.
+    db.others.insert_many([{"name": "Bob"}, {"name": "bob"}])
     with pytest.raises(OperationFailure) as error:
-        db.people.create_index([("name", ASCENDING)], unique=True)
-    assert error.value.code == 67
-    db.people.create_index([("name", ASCENDING)])
-    db.people.insert_many([{"name": "Ada"}, {"name": "ada"}])
-    assert db.people.count_documents({"name": "ADA"}) == 2
+        db.others.create_index([("name", ASCENDING)], unique=True, collation=CI)
+    assert error.value.code == 11000
+    assert db.people.count_documents({"name": "ada"}) == 1
