@@ -1,7 +1,9 @@
 //! What the planner may push to SQL under a non-simple collation: SQL compares strings by
 //! their bytes, so every field condition whose outcome may depend on how strings compare is
 //! taken out of the filter the planner translates (the residual filter, evaluated in Rust
-//! under the collator, stays the judge).
+//! under the collator, stays the judge) — except equality, `$in` and range conditions on a
+//! path an index with the same collation serves: its keys are the collator's sort keys, so
+//! its ranges (computed with the collation installed) are exact.
 //!
 //! Not for: planning itself (`planner.rs`) or comparing under a collation
 //! (`value/collation.rs`).
@@ -13,14 +15,17 @@ use crate::query::filter::{ElemMatch, FieldPredicate, Filter};
 /// The filter without the field conditions that compare strings (which SQL would decide by
 /// their bytes), and whether nothing was taken out. Taking a condition out only widens what
 /// the pushed predicate selects (`$nor` is never pushed), so the residual stays the judge.
-pub(super) fn without_string_comparisons(filter: &Filter) -> (Filter, bool) {
+pub(super) fn without_string_comparisons(
+    filter: &Filter,
+    collated_index_on: &dyn Fn(&str) -> bool,
+) -> (Filter, bool) {
     match filter {
         Filter::And(parts) | Filter::Or(parts) => {
             let mut complete = true;
             let parts = parts
                 .iter()
                 .map(|part| {
-                    let (part, whole) = without_string_comparisons(part);
+                    let (part, whole) = without_string_comparisons(part, collated_index_on);
                     complete &= whole;
                     part
                 })
@@ -34,7 +39,9 @@ pub(super) fn without_string_comparisons(filter: &Filter) -> (Filter, bool) {
         Filter::Field { path, predicates } => {
             let kept: Vec<FieldPredicate> = predicates
                 .iter()
-                .filter(|p| !compares_strings(p))
+                .filter(|p| {
+                    !compares_strings(p) || (collated_index_on(path) && served_by_index_keys(p))
+                })
                 .cloned()
                 .collect();
             let complete = kept.len() == predicates.len();
@@ -63,7 +70,7 @@ fn compares_strings(predicate: &FieldPredicate) -> bool {
         }
         FieldPredicate::ElemMatch(ElemMatch::Value(parts)) => parts.iter().any(compares_strings),
         FieldPredicate::ElemMatch(ElemMatch::Document(inner)) => {
-            !without_string_comparisons(inner).1
+            !without_string_comparisons(inner, &|_| false).1
         }
         FieldPredicate::Exists(_)
         | FieldPredicate::Type(_)
@@ -71,6 +78,23 @@ fn compares_strings(predicate: &FieldPredicate) -> bool {
         | FieldPredicate::Size(_)
         | FieldPredicate::Mod { .. }
         | FieldPredicate::Bits { .. } => false,
+    }
+}
+
+/// A condition the planner pushes only as an index range (never as a path comparison in
+/// SQL) when an index holds its path: equality to a string, `$in` of strings and values
+/// without strings, a range bounded by a string.
+fn served_by_index_keys(predicate: &FieldPredicate) -> bool {
+    match predicate {
+        FieldPredicate::Eq(v)
+        | FieldPredicate::Gt(v)
+        | FieldPredicate::Gte(v)
+        | FieldPredicate::Lt(v)
+        | FieldPredicate::Lte(v) => matches!(v, Bson::String(_)),
+        FieldPredicate::In(values) => values
+            .iter()
+            .all(|v| matches!(v, Bson::String(_)) || !holds_string(v)),
+        _ => false,
     }
 }
 
@@ -145,7 +169,7 @@ mod tests {
     #[test]
     fn taking_conditions_out_only_widens_the_filter() {
         let filter = Filter::parse(&doc! {"a": "x", "b": {"$gt": 1}}).unwrap();
-        let (pushable, complete) = without_string_comparisons(&filter);
+        let (pushable, complete) = without_string_comparisons(&filter, &|_| false);
         assert!(!complete);
         assert!(pushable.matches(&doc! {"a": "y", "b": 2}));
         assert!(!pushable.matches(&doc! {"a": "x", "b": 0}));

@@ -140,8 +140,26 @@ impl ReadPlan {
         let (predicate, exact) = if collation.is_simple() {
             pushdown(&filter, indexes).into_parts()
         } else {
-            let (pushable, complete) = without_string_comparisons(&filter);
-            let (predicate, exact) = pushdown(&pushable, indexes).into_parts();
+            // Paths an index of the same collation serves keep their string conditions,
+            // pushed as ranges of its keys (computed under the collation); other indexes are
+            // then left out, so no string bound meets keys of another collation.
+            let same_collation: Vec<&I> = indexes
+                .iter()
+                .copied()
+                .filter(|index| index.spec().collation() == collation)
+                .collect();
+            let collated_index_on = |path: &str| {
+                path != "_id" && same_collation.iter().any(|i| holds_every_match(i, path))
+            };
+            let (pushable, complete) = without_string_comparisons(&filter, &collated_index_on);
+            let candidates = if same_collation.is_empty() {
+                indexes
+            } else {
+                same_collation.as_slice()
+            };
+            let (predicate, exact) = collation
+                .install(|| pushdown(&pushable, candidates))
+                .into_parts();
             (predicate, exact && complete)
         };
         // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.

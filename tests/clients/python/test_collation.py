@@ -238,3 +238,22 @@ def test_an_index_inherits_the_collection_default(db):
         db.others.create_index([("name", ASCENDING)], unique=True, collation=CI)
     assert error.value.code == 11000
     assert db.people.count_documents({"name": "ada"}) == 1
+
+
+def test_a_collated_index_serves_a_query_of_its_collation(db):
+    db.people.create_index([("name", ASCENDING)], collation=CI)
+    db.people.insert_many([{"_id": i, "name": n} for i, n in enumerate(["Ada", "ada", "Bob", "carl"])])
+    found = db.people.find({"name": "ADA"}).collation(CI)
+    assert sorted(ids(found)) == [0, 1]
+    plan = db.people.find({"name": "ADA"}).collation(CI).explain()["queryPlanner"]["winningPlan"]
+    assert plan["inputStage"]["stage"] == "IXSCAN" and plan["inputStage"]["indexName"] == "name_1"
+    assert plan["docgate"]["pushedFilterExact"] is True
+    ranged = db.people.find({"name": {"$gte": "b", "$lt": "CARL"}}, collation=CI)
+    assert ids(ranged) == [2]
+    assert sorted(ids(db.people.find({"name": {"$in": ["BOB", "Carl"]}}, collation=CI))) == [2, 3]
+    # Another collation (or none) does not use it, and still answers right.
+    other = db.people.find({"name": "ADA"}).collation(Collation(locale="en", strength=1))
+    assert sorted(ids(other)) == [0, 1]
+    simple = db.people.find({"name": "Ada"}).explain()["queryPlanner"]["winningPlan"]
+    assert simple.get("inputStage", {}).get("stage") != "IXSCAN"
+    assert ids(db.people.find({"name": "Ada"})) == [0]
