@@ -17,8 +17,8 @@
 //!
 //! Under a non-simple collation SQL (which compares bytes) decides nothing that compares
 //! strings: a condition whose operand holds a string (or MinKey/MaxKey, whose ranges span
-//! strings) is left to the residual, and no sort is pushed — it runs in Rust under the
-//! collator.
+//! strings) is left to the residual unless an index of the same collation serves it, and
+//! only such an index orders a pushed sort — else the sort runs in Rust under the collator.
 //!
 //! Not for: SQL text (the store spells it), I/O of any kind, or MongoDB command shapes.
 
@@ -137,17 +137,21 @@ impl ReadPlan {
             .filter(|index| !collation.is_simple() || index.spec().collation().is_simple())
             .collect();
         let indexes = usable.as_slice();
+        // Under a collation, the indexes whose keys are its sort keys.
+        let same_collation: Vec<&I> = match collation.is_simple() {
+            true => Vec::new(),
+            false => indexes
+                .iter()
+                .copied()
+                .filter(|index| index.spec().collation() == collation)
+                .collect(),
+        };
         let (predicate, exact) = if collation.is_simple() {
             pushdown(&filter, indexes).into_parts()
         } else {
             // Paths an index of the same collation serves keep their string conditions,
             // pushed as ranges of its keys (computed under the collation); other indexes are
             // then left out, so no string bound meets keys of another collation.
-            let same_collation: Vec<&I> = indexes
-                .iter()
-                .copied()
-                .filter(|index| index.spec().collation() == collation)
-                .collect();
             let collated_index_on = |path: &str| {
                 path != "_id" && same_collation.iter().any(|i| holds_every_match(i, path))
             };
@@ -169,7 +173,12 @@ impl ReadPlan {
         let sort = sort.filter(|spec| !spec.keys.is_empty() || reverse_natural);
         let pushed_order = match &sort {
             None => Some(ScanOrder::Natural),
-            Some(_) if !collation.is_simple() => None,
+            // Only an index of the same collation orders strings as the collation does
+            // (`_id` keys compare by bytes).
+            Some(spec) if !collation.is_simple() => match spec.keys.as_slice() {
+                [(path, _)] if path != "_id" => scan_order(spec, same_collation.as_slice()),
+                _ => None,
+            },
             Some(spec) => scan_order(spec, indexes),
         };
         let order_pushed = pushed_order.is_some();
