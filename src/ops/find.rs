@@ -187,13 +187,16 @@ async fn whole_result(
         return Ok(read::execute_raw(session.as_mut(), &info.record, plan).await?);
     };
     let documents = read::execute(session.as_mut(), &info.record, plan).await?;
-    let projected: Vec<Document> = documents
-        .iter()
-        .map(|d| match positional_filter {
-            Some(filter) => projection.apply_with_query(d, filter),
-            None => projection.apply(d),
-        })
-        .collect::<Result<_, _>>()?;
+    // `$elemMatch` and positional projections compare under the read's collation.
+    let projected: Vec<Document> = plan.collation.install(|| {
+        documents
+            .iter()
+            .map(|d| match positional_filter {
+                Some(filter) => projection.apply_with_query(d, filter),
+                None => projection.apply(d),
+            })
+            .collect::<Result<_, _>>()
+    })?;
     encode_documents(&projected)
 }
 

@@ -321,10 +321,11 @@ impl ReadCursor {
             Some(document) => document,
             None => decode_document(&bytes)?,
         };
-        let projected = match &self.positional_filter {
-            Some(filter) => projection.apply_with_query(&document, filter)?,
-            None => projection.apply(&document)?,
-        };
+        // `$elemMatch` and positional projections compare under the read's collation.
+        let projected = self.collation.install(|| match &self.positional_filter {
+            Some(filter) => projection.apply_with_query(&document, filter),
+            None => projection.apply(&document),
+        })?;
         encode_documents(&[projected])?
             .pop()
             .ok_or_else(|| OpError::BadValue("a projection produced no document".into()))

@@ -273,3 +273,11 @@ def test_a_collated_index_orders_a_sort_of_its_collation(db):
     # German order from the same data: sorted in memory, not by the Swedish index.
     german = [d["w"] for d in db.words.find({}).sort("w", ASCENDING).collation(Collation(locale="de"))]
     assert german == [w for w in ["Apfel", "Äpfel", "Ofen", "Öl", "Zebra"] for _ in range(3)]
+
+
+def test_elem_match_projection_compares_under_the_collation(coll):
+    coll.insert_one({"_id": 1, "pets": [{"kind": "Cat", "n": 1}, {"kind": "dog", "n": 2}]})
+    found = coll.find_one({}, {"pets": {"$elemMatch": {"kind": "DOG"}}}, collation=CI)
+    assert found["pets"] == [{"kind": "dog", "n": 2}]
+    many = list(coll.find({"pets.kind": "cat"}, {"pets.$": 1}, collation=CI))
+    assert many[0]["pets"] == [{"kind": "Cat", "n": 1}]
