@@ -328,7 +328,7 @@ fn collator_for(spec: CollationSpec) -> Result<Arc<Collator>, QueryError> {
     Ok(collator)
 }
 
-fn build(mut spec: CollationSpec) -> Result<Collator, QueryError> {
+fn build(spec: CollationSpec) -> Result<Collator, QueryError> {
     let tag = spec.locale.replace('_', "-").replace("-POSIX", "-posix");
     let locale: Locale = tag.parse().map_err(|_| invalid_locale(&spec.locale))?;
     let mut preferences = CollatorPreferences::from(&locale);
@@ -337,11 +337,11 @@ fn build(mut spec: CollationSpec) -> Result<Collator, QueryError> {
     } else {
         CollationNumericOrdering::False
     });
-    preferences.case_first = match spec.case_first {
-        CaseFirst::Upper => Some(CollationCaseFirst::Upper),
-        CaseFirst::Lower => Some(CollationCaseFirst::Lower),
-        CaseFirst::Off => None,
-    };
+    preferences.case_first = Some(match spec.case_first {
+        CaseFirst::Upper => CollationCaseFirst::Upper,
+        CaseFirst::Lower => CollationCaseFirst::Lower,
+        CaseFirst::Off => CollationCaseFirst::False,
+    });
     let mut options = CollatorOptions::default();
     options.strength = Some(match spec.strength {
         1 => Strength::Primary,
@@ -355,9 +355,11 @@ fn build(mut spec: CollationSpec) -> Result<Collator, QueryError> {
     } else {
         CaseLevel::Off
     });
-    if spec.shifted {
-        options.alternate_handling = Some(AlternateHandling::Shifted);
-    }
+    options.alternate_handling = Some(if spec.shifted {
+        AlternateHandling::Shifted
+    } else {
+        AlternateHandling::NonIgnorable
+    });
     options.max_variable = Some(if spec.max_variable_space {
         MaxVariable::Space
     } else {
@@ -365,17 +367,6 @@ fn build(mut spec: CollationSpec) -> Result<Collator, QueryError> {
     });
     let icu = IcuCollator::try_new(preferences, options)
         .map_err(|error| QueryError::bad_value(format!("cannot build the collator: {error}")))?;
-    // What the locale's data decided where the command left a choice (caseFirst: "off" and
-    // alternate default to the locale's own, e.g. Danish upper-first, Thai shifted).
-    let resolved = icu.resolved_options();
-    if spec.case_first == CaseFirst::Off {
-        spec.case_first = match resolved.case_first {
-            CollationCaseFirst::Upper => CaseFirst::Upper,
-            CollationCaseFirst::Lower => CaseFirst::Lower,
-            _ => CaseFirst::Off,
-        };
-    }
-    spec.shifted = resolved.alternate_handling == AlternateHandling::Shifted;
     Ok(Collator { spec, icu })
 }
 
@@ -430,10 +421,10 @@ fn parse_spec(document: &Document) -> Result<Option<CollationSpec>, QueryError> 
     let mut spec = CollationSpec {
         locale: locale.clone(),
         case_level: false,
-        case_first: CaseFirst::Off,
+        case_first: default_case_first(&locale),
         strength: 3,
         numeric_ordering: false,
-        shifted: false,
+        shifted: locale == "th",
         max_variable_space: false,
         normalization: false,
         backwards: locale == BACKWARDS_LOCALE,
@@ -517,6 +508,16 @@ fn parse_spec(document: &Document) -> Result<Option<CollationSpec>, QueryError> 
         }
     }
     Ok(Some(spec))
+}
+
+/// The locales whose `caseFirst` defaults to "upper" (MongoDB's "Collation Default
+/// Parameters"; CLDR's tailorings of Danish and Maltese); "off" elsewhere. Thai alone
+/// defaults `alternate` to "shifted".
+fn default_case_first(locale: &str) -> CaseFirst {
+    match locale {
+        "da" | "mt" => CaseFirst::Upper,
+        _ => CaseFirst::Off,
+    }
 }
 
 fn boolean(field: &str, value: &Bson) -> Result<bool, QueryError> {

@@ -192,3 +192,24 @@ fn installed_collation_drives_string_order_and_equality_images() {
     });
     assert_eq!(compare_strings("Ada", "ada"), Ordering::Less);
 }
+
+#[test]
+fn locale_defaults_are_echoed_and_can_be_overridden() {
+    let echo = |d: Document| Collation::parse(&d).unwrap().to_document().unwrap();
+    assert_eq!(
+        echo(doc! {"locale": "da"}).get_str("caseFirst").ok(),
+        Some("upper")
+    );
+    assert_eq!(
+        echo(doc! {"locale": "th"}).get_str("alternate").ok(),
+        Some("shifted")
+    );
+    let danish_off = collator(doc! {"locale": "da", "caseFirst": "off"});
+    let danish = collator(doc! {"locale": "da"});
+    assert_eq!(danish.compare("A", "a"), Ordering::Less);
+    assert_eq!(danish_off.compare("a", "A"), Ordering::Less);
+    let thai = collator(doc! {"locale": "th", "strength": 1});
+    assert_eq!(thai.compare("a-b", "ab"), Ordering::Equal);
+    let thai_plain = collator(doc! {"locale": "th", "strength": 1, "alternate": "non-ignorable"});
+    assert_ne!(thai_plain.compare("a-b", "ab"), Ordering::Equal);
+}
