@@ -22,7 +22,7 @@ use std::time::Duration;
 use moka::future::Cache;
 
 use crate::query::planner::IndexCandidate;
-use crate::query::IndexSpec;
+use crate::query::{Collation, IndexSpec};
 use crate::store::{
     CollectionRecord, IndexRecord, MetaRecord, MetaWrite, Store, StoreError, StoreSession,
 };
@@ -80,6 +80,21 @@ impl IndexCandidate for CollectionIndex {
 pub struct CollectionInfo {
     pub record: CollectionRecord,
     pub indexes: Vec<CollectionIndex>,
+}
+
+impl CollectionInfo {
+    /// The collation an operation on this collection runs under: its own when it gave one,
+    /// else the collection's default (`create` with `collation`), else simple.
+    pub fn collation_for(
+        &self,
+        requested: Option<Collation>,
+    ) -> Result<Collation, crate::query::QueryError> {
+        match (requested, self.record.options.get_document("collation")) {
+            (Some(requested), _) => Ok(requested),
+            (None, Ok(default)) => Collation::parse(default),
+            (None, Err(_)) => Ok(Collation::simple()),
+        }
+    }
 }
 
 /// All collections (and their indexes) of all databases at one catalog version.

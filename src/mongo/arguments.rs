@@ -163,17 +163,13 @@ impl<'a> Arguments<'a> {
         }
     }
 
-    /// A `collation`, which docgate honours only as `simple` (it compares by code points);
-    /// any other is refused.
-    pub fn simple_collation(&mut self) -> Result<(), OpError> {
-        if let Some(collation) = self.document("collation")? {
-            if collation.get_str("locale").ok() != Some("simple") {
-                return Err(OpError::NotSupported(
-                    "collations other than 'simple' are not supported".into(),
-                ));
-            }
+    /// The command's (or statement's) `collation`, parsed and validated; none when it has
+    /// none (the collection's default then applies).
+    pub fn collation(&mut self) -> Result<Option<crate::query::Collation>, OpError> {
+        match self.document("collation")? {
+            None => Ok(None),
+            Some(spec) => Ok(Some(crate::query::Collation::parse(spec)?)),
         }
-        Ok(())
     }
 
     /// A command's `let` (or an update statement's `c`): each variable evaluated once into

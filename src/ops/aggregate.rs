@@ -23,14 +23,16 @@ use crate::catalog::CollectionInfo;
 use crate::catalog::NO_INDEXES;
 use crate::query::collectionless::{self, SessionListing};
 use crate::query::planner::ReadPlan;
-use crate::query::Filter;
 use crate::query::Stage;
+use crate::query::{Collation, Filter};
 use crate::query::{ForeignDocuments, Pipeline};
 
 /// Runs `pipeline` over `db.name` (a missing collection is empty): its leading read
 /// (`Pipeline::leading_read`) is planned into the scan (with only the index `hint` names, if
-/// any: one naming no index is MongoDB's BadValue), the collections `$lookup`/`$unionWith` read are read whole, then
-/// the stages run in Rust. Shared with the REST front end's `pipeline` handlers.
+/// any: one naming no index is MongoDB's BadValue), the collections `$lookup`/`$unionWith`
+/// read are read whole, then the stages run in Rust under the command's collation
+/// (`collation`, else the collection's default), `$lookup`'s matching included. Shared with
+/// the REST front end's `pipeline` handlers.
 pub async fn run_pipeline(
     catalog: &crate::catalog::Catalog,
     session: &mut dyn crate::store::StoreSession,
@@ -38,6 +40,7 @@ pub async fn run_pipeline(
     name: &str,
     pipeline: &Pipeline,
     hint: Option<&Bson>,
+    collation: Option<Collation>,
 ) -> Result<Vec<Document>, OpError> {
     if let Some(output) = pipeline.output() {
         return Err(OpError::NotSupported(format!(
@@ -48,18 +51,32 @@ pub async fn run_pipeline(
     check_collection_input(pipeline)?;
     // The leading $match, $sort, $skip and $limit are one planned read, like a find's.
     let lead = pipeline.leading_read();
-    let input = match catalog.collection_info_in(session, db, name).await? {
-        None => Vec::new(),
+    let (input, collation) = match catalog.collection_info_in(session, db, name).await? {
+        None => (Vec::new(), collation.unwrap_or_default()),
         Some(info) => {
             let indexes = hinted_indexes(&info.indexes, hint)?;
-            let plan = ReadPlan::new(lead.filter, lead.sort, lead.skip, lead.limit, indexes);
-            read::execute(session, &info.record, &plan).await?
+            let collation = info.collation_for(collation)?;
+            let plan = ReadPlan::collated(
+                lead.filter,
+                lead.sort,
+                lead.skip,
+                lead.limit,
+                indexes,
+                collation.clone(),
+            );
+            (
+                read::execute(session, &info.record, &plan).await?,
+                collation,
+            )
         }
     };
     let foreign = read_foreign(catalog, session, db, pipeline).await?;
     // The stages run on the compute pool, never on the threads that answer other clients.
     let rest = pipeline.after(lead.stages);
-    Ok(crate::compute::run(move || rest.run_with(input, &foreign)).await?)
+    Ok(
+        crate::compute::run(move || collation.install(|| rest.run_with(input, &foreign)))
+            .await?,
+    )
 }
 
 /// The collections `$lookup`, `$unionWith` and `$graphLookup` read, whole (a missing one is
@@ -89,19 +106,21 @@ pub async fn read_foreign(
 /// read is one the store orders itself, and every stage after it looks at one document at a
 /// time. The cursor then holds a position and those stages, never the result; each batch
 /// reads chunks of rows and runs them through the stages (`ReadCursor::with_stages`).
-/// None when the pipeline must see its input whole (a `$group`, a `$sort` in Rust, …) or
-/// reads a snapshot: [`run_pipeline`] runs it.
+/// None when the pipeline must see its input whole (a `$group`, a `$sort` in Rust, …),
+/// reads a snapshot, or compares under a non-simple collation: [`run_pipeline`] runs it.
 pub async fn open_stream(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
     info: &CollectionInfo,
     pipeline: &Pipeline,
     hint: Option<&Bson>,
+    collation: Option<&Collation>,
     first: BatchLimit,
 ) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
     let lead = pipeline.leading_read();
     let rest = pipeline.after(lead.stages);
-    if !rest.is_per_document() || scope.reads_whole() {
+    let simple = info.collation_for(collation.cloned())?.is_simple();
+    if !simple || !rest.is_per_document() || scope.reads_whole() {
         return Ok(None);
     }
     let indexes = hinted_indexes(&info.indexes, hint)?;

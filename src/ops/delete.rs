@@ -11,13 +11,15 @@ use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::encode_key;
 use crate::query::planner::ReadPlan;
-use crate::query::Filter;
+use crate::query::{Collation, Filter};
 use crate::store::StoreSession;
 
 /// A parsed delete statement (also what the REST front end deletes with).
 pub struct DeleteStatement {
     pub filter: Filter,
     pub just_one: bool,
+    /// The statement's own collation (none: the collection's default).
+    pub collation: Option<Collation>,
 }
 
 /// Deletes what one statement selects, inside the caller's transaction; returns how many.
@@ -28,7 +30,15 @@ pub async fn run_statement(
 ) -> Result<u64, OpError> {
     let record = &collection.record;
     let limit = statement.just_one.then_some(1);
-    let plan = ReadPlan::new(statement.filter, None, 0, limit, &collection.indexes);
+    let collation = collection.collation_for(statement.collation)?;
+    let plan = ReadPlan::collated(
+        statement.filter,
+        None,
+        0,
+        limit,
+        &collection.indexes,
+        collation,
+    );
     let documents = read::execute_for_update(session, record, &plan).await?;
     let keys: Vec<Vec<u8>> = documents
         .iter()

@@ -20,7 +20,7 @@ use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::planner::ReadPlan;
-use crate::query::{compare_values, Filter, Projection, SortSpec};
+use crate::query::{compare_values, Collation, Filter, Projection, SortSpec};
 use crate::store::ScanPosition;
 
 /// A parsed `find`.
@@ -32,6 +32,8 @@ pub struct FindRequest {
     pub limit: Option<u64>,
     /// An index name or key pattern the planner must use.
     pub hint: Option<Bson>,
+    /// The find's own collation (none: the collection's default).
+    pub collation: Option<Collation>,
 }
 
 /// Documents built by an operation (projections, pipeline results, catalog entries) encoded
@@ -160,13 +162,15 @@ fn plan_find(
         skip,
         limit,
         hint,
+        collation,
     } = request;
+    let collation = info.collation_for(collation)?;
     let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
     let positional_filter = projection
         .as_ref()
         .filter(|p| p.is_positional())
         .map(|_| filter.clone());
-    let plan = ReadPlan::new(filter, sort, skip, limit, indexes);
+    let plan = ReadPlan::collated(filter, sort, skip, limit, indexes, collation);
     Ok((plan, projection, positional_filter))
 }
 
@@ -183,13 +187,16 @@ async fn whole_result(
         return Ok(read::execute_raw(session.as_mut(), &info.record, plan).await?);
     };
     let documents = read::execute(session.as_mut(), &info.record, plan).await?;
-    let projected: Vec<Document> = documents
-        .iter()
-        .map(|d| match positional_filter {
-            Some(filter) => projection.apply_with_query(d, filter),
-            None => projection.apply(d),
-        })
-        .collect::<Result<_, _>>()?;
+    // `$elemMatch` and positional projections compare under the read's collation.
+    let projected: Vec<Document> = plan.collation.install(|| {
+        documents
+            .iter()
+            .map(|d| match positional_filter {
+                Some(filter) => projection.apply_with_query(d, filter),
+                None => projection.apply(d),
+            })
+            .collect::<Result<_, _>>()
+    })?;
     encode_documents(&projected)
 }
 
@@ -199,10 +206,12 @@ pub async fn count(
     info: &CollectionInfo,
     filter: Filter,
     hint: Option<&Bson>,
+    collation: Option<Collation>,
 ) -> Result<u64, OpError> {
     let indexes = hinted_indexes(&info.indexes, hint)?;
+    let collation = info.collation_for(collation)?;
     let mut session = scope.reader().await?;
-    Ok(read::count(session.as_mut(), &info.record, indexes, filter).await?)
+    Ok(read::count(session.as_mut(), &info.record, indexes, filter, collation).await?)
 }
 
 /// The distinct values at `key` over the documents of `info` matching `filter`, in BSON
@@ -213,17 +222,22 @@ pub async fn distinct(
     key: &str,
     filter: Filter,
     hint: Option<&Bson>,
+    collation: Option<Collation>,
 ) -> Result<Vec<Bson>, OpError> {
     let indexes = hinted_indexes(&info.indexes, hint)?;
+    let collation = info.collation_for(collation)?;
     let mut session = scope.reader().await?;
-    let plan = ReadPlan::new(filter, None, 0, None, indexes);
+    let plan = ReadPlan::collated(filter, None, 0, None, indexes, collation.clone());
     let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
     let mut values: Vec<Bson> = Vec::new();
     for document in &documents {
         collect_distinct_values(document, key, &mut values);
     }
-    values.sort_by(compare_values);
-    values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
+    // Values equal under the collation are one (the first in BSON order is kept).
+    collation.install(|| {
+        values.sort_by(compare_values);
+        values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
+    });
     Ok(values)
 }
 

@@ -14,7 +14,9 @@ use super::write::{collection_for_write, mark_multikey};
 use super::write_errors::duplicate_id_error;
 use super::OpError;
 use crate::query::planner::ReadPlan;
-use crate::query::{encode_key, Filter, Projection, SortSpec, UpdateContext, UpdateSpec};
+use crate::query::{
+    encode_key, Collation, Filter, Projection, SortSpec, UpdateContext, UpdateSpec,
+};
 use crate::state::ServerCounters;
 
 /// What happens to the document found.
@@ -37,6 +39,8 @@ pub struct FindAndModify {
     pub sort: Option<SortSpec>,
     pub projection: Option<Projection>,
     pub modification: Modification,
+    /// Its own collation (none: the collection's default).
+    pub collation: Option<Collation>,
 }
 
 /// What a `findAndModify` did.
@@ -76,12 +80,14 @@ pub async fn find_and_modify(
         sort,
         projection,
         modification,
+        collation,
     } = request;
     let mut outcome = match modification {
         Modification::Remove => {
             let record = &collection.record;
             ServerCounters::add(&state.counters.op_delete, 1);
-            let plan = ReadPlan::new(filter, sort, 0, Some(1), &collection.indexes);
+            let collation = collection.collation_for(collation)?;
+            let plan = ReadPlan::collated(filter, sort, 0, Some(1), &collection.indexes, collation);
             let found = read::execute_for_update(transaction.session(), record, &plan)
                 .await?
                 .into_iter()
@@ -110,6 +116,7 @@ pub async fn find_and_modify(
                 upsert,
                 multi: false,
                 sort,
+                collation,
             };
             let applied =
                 match apply_statement(transaction.session(), &collection, &statement, &namespace)

@@ -132,7 +132,11 @@ pub async fn drop_indexes(
 fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, OpError> {
     let id_index = IndexSpec::parse(&id_index_spec())?;
     let mut to_build: Vec<IndexSpec> = Vec::new();
+    let default = info.collation_for(None)?;
     'requested: for spec in specs {
+        let mut spec = spec.clone();
+        spec.inherit_collation(&default);
+        let spec = &spec;
         if spec.is_id_index() {
             if let Some(conflict) = spec.conflict_with(&id_index) {
                 return Err(conflict.into());

@@ -9,7 +9,7 @@ use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use crate::query::planner::{IndexCandidate, ReadPlan};
-use crate::query::Filter;
+use crate::query::{Collation, Filter};
 use crate::query::{SortDirection, SortSpec};
 use crate::store::{CollectionRecord, StoreError, StoreSession};
 
@@ -55,7 +55,8 @@ const INLINE_ROWS: usize = 256;
 type Finisher<T> = fn(Vec<Vec<u8>>, &ReadPlan) -> Result<Vec<T>, StoreError>;
 
 /// Runs the Rust side of `plan` over `rows`: inline when it is small, on the compute pool
-/// (`crate::compute`) otherwise, under the command's interrupt either way.
+/// (`crate::compute`) otherwise, under the command's interrupt and the plan's collation
+/// either way.
 async fn in_rust<T: Send + 'static>(
     rows: Vec<Vec<u8>>,
     plan: &ReadPlan,
@@ -66,10 +67,10 @@ async fn in_rust<T: Send + 'static>(
         .as_ref()
         .is_some_and(Filter::evaluates_expressions);
     if !expressions && rows.len() <= INLINE_ROWS {
-        return crate::compute::run_inline(|| finish(rows, plan));
+        return crate::compute::run_inline(|| plan.collation.install(|| finish(rows, plan)));
     }
     let plan = plan.clone();
-    crate::compute::run(move || finish(rows, &plan)).await
+    crate::compute::run(move || plan.collation.install(|| finish(rows, &plan))).await
 }
 
 /// The residual filter, sort, skip and limit over the rows the store returned. Without a
@@ -235,8 +236,9 @@ pub async fn count<I: IndexCandidate>(
     collection: &CollectionRecord,
     indexes: &[I],
     filter: Filter,
+    collation: Collation,
 ) -> Result<u64, StoreError> {
-    let plan = ReadPlan::new(filter, None, 0, None, indexes);
+    let plan = ReadPlan::collated(filter, None, 0, None, indexes, collation);
     if plan.is_fully_pushed() {
         return session.count(collection, &plan.scan.filter).await;
     }

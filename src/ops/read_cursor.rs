@@ -35,7 +35,7 @@ use crate::catalog::CollectionInfo;
 use std::sync::Arc;
 
 use crate::query::planner::{IndexCandidate, ReadPlan};
-use crate::query::{Filter, ForeignDocuments, Pipeline, Projection};
+use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
 use crate::store::{CollectionRecord, PositionedRow, ScanPosition, ScanRequest, StoreError};
 
 /// Rows read per store round trip when Rust re-checks a residual filter (small enough to
@@ -74,6 +74,8 @@ pub struct ReadCursor {
     scan: ScanRequest,
     /// The filter Rust re-checks when the store's is inexact.
     residual: Option<Filter>,
+    /// The collation the residual filter is judged under.
+    collation: Collation,
     projection: Option<Projection>,
     /// The whole filter, for a positional projection (`a.$`).
     positional_filter: Option<Filter>,
@@ -113,6 +115,7 @@ impl ReadCursor {
             residual,
             skip,
             limit,
+            collation,
             ..
         } = plan;
         // Exact plans carry skip and limit in the scan; residual ones in Rust. The cursor
@@ -128,6 +131,7 @@ impl ReadCursor {
             record: info.record.clone(),
             scan,
             residual,
+            collation,
             projection,
             positional_filter,
             stages: None,
@@ -276,22 +280,26 @@ impl ReadCursor {
         let Some(filter) = &self.residual else {
             return Ok((rows, None));
         };
-        let judge = |rows: &[PositionedRow], filter: &Filter| {
-            rows.iter()
-                .map(|row| {
-                    crate::interrupt::check()?;
-                    let document = decode_document(&row.document)?;
-                    Ok(filter.matches(&document).then_some(document))
-                })
-                .collect::<Result<Vec<_>, StoreError>>()
+        let judge = |rows: &[PositionedRow], filter: &Filter, collation: &Collation| {
+            collation.install(|| {
+                rows.iter()
+                    .map(|row| {
+                        crate::interrupt::check()?;
+                        let document = decode_document(&row.document)?;
+                        Ok(filter.matches(&document).then_some(document))
+                    })
+                    .collect::<Result<Vec<_>, StoreError>>()
+            })
         };
         if filter.evaluates_expressions() {
             let filter = filter.clone();
+            let collation = self.collation.clone();
             let (rows, verdicts) =
-                crate::compute::run(move || judge(&rows, &filter).map(|v| (rows, v))).await?;
+                crate::compute::run(move || judge(&rows, &filter, &collation).map(|v| (rows, v)))
+                    .await?;
             Ok((rows, Some(verdicts)))
         } else {
-            let verdicts = crate::compute::run_inline(|| judge(&rows, filter))?;
+            let verdicts = crate::compute::run_inline(|| judge(&rows, filter, &self.collation))?;
             Ok((rows, Some(verdicts)))
         }
     }
@@ -407,10 +415,11 @@ impl ReadCursor {
             Some(document) => document,
             None => decode_document(&bytes)?,
         };
-        let projected = match &self.positional_filter {
-            Some(filter) => projection.apply_with_query(&document, filter)?,
-            None => projection.apply(&document)?,
-        };
+        // `$elemMatch` and positional projections compare under the read's collation.
+        let projected = self.collation.install(|| match &self.positional_filter {
+            Some(filter) => projection.apply_with_query(&document, filter),
+            None => projection.apply(&document),
+        })?;
         encode_documents(&[projected])?
             .pop()
             .ok_or_else(|| OpError::BadValue("a projection produced no document".into()))

@@ -40,6 +40,7 @@ pub async fn expire_once(
         let statement = DeleteStatement {
             filter,
             just_one: false,
+            collation: None,
         };
         let mut transaction = Transaction::begin(store, catalog).await?;
         deleted += run_statement(transaction.session(), info, statement).await?;

@@ -17,8 +17,8 @@ use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::encode_key;
 use crate::query::planner::ReadPlan;
-use crate::query::SortSpec;
 use crate::query::{upsert_seed, Filter};
+use crate::query::{Collation, SortSpec};
 use crate::query::{UpdateContext, UpdateSpec};
 use crate::store::{StoreError, StoreSession, StoredDocument};
 
@@ -30,6 +30,8 @@ pub struct UpdateStatement {
     pub upsert: bool,
     pub multi: bool,
     pub sort: Option<SortSpec>,
+    /// The statement's own collation (none: the collection's default).
+    pub collation: Option<Collation>,
 }
 
 /// Why a statement failed: a write error for the client, or a store failure that aborts the
@@ -107,12 +109,14 @@ pub async fn apply_statement(
 ) -> Result<AppliedStatement, StatementFailure> {
     let record = &collection.record;
     let limit = if statement.multi { None } else { Some(1) };
-    let plan = ReadPlan::new(
+    let collation = collection.collation_for(statement.collation.clone())?;
+    let plan = ReadPlan::collated(
         statement.filter.clone(),
         statement.sort.clone(),
         0,
         limit,
         &collection.indexes,
+        collation.clone(),
     );
     // A concurrent upsert of the same document may win the insert; MongoDB then retries the
     // statement as an update, and so do we (a bounded number of times).
@@ -123,14 +127,16 @@ pub async fn apply_statement(
         let mut changed_documents: Vec<Document> = Vec::new();
         for original in &matched {
             let mut document = original.clone();
-            let context = statement
-                .context
-                .clone()
-                .with_query_match(&statement.filter, original);
-            if statement
-                .update
-                .apply_with_context(&mut document, &context)?
-            {
+            // Update operators that compare ($pull, $addToSet, $min, $max, $push's $sort)
+            // do so under the statement's collation.
+            let changed_here = collation.install(|| {
+                let context = statement
+                    .context
+                    .clone()
+                    .with_query_match(&statement.filter, original);
+                statement.update.apply_with_context(&mut document, &context)
+            })?;
+            if changed_here {
                 let prepared = prepare_for_storage(document.clone(), &collection.indexes)?;
                 let original_id = original.get("_id").cloned().unwrap_or(Bson::Null);
                 if prepared.stored.key != encode_key(&original_id) {

@@ -24,6 +24,7 @@
 //! Not for: SQL, wire protocol or command shapes.
 
 mod aggregate;
+mod collated_pushdown;
 mod error;
 mod expr;
 mod filter;
@@ -44,10 +45,11 @@ pub use aggregate::{ForeignDocuments, Pipeline};
 pub use error::QueryError;
 pub use expr::{bind_variables, parse_with_variables};
 pub use filter::{upsert_seed, FieldPredicate, Filter};
-pub use index::IndexSpec;
+pub use index::{cannot_create, IndexSpec};
 pub use projection::Projection;
 pub use sort::{SortDirection, SortSpec};
 pub use update::{UpdateContext, UpdateSpec};
+pub use value::collation::Collation;
 pub use value::compare::{bson_type_name, compare_values};
 pub use value::keys::encode_key;
 pub use value::path::get_path;

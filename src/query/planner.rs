@@ -16,15 +16,22 @@
 //! limit in Rust over rows that arrive sorted (so a cursor can stream them). Other sorts
 //! happen in Rust after the scan.
 //!
+//! Under a non-simple collation SQL (which compares bytes) decides nothing that compares
+//! strings: a condition whose operand holds a string (or MinKey/MaxKey, whose ranges span
+//! strings) is left to the residual unless an index of the same collation serves it, and
+//! only such an index orders a pushed sort — else the sort runs in Rust under the collator.
+//!
 //! Not for: SQL text (the store spells it), I/O of any kind, or MongoDB command shapes.
 
 use bson::Bson;
 
+use super::collated_pushdown::without_string_comparisons;
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
 use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
 use crate::query::filter::{FieldPredicate, Filter};
 use crate::query::index::{IndexDirection, IndexSpec};
+use crate::query::value::collation::Collation;
 use crate::query::value::keys::encode_key;
 
 /// A secondary index as the planner needs to know it: its parsed specification, the
@@ -98,6 +105,8 @@ pub struct ReadPlan {
     /// Skip and limit done in Rust, when not pushed.
     pub skip: u64,
     pub limit: Option<u64>,
+    /// The collation the residual and the sort are evaluated under.
+    pub collation: Collation,
 }
 
 impl ReadPlan {
@@ -110,26 +119,83 @@ impl ReadPlan {
         limit: Option<u64>,
         indexes: &[I],
     ) -> ReadPlan {
+        ReadPlan::collated(filter, sort, skip, limit, indexes, Collation::simple())
+    }
+
+    /// [`ReadPlan::new`] under `collation`: string comparisons and sorts stay in Rust.
+    pub fn collated<I: IndexCandidate>(
+        filter: Filter,
+        sort: Option<SortSpec>,
+        skip: u64,
+        limit: Option<u64>,
+        indexes: &[I],
+        collation: Collation,
+    ) -> ReadPlan {
+        // A collated index's string keys are sort keys: a simple read cannot use it (a
+        // collated read pushes no string condition, so any index serves its others).
+        let usable: Vec<&I> = indexes
+            .iter()
+            .filter(|index| !collation.is_simple() || index.spec().collation().is_simple())
+            .collect();
+        let indexes = usable.as_slice();
+        // Under a collation, the indexes whose keys are its sort keys.
+        let same_collation: Vec<&I> = match collation.is_simple() {
+            true => Vec::new(),
+            false => indexes
+                .iter()
+                .copied()
+                .filter(|index| index.spec().collation() == collation)
+                .collect(),
+        };
         // `{$natural: -1}` alone: storage order reversed, which Rust does after the scan.
         let reverse_natural = sort.as_ref().is_some_and(|spec| {
             spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
         });
         let sort = sort.filter(|spec| !spec.keys.is_empty() || reverse_natural);
+        // Only an index of the same collation orders strings as the collation does (`_id`
+        // keys compare by bytes).
+        let ordering: &[&I] = match collation.is_simple() {
+            true => indexes,
+            false => same_collation.as_slice(),
+        };
         let pushed_order = match &sort {
             None => Some(ScanOrder::Natural),
-            Some(spec) => scan_order(spec, &filter, indexes),
+            Some(spec) if !collation.is_simple() => match spec.keys.as_slice() {
+                [(path, _)] if path != "_id" => scan_order(spec, &filter, ordering),
+                _ => None,
+            },
+            Some(spec) => scan_order(spec, &filter, ordering),
         };
-        let (predicate, exact) = match &pushed_order {
-            // The walked index leads with fields the filter fixes by equality: bound the
-            // walk by them (a range of that same index) rather than by another index.
-            Some(ScanOrder::Index {
-                index,
-                fixed_prefix: true,
-                ..
-            }) => pushdown(&filter, std::slice::from_ref(&indexes[*index])),
-            _ => pushdown(&filter, indexes),
-        }
-        .into_parts();
+        let (predicate, exact) = if collation.is_simple() {
+            match &pushed_order {
+                // The walked index leads with fields the filter fixes by equality: bound the
+                // walk by them (a range of that same index) rather than by another index.
+                Some(ScanOrder::Index {
+                    index,
+                    fixed_prefix: true,
+                    ..
+                }) => pushdown(&filter, std::slice::from_ref(&ordering[*index])),
+                _ => pushdown(&filter, indexes),
+            }
+            .into_parts()
+        } else {
+            // Paths an index of the same collation serves keep their string conditions,
+            // pushed as ranges of its keys (computed under the collation); other indexes are
+            // then left out, so no string bound meets keys of another collation.
+            let collated_index_on = |path: &str| {
+                path != "_id" && same_collation.iter().any(|i| holds_every_match(i, path))
+            };
+            let (pushable, complete) = without_string_comparisons(&filter, &collated_index_on);
+            let candidates = if same_collation.is_empty() {
+                indexes
+            } else {
+                same_collation.as_slice()
+            };
+            let (predicate, exact) = collation
+                .install(|| pushdown(&pushable, candidates))
+                .into_parts();
+            (predicate, exact && complete)
+        };
         let order_pushed = pushed_order.is_some();
         let (order, order_index) = match pushed_order {
             None | Some(ScanOrder::Natural) => (None, None),
@@ -138,7 +204,7 @@ impl ReadPlan {
                 index, direction, ..
             }) => (
                 Some(direction),
-                Some(indexes[index].entries_table().to_string()),
+                Some(ordering[index].entries_table().to_string()),
             ),
         };
         match order_pushed {
@@ -154,6 +220,7 @@ impl ReadPlan {
                 sort: None,
                 skip: 0,
                 limit: None,
+                collation,
             },
             // The store produces the order but not the filter: it walks in that order and
             // Rust keeps the matches, skips and limits, so no sort waits for the whole result.
@@ -168,6 +235,7 @@ impl ReadPlan {
                 sort: None,
                 skip,
                 limit,
+                collation,
             },
             false => ReadPlan {
                 scan: ScanRequest {
@@ -178,6 +246,7 @@ impl ReadPlan {
                 sort: sort.map(SortSpec::with_id_tie_break),
                 skip,
                 limit,
+                collation,
             },
         }
     }

@@ -79,6 +79,7 @@ pub async fn find_page(
         skip: request.offset,
         limit: None,
         hint: None,
+        collation: None,
     };
     ServerCounters::add(&state.counters.op_query, 1);
     let size = usize::try_from(request.limit).unwrap_or(usize::MAX);
@@ -221,6 +222,7 @@ async fn update_once(
         upsert,
         multi: false,
         sort: None,
+        collation: None,
     };
     let namespace = format!("{db}.{name}");
     let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
@@ -294,6 +296,7 @@ async fn delete_once(
     let statement = DeleteStatement {
         filter: Filter::parse(filter)?,
         just_one,
+        collation: None,
     };
     let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
     let Some(collection) = transaction.collection_info(db, name).await? else {
@@ -322,6 +325,7 @@ pub async fn aggregate(
         db,
         name,
         &pipeline,
+        None,
         None,
     )
     .await?)

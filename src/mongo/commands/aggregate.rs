@@ -25,7 +25,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let explain = arguments.bool("explain")?.unwrap_or(false);
     let cursor = arguments.document("cursor")?;
     let pipeline = arguments.array("pipeline")?;
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     let variables = arguments.variables("let")?;
     let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
     // `allowDiskUse: false` limits what a blocking stage may hold (292 past it); true,
@@ -131,6 +131,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                     &info,
                     &pipeline,
                     hint,
+                    collation.as_ref(),
                     options.first_batch_limit(),
                 )
                 .await?;
@@ -148,6 +149,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 name,
                 &pipeline.inner(0),
                 hint,
+                collation,
             )
             .await?;
             drop(session);

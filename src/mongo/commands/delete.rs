@@ -24,7 +24,7 @@ fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<DeleteS
         ));
     };
     let mut arguments = Arguments::new("DeleteOpEntry", statement);
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     let filter = arguments.document("q")?;
     let limit = arguments.i64("limit")?;
     // MongoDB uses a statement's hint to pick an index; docgate's planner picks its own,
@@ -43,7 +43,11 @@ fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<DeleteS
         }
         None => return Err(OpError::missing_field("delete.deletes.limit")),
     };
-    Ok(DeleteStatement { filter, just_one })
+    Ok(DeleteStatement {
+        filter,
+        just_one,
+        collation,
+    })
 }
 
 /// `delete`.

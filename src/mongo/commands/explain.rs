@@ -23,7 +23,7 @@ use crate::ops::read;
 use crate::query::planner::ReadPlan;
 use crate::query::Pipeline;
 use crate::query::SortSpec;
-use crate::query::{parse_with_variables, Filter};
+use crate::query::{parse_with_variables, Collation, Filter};
 use crate::store::Predicate;
 
 /// `explain`.
@@ -93,7 +93,15 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     };
     let indexes = hinted_indexes(&info.indexes, target.hint.as_ref())?;
     let filter = parse_with_variables(&variables, || Filter::parse(&target.filter_document))?;
-    let plan = ReadPlan::new(filter, target.sort, target.skip, target.limit, indexes);
+    let collation = info.collation_for(target.collation)?;
+    let plan = ReadPlan::collated(
+        filter,
+        target.sort,
+        target.skip,
+        target.limit,
+        indexes,
+        collation,
+    );
     let mut session = context.open_session().await?;
     let backend_plan = session.explain(&info.record, &plan.scan).await?;
     let mut winning = describe_plan(&plan, &info);
@@ -173,6 +181,16 @@ struct ExplainedRead {
     hint: Option<Bson>,
     /// For an aggregate: the leading stages that this read stands for.
     pipeline_stages: Option<Vec<Document>>,
+    /// The command's (or its first statement's) own collation.
+    collation: Option<Collation>,
+}
+
+/// The `collation` of a command body or statement, parsed.
+fn collation_of(body: &Document) -> Result<Option<Collation>, OpError> {
+    opt_document(body, "collation")?
+        .map(Collation::parse)
+        .transpose()
+        .map_err(OpError::from)
 }
 
 fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
@@ -199,6 +217,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: arguments.limit,
                 hint: arguments.hint,
                 pipeline_stages: None,
+                collation: arguments.collation,
             })
         }
         Some(Command::Count | Command::Distinct) => Ok(ExplainedRead {
@@ -208,6 +227,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             limit: None,
             hint: body.get("hint").cloned(),
             pipeline_stages: None,
+            collation: collation_of(body)?,
         }),
         Some(Command::Aggregate) => {
             let stages: Vec<Document> = opt_array(body, "pipeline")?
@@ -231,6 +251,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: lead.limit,
                 hint: body.get("hint").cloned(),
                 pipeline_stages: Some(stages[..lead.stages].to_vec()),
+                collation: collation_of(body)?,
             })
         }
         Some(Command::Update) => {
@@ -243,6 +264,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: (!multi).then_some(1),
                 hint: statement.get("hint").cloned(),
                 pipeline_stages: None,
+                collation: collation_of(&statement)?,
             })
         }
         Some(Command::Delete) => {
@@ -258,6 +280,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: one.then_some(1),
                 hint: statement.get("hint").cloned(),
                 pipeline_stages: None,
+                collation: collation_of(&statement)?,
             })
         }
         Some(Command::FindAndModify) => Ok(ExplainedRead {
@@ -269,6 +292,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             limit: Some(1),
             hint: body.get("hint").cloned(),
             pipeline_stages: None,
+            collation: collation_of(body)?,
         }),
         _ => Err(OpError::NotSupported(format!(
             "explain of '{}' is not supported by docgate",

@@ -17,7 +17,7 @@ use crate::mongo::request::{as_i64, CommandRequest};
 use crate::ops;
 use crate::ops::cursors::BatchOptions;
 use crate::ops::find::FindRequest;
-use crate::query::{parse_with_variables, Filter, Projection, SortSpec};
+use crate::query::{parse_with_variables, Collation, Filter, Projection, SortSpec};
 use crate::state::ServerCounters;
 
 /// The arguments of a `find`, parsed and checked (also used by `explain`).
@@ -34,6 +34,8 @@ pub(super) struct FindArguments {
     pub no_cursor_timeout: bool,
     /// `allowDiskUse: false`: a sort in memory is limited (292 past the limit).
     pub disk_use_refused: bool,
+    /// The find's own collation (none: the collection's default).
+    pub collation: Option<Collation>,
 }
 
 impl FindArguments {
@@ -59,7 +61,7 @@ impl FindArguments {
                 )));
             }
         }
-        arguments.simple_collation()?;
+        let collation = arguments.collation()?;
         let variables = arguments.variables("let")?;
         let filter_document = arguments.document("filter")?;
         let projection_document = arguments.document("projection")?;
@@ -114,6 +116,7 @@ impl FindArguments {
             hint,
             no_cursor_timeout,
             disk_use_refused,
+            collation,
         })
     }
 }
@@ -132,6 +135,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         hint,
         no_cursor_timeout,
         disk_use_refused,
+        collation,
     } = FindArguments::parse(request)?;
     if disk_use_refused {
         crate::compute::current_interrupt()
@@ -160,6 +164,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         skip,
         limit,
         hint,
+        collation,
     };
     let (first, rest) = ops::find::open(
         &mut context.scope(),
@@ -237,7 +242,7 @@ pub fn kill_cursors(context: &mut CommandContext<'_>, request: &CommandRequest) 
 /// `count`: a SQL `COUNT` when the filter is pushed exactly.
 pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     let mut arguments = request.arguments();
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     let filter = Filter::parse(arguments.document("query")?.unwrap_or(&Document::new()))?;
     let skip = arguments.count("skip")?.unwrap_or(0);
     let limit = arguments
@@ -253,7 +258,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };
-    let total = ops::find::count(&mut context.scope(), &info, filter, hint).await?;
+    let total = ops::find::count(&mut context.scope(), &info, filter, hint, collation).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
     Ok(doc! {"n": count_bson(n)})
@@ -262,7 +267,7 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
 /// `distinct`: the distinct values of a field over the matching documents, arrays unwound.
 pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
     let mut arguments = request.arguments();
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     let key = arguments
         .str("key")?
         .ok_or_else(|| OpError::missing_field("distinct.key"))?;
@@ -279,6 +284,7 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
-    let values = ops::find::distinct(&mut context.scope(), &info, key, filter, hint).await?;
+    let values =
+        ops::find::distinct(&mut context.scope(), &info, key, filter, hint, collation).await?;
     Ok(doc! {"values": values})
 }

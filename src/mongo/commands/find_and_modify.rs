@@ -20,7 +20,7 @@ pub async fn find_and_modify(
     request: &CommandRequest,
 ) -> CommandResult {
     let mut arguments = request.arguments();
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     let variables = arguments.variables("let")?;
     let remove = arguments.bool("remove")?.unwrap_or(false);
     let return_new = arguments.bool("new")?.unwrap_or(false);
@@ -85,6 +85,7 @@ pub async fn find_and_modify(
         sort,
         projection,
         modification,
+        collation,
     };
     let outcome = find_and_modify::find_and_modify(&mut context.scope(), db, name, request).await?;
     let mut last_error = doc! {"n": outcome.n};

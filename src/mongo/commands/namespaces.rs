@@ -135,7 +135,9 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
             )));
         }
     }
-    arguments.simple_collation()?;
+    // The default collation of the collection, kept as its full specification (what
+    // listCollections echoes); a simple one is no default at all.
+    let collation = arguments.collation()?;
     // Kept in the collection's options, as MongoDB keeps them (validation settings have no
     // effect while `validator` is refused).
     const KEPT_OPTIONS: [&str; 5] = [
@@ -167,7 +169,11 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     check_collection_name(&request.db, name)?;
     let mut options = Document::new();
     for (key, value) in request.body.iter().skip(1) {
-        if KEPT_OPTIONS.contains(&key.as_str()) {
+        if key == "collation" {
+            if let Some(full) = collation.as_ref().and_then(|c| c.to_document()) {
+                options.insert(key.clone(), full);
+            }
+        } else if KEPT_OPTIONS.contains(&key.as_str()) {
             options.insert(key.clone(), value.clone());
         }
     }

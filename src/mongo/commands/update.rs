@@ -73,7 +73,7 @@ fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<UpdateS
         ));
     };
     let mut arguments = Arguments::new("UpdateOpEntry", statement);
-    arguments.simple_collation()?;
+    let collation = arguments.collation()?;
     let constants = arguments.value("c").is_some();
     let mut in_scope = variables.to_vec();
     in_scope.extend(arguments.variables("c")?);
@@ -112,6 +112,7 @@ fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<UpdateS
         upsert,
         multi,
         sort: None,
+        collation,
     })
 }
 

@@ -50,7 +50,7 @@ pub(super) fn group(
     for doc in &docs {
         crate::interrupt::check()?;
         let key = id.evaluate(doc)?;
-        let encoded = encode_key(&key);
+        let encoded = encode_key(&crate::query::value::collation::equality_image(&key));
         let slot = match index.get(&encoded) {
             Some(i) => *i,
             None => {

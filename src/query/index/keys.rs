@@ -87,6 +87,12 @@ fn trace(doc: &Document, path: &str, names: &mut HashMap<usize, String>) -> Vec<
     out
 }
 
+/// The key of one indexed value: under an installed collation (a collated index) strings
+/// are keyed by the hex image of their sort key, which keeps the collator's order.
+fn leaf_key(value: &Bson) -> Vec<u8> {
+    encode_key(&crate::query::value::collation::equality_image(value))
+}
+
 fn missing(trail: &[(usize, usize)]) -> Traced {
     Traced {
         key: encode_key(&Bson::Null),
@@ -106,7 +112,7 @@ fn walk(
     let Some((next, tail)) = rest.split_first() else {
         let Bson::Array(items) = value else {
             out.push(Traced {
-                key: encode_key(value),
+                key: leaf_key(value),
                 missing: false,
                 trail: trail.clone(),
             });
@@ -127,7 +133,7 @@ fn walk(
             let mut t = trail.clone();
             t.push((id, i));
             out.push(Traced {
-                key: encode_key(item),
+                key: leaf_key(item),
                 missing: false,
                 trail: t,
             });

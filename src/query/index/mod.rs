@@ -19,6 +19,7 @@ mod tests;
 
 use crate::query::error::QueryError;
 use crate::query::filter::{FieldPredicate, Filter};
+use crate::query::value::collation::Collation;
 use crate::query::value::compare::compare_documents;
 use crate::query::value::number::Number;
 use bson::{Bson, Document};
@@ -50,8 +51,12 @@ pub struct IndexSpec {
     /// `expireAfterSeconds`, truncated to whole seconds.
     pub expire_after_seconds: Option<i64>,
     /// The index as `listIndexes` reports it: {v, key, name, then the other options in the
-    /// order the user gave them}; `ns`, `dropDups` and a simple collation are dropped.
+    /// order the user gave them}; `ns`, `dropDups` and a simple collation are dropped, a
+    /// non-simple one is its full specification.
     pub document: Document,
+    /// `collation` as given (none: the collection's default applies when it is built). The
+    /// keys of a collated index hold the collator's sort keys for strings.
+    pub collation: Option<Collation>,
 }
 
 /// What one document contributes to one index.
@@ -97,7 +102,8 @@ fn error(code: i32, code_name: &'static str, message: impl Into<String>) -> Quer
     }
 }
 
-fn cannot_create(message: impl Into<String>) -> QueryError {
+/// MongoDB's CannotCreateIndex (67).
+pub fn cannot_create(message: impl Into<String>) -> QueryError {
     error(67, "CannotCreateIndex", message)
 }
 
@@ -170,7 +176,25 @@ impl IndexSpec {
                 return Ok(None);
             }
         }
-        document_keys(&self.fields, doc, self.sparse)
+        self.collation()
+            .install(|| document_keys(&self.fields, doc, self.sparse))
+    }
+
+    /// The collation of the index's keys (simple unless one was given or inherited).
+    pub fn collation(&self) -> Collation {
+        self.collation.clone().unwrap_or_default()
+    }
+
+    /// An index created without a collation on a collection with a default one takes the
+    /// default, as MongoDB's do.
+    pub fn inherit_collation(&mut self, default: &Collation) {
+        if self.collation.is_some() || self.is_id_index() {
+            return;
+        }
+        if let Some(full) = default.to_document() {
+            self.document.insert("collation", full);
+        }
+        self.collation = Some(default.clone());
     }
 
     /// Same key pattern: the same paths in the same order with equal values.
@@ -185,6 +209,7 @@ impl IndexSpec {
             && self.unique == other.unique
             && self.sparse == other.sparse
             && self.partial_filter == other.partial_filter
+            && self.collation() == other.collation()
     }
 
     /// Same signature and the same remaining options (TTL, storage engine): creating one
@@ -332,6 +357,7 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
     let mut sparse = false;
     let mut partial_filter = None;
     let mut expire_after_seconds = None;
+    let mut collation = None;
     let mut options = Document::new();
     for (field, value) in spec {
         match field.as_str() {
@@ -350,7 +376,7 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
             "hidden" if !matches!(value, Bson::Boolean(_)) => {
                 return Err(must_be("hidden", "a bool", value))
             }
-            "collation" => check_collation(value)?,
+            "collation" => collation = Some(parse_collation(value)?),
             "partialFilterExpression" => match value {
                 Bson::Document(d) => partial_filter = Some(parse_partial(d)?),
                 other => return Err(must_be("partialFilterExpression", "an object", other)),
@@ -405,6 +431,9 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
     let unique = unique || is_id_pattern(&key);
     let mut document = bson::doc! {"v": version, "key": key, "name": name.clone()};
     document.extend(options);
+    if let Some(full) = collation.as_ref().and_then(Collation::to_document) {
+        document.insert("collation", full);
+    }
     Ok(IndexSpec {
         name,
         fields,
@@ -413,6 +442,7 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
         partial_filter,
         expire_after_seconds,
         document,
+        collation,
     })
 }
 
@@ -443,16 +473,12 @@ fn check_version(value: &Bson, spec: &Document) -> Result<(), QueryError> {
     Ok(())
 }
 
-fn check_collation(value: &Bson) -> Result<(), QueryError> {
+fn parse_collation(value: &Bson) -> Result<Collation, QueryError> {
     match value {
         Bson::Document(d) if d.is_empty() => Err(QueryError::bad_value(
             "The field 'collation' cannot be an empty object.",
         )),
-        Bson::Document(d) if d.len() == 1 && d.get_str("locale").ok() == Some("simple") => Ok(()),
-        Bson::Document(d) => Err(cannot_create(format!(
-            "index collation {} is not supported by docgate (only {{ locale: \"simple\" }})",
-            shell_doc(d)
-        ))),
+        Bson::Document(d) => Collation::parse(d),
         other => Err(must_be("collation", "an object", other)),
     }
 }
@@ -665,7 +691,10 @@ pub fn type_bracket(v: &Bson) -> (Vec<u8>, Vec<u8>) {
 
 /// One component of a compound key: `encode_key(v)`, inverted when descending.
 pub fn key_component(v: &Bson, direction: IndexDirection) -> Vec<u8> {
-    let key = crate::query::value::keys::encode_key(v);
+    // Under an installed collation (a collated index), strings are keyed by the hex image
+    // of their sort key: hex keeps the byte order, so key order is collation order.
+    let image = crate::query::value::collation::equality_image(v);
+    let key = crate::query::value::keys::encode_key(&image);
     match direction {
         IndexDirection::Ascending => key,
         IndexDirection::Descending => invert(&key),

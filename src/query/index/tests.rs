@@ -51,6 +51,17 @@ fn key(parts: &[(Bson, IndexDirection)]) -> Vec<u8> {
 use IndexDirection::{Ascending as Asc, Descending as Desc};
 
 #[test]
+fn collated_index_keys_order_and_equal_as_the_collation_does() {
+    let index = spec(doc! {"key": {"a": 1}, "collation": {"locale": "en", "strength": 2}});
+    let key = |v: &str| index.entries(&doc! {"a": v}).unwrap().unwrap().keys;
+    assert_eq!(key("Ada"), key("ada"));
+    assert!(key("ada") < key("Bob") && key("Bob") < key("carl"));
+    let simple = spec(doc! {"key": {"a": 1}});
+    let plain = |v: &str| simple.entries(&doc! {"a": v}).unwrap().unwrap().keys;
+    assert_ne!(plain("Ada"), plain("ada"));
+}
+
+#[test]
 fn parses_and_reports_like_list_indexes() {
     let s = spec(doc! {"key": {"a": 1, "b.c": -1.0}, "unique": true, "background": false});
     assert_eq!(s.name, "a_1_b.c_-1");
@@ -180,10 +191,20 @@ fn option_errors() {
         67,
         "cannot create an index with v=3",
     );
+    let collated = spec(doc! {"key": {"a": 1}, "collation": {"locale": "en", "strength": 2}});
+    assert_eq!(
+        collated
+            .document
+            .get_document("collation")
+            .unwrap()
+            .get_i32("strength")
+            .ok(),
+        Some(2)
+    );
     assert_error(
-        doc! {"key": {"a": 1}, "collation": {"locale": "en"}},
-        67,
-        "not supported by docgate",
+        doc! {"key": {"a": 1}, "collation": {"locale": "zz_nope"}},
+        2,
+        "Field 'locale' is invalid",
     );
     assert_error(
         doc! {"key": {"a": 1}, "collation": {}},

@@ -2,6 +2,10 @@
 //! canonical type ranks and the ordering inside each type, numbers compared exactly across
 //! Int32, Int64, Double and Decimal128.
 //!
+//! Strings compare under the collation installed on the evaluating thread
+//! (`value/collation.rs`), by their bytes when none is: one order serves the simple and the
+//! collated cases, down through documents and arrays.
+//!
 //! Not for: query-operator semantics such as type bracketing or array matching (`filter/mod.rs`),
 //! the sort rule for arrays (`sort.rs`), or byte keys (`value/keys.rs`, which must agree with this).
 
@@ -42,7 +46,7 @@ pub fn string_value(v: &Bson) -> Option<&str> {
     }
 }
 
-/// Total order of BSON values, MongoDB's.
+/// Total order of BSON values, MongoDB's (strings under the installed collation).
 pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
     let (ra, rb) = (type_rank(a), type_rank(b));
     if ra != rb {
@@ -55,7 +59,7 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
         },
         _ if ra == 5 => {
             let (x, y) = (string_value(a).unwrap_or(""), string_value(b).unwrap_or(""));
-            x.as_bytes().cmp(y.as_bytes())
+            crate::query::value::collation::compare_strings(x, y)
         }
         (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
         (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),

@@ -1,11 +1,12 @@
 //! BSON values as MongoDB sees them, below every query concern: the total comparison order
-//! ([`compare`]), numbers across the four numeric types ([`number`], [`decimal`],
+//! ([`compare`]) and collations ([`collation`]), numbers across the four numeric types ([`number`], [`decimal`],
 //! [`numeric_sum`]), order-preserving byte keys ([`keys`]), dotted paths ([`path`]), regular
 //! expressions ([`regex_match`]) and sets under MongoDB equality ([`value_set`]).
 //!
 //! Not for: anything that parses a query, an expression or an update — those folders build
 //! on this one, never the other way round.
 
+pub mod collation;
 pub mod compare;
 pub mod decimal;
 pub mod keys;

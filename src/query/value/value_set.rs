@@ -3,10 +3,14 @@
 //! a scan: the set operators, `$addToSet` (accumulator and update operator), `$lookup`'s
 //! equality match and `$bucket`'s groups use it to stay linear in their input.
 //!
+//! Under an installed collation (`value/collation.rs`) strings are keyed by their collation
+//! image, so strings equal under it are one member.
+//!
 //! Not for: ordering values (`value/compare.rs`) or storing them: the set holds only the keys
 //! (bytes, about the size of the value's BSON), the caller keeps the values themselves,
 //! usually in first-occurrence order beside the set.
 
+use crate::query::value::collation::equality_image;
 use crate::query::value::keys::encode_key;
 use bson::Bson;
 use std::collections::HashSet;
@@ -25,12 +29,14 @@ impl ValueSet {
 
     /// Adds `value`; true when no equal value was in the set before.
     pub fn insert(&mut self, value: &Bson) -> bool {
-        self.keys.insert(encode_key(value).into_boxed_slice())
+        self.keys
+            .insert(encode_key(&equality_image(value)).into_boxed_slice())
     }
 
     /// Whether a value equal to `value` is in the set.
     pub fn contains(&self, value: &Bson) -> bool {
-        self.keys.contains(encode_key(value).as_slice())
+        self.keys
+            .contains(encode_key(&equality_image(value)).as_slice())
     }
 
     /// How many distinct values the set holds.
