@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use bson::{doc, Document};
 use common::{
-    backends, connect_pg, env_usize, ms, open_sqlite, pg_table, print_table, proc_status_kib,
-    ratio, sample_doc, sqlite_table, Backend, Server,
+    backends, connect_pg, env_usize, load_with_progress, ms, open_sqlite, pg_table, print_table,
+    proc_status_kib, ratio, sqlite_table, Backend, Server,
 };
 use futures_util::TryStreamExt;
 
@@ -211,19 +211,8 @@ async fn load(backend: &Backend, dir: &Path, docs: usize) {
     let client = server.client().await;
     let db = client.database(DB);
     let coll = db.collection::<Document>(COLL);
-    coll.drop().await.expect("drop");
     let started = Instant::now();
-    let mut next_report = 100_000;
-    for start in (0..docs).step_by(LOAD_BATCH) {
-        let end = (start + LOAD_BATCH).min(docs);
-        let batch: Vec<Document> = (start as i64..end as i64).map(sample_doc).collect();
-        coll.insert_many(batch).await.expect("load");
-        if end >= next_report || end == docs {
-            eprint!("\r{}: loaded {end} of {docs} documents", backend.name());
-            next_report += 100_000;
-        }
-    }
-    eprintln!();
+    load_with_progress(&coll, docs, LOAD_BATCH, backend.name()).await;
     for key in [doc! {"age": 1}, doc! {"score": -1}] {
         coll.create_index(mongodb::IndexModel::builder().keys(key).build())
             .await

@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 use bson::{doc, Document, RawDocument};
 use common::wire_client::WireClient;
 use common::{
-    backends, connect_pg, env_usize, ms, open_sqlite, pg_table, print_table, proc_status_kib,
-    ratio, sample_doc, sqlite_table, Backend, Server, BENCH_PASSWORD, BENCH_USER,
+    backends, connect_pg, env_usize, load_with_progress, ms, open_sqlite, pg_table, print_table,
+    proc_status_kib, ratio, sqlite_table, Backend, Server, BENCH_PASSWORD, BENCH_USER,
 };
 use futures_util::TryStreamExt;
 
@@ -156,23 +156,11 @@ async fn load(backend: &Backend, dir: &Path, docs: usize) {
     let server = Server::start(backend, dir, &[]);
     let client = server.client().await;
     let coll = client.database(DB).collection::<Document>(COLL);
-    coll.drop().await.expect("drop");
-    let started = Instant::now();
-    let mut next_report = 100_000;
-    for start in (0..docs).step_by(LOAD_BATCH) {
-        let end = (start + LOAD_BATCH).min(docs);
-        let batch: Vec<Document> = (start as i64..end as i64).map(sample_doc).collect();
-        coll.insert_many(batch).await.expect("load");
-        if end >= next_report || end == docs {
-            eprint!("\r{}: loaded {end} of {docs} documents", backend.name());
-            next_report += 100_000;
-        }
-    }
-    eprintln!();
+    let elapsed = load_with_progress(&coll, docs, LOAD_BATCH, backend.name()).await;
     println!(
         "{}: loaded {docs} documents in {:.1} s",
         backend.name(),
-        started.elapsed().as_secs_f64()
+        elapsed.as_secs_f64()
     );
     client.shutdown().await;
     drop(server);

@@ -536,3 +536,27 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
 pub fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1e3)
 }
+
+/// Empties `coll` and loads `sample_doc(0)` … `sample_doc(docs - 1)` in `insert_many` batches
+/// of `batch`, printing progress every 100,000 documents under `label`; the time it took.
+pub async fn load_with_progress(
+    coll: &mongodb::Collection<bson::Document>,
+    docs: usize,
+    batch: usize,
+    label: &str,
+) -> Duration {
+    coll.drop().await.expect("drop");
+    let started = Instant::now();
+    let mut next_report = 100_000;
+    for start in (0..docs).step_by(batch.max(1)) {
+        let end = (start + batch).min(docs);
+        let documents: Vec<bson::Document> = (start as i64..end as i64).map(sample_doc).collect();
+        coll.insert_many(documents).await.expect("load");
+        if end >= next_report || end == docs {
+            eprint!("\r{label}: loaded {end} of {docs} documents");
+            next_report += 100_000;
+        }
+    }
+    eprintln!();
+    started.elapsed()
+}

@@ -16,8 +16,8 @@ use super::cursors::ResultSource;
 use super::find::hinted_indexes;
 use super::read;
 use super::read_cursor::{BatchLimit, ReadCursor, StagedOutput};
-use super::transaction::OpScope;
 use super::sessions::SessionRegistry;
+use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::catalog::NO_INDEXES;
@@ -73,10 +73,7 @@ pub async fn run_pipeline(
     let foreign = read_foreign(catalog, session, db, pipeline).await?;
     // The stages run on the compute pool, never on the threads that answer other clients.
     let rest = pipeline.after(lead.stages);
-    Ok(
-        crate::compute::run(move || collation.install(|| rest.run_with(input, &foreign)))
-            .await?,
-    )
+    Ok(crate::compute::run(move || collation.install(|| rest.run_with(input, &foreign))).await?)
 }
 
 /// The collections `$lookup`, `$unionWith` and `$graphLookup` read, whole (a missing one is

@@ -225,15 +225,7 @@ async fn rebuild_index(
     documents: &[Document],
 ) -> Result<(), OpError> {
     let spec = &index.spec;
-    let mut entries = Vec::with_capacity(documents.len());
-    let mut multikey = false;
-    for document in documents {
-        if let Some(keys) = spec.entries(document)? {
-            multikey |= keys.multikey;
-            let id = document.get("_id").unwrap_or(&Bson::Null);
-            entries.push((encode_key(id), keys.keys));
-        }
-    }
+    let (entries, multikey) = super::indexes::index_entries(spec, documents)?;
     let built = transaction
         .session()
         .create_index(

@@ -73,15 +73,7 @@ pub async fn create_indexes(
         let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);
         let documents = read::execute(transaction.session(), &info.record, &plan).await?;
         for spec in &to_build {
-            let mut entries = Vec::with_capacity(documents.len());
-            let mut multikey = false;
-            for document in &documents {
-                if let Some(keys) = spec.entries(document)? {
-                    multikey |= keys.multikey;
-                    let id = document.get("_id").unwrap_or(&Bson::Null);
-                    entries.push((encode_key(id), keys.keys));
-                }
-            }
+            let (entries, multikey) = index_entries(spec, &documents)?;
             let built = transaction
                 .session()
                 .create_index(
@@ -180,4 +172,25 @@ fn duplicate_while_building(namespace: &str, spec: &IndexSpec, documents: &[Docu
         "errmsg": format!("E11000 duplicate key error collection: {namespace} index: {}", spec.name),
         "keyPattern": spec.key_pattern().clone(),
     }))
+}
+
+/// An index's entries: each document's `_id` key and its keys in the index.
+pub(super) type IndexEntries = Vec<(Vec<u8>, Vec<Vec<u8>>)>;
+
+/// The entries of index `spec` for `documents` (none for a document a sparse or partial
+/// index leaves out), and whether some document has several keys in it.
+pub(super) fn index_entries(
+    spec: &IndexSpec,
+    documents: &[Document],
+) -> Result<(IndexEntries, bool), OpError> {
+    let mut entries = Vec::with_capacity(documents.len());
+    let mut multikey = false;
+    for document in documents {
+        if let Some(keys) = spec.entries(document)? {
+            multikey |= keys.multikey;
+            let id = document.get("_id").unwrap_or(&Bson::Null);
+            entries.push((encode_key(id), keys.keys));
+        }
+    }
+    Ok((entries, multikey))
 }

@@ -124,7 +124,11 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             // A pipeline whose stages look at one document at a time streams: the cursor
             // holds a position, each batch is read from the store when it is asked for.
             let streams = pipeline.output().is_none();
-            if let Some(info) = scope.collection_info(&request.db, name).await?.filter(|_| streams) {
+            if let Some(info) = scope
+                .collection_info(&request.db, name)
+                .await?
+                .filter(|_| streams)
+            {
                 let opened = open_stream(
                     &server.state.catalog,
                     &mut scope,
@@ -137,7 +141,9 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 .await?;
                 if let Some((first, rest)) = opened {
                     let owner = context.cursor_owner(request);
-                    let batch = server.cursors.open(&namespace, first, rest, options, owner)?;
+                    let batch = server
+                        .cursors
+                        .open(&namespace, first, rest, options, owner)?;
                     return cursor_reply(&namespace, batch, true);
                 }
             }

@@ -243,21 +243,14 @@ pub fn parse_bucket_auto(spec: &Bson) -> Result<BucketAuto, QueryError> {
             format!("The $bucketAuto 'buckets' field must be greater than 0, but found: {count}"),
         ));
     }
-    let output = match d.get("output") {
-        None => vec![AccumulatorSpec::parse(
-            "count",
-            &Bson::Document(bson::doc! {"$sum": 1}),
-        )?],
-        Some(Bson::Document(o)) => o
-            .iter()
-            .map(|(field, acc)| AccumulatorSpec::parse(field, acc))
-            .collect::<Result<_, _>>()?,
-        Some(other) => {
+    let output = match super::stages::bucket_output(d.get("output"))? {
+        Some(output) => output,
+        None => {
             return Err(loc(
                 40244,
                 format!(
                     "The $bucketAuto 'output' field must be an object, but found type: {}",
-                    type_name(Some(other))
+                    type_name(d.get("output"))
                 ),
             ))
         }

@@ -18,6 +18,25 @@ use std::collections::HashMap;
 /// Documents of other collections, by name, for `$lookup` and `$unionWith`.
 pub type ForeignDocuments = HashMap<String, Vec<Document>>;
 
+/// The `output` of `$bucket` and `$bucketAuto`: its accumulators, `{count: {$sum: 1}}` when
+/// absent; None when it is not an object (each stage has its own error for that).
+pub(crate) fn bucket_output(
+    output: Option<&Bson>,
+) -> Result<Option<Vec<AccumulatorSpec>>, QueryError> {
+    Ok(match output {
+        None => Some(vec![AccumulatorSpec::parse(
+            "count",
+            &Bson::Document(bson::doc! {"$sum": 1}),
+        )?]),
+        Some(Bson::Document(o)) => Some(
+            o.iter()
+                .map(|(field, accumulator)| AccumulatorSpec::parse(field, accumulator))
+                .collect::<Result<_, _>>()?,
+        ),
+        Some(_) => None,
+    })
+}
+
 /// `$lookup`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Lookup {
@@ -242,16 +261,9 @@ pub fn parse_bucket(spec: &Bson) -> Result<Bucket, QueryError> {
             return Err(QueryError::location(40199, "The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary"));
         }
     }
-    let output = match d.get("output") {
-        None => vec![AccumulatorSpec::parse(
-            "count",
-            &Bson::Document(bson::doc! {"$sum": 1}),
-        )?],
-        Some(Bson::Document(o)) => o
-            .iter()
-            .map(|(k, v)| AccumulatorSpec::parse(k, v))
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
+    let output = match bucket_output(d.get("output"))? {
+        Some(output) => output,
+        None => {
             return Err(QueryError::location(
                 40196,
                 "The $bucket 'output' field must be an object",
