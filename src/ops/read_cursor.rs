@@ -246,21 +246,24 @@ impl ReadCursor {
         let remaining = self
             .remaining
             .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        let chunk = if self.rows_may_vanish() {
+        let wanted = want.min(remaining);
+        let fitting = match self.bytes_read.checked_div(self.rows_read) {
+            Some(average) => (bytes_left / average.max(1)).saturating_add(1),
+            None => FIRST_UNSIZED_CHUNK,
+        };
+        let chunk = if self.residual.is_some() {
             RESIDUAL_CHUNK
-        } else {
+        } else if self.stages.is_some() {
+            // Stages may drop or multiply rows: read what the batch would take if each row
+            // gave one document (within the byte budget), never less than a residual chunk,
+            // so a large getMore is a few round trips rather than one per 256 rows.
+            wanted.min(fitting).clamp(RESIDUAL_CHUNK, EXACT_CHUNK)
+        } else if wanted == remaining {
             // Every row is a document: read what the batch takes and one more to learn
             // whether the result ends here — unless the limit ends it anyway.
-            let wanted = want.min(remaining);
-            let fitting = match self.bytes_read.checked_div(self.rows_read) {
-                Some(average) => (bytes_left / average.max(1)).saturating_add(1),
-                None => FIRST_UNSIZED_CHUNK,
-            };
-            if wanted == remaining {
-                wanted.min(fitting.max(1)).min(EXACT_CHUNK)
-            } else {
-                wanted.saturating_add(1).min(fitting).min(EXACT_CHUNK)
-            }
+            wanted.min(fitting.max(1)).min(EXACT_CHUNK)
+        } else {
+            wanted.saturating_add(1).min(fitting).min(EXACT_CHUNK)
         };
         request.limit = Some(chunk as u64);
         if self.residual.is_none() && self.skip > 0 {
