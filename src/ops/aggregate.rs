@@ -137,6 +137,74 @@ pub async fn open_stream(
     Ok(Some((batch, ResultSource::Stream(Box::new(cursor)))))
 }
 
+/// Rows a grouped aggregate reads (and feeds its `$group`) per round trip.
+const GROUP_INPUT_CHUNK: usize = 10_000;
+
+/// Runs an aggregate whose first `$group` comes after per-document stages only
+/// (`Pipeline::split_at_group`) with its input streaming: the leading read and those stages
+/// go through a [`ReadCursor`] chunk by chunk, each chunk feeds the `$group` on the compute
+/// pool, and only the groups are held — not the collection. The stages after the `$group`
+/// then run over the groups. None when the pipeline has no such `$group`, its read is sorted
+/// in Rust, it reads a snapshot, or it compares under a non-simple collation:
+/// [`run_pipeline`] runs it.
+pub async fn run_grouped(
+    catalog: &crate::catalog::Catalog,
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    pipeline: &Pipeline,
+    hint: Option<&Bson>,
+    collation: Option<&Collation>,
+) -> Result<Option<Vec<Document>>, OpError> {
+    let lead = pipeline.leading_read();
+    let rest = pipeline.after(lead.stages);
+    let Some((before, mut grouping, after)) = rest.split_at_group() else {
+        return Ok(None);
+    };
+    if !info.collation_for(collation.cloned())?.is_simple() || scope.reads_whole() {
+        return Ok(None);
+    }
+    let indexes = hinted_indexes(&info.indexes, hint)?;
+    let plan = ReadPlan::new(lead.filter, lead.sort, lead.skip, lead.limit, indexes);
+    if !ReadCursor::streams(&plan) {
+        return Ok(None);
+    }
+    let (foreign_before, foreign_after) = {
+        let mut session = scope.reader().await?;
+        let db = &info.record.db;
+        (
+            read_foreign(catalog, session.as_mut(), db, &before).await?,
+            read_foreign(catalog, session.as_mut(), db, &after).await?,
+        )
+    };
+    let mut cursor = ReadCursor::new(info, plan, None, None).with_stages(StagedOutput {
+        pipeline: before,
+        foreign: foreign_before,
+    });
+    let chunk = BatchLimit {
+        documents: GROUP_INPUT_CHUNK,
+        bytes: super::cursors::MAX_BATCH_BYTES,
+    };
+    while !cursor.is_exhausted() {
+        let batch = cursor.next_batch(scope, chunk).await?;
+        grouping = crate::compute::run(move || {
+            for raw in &batch {
+                grouping.feed(&read::decode_document(raw.as_bytes())?)?;
+            }
+            Ok::<_, OpError>(grouping)
+        })
+        .await?;
+    }
+    let results = crate::compute::run(move || {
+        let groups = grouping.finish();
+        if crate::query::memory::limited() {
+            crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
+        }
+        Ok::<_, OpError>(after.run_with(groups, &foreign_after)?)
+    })
+    .await?;
+    Ok(Some(results))
+}
+
 /// The documents the first stage of a collection-less `aggregate: 1` produces (the rest of
 /// the pipeline, [`Pipeline::inner`]`(1)`, runs over them): `$documents` evaluated once,
 /// or `$listLocalSessions` from `sessions`, which `user` (`(db, name)`; `None` without

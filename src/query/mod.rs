@@ -41,7 +41,7 @@ mod update;
 mod value;
 
 pub use aggregate::{collectionless, output as output_stage, Stage};
-pub use aggregate::{ForeignDocuments, Pipeline};
+pub use aggregate::{ForeignDocuments, Grouping, Pipeline};
 pub use error::QueryError;
 pub use expr::{bind_variables, parse_with_variables};
 pub use filter::{upsert_seed, FieldPredicate, Filter};

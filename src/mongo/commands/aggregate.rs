@@ -13,7 +13,9 @@ use super::cursor_reply::{cursor_batch_size, cursor_reply, encode_documents, fir
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
-use crate::ops::aggregate::{collectionless_input, open_stream, read_foreign, run_pipeline};
+use crate::ops::aggregate::{
+    collectionless_input, open_stream, read_foreign, run_grouped, run_pipeline,
+};
 use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
 use crate::query::{parse_with_variables, Pipeline, Stage};
@@ -124,11 +126,24 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             // A pipeline whose stages look at one document at a time streams: the cursor
             // holds a position, each batch is read from the store when it is asked for.
             let streams = pipeline.output().is_none();
-            if let Some(info) = scope
-                .collection_info(&request.db, name)
-                .await?
-                .filter(|_| streams)
-            {
+            let info = scope.collection_info(&request.db, name).await?;
+            // A `$group` after per-document stages reads its input in chunks, holding only
+            // its groups (the result, unless streamed, is computed whole either way).
+            let grouped = match &info {
+                Some(info) => {
+                    run_grouped(
+                        &server.state.catalog,
+                        &mut scope,
+                        info,
+                        &pipeline.inner(0),
+                        hint,
+                        collation.as_ref(),
+                    )
+                    .await?
+                }
+                None => None,
+            };
+            if let Some(info) = info.filter(|_| streams && grouped.is_none()) {
                 let opened = open_stream(
                     &server.state.catalog,
                     &mut scope,
@@ -147,19 +162,23 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                     return cursor_reply(&namespace, batch, true);
                 }
             }
-            let mut session = scope.reader().await?;
-            let results = run_pipeline(
-                &server.state.catalog,
-                session.as_mut(),
-                &request.db,
-                name,
-                &pipeline.inner(0),
-                hint,
-                collation,
-            )
-            .await?;
-            drop(session);
-            results
+            if let Some(results) = grouped {
+                results
+            } else {
+                let mut session = scope.reader().await?;
+                let results = run_pipeline(
+                    &server.state.catalog,
+                    session.as_mut(),
+                    &request.db,
+                    name,
+                    &pipeline.inner(0),
+                    hint,
+                    collation,
+                )
+                .await?;
+                drop(session);
+                results
+            }
         }
         None => {
             if context.in_transaction()

@@ -1,6 +1,7 @@
 //! `$group`: parsing `{_id: <expr>, field: {$acc: <expr>}, …}` and grouping documents by the
 //! MongoDB equality of their `_id` (hashed on its byte key), each group feeding its
-//! accumulators in input order.
+//! accumulators in input order — all at once, or document by document ([`Grouping`]) when
+//! the input streams.
 //!
 //! Not for: the accumulators themselves (`accumulators.rs`, `expr/accumulator.rs`) or
 //! `$bucket` (`stages.rs`).
@@ -45,39 +46,71 @@ pub(super) fn group(
     accumulators: &[AccumulatorSpec],
     docs: Vec<Document>,
 ) -> Result<Vec<Document>, QueryError> {
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut groups: Vec<(Bson, Vec<AccumulatorState>)> = Vec::new();
+    let mut grouping = Grouping::new(id.clone(), accumulators.to_vec());
     for doc in &docs {
+        grouping.feed(doc)?;
+    }
+    Ok(grouping.finish())
+}
+
+/// A `$group` fed one document at a time (its input may arrive in chunks): the groups so
+/// far, in the order their first document came.
+pub struct Grouping {
+    id: Expression,
+    accumulators: Vec<AccumulatorSpec>,
+    index: HashMap<Vec<u8>, usize>,
+    groups: Vec<(Bson, Vec<AccumulatorState>)>,
+}
+
+impl Grouping {
+    /// An empty grouping by `id` with `accumulators`.
+    pub fn new(id: Expression, accumulators: Vec<AccumulatorSpec>) -> Grouping {
+        Grouping {
+            id,
+            accumulators,
+            index: HashMap::new(),
+            groups: Vec::new(),
+        }
+    }
+
+    /// Adds `doc` to its group.
+    pub fn feed(&mut self, doc: &Document) -> Result<(), QueryError> {
         crate::interrupt::check()?;
-        let key = id.evaluate(doc)?;
+        let key = self.id.evaluate(doc)?;
         let encoded = encode_key(&crate::query::value::collation::equality_image(&key));
-        let slot = match index.get(&encoded) {
+        let slot = match self.index.get(&encoded) {
             Some(i) => *i,
             None => {
-                groups.push((
+                self.groups.push((
                     key,
-                    accumulators
+                    self.accumulators
                         .iter()
                         .map(|a| AccumulatorState::new(a.kind))
                         .collect(),
                 ));
-                index.insert(encoded, groups.len() - 1);
-                groups.len() - 1
+                self.index.insert(encoded, self.groups.len() - 1);
+                self.groups.len() - 1
             }
         };
-        if let Some((_, states)) = groups.get_mut(slot) {
-            feed(accumulators, states, doc)?;
+        if let Some((_, states)) = self.groups.get_mut(slot) {
+            feed(&self.accumulators, states, doc)?;
         }
+        Ok(())
     }
-    Ok(groups
-        .into_iter()
-        .map(|(key, states)| {
-            let mut out = Document::new();
-            out.insert("_id", key);
-            for (spec, state) in accumulators.iter().zip(states) {
-                out.insert(spec.field.clone(), state.finish());
-            }
-            out
-        })
-        .collect())
+
+    /// One document per group: `_id` and each accumulator's result.
+    pub fn finish(self) -> Vec<Document> {
+        let accumulators = self.accumulators;
+        self.groups
+            .into_iter()
+            .map(|(key, states)| {
+                let mut out = Document::new();
+                out.insert("_id", key);
+                for (spec, state) in accumulators.iter().zip(states) {
+                    out.insert(spec.field.clone(), state.finish());
+                }
+                out
+            })
+            .collect()
+    }
 }

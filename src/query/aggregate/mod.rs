@@ -20,6 +20,7 @@ pub mod collectionless;
 pub mod densify_fill;
 pub mod graph_lookup;
 mod group;
+pub use group::Grouping;
 pub mod output;
 #[cfg(test)]
 mod output_tests;
@@ -265,6 +266,30 @@ impl Pipeline {
                     | Stage::Lookup(_)
             )
         })
+    }
+
+    /// The pipeline split at its first `$group` when every stage before it looks at one
+    /// document at a time: those stages, a [`Grouping`] for the `$group`, and the stages
+    /// after it. The `$group`'s input can then stream; it holds only its groups.
+    pub fn split_at_group(&self) -> Option<(Pipeline, Grouping, Pipeline)> {
+        let at = self
+            .stages
+            .iter()
+            .position(|stage| matches!(stage, Stage::Group { .. }))?;
+        let before = Pipeline {
+            stages: self.stages[..at].to_vec(),
+        };
+        if !before.is_per_document() {
+            return None;
+        }
+        let Stage::Group { id, accumulators } = &self.stages[at] else {
+            return None;
+        };
+        Some((
+            before,
+            Grouping::new(id.clone(), accumulators.clone()),
+            self.after(at + 1),
+        ))
     }
 
     /// The stages after the first `consumed` ones.

@@ -112,3 +112,31 @@ def test_a_streaming_aggregate_limit_and_skip_in_the_read(db):
     # An empty result closes at once, and a collection nobody created is empty.
     assert list(coll.aggregate([{"$match": {"v": -1}}, {"$project": {"v": 1}}])) == []
     assert list(db["missing"].aggregate([{"$project": {"v": 1}}])) == []
+
+
+def test_a_group_after_per_document_stages_reads_its_input_in_chunks(db):
+    """`$group` after `$match`/`$unwind`/`$set` is fed chunk by chunk (holding only its
+    groups); its result is the same as MongoDB's for the whole input."""
+    coll = db["grouped"]
+    coll.insert_many([{"_id": i, "k": i % 7, "tags": list(range(i % 3)), "v": i} for i in range(25_000)])
+    pipeline = [
+        {"$match": {"_id": {"$gte": 100}}},
+        {"$unwind": "$tags"},
+        {"$set": {"w": {"$multiply": ["$v", 2]}}},
+        {"$group": {"_id": {"k": "$k", "t": "$tags"}, "n": {"$sum": 1}, "total": {"$sum": "$w"}, "first": {"$first": "$_id"}}},
+        {"$sort": {"_id.k": 1, "_id.t": 1}},
+    ]
+    got = list(coll.aggregate(pipeline))
+    expected = {}
+    for i in range(100, 25_000):
+        for t in range(i % 3):
+            key = (i % 7, t)
+            n, total, first = expected.get(key, (0, 0, i))
+            expected[key] = (n + 1, total + 2 * i, first)
+    assert got == [
+        {"_id": {"k": k, "t": t}, "n": n, "total": total, "first": first}
+        for (k, t), (n, total, first) in sorted(expected.items())
+    ]
+    # The same through $out: the groups are written.
+    list(coll.aggregate(pipeline + [{"$out": "grouped_out"}]))
+    assert db["grouped_out"].count_documents({}) == len(expected)
