@@ -251,13 +251,14 @@ impl ReadCursor {
             Some(average) => (bytes_left / average.max(1)).saturating_add(1),
             None => FIRST_UNSIZED_CHUNK,
         };
-        let chunk = if self.residual.is_some() {
-            RESIDUAL_CHUNK
-        } else if self.stages.is_some() {
-            // Stages may drop or multiply rows: read what the batch would take if each row
-            // gave one document (within the byte budget), never less than a residual chunk,
-            // so a large getMore is a few round trips rather than one per 256 rows.
+        let chunk = if self.stages.is_some() {
+            // Stages (and a residual filter) may drop or multiply rows: read what the batch
+            // would take if each row gave one document (within the byte budget), never less
+            // than a residual chunk, so a large batch is a few round trips rather than one
+            // per 256 rows. The rows are judged on the compute pool.
             wanted.min(fitting).clamp(RESIDUAL_CHUNK, EXACT_CHUNK)
+        } else if self.residual.is_some() {
+            RESIDUAL_CHUNK
         } else if wanted == remaining {
             // Every row is a document: read what the batch takes and one more to learn
             // whether the result ends here — unless the limit ends it anyway.
@@ -275,7 +276,8 @@ impl ReadCursor {
 
     /// The residual filter's verdict on each row — the decoded document when it matches —
     /// or None when there is no residual filter. Evaluated inline, or on the compute pool
-    /// when the filter evaluates expressions (`$expr`, `$where`-like work of any cost).
+    /// when the filter evaluates expressions (`$expr`, `$where`-like work of any cost) or the
+    /// cursor runs stages (its chunks are large).
     async fn residual_verdicts(
         &self,
         rows: Vec<PositionedRow>,
@@ -294,7 +296,7 @@ impl ReadCursor {
                     .collect::<Result<Vec<_>, StoreError>>()
             })
         };
-        if filter.evaluates_expressions() {
+        if filter.evaluates_expressions() || self.stages.is_some() {
             let filter = filter.clone();
             let collation = self.collation.clone();
             let (rows, verdicts) =
