@@ -5,13 +5,17 @@
 //! 2 BadValue, 72 InvalidOptions, …). Never 40415 (an unknown field), which would mean the
 //! field was not even looked at; a field no command documents still gets 40415.
 //!
-//! Not for: what each option does (the suites of each command family test that).
+//! Also here: command-level `let` honoured by every command that takes it, and the options
+//! that used to be accepted and never read, each now refused with MongoDB's error.
+//!
+//! Not for: what each other option does (the suites of each command family test that).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
 mod driver_support;
 
 use common::TestServer;
+use driver_support::{collect, fresh};
 use mongodb::bson::{doc, Bson, Document};
 
 /// MongoDB's code for a field its command parser does not know.
@@ -373,4 +377,176 @@ async fn mongodb_8_additions_are_answered_as_7_0_does() {
         .await
         .expect("count");
     assert_eq!(written, 0, "nothing was written");
+}
+
+/// Command-level `let`: every command that takes it sees the variables in its filter (and
+/// update pipeline), so each one finds, changes or removes exactly the document the variable
+/// names — ignoring `let` would find nothing and say ok.
+#[tokio::test]
+async fn let_variables_are_honoured_by_every_command() {
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "letdb", "items").await;
+    coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2}, doc! {"_id": 3}])
+        .await
+        .expect("seed");
+    let expr = |id: i32| (doc! {"$expr": {"$eq": ["$_id", "$$id"]}}, doc! {"id": id});
+    let first_batch = |reply: &Document| -> Vec<Document> {
+        reply
+            .get_document("cursor")
+            .and_then(|c| c.get_array("firstBatch"))
+            .map(|batch| {
+                batch
+                    .iter()
+                    .filter_map(|d| d.as_document().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (filter, vars) = expr(1);
+    let found = db
+        .run_command(doc! {"find": "items", "filter": filter.clone(), "let": vars.clone()})
+        .await
+        .expect("find");
+    assert_eq!(first_batch(&found), vec![doc! {"_id": 1}]);
+    let aggregated = db
+        .run_command(doc! {"aggregate": "items", "pipeline": [{"$match": filter.clone()}, {"$set": {"v": "$$id"}}], "cursor": {}, "let": vars.clone()})
+        .await
+        .expect("aggregate");
+    assert_eq!(first_batch(&aggregated), vec![doc! {"_id": 1, "v": 1}]);
+    let explained = db
+        .run_command(doc! {"explain": {"find": "items", "filter": filter.clone(), "let": vars.clone()}, "verbosity": "executionStats"})
+        .await
+        .expect("explain");
+    let returned = explained
+        .get_document("executionStats")
+        .and_then(|s| s.get_i64("nReturned"));
+    assert_eq!(returned.ok(), Some(1));
+
+    let (filter, vars) = expr(2);
+    let updated = db
+        .run_command(doc! {"update": "items", "updates": [{"q": filter.clone(), "u": [{"$set": {"x": "$$id"}}]}], "let": vars.clone()})
+        .await
+        .expect("update");
+    assert_eq!(updated.get_i32("nModified").ok(), Some(1));
+    let changed = coll.find_one(doc! {"x": 2}).await.expect("find x");
+    assert_eq!(changed, Some(doc! {"_id": 2, "x": 2}));
+    let removed = db
+        .run_command(doc! {"findAndModify": "items", "query": filter, "remove": true, "let": vars})
+        .await
+        .expect("findAndModify");
+    assert_eq!(
+        removed.get_document("value").ok(),
+        Some(&doc! {"_id": 2, "x": 2})
+    );
+
+    let (filter, vars) = expr(3);
+    let deleted = db
+        .run_command(doc! {"delete": "items", "deletes": [{"q": filter, "limit": 1}], "let": vars})
+        .await
+        .expect("delete");
+    assert_eq!(deleted.get_i32("n").ok(), Some(1));
+    let left = collect(coll.find(doc! {}).await.expect("find")).await;
+    assert_eq!(left, vec![doc! {"_id": 1}]);
+    // A variable that is not defined is MongoDB's parse error, not a filter that matches
+    // nothing.
+    let error = db
+        .run_command(doc! {"find": "items", "filter": {"$expr": {"$eq": ["$_id", "$$nobody"]}}})
+        .await
+        .expect_err("undefined variable");
+    assert_eq!(driver_support::server_code(&error), Some(17276));
+}
+
+/// Options that used to be accepted and never read are now each either honoured or refused
+/// with MongoDB's error, and nothing they would have touched is changed: an update
+/// statement's constants (`c`) on an operator update, a collation `backwards` that ICU4X cannot set, a hint naming no index on
+/// `count`/`distinct`/`aggregate`, `validate` with `repair`, `create` without an `_id` index,
+/// `createIndexes` asking to ignore unknown options, and any field no handler takes.
+#[tokio::test]
+async fn options_nobody_reads_are_refused() {
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "optionsdb", "items").await;
+    coll.insert_many([doc! {"_id": 1, "a": "x"}, doc! {"_id": 2, "a": "X"}])
+        .await
+        .expect("seed");
+    let refused = [
+        // An update statement's constants belong to pipeline updates (MongoDB's 51198).
+        (
+            doc! {"update": "items", "updates": [{"q": {"_id": 1}, "u": {"$set": {"x": 1}}, "c": {"id": 1}}]},
+            51198,
+        ),
+        (
+            doc! {"aggregate": "items", "pipeline": [{"$match": {"a": "x"}}], "cursor": {}, "collation": {"locale": "en", "backwards": true}},
+            2,
+        ),
+        (doc! {"count": "items", "hint": "no_such_index"}, 2),
+        (
+            doc! {"distinct": "items", "key": "a", "hint": "no_such_index"},
+            2,
+        ),
+        (
+            doc! {"aggregate": "items", "pipeline": [], "cursor": {}, "hint": {"nope": 1}},
+            2,
+        ),
+        (doc! {"validate": "items", "repair": true}, 115),
+        (doc! {"create": "other", "autoIndexId": false}, 115),
+        (
+            doc! {"createIndexes": "items", "indexes": [{"key": {"a": 1}, "name": "a_1"}], "ignoreUnknownIndexOptions": true},
+            115,
+        ),
+        (doc! {"find": "items", "bogus": 1}, 40415),
+        // updateOne with sort is MongoDB 8.0's; docgate answers as 7.0, which refuses it.
+        (
+            doc! {"update": "items", "updates": [{"q": {}, "u": {"$set": {"x": 1}}, "sort": {"a": 1}}]},
+            40415,
+        ),
+        (
+            doc! {"delete": "items", "deletes": [{"q": {}, "limit": 0, "bogus": 1}]},
+            40415,
+        ),
+        (doc! {"listIndexes": "items", "bogus": 1}, 40415),
+        (
+            doc! {"dropIndexes": "items", "index": "*", "bogus": 1},
+            40415,
+        ),
+    ];
+    for (command, code) in refused {
+        // A bad statement of a write is that statement's write error; anything else fails
+        // the command.
+        let answered = match db.run_command(command.clone()).await {
+            Ok(reply) => reply
+                .get_array("writeErrors")
+                .ok()
+                .and_then(|errors| errors.first())
+                .and_then(|entry| entry.as_document())
+                .and_then(|entry| entry.get_i32("code").ok()),
+            Err(error) => driver_support::server_code(&error),
+        };
+        assert_eq!(answered, Some(code), "{command}");
+    }
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 2);
+    let touched = coll
+        .count_documents(doc! {"x": {"$exists": true}})
+        .await
+        .expect("count");
+    assert_eq!(touched, 0, "nothing was written");
+    let indexes = coll.list_index_names().await.expect("indexes");
+    assert_eq!(indexes, vec!["_id_".to_string()], "no index was built");
+    let names = db.list_collection_names().await.expect("collections");
+    assert_eq!(
+        names,
+        vec!["items".to_string()],
+        "no collection was created"
+    );
+    // The same commands without the unread option still run, and a valid hint is used.
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .expect("index");
+    let counted = db
+        .run_command(doc! {"count": "items", "query": {"a": "x"}, "hint": {"a": 1}})
+        .await
+        .expect("count with a hint");
+    assert_eq!(counted.get_i32("n").ok(), Some(1));
+    db.run_command(doc! {"validate": "items", "full": true})
+        .await
+        .expect("validate");
 }
