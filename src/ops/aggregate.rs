@@ -99,6 +99,28 @@ pub async fn read_foreign(
     Ok(foreign)
 }
 
+/// The plan of `pipeline`'s leading read and the stages after it, when that read can feed
+/// its stages chunk by chunk: the store produces its order, the pipeline compares under the
+/// simple collation, and the scope does not read a whole snapshot. None otherwise.
+fn streaming_read(
+    scope: &OpScope<'_>,
+    info: &CollectionInfo,
+    pipeline: &Pipeline,
+    hint: Option<&Bson>,
+    collation: Option<&Collation>,
+) -> Result<Option<(ReadPlan, Pipeline)>, OpError> {
+    if !info.collation_for(collation.cloned())?.is_simple() || scope.reads_whole() {
+        return Ok(None);
+    }
+    let lead = pipeline.leading_read();
+    let indexes = hinted_indexes(&info.indexes, hint)?;
+    let plan = ReadPlan::new(lead.filter, lead.sort, lead.skip, lead.limit, indexes);
+    if !ReadCursor::streams(&plan) {
+        return Ok(None);
+    }
+    Ok(Some((plan, pipeline.after(lead.stages))))
+}
+
 /// Opens an aggregate over `info` as a streaming cursor when it can stream: its leading
 /// read is one the store orders itself, and every stage after it looks at one document at a
 /// time. The cursor then holds a position and those stages, never the result; each batch
@@ -114,15 +136,10 @@ pub async fn open_stream(
     collation: Option<&Collation>,
     first: BatchLimit,
 ) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
-    let lead = pipeline.leading_read();
-    let rest = pipeline.after(lead.stages);
-    let simple = info.collation_for(collation.cloned())?.is_simple();
-    if !simple || !rest.is_per_document() || scope.reads_whole() {
+    let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
         return Ok(None);
-    }
-    let indexes = hinted_indexes(&info.indexes, hint)?;
-    let plan = ReadPlan::new(lead.filter, lead.sort, lead.skip, lead.limit, indexes);
-    if !ReadCursor::streams(&plan) {
+    };
+    if !rest.is_per_document() {
         return Ok(None);
     }
     let foreign = {
@@ -155,19 +172,12 @@ pub async fn run_grouped(
     hint: Option<&Bson>,
     collation: Option<&Collation>,
 ) -> Result<Option<Vec<Document>>, OpError> {
-    let lead = pipeline.leading_read();
-    let rest = pipeline.after(lead.stages);
+    let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
+        return Ok(None);
+    };
     let Some((before, mut grouping, after)) = rest.split_at_group() else {
         return Ok(None);
     };
-    if !info.collation_for(collation.cloned())?.is_simple() || scope.reads_whole() {
-        return Ok(None);
-    }
-    let indexes = hinted_indexes(&info.indexes, hint)?;
-    let plan = ReadPlan::new(lead.filter, lead.sort, lead.skip, lead.limit, indexes);
-    if !ReadCursor::streams(&plan) {
-        return Ok(None);
-    }
     let (foreign_before, foreign_after) = {
         let mut session = scope.reader().await?;
         let db = &info.record.db;
