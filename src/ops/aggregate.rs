@@ -172,6 +172,13 @@ pub async fn run_grouped(
     hint: Option<&Bson>,
     collation: Option<&Collation>,
 ) -> Result<Option<Vec<Document>>, OpError> {
+    if !pipeline
+        .stages
+        .iter()
+        .any(|stage| matches!(stage, Stage::Group { .. }))
+    {
+        return Ok(None);
+    }
     let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
         return Ok(None);
     };
