@@ -13,7 +13,7 @@
 mod common;
 mod driver_support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -58,12 +58,6 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
     }
-}
-
-fn integrity_check(file: &Path) -> String {
-    let conn = rusqlite::Connection::open(file).expect("open the database file");
-    conn.query_row("PRAGMA integrity_check", [], |row| row.get::<_, String>(0))
-        .expect("integrity_check")
 }
 
 #[tokio::test]
@@ -160,5 +154,5 @@ async fn a_full_disk_answers_out_of_disk_space_loses_nothing_and_recovers() {
         status.success(),
         "docgate exits cleanly on SIGTERM: {status}"
     );
-    assert_eq!(integrity_check(&data.join("docgate.db")), "ok");
+    assert_eq!(common::sqlite_integrity_check(&data), "ok");
 }
