@@ -4,8 +4,8 @@
 //! JSON regex or an operator document selects nothing extra (or is refused); in an
 //! expression it is a literal, so `$$ROOT` or `$secret` are strings, not the document or
 //! another field; SQL written into a bound value or a SODA `q=` filter (quotes, `;`, `--`)
-//! is data, and a refusal names no SQL; non-data types are refused; and a placeholder where no value may stand (a
-//! field name, an `$unwind` path) fails the module definition.
+//! is data, and a refusal names no SQL; non-data types are refused; and a placeholder where
+//! no value may stand (a field name, an `$unwind` path) fails the module definition.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
