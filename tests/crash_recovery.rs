@@ -1,8 +1,9 @@
 //! Durability of acknowledged writes: a client writes with the default (acknowledged)
 //! write concern while the server is killed with SIGKILL; after a restart on the same
 //! data directory every acknowledged write is there, intact, nothing appears that was
-//! never sent, and a multi-document command killed mid-flight is all or nothing
-//! (docgate's "one command, one transaction" invariant).
+//! never sent, a multi-document command killed mid-flight is all or nothing
+//! (docgate's "one command, one transaction" invariant), and on SQLite the file left
+//! behind passes `PRAGMA integrity_check`.
 //!
 //! Not for graceful shutdown or for what happens to unacknowledged writes beyond
 //! "at most the one in flight".
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::TestServer;
+use common::{TestBackend, TestServer};
 use mongodb::bson::{doc, Document};
 use mongodb::Client;
 
@@ -42,6 +43,15 @@ async fn kill_after_progress(server: &mut TestServer, progress: &AtomicUsize) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     server.kill();
+}
+
+/// After a SIGKILL: on SQLite, `PRAGMA integrity_check` of the file left behind is "ok";
+/// then the server starts again on the same data.
+fn restart_after_integrity_check(server: &mut TestServer) {
+    if let TestBackend::Sqlite { dir } = server.backend() {
+        assert_eq!(common::sqlite_integrity_check(dir), "ok", "after SIGKILL");
+    }
+    server.restart_same_data();
 }
 
 /// Waits for the writer task, which must stop with an error once the server is dead.
@@ -86,7 +96,7 @@ async fn acknowledged_inserts_survive_sigkill() {
     eprintln!("{} inserts acknowledged before SIGKILL", acked.len());
     assert!(!acked.is_empty());
 
-    server.restart_same_data();
+    restart_after_integrity_check(&mut server);
     let client = server.client().await;
     let coll = client.database("durable").collection::<Document>("acks");
 
@@ -186,7 +196,7 @@ async fn acknowledged_updates_and_deletes_survive_sigkill() {
         deleted.len()
     );
 
-    server.restart_same_data();
+    restart_after_integrity_check(&mut server);
     let client = server.client().await;
     let coll = client.database("durable").collection::<Document>("mixed");
     let counter = coll
@@ -260,7 +270,7 @@ async fn insert_many_and_update_many_are_all_or_nothing_across_sigkill() {
     let (acked_batches, acked_gen) = join_writer(writer).await;
     eprintln!("{acked_batches} insert_many batches and {acked_gen} update_many acknowledged");
 
-    server.restart_same_data();
+    restart_after_integrity_check(&mut server);
     let client = server.client().await;
     let db = client.database("durable");
     let inserts = db.collection::<Document>("batches");
@@ -361,7 +371,7 @@ async fn catalog_changes_survive_sigkill() {
         .await
         .expect("drop database");
 
-    server.restart_same_data();
+    restart_after_integrity_check(&mut server);
     let client = server.client().await;
     let db = client.database("durable_catalog");
     let mut names = db.list_collection_names().await.expect("list collections");

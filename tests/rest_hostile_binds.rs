@@ -3,8 +3,9 @@
 //! shape of a handler's query. In a filter it is an equality (`{$eq: v}`), so an Extended
 //! JSON regex or an operator document selects nothing extra (or is refused); in an
 //! expression it is a literal, so `$$ROOT` or `$secret` are strings, not the document or
-//! another field; non-data types are refused; and a placeholder where no value may stand (a
-//! field name, an `$unwind` path) fails the module definition.
+//! another field; SQL written into a bound value or a SODA `q=` filter (quotes, `;`, `--`)
+//! is data, and a refusal names no SQL; non-data types are refused; and a placeholder where
+//! no value may stand (a field name, an `$unwind` path) fails the module definition.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
@@ -291,4 +292,77 @@ async fn placeholders_where_no_value_may_stand_fail_the_definition() {
     rest.get("/ords/app/counts/v1/x?n=two")
         .await
         .expect_error(400);
+}
+
+/// SQL written into values: quotes, statement separators and comments.
+const SQL_STRINGS: &[&str] = &[
+    "x'); DROP TABLE people; --",
+    "\" OR 1=1 --",
+    "' OR '1'='1",
+    "a;b",
+    "ünï☃'--",
+];
+
+#[tokio::test]
+async fn sql_in_bind_values_and_q_filters_is_data_and_errors_name_no_sql() {
+    let server = TestServer::start();
+    let people = seed(&server).await;
+    let rest = served(&server).await;
+    people
+        .insert_one(doc! {"_id": 6, "name": SQL_STRINGS[0], "nick": SQL_STRINGS[1]})
+        .await
+        .expect("seed the person with the SQL name");
+
+    for hostile in SQL_STRINGS {
+        let expected: Vec<i64> = if *hostile == SQL_STRINGS[0] {
+            vec![6]
+        } else {
+            vec![]
+        };
+        let page = rest
+            .get(&format!("{BASE}/people/?name={}", encode(hostile)))
+            .await
+            .expect(200);
+        assert_eq!(ids(&page), expected, "?name={hostile}");
+        let by_segment: Vec<i64> = if *hostile == SQL_STRINGS[1] {
+            vec![6]
+        } else {
+            expected.clone()
+        };
+        let page = rest
+            .get(&format!("{BASE}/people/by-name/{}", encode(hostile)))
+            .await
+            .expect(200);
+        assert_eq!(ids(&page), by_segment, "segment {hostile}");
+
+        // The same strings inside a SODA `q=` filter: an equality on data.
+        let q = encode(&serde_json::to_string(&json!({"name": hostile})).unwrap());
+        let page = rest
+            .get(&format!("/ords/app/soda/latest/people?q={q}"))
+            .await
+            .expect(200);
+        assert_eq!(ids(&page), expected, "q= name {hostile}");
+        // As a field name in `q=`: nothing matches, or a MongoDB-worded refusal.
+        let q = encode(&serde_json::to_string(&json!({*hostile: 1})).unwrap());
+        let reply = rest
+            .get(&format!("/ords/app/soda/latest/people?q={q}"))
+            .await;
+        if reply.status == 200 {
+            assert_eq!(
+                ids(&reply.expect(200)),
+                Vec::<i64>::new(),
+                "q= field {hostile}"
+            );
+        } else {
+            let message = reply.expect_error(400).to_lowercase();
+            for leak in ["sqlite", "postgres", "syntax error", "select ", "/tmp"] {
+                assert!(!message.contains(leak), "q= field {hostile}: {message}");
+            }
+        }
+    }
+    assert_eq!(
+        people.count_documents(doc! {}).await.expect("count"),
+        6,
+        "every person is still there"
+    );
 }

@@ -276,13 +276,14 @@ suite_test_postgres() {
     echo "PostgreSQL for the tests: $DOCGATE_TEST_PG_URL"
 }
 
+# DOCGATE_LONG_TESTS=1: the long tests (tests/soak.rs) run too, on each backend.
 suite_cargo_test() {
-    cargo test --workspace
+    DOCGATE_LONG_TESTS=1 cargo test --workspace
 }
 
 # The integration tests (tests/*.rs) again, each server on a fresh PostgreSQL database.
 suite_cargo_test_postgres() {
-    DOCGATE_TEST_BACKEND="$DOCGATE_TEST_PG_URL" cargo test --test '*'
+    DOCGATE_LONG_TESTS=1 DOCGATE_TEST_BACKEND="$DOCGATE_TEST_PG_URL" cargo test --test '*'
 }
 
 # ------------------------------------------------------------------ client environments

@@ -291,6 +291,7 @@ fn store_error_code(error: &StoreError) -> (i32, &'static str) {
         StoreError::WriteConflict(_) => (112, "WriteConflict"),
         StoreError::Database(_) => (1, "InternalError"),
         StoreError::Corrupt(_) => (1, "InternalError"),
+        StoreError::OutOfDiskSpace(_) => (14031, "OutOfDiskSpace"),
         StoreError::Interrupted(reason) => (reason.code(), reason.code_name()),
     }
 }

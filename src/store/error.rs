@@ -40,6 +40,10 @@ pub enum StoreError {
     /// Anything else the database reported.
     #[error("database error: {0}")]
     Database(String),
+    /// The device holding the data is full (SQLite's SQLITE_FULL, PostgreSQL's disk_full):
+    /// the write was rolled back; it may succeed once space is freed.
+    #[error("out of disk space: {0}")]
+    OutOfDiskSpace(String),
     /// Stored data could not be decoded (corruption or a bug).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
@@ -60,6 +64,9 @@ impl StoreError {
             StoreError::Database(_) => {
                 "the database failed the operation; the server log has the details".into()
             }
+            StoreError::OutOfDiskSpace(_) => {
+                "the device holding the data is out of space; the write was not applied".into()
+            }
             StoreError::Corrupt(_) => {
                 "stored data could not be read; the server log has the details".into()
             }
@@ -75,7 +82,10 @@ impl StoreError {
     pub fn withholds_detail(&self) -> bool {
         matches!(
             self,
-            StoreError::Unavailable(_) | StoreError::Database(_) | StoreError::Corrupt(_)
+            StoreError::Unavailable(_)
+                | StoreError::Database(_)
+                | StoreError::Corrupt(_)
+                | StoreError::OutOfDiskSpace(_)
         )
     }
 }

@@ -140,6 +140,16 @@ fn psql(url: &str, sql: &str) {
     );
 }
 
+/// `PRAGMA integrity_check` of the SQLite database a stopped server left in `data_dir`
+/// ("ok" when intact).
+pub fn sqlite_integrity_check(data_dir: &Path) -> String {
+    let file = data_dir.join("docgate.db");
+    let conn = rusqlite::Connection::open(&file)
+        .unwrap_or_else(|e| panic!("open {}: {e}", file.display()));
+    conn.query_row("PRAGMA integrity_check", [], |row| row.get::<_, String>(0))
+        .unwrap_or_else(|e| panic!("integrity_check of {}: {e}", file.display()))
+}
+
 /// A running `docgate` process with its own temporary data directory.
 pub struct TestServer {
     child: Option<Child>,

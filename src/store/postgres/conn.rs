@@ -549,6 +549,8 @@ pub(super) fn pg_err(e: tokio_postgres::Error) -> StoreError {
         {
             // A concurrent transaction changed or holds the same rows.
             StoreError::WriteConflict(text)
+        } else if *code == SqlState::DISK_FULL {
+            StoreError::OutOfDiskSpace(text)
         } else if *code == SqlState::UNDEFINED_TABLE {
             // A table named by a cached catalog record is gone: another instance dropped or
             // renamed the collection. The caller re-reads the catalog and retries.

@@ -131,13 +131,14 @@ pub(super) fn write_tx<R>(
 }
 
 /// Maps a SQLite error: lock contention is retryable, unique violations are duplicate keys,
-/// everything else is a database error.
+/// a full disk is out of disk space, everything else is a database error.
 pub(super) fn db_err(e: rusqlite::Error) -> StoreError {
     if let rusqlite::Error::SqliteFailure(failure, _) = &e {
         match failure.code {
             ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
                 return StoreError::Unavailable(e.to_string())
             }
+            ErrorCode::DiskFull => return StoreError::OutOfDiskSpace(e.to_string()),
             ErrorCode::ConstraintViolation
                 if failure.extended_code == ffi::SQLITE_CONSTRAINT_UNIQUE
                     || failure.extended_code == ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
