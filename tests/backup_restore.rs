@@ -92,9 +92,13 @@ async fn an_online_backup_restores_every_acknowledged_document_and_the_indexes()
         .map(|n| doc! {"_id": n, "n": n, "customer": format!("c{}", n % 97)})
         .collect();
     coll.insert_many(seed).await.unwrap();
-    coll.create_index(IndexModel::builder().keys(doc! {"customer": 1, "n": -1}).build())
-        .await
-        .unwrap();
+    coll.create_index(
+        IndexModel::builder()
+            .keys(doc! {"customer": 1, "n": -1})
+            .build(),
+    )
+    .await
+    .unwrap();
 
     // A writer keeps inserting while the backup is taken.
     let acknowledged = Arc::new(Mutex::new(HashSet::<i64>::new()));
@@ -138,10 +142,16 @@ async fn an_online_backup_restores_every_acknowledged_document_and_the_indexes()
         .await
         .unwrap()
         .into_iter()
-        .map(|id| id.as_i64().unwrap_or_else(|| i64::from(id.as_i32().unwrap())))
+        .map(|id| {
+            id.as_i64()
+                .unwrap_or_else(|| i64::from(id.as_i32().unwrap()))
+        })
         .collect();
     for n in (0..SEEDED).chain(before_backup.iter().copied()) {
-        assert!(ids.contains(&n), "document {n} acknowledged before the backup is missing");
+        assert!(
+            ids.contains(&n),
+            "document {n} acknowledged before the backup is missing"
+        );
     }
     assert!(
         ids.iter().all(|n| *n < sent_up_to),

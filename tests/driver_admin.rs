@@ -209,6 +209,102 @@ async fn coll_stats_db_stats_and_validate() {
     assert_eq!(num(&v, "nrecords"), 5.0, "{v}");
 }
 
+/// The figures mongosh's `db.coll.stats()`, `totalIndexSize()` and `totalSize()` read: a
+/// secondary index takes space, the totals add up, and the `$collStats` stage reports the
+/// same as the command.
+#[tokio::test]
+async fn index_sizes_and_the_coll_stats_stage() {
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "sizes", "items").await;
+    let docs: Vec<Document> = (0..300)
+        .map(|i| doc! {"_id": i, "name": format!("item number {i:05}"), "n": i})
+        .collect();
+    coll.insert_many(docs).await.unwrap();
+    db.run_command(
+        doc! {"createIndexes": "items", "indexes": [{"key": {"name": 1}, "name": "name_1"}]},
+    )
+    .await
+    .unwrap();
+
+    let cs = db.run_command(doc! {"collStats": "items"}).await.unwrap();
+    let sizes = cs.get_document("indexSizes").expect("indexSizes");
+    let names: Vec<&str> = sizes.keys().map(String::as_str).collect();
+    assert_eq!(names, ["_id_", "name_1"], "{cs}");
+    assert!(
+        num(sizes, "_id_") > 0.0 && num(sizes, "name_1") > 0.0,
+        "{cs}"
+    );
+    let index_total = num(&cs, "totalIndexSize");
+    assert_eq!(
+        index_total,
+        num(sizes, "_id_") + num(sizes, "name_1"),
+        "{cs}"
+    );
+    assert_eq!(
+        num(&cs, "totalSize"),
+        num(&cs, "storageSize") + index_total,
+        "{cs}"
+    );
+    let ds = db.run_command(doc! {"dbStats": 1}).await.unwrap();
+    assert_eq!(num(&ds, "indexSize"), index_total, "{ds}");
+
+    let staged = collect_result(
+        coll.aggregate(vec![
+            doc! {"$collStats": {"storageStats": {"scale": 1024}, "count": {}}},
+            doc! {"$project": {"ns": 1, "count": 1, "storageStats.totalIndexSize": 1}},
+        ])
+        .await
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(staged.len(), 1, "{staged:?}");
+    assert_eq!(
+        staged[0].get_str("ns").ok(),
+        Some("sizes.items"),
+        "{staged:?}"
+    );
+    assert_eq!(num(&staged[0], "count"), 300.0, "{staged:?}");
+    let scaled = num(
+        staged[0].get_document("storageStats").unwrap(),
+        "totalIndexSize",
+    );
+    assert_eq!(scaled, (index_total as i64 / 1024) as f64, "{staged:?}");
+
+    // What docgate does not keep is refused, not answered with made-up figures.
+    let latency = coll
+        .aggregate(vec![doc! {"$collStats": {"latencyStats": {}}}])
+        .await
+        .map(|_| Document::new());
+    assert_eq!(
+        latency.as_ref().err().and_then(server_code),
+        Some(115),
+        "{latency:?}"
+    );
+    let later = coll
+        .aggregate(vec![
+            doc! {"$match": {}},
+            doc! {"$collStats": {"count": {}}},
+        ])
+        .await
+        .map(|_| Document::new());
+    assert_eq!(
+        later.as_ref().err().and_then(server_code),
+        Some(40602),
+        "{later:?}"
+    );
+    let missing = db
+        .collection::<Document>("absent")
+        .aggregate(vec![doc! {"$collStats": {"storageStats": {}}}])
+        .await
+        .map(|_| Document::new());
+    assert_eq!(
+        missing.as_ref().err().and_then(server_code),
+        Some(26),
+        "{missing:?}"
+    );
+}
+
 #[tokio::test]
 async fn unknown_command_is_command_not_found() {
     let server = TestServer::start();

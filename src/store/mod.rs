@@ -179,10 +179,21 @@ pub struct CollectionStats {
     pub count: u64,
     /// Sum of the BSON sizes of the documents.
     pub data_size: u64,
-    /// Bytes used on disk by the table and its indexes, when the backend can tell; else 0.
+    /// Bytes used on disk by the collection's table without its indexes, when the backend
+    /// can tell; else 0.
     pub storage_size: u64,
     /// Number of indexes on the table (the `_id` index counts as one).
     pub index_count: u64,
+    /// Bytes on disk of each index by its MongoDB name, `_id_` first; empty when the backend
+    /// cannot tell.
+    pub index_sizes: Vec<(String, u64)>,
+}
+
+impl CollectionStats {
+    /// Sum of `index_sizes`.
+    pub fn total_index_size(&self) -> u64 {
+        self.index_sizes.iter().map(|(_, size)| size).sum()
+    }
 }
 
 /// A backend: SQLite (`sqlite`) or PostgreSQL (`postgres`); Oracle will be one more module

@@ -83,7 +83,20 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             )),
         })
         .collect::<Result<_, _>>()?;
-    let pipeline = parse_with_variables(&variables, || Pipeline::parse(&stages))?;
+    // A leading `$collStats` produces one document from the collection's figures; the rest
+    // of the pipeline runs over it.
+    let coll_stats = match (name, stages.first()) {
+        (Some(_), Some(first)) if first.len() == 1 && first.contains_key("$collStats") => {
+            first.get("$collStats").cloned()
+        }
+        _ => None,
+    };
+    let parsed = if coll_stats.is_some() {
+        &stages[1..]
+    } else {
+        &stages[..]
+    };
+    let pipeline = parse_with_variables(&variables, || Pipeline::parse(parsed))?;
     let batch_size = cursor_batch_size(cursor)?;
     let namespace = match name {
         Some(name) => format!("{}.{name}", request.db),
@@ -120,8 +133,18 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         batch_size,
         ..BatchOptions::default()
     };
-    let results = match name {
-        Some(name) => {
+    let results = match (name, coll_stats) {
+        (Some(name), Some(spec)) => {
+            let input = super::stats::coll_stats_stage(context, &request.db, name, &spec).await?;
+            let rest = pipeline.inner(0);
+            let mut scope = context.scope();
+            let mut session = scope.reader().await?;
+            let foreign =
+                read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest).await?;
+            drop(session);
+            crate::compute::run(move || rest.run_with(vec![input], &foreign)).await?
+        }
+        (Some(name), None) => {
             let mut scope = context.scope();
             // A pipeline whose stages look at one document at a time streams: the cursor
             // holds a position, each batch is read from the store when it is asked for.
@@ -180,7 +203,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 results
             }
         }
-        None => {
+        (None, _) => {
             if context.in_transaction()
                 && matches!(pipeline.stages.first(), Some(Stage::ListLocalSessions(_)))
             {

@@ -41,7 +41,8 @@ pub async fn list_databases(
             let mut size: i64 = 0;
             for collection in snapshot.collections_in(&db) {
                 let stats = session.collection_stats(collection).await?;
-                size += i64::try_from(stats.storage_size.max(stats.data_size)).unwrap_or(i64::MAX);
+                let on_disk = stats.storage_size.max(stats.data_size) + stats.total_index_size();
+                size = size.saturating_add(i64::try_from(on_disk).unwrap_or(i64::MAX));
             }
             doc! {"name": &db, "sizeOnDisk": size, "empty": false}
         };

@@ -1,11 +1,13 @@
-//! Sizes and health: `collStats`, `dbStats`, `validate`.
+//! Sizes and health: `collStats`, `dbStats`, `validate`, and the `$collStats` aggregate stage
+//! (`storageStats` and `count`; `latencyStats` and `queryExecStats` are refused, docgate
+//! keeps no per-collection latencies).
 //!
 //! `validate` really checks: every stored document must decode as BSON, have an `_id`, and be
 //! stored under the key that `_id` encodes to; the count must agree with a SQL `COUNT`.
 //!
 //! Not for: changing anything.
 
-use bson::{doc, Bson};
+use bson::{doc, Bson, Document};
 
 use super::write_reply::count_bson;
 use crate::mongo::arguments::Arguments;
@@ -31,6 +33,11 @@ fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// A size as MongoDB's `appendNumber` writes it: an int when it fits, else a long.
+fn size_bson(n: i64) -> Bson {
+    count_bson(u64::try_from(n).unwrap_or(0))
+}
+
 /// `collStats`.
 pub async fn coll_stats(
     context: &mut CommandContext<'_>,
@@ -43,9 +50,22 @@ pub async fn coll_stats(
     arguments.finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
-    let Some(record) = context.catalog().collection(&request.db, name).await? else {
+    let mut reply = doc! {"ns": &namespace};
+    reply.extend(storage_stats(context, &request.db, name, scale).await?);
+    Ok(reply)
+}
+
+/// The size figures of `collStats` (and of `$collStats`' `storageStats`), byte figures
+/// divided by `scale`; 26 NamespaceNotFound for a missing collection.
+async fn storage_stats(
+    context: &mut CommandContext<'_>,
+    db: &str,
+    name: &str,
+    scale: i64,
+) -> Result<Document, OpError> {
+    let Some(record) = context.catalog().collection(db, name).await? else {
         return Err(OpError::NamespaceNotFound(format!(
-            "Collection [{namespace}] not found."
+            "Collection [{db}.{name}] not found."
         )));
     };
     let mut session = context.open_session().await?;
@@ -53,21 +73,142 @@ pub async fn coll_stats(
     let count = as_i64(stats.count);
     let size = as_i64(stats.data_size);
     let storage = as_i64(stats.storage_size);
+    let index_total = as_i64(stats.total_index_size());
+    let index_sizes: Document = stats
+        .index_sizes
+        .iter()
+        .map(|(index, bytes)| (index.clone(), size_bson(as_i64(*bytes) / scale)))
+        .collect();
     Ok(doc! {
-        "ns": namespace,
-        "size": size / scale,
+        "size": size_bson(size / scale),
         "count": count_bson(stats.count),
-        "avgObjSize": if count > 0 { size / count } else { 0 },
-        "storageSize": storage / scale,
+        "avgObjSize": size_bson(if count > 0 { size / count } else { 0 }),
+        "storageSize": size_bson(storage / scale),
         "freeStorageSize": 0,
         "capped": false,
         "nindexes": as_i64(stats.index_count),
         "indexBuilds": [],
-        "totalIndexSize": 0,
-        "totalSize": storage / scale,
-        "indexSizes": {"_id_": 0},
+        "totalIndexSize": size_bson(index_total / scale),
+        "totalSize": size_bson((storage + index_total) / scale),
+        "indexSizes": index_sizes,
         "scaleFactor": scale,
     })
+}
+
+/// The one document a leading `{$collStats: spec}` stage produces for collection `name`:
+/// `ns`, `host`, `localTime`, and `storageStats` / `count` when asked. `latencyStats` and
+/// `queryExecStats` answer 115 (docgate keeps no per-collection latencies); an unknown
+/// field answers 40415.
+pub async fn coll_stats_stage(
+    context: &mut CommandContext<'_>,
+    db: &str,
+    name: &str,
+    spec: &Bson,
+) -> Result<Document, OpError> {
+    let Bson::Document(spec) = spec else {
+        return Err(OpError::TypeMismatch(
+            "$collStats must take a nested object but found a non-object".into(),
+        ));
+    };
+    let mut out = doc! {
+        "ns": format!("{db}.{name}"),
+        "host": super::diagnostics::hostname(),
+        "localTime": bson::DateTime::now(),
+    };
+    for (field, value) in spec {
+        match field.as_str() {
+            "storageStats" => {
+                let options = sub_document(field, value)?;
+                let (scale, numeric_only) = storage_options(options)?;
+                let mut stats = storage_stats(context, db, name, scale).await?;
+                if numeric_only {
+                    stats = stats
+                        .into_iter()
+                        .filter(|(_, v)| {
+                            matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))
+                        })
+                        .collect();
+                }
+                out.insert("storageStats", stats);
+            }
+            "count" => {
+                sub_document(field, value)?;
+                let count = match context.catalog().collection(db, name).await? {
+                    Some(record) => {
+                        let mut session = context.open_session().await?;
+                        session.collection_stats(&record).await?.count
+                    }
+                    None => 0,
+                };
+                out.insert("count", count_bson(count));
+            }
+            "latencyStats" | "queryExecStats" => {
+                return Err(OpError::NotSupported(format!(
+                    "$collStats {field} is not supported by docgate"
+                )))
+            }
+            other => return Err(OpError::UnknownField(format!("$collStats.{other}"))),
+        }
+    }
+    Ok(out)
+}
+
+fn sub_document<'a>(field: &str, value: &'a Bson) -> Result<&'a Document, OpError> {
+    match value {
+        Bson::Document(d) => Ok(d),
+        _ => Err(OpError::TypeMismatch(format!(
+            "BSON field '$collStats.{field}' is the wrong type '{}', expected type 'object'",
+            crate::mongo::request::type_name(value)
+        ))),
+    }
+}
+
+/// `storageStats: {scale, verbose, waitForLock, numericOnly}`: the scale and whether only
+/// numeric figures are kept.
+fn storage_options(options: &Document) -> Result<(i64, bool), OpError> {
+    let mut scale = 1;
+    let mut numeric_only = false;
+    for (field, value) in options {
+        match field.as_str() {
+            "scale" => {
+                scale = match whole_number(value) {
+                    Some(n) if n >= 1 => n,
+                    _ => {
+                        return Err(OpError::BadValue(
+                            "Scale factor must be greater than zero".into(),
+                        ))
+                    }
+                }
+            }
+            "numericOnly" => numeric_only = value_is_true(value),
+            // No storage-engine detail to add, no lock to wait for.
+            "verbose" | "waitForLock" => {}
+            other => {
+                return Err(OpError::UnknownField(format!(
+                    "$collStats.storageStats.{other}"
+                )))
+            }
+        }
+    }
+    Ok((scale, numeric_only))
+}
+
+fn value_is_true(value: &Bson) -> bool {
+    match value {
+        Bson::Boolean(b) => *b,
+        Bson::Double(d) => *d != 0.0,
+        other => whole_number(other).is_some_and(|n| n != 0),
+    }
+}
+
+/// An int, a long or a double without fraction, as an i64.
+fn whole_number(value: &Bson) -> Option<i64> {
+    match value {
+        Bson::Int32(n) => Some(i64::from(*n)),
+        Bson::Int64(n) => Some(*n),
+        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e18 => Some(*d as i64),
+        _ => None,
+    }
 }
 
 /// `dbStats`.
@@ -80,8 +221,8 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
     check_db_name(&request.db)?;
     let snapshot = context.catalog().fresh_snapshot().await?;
     let mut session = context.open_session().await?;
-    let (mut collections, mut objects, mut data, mut storage, mut indexes) =
-        (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut collections, mut objects, mut data, mut storage, mut indexes, mut index_size) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     for record in snapshot.collections_in(&request.db) {
         let stats = session.collection_stats(record).await?;
         collections += 1;
@@ -89,6 +230,7 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
         data += stats.data_size;
         storage += stats.storage_size;
         indexes += stats.index_count;
+        index_size += stats.total_index_size();
     }
     Ok(doc! {
         "db": &request.db,
@@ -99,8 +241,8 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
         "dataSize": (as_i64(data) / scale) as f64,
         "storageSize": (as_i64(storage) / scale) as f64,
         "indexes": count_bson(indexes),
-        "indexSize": 0.0,
-        "totalSize": (as_i64(storage) / scale) as f64,
+        "indexSize": (as_i64(index_size) / scale) as f64,
+        "totalSize": (as_i64(storage + index_size) / scale) as f64,
         "scaleFactor": scale,
         "fsUsedSize": 0.0,
         "fsTotalSize": 0.0,

@@ -529,7 +529,14 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
         "$bucketAuto" => Stage::BucketAuto(Box::new(bucket_auto::parse_bucket_auto(spec)?)),
         "$redact" => Stage::Redact(Expression::parse(spec)?),
         "$graphLookup" => Stage::GraphLookup(Box::new(graph_lookup::parse_graph_lookup(spec)?)),
-        "$geoNear" | "$search" | "$collStats" | "$indexStats" | "$currentOp" | "$listSessions"
+        // A leading `$collStats` is taken off by the `aggregate` command before parsing.
+        "$collStats" => {
+            return Err(QueryError::location(
+                40602,
+                "$collStats is only valid as the first stage in a pipeline",
+            ))
+        }
+        "$geoNear" | "$search" | "$indexStats" | "$currentOp" | "$listSessions"
         | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"

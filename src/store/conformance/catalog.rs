@@ -171,6 +171,12 @@ async fn stats_count_sizes_and_indexes() {
         assert_eq!(stats.data_size, expected);
         assert_eq!(stats.index_count, 1);
         assert!(stats.storage_size >= expected, "{stats:?}");
+        assert_eq!(stats.index_sizes.len(), 1, "{stats:?}");
+        assert_eq!(stats.index_sizes[0].0, "_id_");
+        assert!(
+            stats.index_sizes[0].1 > 0,
+            "the _id index takes space: {stats:?}"
+        );
         drop((s, store));
         backend.finish().await;
     }

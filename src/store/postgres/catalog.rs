@@ -467,22 +467,42 @@ pub(super) async fn collection_stats(
         .await?;
     let count: i64 = row.try_get(0).map_err(corrupt)?;
     let data_size: i64 = row.try_get(1).map_err(corrupt)?;
+    // The table holds the documents (its TOAST included), its indexes on `n` and `k` are
+    // `_id_`, each secondary index is an entries table of its own.
     let row = conn
         .query_one(
-            "SELECT pg_total_relation_size($1::text::regclass),
+            "SELECT pg_table_size($1::text::regclass), pg_indexes_size($1::text::regclass),
                     (SELECT count(*) FROM pg_index
                      WHERE indrelid = $1::text::regclass AND NOT indisprimary)",
             &params![coll.table.clone()],
         )
         .await?;
     let storage: i64 = row.try_get(0).map_err(corrupt)?;
-    let indexes: i64 = row.try_get(1).map_err(corrupt)?;
+    let id_index: i64 = row.try_get(1).map_err(corrupt)?;
+    let indexes: i64 = row.try_get(2).map_err(corrupt)?;
+    let mut index_sizes = vec![("_id_".to_owned(), to_u64(id_index))];
+    for row in conn
+        .query(
+            "SELECT i.name, pg_total_relation_size(
+                        format('%I.%I', c.schema_name, i.table_name)::regclass)
+             FROM docgate.indexes i
+             JOIN docgate.collections c ON c.db = i.db AND c.name = i.collection
+             WHERE i.db = $1 AND i.collection = $2 ORDER BY i.name",
+            &params![coll.db.clone(), coll.name.clone()],
+        )
+        .await?
+    {
+        let name: String = row.try_get(0).map_err(corrupt)?;
+        let size: i64 = row.try_get(1).map_err(corrupt)?;
+        index_sizes.push((name, to_u64(size)));
+    }
     let secondary = index::count(conn, &coll.db, &coll.name).await?;
     Ok(CollectionStats {
         count: to_u64(count),
         data_size: to_u64(data_size),
         storage_size: to_u64(storage),
         index_count: to_u64(indexes) + secondary,
+        index_sizes,
     })
 }
 

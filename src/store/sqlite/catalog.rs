@@ -222,33 +222,45 @@ pub(super) fn collection_stats(
         )
         .map_err(db_err)?;
     let secondary = index::collection_indexes(conn, &coll.table)?;
-    let mut objects = Vec::new();
-    for table in std::iter::once(&coll.table).chain(secondary.iter().map(|i| &i.table)) {
-        objects.push(table.clone());
+    // The collection table holds the documents; its unique index on `k` is `_id_`; each
+    // secondary index is an entries table with indexes of its own.
+    let storage_size = object_size(conn, &coll.table)?;
+    let mut index_sizes = vec![(
+        "_id_".to_owned(),
+        object_size(conn, &format!("{}_id", coll.table))?,
+    )];
+    for entries in &secondary {
+        let mut size = object_size(conn, &entries.table)?;
         let indexes: Vec<String> = conn
             .prepare_cached("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = ?1")
             .and_then(|mut stmt| {
-                stmt.query_map([table], |row| row.get(0))?
+                stmt.query_map([&entries.table], |row| row.get(0))?
                     .collect::<Result<_, _>>()
             })
             .map_err(db_err)?;
-        objects.extend(indexes);
-    }
-    let mut storage_size = 0u64;
-    for object in &objects {
-        let size: rusqlite::Result<Option<i64>> = conn.query_row(
-            "SELECT pgsize FROM dbstat WHERE name = ?1 AND aggregate = TRUE",
-            [object],
-            |row| row.get(0),
-        );
-        storage_size += size.ok().flatten().map_or(0, to_u64);
+        for index in &indexes {
+            size += object_size(conn, index)?;
+        }
+        index_sizes.push((entries.name.clone(), size));
     }
     Ok(CollectionStats {
         count: to_u64(count),
         data_size: to_u64(data_size),
         storage_size,
         index_count: 1 + secondary.len() as u64,
+        index_sizes,
     })
+}
+
+/// Bytes of the pages of one table or index, from the `dbstat` virtual table (0 when the
+/// build has none).
+fn object_size(conn: &Connection, object: &str) -> Result<u64, StoreError> {
+    let size: rusqlite::Result<Option<i64>> = conn.query_row(
+        "SELECT pgsize FROM dbstat WHERE name = ?1 AND aggregate = TRUE",
+        [object],
+        |row| row.get(0),
+    );
+    Ok(size.ok().flatten().map_or(0, to_u64))
 }
 
 fn to_u64(n: i64) -> u64 {

@@ -20,6 +20,16 @@ const collStats = d.runCommand({ collStats: 'filled' });
 checkNum(collStats.ok, 1, 'collStats ok');
 checkNum(collStats.count, 3, 'collStats count');
 
+// The shell's own helpers read the sizes the backend measured: an index of its own size,
+// totalSize = storage + indexes.
+d.filled.createIndex({ a: 1 });
+const shellStats = d.filled.stats();
+checkNum(shellStats.count, 3, 'collection.stats() count');
+check(shellStats.indexSizes._id_ > 0, '_id_ index has a size: ' + JSON.stringify(shellStats.indexSizes));
+check(shellStats.indexSizes.a_1 > 0, 'a_1 index has a size: ' + JSON.stringify(shellStats.indexSizes));
+checkEq(d.filled.totalIndexSize(), shellStats.totalIndexSize, 'totalIndexSize()');
+checkNum(shellStats.totalSize, shellStats.storageSize + shellStats.totalIndexSize, 'totalSize');
+
 const names = db.adminCommand({ listDatabases: 1 }).databases.map((x) => x.name);
 check(names.includes('mongosh_admin'), 'listDatabases includes mongosh_admin: ' + names);
 
