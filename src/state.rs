@@ -33,7 +33,7 @@ pub struct AppSettings {
     pub auth: AuthSettings,
     /// How long shutdown lets running commands and requests finish before interrupting them.
     pub shutdown_grace: Duration,
-    /// The command line as given, for `getCmdLineOpts`.
+    /// The command line as given, passwords redacted (`config::redact`), for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
 

@@ -10,6 +10,7 @@
 mod cli;
 mod error;
 mod file;
+mod redact;
 mod resolve;
 
 pub use cli::{parse_duration, Cli, Command, LimitArgs, LogFormat, RestCommand, UserCommand};

@@ -161,7 +161,10 @@ impl Settings {
             ttl_monitor_interval,
             auth,
             shutdown_grace: limits.shutdown_grace,
-            argv,
+            argv: argv
+                .iter()
+                .map(|a| super::redact::redact_argument(a))
+                .collect(),
         };
         let rest_listen = parse_rest_listen(
             cli.rest_listen
