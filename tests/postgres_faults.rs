@@ -201,7 +201,33 @@ async fn postgres_restart_body() {
     });
     cluster_stop.await.expect("pg_cluster.sh stop");
     let stopped = Instant::now();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let http = reqwest::Client::new();
+    let rest_base = server.rest_base();
+    let probe = |path: &'static str| {
+        let url = format!("{rest_base}{path}");
+        let http = http.clone();
+        async move {
+            let response = http.get(url).send().await.expect("probe request");
+            let status = response.status().as_u16();
+            let body: serde_json::Value = response.json().await.expect("probe body");
+            (status, body)
+        }
+    };
+    let (ready_status, ready_body) = probe("/readyz").await;
+    assert_eq!(
+        ready_status, 503,
+        "/readyz answers 503 while PostgreSQL is down: {ready_body}"
+    );
+    assert_eq!(ready_body["status"], "unavailable", "{ready_body}");
+    assert_eq!(
+        probe("/livez").await.0,
+        200,
+        "/livez stays 200: the process is alive"
+    );
+    let elapsed = stopped.elapsed();
+    if elapsed < Duration::from_secs(2) {
+        tokio::time::sleep(Duration::from_secs(2) - elapsed).await;
+    }
     let starting = Instant::now();
     let url = tokio::task::spawn_blocking({
         let dir = pg.dir.path().to_path_buf();
@@ -216,6 +242,12 @@ async fn postgres_restart_body() {
     );
 
     wait_for_successes(&attempts, started, 20, "after the start").await;
+    let (ready_status, ready_body) = probe("/readyz").await;
+    assert_eq!(
+        ready_status, 200,
+        "/readyz is 200 again once PostgreSQL is back: {ready_body}"
+    );
+    assert_eq!(ready_body["backend"], "postgres", "{ready_body}");
     stop.store(true, Ordering::SeqCst);
     bounded("the insert loop", looping)
         .await

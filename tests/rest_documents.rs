@@ -2,7 +2,7 @@
 //! binary: collection create/list/drop, insert with server-assigned ids, pages in ORDS's
 //! envelope with `limit`/`offset`/`q`, bulk `action=query|insert|delete`, one document by
 //! id (GET, PUT, PATCH, DELETE), JSON errors — and data written over REST read over the
-//! wire with the Rust driver, and the other way round.
+//! wire with the Rust driver, and the other way round; and the `/livez`/`/readyz` probes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
@@ -406,4 +406,22 @@ async fn large_bulk_inserts_are_accepted() {
         .await
         .expect("count");
     assert_eq!(stored, 1_000);
+}
+
+#[tokio::test]
+async fn health_probes_answer_without_credentials() {
+    let server = TestServer::start();
+    let rest = rest(&server);
+    let live = rest.get("/livez").await.expect(200);
+    assert_eq!(live["status"], json!("ok"), "{live}");
+    let ready = rest.get("/readyz").await.expect(200);
+    assert_eq!(ready["status"], json!("ok"), "{ready}");
+    let backend = ready["backend"].as_str().unwrap_or_default();
+    assert!(
+        backend == "sqlite" || backend == "postgres",
+        "/readyz names the backend it reached: {ready}"
+    );
+    rest.send(reqwest::Method::POST, "/readyz", None)
+        .await
+        .expect_error(405);
 }

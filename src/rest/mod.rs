@@ -8,6 +8,8 @@
 //! - anything else — the handlers of the database's published REST modules
 //!   (`modules::dispatch`).
 //!
+//! Outside `/ords/`, `/livez` and `/readyz` are health probes (`health`).
+//!
 //! Every error is a JSON body with the right status (`error`); unknown routes are 404 and
 //! known routes with another method 405, in the same shape.
 //!
@@ -18,6 +20,7 @@ pub mod demo;
 pub mod error;
 pub mod extjson;
 pub mod extract;
+pub mod health;
 pub mod listener;
 pub mod modules;
 pub mod oauth;
@@ -87,6 +90,7 @@ pub fn router(state: Arc<RestState>) -> Router {
         .merge(modules::admin::routes())
         .merge(oauth::routes())
         .merge(openapi::routes())
+        .merge(health::routes())
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .fallback(modules::dispatch::serve)
