@@ -272,37 +272,18 @@ async fn index_sizes_and_the_coll_stats_stage() {
     assert_eq!(scaled, (index_total as i64 / 1024) as f64, "{staged:?}");
 
     // What docgate does not keep is refused, not answered with made-up figures.
-    let latency = coll
-        .aggregate(vec![doc! {"$collStats": {"latencyStats": {}}}])
-        .await
-        .map(|_| Document::new());
-    assert_eq!(
-        latency.as_ref().err().and_then(server_code),
-        Some(115),
-        "{latency:?}"
-    );
-    let later = coll
-        .aggregate(vec![
-            doc! {"$match": {}},
-            doc! {"$collStats": {"count": {}}},
-        ])
-        .await
-        .map(|_| Document::new());
-    assert_eq!(
-        later.as_ref().err().and_then(server_code),
-        Some(40602),
-        "{later:?}"
-    );
-    let missing = db
-        .collection::<Document>("absent")
-        .aggregate(vec![doc! {"$collStats": {"storageStats": {}}}])
-        .await
-        .map(|_| Document::new());
-    assert_eq!(
-        missing.as_ref().err().and_then(server_code),
-        Some(26),
-        "{missing:?}"
-    );
+    let refused = |coll: mongodb::Collection<Document>, pipeline: Vec<Document>| async move {
+        match coll.aggregate(pipeline).await {
+            Ok(_) => panic!("the pipeline was accepted"),
+            Err(e) => server_code(&e),
+        }
+    };
+    let latency = vec![doc! {"$collStats": {"latencyStats": {}}}];
+    assert_eq!(refused(coll.clone(), latency).await, Some(115));
+    let not_first = vec![doc! {"$match": {}}, doc! {"$collStats": {"count": {}}}];
+    assert_eq!(refused(coll.clone(), not_first).await, Some(40602));
+    let missing = vec![doc! {"$collStats": {"storageStats": {}}}];
+    assert_eq!(refused(db.collection("absent"), missing).await, Some(26));
 }
 
 #[tokio::test]

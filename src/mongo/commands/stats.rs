@@ -16,7 +16,7 @@ use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops::namespace::check_db_name;
 use crate::ops::read::decode_document;
-use crate::store::{Predicate, ScanRequest};
+use crate::store::{CollectionStats, Predicate, ScanRequest};
 
 /// `scale` divides the byte figures, as in MongoDB.
 fn scale_of(arguments: &mut Arguments<'_>) -> Result<i64, OpError> {
@@ -55,6 +55,19 @@ pub async fn coll_stats(
     Ok(reply)
 }
 
+/// The backend's figures for collection `name`; none when it does not exist.
+async fn collection_figures(
+    context: &mut CommandContext<'_>,
+    db: &str,
+    name: &str,
+) -> Result<Option<CollectionStats>, OpError> {
+    let Some(record) = context.catalog().collection(db, name).await? else {
+        return Ok(None);
+    };
+    let mut session = context.open_session().await?;
+    Ok(Some(session.collection_stats(&record).await?))
+}
+
 /// The size figures of `collStats` (and of `$collStats`' `storageStats`), byte figures
 /// divided by `scale`; 26 NamespaceNotFound for a missing collection.
 async fn storage_stats(
@@ -63,13 +76,17 @@ async fn storage_stats(
     name: &str,
     scale: i64,
 ) -> Result<Document, OpError> {
-    let Some(record) = context.catalog().collection(db, name).await? else {
-        return Err(OpError::NamespaceNotFound(format!(
-            "Collection [{db}.{name}] not found."
-        )));
-    };
-    let mut session = context.open_session().await?;
-    let stats = session.collection_stats(&record).await?;
+    match collection_figures(context, db, name).await? {
+        Some(stats) => Ok(storage_document(&stats, scale)),
+        None => Err(not_found(db, name)),
+    }
+}
+
+fn not_found(db: &str, name: &str) -> OpError {
+    OpError::NamespaceNotFound(format!("Collection [{db}.{name}] not found."))
+}
+
+fn storage_document(stats: &CollectionStats, scale: i64) -> Document {
     let count = as_i64(stats.count);
     let size = as_i64(stats.data_size);
     let storage = as_i64(stats.storage_size);
@@ -79,7 +96,7 @@ async fn storage_stats(
         .iter()
         .map(|(index, bytes)| (index.clone(), size_bson(as_i64(*bytes) / scale)))
         .collect();
-    Ok(doc! {
+    doc! {
         "size": size_bson(size / scale),
         "count": count_bson(stats.count),
         "avgObjSize": size_bson(if count > 0 { size / count } else { 0 }),
@@ -92,13 +109,13 @@ async fn storage_stats(
         "totalSize": size_bson((storage + index_total) / scale),
         "indexSizes": index_sizes,
         "scaleFactor": scale,
-    })
+    }
 }
 
 /// The one document a leading `{$collStats: spec}` stage produces for collection `name`:
-/// `ns`, `host`, `localTime`, and `storageStats` / `count` when asked. `latencyStats` and
-/// `queryExecStats` answer 115 (docgate keeps no per-collection latencies); an unknown
-/// field answers 40415.
+/// `ns`, `host`, `localTime`, and `storageStats` / `count` when asked, from one reading of
+/// the collection's figures. `latencyStats` and `queryExecStats` answer 115 (docgate keeps
+/// no per-collection latencies); an unknown field answers 40415.
 pub async fn coll_stats_stage(
     context: &mut CommandContext<'_>,
     db: &str,
@@ -110,105 +127,56 @@ pub async fn coll_stats_stage(
             "$collStats must take a nested object but found a non-object".into(),
         ));
     };
+    let mut fields = Arguments::new("$collStats", spec);
+    if let Some(refused) = ["latencyStats", "queryExecStats"]
+        .into_iter()
+        .find(|field| fields.has(field))
+    {
+        return Err(OpError::NotSupported(format!(
+            "$collStats {refused} is not supported by docgate"
+        )));
+    }
+    let storage_options = match fields.document("storageStats")? {
+        Some(options) => {
+            let mut options = Arguments::new("$collStats.storageStats", options);
+            let scale = scale_of(&mut options)?;
+            let numeric_only = options.bool("numericOnly")?.unwrap_or(false);
+            // No storage-engine detail to add, no lock to wait for.
+            options.without_effect("verbose");
+            options.without_effect("waitForLock");
+            options.finish()?;
+            Some((scale, numeric_only))
+        }
+        None => None,
+    };
+    let count = fields.document("count")?.is_some();
+    fields.finish()?;
+
     let mut out = doc! {
         "ns": format!("{db}.{name}"),
         "host": super::diagnostics::hostname(),
         "localTime": bson::DateTime::now(),
     };
-    for (field, value) in spec {
-        match field.as_str() {
-            "storageStats" => {
-                let options = sub_document(field, value)?;
-                let (scale, numeric_only) = storage_options(options)?;
-                let mut stats = storage_stats(context, db, name, scale).await?;
-                if numeric_only {
-                    stats = stats
-                        .into_iter()
-                        .filter(|(_, v)| {
-                            matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))
-                        })
-                        .collect();
-                }
-                out.insert("storageStats", stats);
-            }
-            "count" => {
-                sub_document(field, value)?;
-                let count = match context.catalog().collection(db, name).await? {
-                    Some(record) => {
-                        let mut session = context.open_session().await?;
-                        session.collection_stats(&record).await?.count
-                    }
-                    None => 0,
-                };
-                out.insert("count", count_bson(count));
-            }
-            "latencyStats" | "queryExecStats" => {
-                return Err(OpError::NotSupported(format!(
-                    "$collStats {field} is not supported by docgate"
-                )))
-            }
-            other => return Err(OpError::UnknownField(format!("$collStats.{other}"))),
-        }
+    if storage_options.is_none() && !count {
+        return Ok(out);
+    }
+    let stats = collection_figures(context, db, name).await?;
+    if let Some((scale, numeric_only)) = storage_options {
+        let Some(stats) = &stats else {
+            return Err(not_found(db, name));
+        };
+        let figures: Document = storage_document(stats, scale)
+            .into_iter()
+            .filter(|(_, v)| {
+                !numeric_only || matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))
+            })
+            .collect();
+        out.insert("storageStats", figures);
+    }
+    if count {
+        out.insert("count", count_bson(stats.map_or(0, |s| s.count)));
     }
     Ok(out)
-}
-
-fn sub_document<'a>(field: &str, value: &'a Bson) -> Result<&'a Document, OpError> {
-    match value {
-        Bson::Document(d) => Ok(d),
-        _ => Err(OpError::TypeMismatch(format!(
-            "BSON field '$collStats.{field}' is the wrong type '{}', expected type 'object'",
-            crate::mongo::request::type_name(value)
-        ))),
-    }
-}
-
-/// `storageStats: {scale, verbose, waitForLock, numericOnly}`: the scale and whether only
-/// numeric figures are kept.
-fn storage_options(options: &Document) -> Result<(i64, bool), OpError> {
-    let mut scale = 1;
-    let mut numeric_only = false;
-    for (field, value) in options {
-        match field.as_str() {
-            "scale" => {
-                scale = match whole_number(value) {
-                    Some(n) if n >= 1 => n,
-                    _ => {
-                        return Err(OpError::BadValue(
-                            "Scale factor must be greater than zero".into(),
-                        ))
-                    }
-                }
-            }
-            "numericOnly" => numeric_only = value_is_true(value),
-            // No storage-engine detail to add, no lock to wait for.
-            "verbose" | "waitForLock" => {}
-            other => {
-                return Err(OpError::UnknownField(format!(
-                    "$collStats.storageStats.{other}"
-                )))
-            }
-        }
-    }
-    Ok((scale, numeric_only))
-}
-
-fn value_is_true(value: &Bson) -> bool {
-    match value {
-        Bson::Boolean(b) => *b,
-        Bson::Double(d) => *d != 0.0,
-        other => whole_number(other).is_some_and(|n| n != 0),
-    }
-}
-
-/// An int, a long or a double without fraction, as an i64.
-fn whole_number(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(n) => Some(i64::from(*n)),
-        Bson::Int64(n) => Some(*n),
-        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e18 => Some(*d as i64),
-        _ => None,
-    }
 }
 
 /// `dbStats`.

@@ -125,7 +125,7 @@ pub(super) fn create_collection(
             "CREATE TABLE {t} (k BLOB NOT NULL, doc BLOB NOT NULL, j BLOB NOT NULL);
              CREATE UNIQUE INDEX {i} ON {t} (k);",
             t = quote_ident(&table),
-            i = quote_ident(&format!("{table}_id")),
+            i = quote_ident(&id_index_name(&table)),
         ))
         .map_err(db_err)?;
         conn.execute(
@@ -227,7 +227,7 @@ pub(super) fn collection_stats(
     let storage_size = object_size(conn, &coll.table)?;
     let mut index_sizes = vec![(
         "_id_".to_owned(),
-        object_size(conn, &format!("{}_id", coll.table))?,
+        object_size(conn, &id_index_name(&coll.table))?,
     )];
     for entries in &secondary {
         let mut size = object_size(conn, &entries.table)?;
@@ -250,6 +250,11 @@ pub(super) fn collection_stats(
         index_count: 1 + secondary.len() as u64,
         index_sizes,
     })
+}
+
+/// The unique index on `k` of collection table `table`: MongoDB's `_id_`.
+fn id_index_name(table: &str) -> String {
+    format!("{table}_id")
 }
 
 /// Bytes of the pages of one table or index, from the `dbstat` virtual table (0 when the
