@@ -123,6 +123,7 @@ impl AppState {
                 };
                 Arc::new(PostgresStore::connect(url, options).await?)
             }
+            BackendUrl::Oracle(url) => open_oracle(url, &settings.pool).await?,
         };
         let catalog = Catalog::new(store.clone(), &settings.metadata_cache);
         let auth = Arc::new(
@@ -139,4 +140,27 @@ impl AppState {
             started_at: SystemTime::now(),
         }))
     }
+}
+
+/// The Oracle store (a docgate built with the `oracle` feature).
+#[cfg(feature = "oracle")]
+async fn open_oracle(url: &str, pool: &PoolSettings) -> Result<Arc<dyn Store>, StoreError> {
+    use crate::store::oracle::{OracleOptions, OracleStore};
+    let options = OracleOptions {
+        pool_min: pool.min,
+        pool_max: pool.max,
+        pool_wait_timeout: pool.wait_timeout,
+        statement_cache: pool.statement_cache,
+    };
+    Ok(Arc::new(OracleStore::connect(url, options).await?))
+}
+
+/// Without the `oracle` feature: says how to get a docgate that has the backend.
+#[cfg(not(feature = "oracle"))]
+async fn open_oracle(_url: &str, _pool: &PoolSettings) -> Result<Arc<dyn Store>, StoreError> {
+    Err(StoreError::Unsupported(
+        "this docgate was built without the Oracle backend; build it with \
+         `cargo build --release --features oracle` (and install the Oracle Instant Client)"
+            .into(),
+    ))
 }

@@ -147,9 +147,10 @@ impl AuthService {
         catalog: Catalog,
         store: Arc<dyn Store>,
     ) -> Result<Self, StoreError> {
-        if settings.source == AuthSource::Database && store.backend_name() != "postgres" {
+        if settings.source == AuthSource::Database && !store.delegates_logons() {
             return Err(StoreError::Unsupported(format!(
-                "auth.source = database needs the PostgreSQL backend, not {}",
+                "auth.source = database needs the PostgreSQL backend or the Oracle backend \
+                 (logons of their own to check passwords with), not {}",
                 store.backend_name()
             )));
         }

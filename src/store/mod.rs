@@ -15,6 +15,8 @@
 mod conformance;
 pub mod error;
 mod image;
+#[cfg(feature = "oracle")]
+pub mod oracle;
 pub mod postgres;
 pub mod settings;
 pub mod sqlite;
@@ -196,12 +198,12 @@ impl CollectionStats {
     }
 }
 
-/// A backend: SQLite (`sqlite`) or PostgreSQL (`postgres`); Oracle will be one more module
-/// implementing the same traits. Built once, shared by both front ends through `AppState`,
+/// A backend: SQLite (`sqlite`), PostgreSQL (`postgres`) or Oracle (`oracle`, cargo feature
+/// `oracle`). Built once, shared by both front ends through `AppState`,
 /// owner of the one connection pool.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Short backend name for logs and `buildInfo`: "sqlite" or "postgres".
+    /// Short backend name for logs and `buildInfo`: "sqlite", "postgres" or "oracle".
     fn backend_name(&self) -> &'static str;
 
     /// Where the data lives, for the startup log line; never contains a password.
@@ -220,6 +222,12 @@ pub trait Store: Send + Sync + 'static {
     /// when the backend cannot; the catalog then relies on its own invalidation and expiry.
     fn catalog_changes(&self) -> Option<tokio::sync::broadcast::Receiver<i64>> {
         None
+    }
+
+    /// Whether the backend has logons of its own that `verify_login` checks passwords
+    /// against (`auth.source = database`): PostgreSQL roles, Oracle database users.
+    fn delegates_logons(&self) -> bool {
+        false
     }
 
     /// Whether `user` can log on to the backend with `password` (delegated verification:

@@ -1,5 +1,5 @@
-//! The store's settings: where the data lives ([`BackendUrl`], parsed from `sqlite:DIR` or a
-//! `postgres://` URL, never shown with its password, or a [`BackendUrlError`]) and the connection pool's sizes and
+//! The store's settings: where the data lives ([`BackendUrl`], parsed from `sqlite:DIR`, a
+//! `postgres://` or an `oracle://` URL, never shown with its password, or a [`BackendUrlError`]) and the connection pool's sizes and
 //! timeout ([`PoolSettings`], ORDS's `pool.*`).
 //!
 //! Not for: reading them from flags, environment or file (`crate::config` does), or opening
@@ -33,9 +33,10 @@ impl Default for PoolSettings {
 pub enum BackendUrlError {
     #[error("sqlite backend needs a directory: sqlite:DIR")]
     SqliteWithoutDirectory,
-    /// Neither `sqlite:` nor `postgres://`; the URL is kept without its password.
+    /// Neither `sqlite:`, `postgres://` nor `oracle://`; the URL is kept without its password.
     #[error(
-        "unknown backend {redacted:?}: expected sqlite:DIR or postgres://user@host:port/dbname"
+        "unknown backend {redacted:?}: expected sqlite:DIR, postgres://user@host:port/dbname \
+         or oracle://user:password@host:port/service"
     )]
     Unknown { redacted: String },
 }
@@ -47,6 +48,9 @@ pub enum BackendUrl {
     Sqlite(PathBuf),
     /// `postgres://user:pass@host:port/dbname`: a PostgreSQL database.
     Postgres(String),
+    /// `oracle://user:pass@host:port/service`: an Oracle Database 23ai service (needs a
+    /// docgate built with the `oracle` feature and the Oracle Instant Client at run time).
+    Oracle(String),
 }
 
 impl std::fmt::Debug for BackendUrl {
@@ -54,7 +58,9 @@ impl std::fmt::Debug for BackendUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BackendUrl::Sqlite(dir) => write!(f, "sqlite:{}", dir.display()),
-            BackendUrl::Postgres(url) => write!(f, "{}", redact_password(url)),
+            BackendUrl::Postgres(url) | BackendUrl::Oracle(url) => {
+                write!(f, "{}", redact_password(url))
+            }
         }
     }
 }
@@ -74,7 +80,8 @@ pub fn redact_password(url: &str) -> String {
 }
 
 impl BackendUrl {
-    /// Parses `sqlite:DIR` (also `sqlite://DIR`).
+    /// Parses `sqlite:DIR` (also `sqlite://DIR`), `postgres://…` (also `postgresql://…`) and
+    /// `oracle://…`.
     pub fn parse(url: &str) -> Result<BackendUrl, BackendUrlError> {
         if let Some(rest) = url.strip_prefix("sqlite:") {
             let path = rest.strip_prefix("//").unwrap_or(rest);
@@ -85,6 +92,9 @@ impl BackendUrl {
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(BackendUrl::Postgres(url.to_string()));
+        }
+        if url.starts_with("oracle://") {
+            return Ok(BackendUrl::Oracle(url.to_string()));
         }
         Err(BackendUrlError::Unknown {
             redacted: redact_password(url),
@@ -112,12 +122,18 @@ mod tests {
             BackendUrl::parse("postgres://u@h/db"),
             Ok(BackendUrl::Postgres(_))
         ));
+        assert!(matches!(
+            BackendUrl::parse("oracle://u:p@h:1521/FREEPDB1"),
+            Ok(BackendUrl::Oracle(_))
+        ));
     }
 
     #[test]
     fn postgres_urls_never_show_passwords() {
         let url = BackendUrl::parse("postgres://app:s3cret@db:5432/prod").unwrap();
         assert_eq!(format!("{url:?}"), "postgres://app:***@db:5432/prod");
+        let url = BackendUrl::parse("oracle://app:s3cret@db:1521/FREEPDB1").unwrap();
+        assert_eq!(format!("{url:?}"), "oracle://app:***@db:1521/FREEPDB1");
         assert!(!BackendUrl::parse("mysql://app:s3cret@db")
             .unwrap_err()
             .to_string()

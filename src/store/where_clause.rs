@@ -5,7 +5,7 @@
 //! large `$in` stays one index probe and one bound value); key and index ranges become
 //! `column >= … AND column < …` on the `_id` key or on an index's entries table.
 //!
-//! A dialect (`sqlite::sql`, `postgres::sql`) supplies the leaves through [`WhereClause`]:
+//! A dialect (`sqlite::sql`, `postgres::sql`, `oracle::sql`) supplies the leaves through [`WhereClause`]:
 //! its spelling of true and false, how a key is bound, how a key set and a path equality
 //! are written, how an entries table is named. Values are always bound, never spliced.
 //!
@@ -40,6 +40,18 @@ pub(super) trait WhereClause {
     fn push_path_in(&mut self, path: &[String], values: &[&PathValue]);
     /// How the entries table `table` (an `IndexRecord::table`) is written in SQL.
     fn entries_table(&self, table: &str) -> String;
+    /// The rows strictly after the walked entry `(index_key, key)` in the walk's direction
+    /// (`later` is ` > ` or ` < `): a row-value comparison `(dg_o.dg_ik, dg_o.dg_k) > (?, ?)`
+    /// where the dialect has one; dialects without (Oracle) spell it out.
+    fn push_entry_after(&mut self, later: &str, index_key: &[u8], key: &[u8]) {
+        self.text().push_str("(dg_o.dg_ik, dg_o.dg_k)");
+        self.text().push_str(later);
+        self.text().push('(');
+        self.bind_key(index_key);
+        self.text().push_str(", ");
+        self.bind_key(key);
+        self.text().push(')');
+    }
 }
 
 /// What a positioned scan reads before `doc` to know where each row leaves it, by the
@@ -121,15 +133,7 @@ pub(super) fn push_resume<W: WhereClause>(
             sql.text().push_str(later);
             sql.bind_key(key);
         }
-        ScanPosition::IndexEntry { index_key, key } => {
-            sql.text().push_str("(dg_o.dg_ik, dg_o.dg_k)");
-            sql.text().push_str(later);
-            sql.text().push('(');
-            sql.bind_key(index_key);
-            sql.text().push_str(", ");
-            sql.bind_key(key);
-            sql.text().push(')');
-        }
+        ScanPosition::IndexEntry { index_key, key } => sql.push_entry_after(later, index_key, key),
     }
 }
 

@@ -227,6 +227,10 @@ impl Store for PostgresStore {
         Some(self.changes.subscribe())
     }
 
+    fn delegates_logons(&self) -> bool {
+        true
+    }
+
     /// A logon as `user` to the same database and server, closed at once: PostgreSQL checks
     /// the password (the delegated, slow verification path).
     async fn verify_login(&self, user: &str, password: &str) -> Result<bool, StoreError> {
