@@ -133,15 +133,18 @@ fn assert_index_scan(plan: &Document, index: &str) {
 
 /// The lines of the backend's plan that read an index.
 fn index_reads(plan: &Document) -> Vec<String> {
-    let sqlite = match backend(plan).as_str() {
-        "sqlite" => true,
-        "postgres" => false,
-        other => panic!("unexpected backend {other}"),
-    };
+    let backend = backend(plan);
+    if !matches!(backend.as_str(), "sqlite" | "postgres" | "oracle") {
+        panic!("unexpected backend {backend}");
+    }
+    let sqlite = backend == "sqlite";
     sql_plan(plan)
         .lines()
         .filter(|line| {
-            if sqlite {
+            if backend == "oracle" {
+                // DBMS_XPLAN: INDEX UNIQUE SCAN / RANGE SCAN / FULL SCAN (DESCENDING).
+                line.contains("INDEX ")
+            } else if sqlite {
                 line.contains("USING INDEX")
                     || line.contains("USING COVERING INDEX")
                     || line.contains("PRIMARY KEY")
@@ -160,10 +163,12 @@ fn index_reads(plan: &Document) -> Vec<String> {
 /// (`dgi_<n>`, one per index, in both stores).
 fn assert_backend_reads_index(plan: &Document, index: &str) {
     let reads = index_reads(plan);
+    // Entries tables are `dgi_<n>` (SQLite, PostgreSQL) or `DG_I<n>` (Oracle).
+    let entries = |l: &String| l.contains("dgi_") || l.contains("DG_I");
     let ok = if index == "_id_" {
-        reads.iter().any(|l| !l.contains("dgi_"))
+        reads.iter().any(|l| !entries(l))
     } else {
-        reads.iter().any(|l| l.contains("dgi_"))
+        reads.iter().any(entries)
     };
     assert!(
         ok,
@@ -188,6 +193,8 @@ fn backend_sorts(plan: &Document, line: &str) -> bool {
     match backend(plan).as_str() {
         // SQLite: "USE TEMP B-TREE FOR ORDER BY" (or "... FOR RIGHT PART OF ORDER BY").
         "sqlite" => line.contains("TEMP B-TREE"),
+        // Oracle: a "SORT ORDER BY" operation.
+        "oracle" => line.contains("SORT ORDER BY"),
         // PostgreSQL: a "Sort" or "Incremental Sort" node.
         _ => {
             let node = line.trim_start().trim_start_matches("->").trim_start();

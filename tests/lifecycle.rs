@@ -64,6 +64,7 @@ fn logs_one_line_per_listener_with_address_backend_and_auth() {
     let backend = match server.backend() {
         common::TestBackend::Sqlite { .. } => "backend=sqlite",
         common::TestBackend::Postgres { .. } => "backend=postgres",
+        common::TestBackend::Oracle { .. } => "backend=oracle",
     };
     assert!(line.contains(backend), "{line}");
     assert!(line.contains("auth=on (no users yet)"), "{line}");

@@ -257,6 +257,10 @@ async fn a_module_edited_by_direct_sql_is_served_within_the_cache_timeout() {
         common::TestBackend::Postgres { .. } => format!(
             "UPDATE docgate.meta SET body = '{body}'::jsonb WHERE kind = 'rest_module' AND db = 'concert' AND name = 'concert'"
         ),
+        // Oracle keeps meta keys with a `~` prefix (it has no empty strings).
+        common::TestBackend::Oracle { .. } => format!(
+            "UPDATE dg_meta SET body = '{body}' WHERE kind = '~rest_module' AND db = '~concert' AND name = '~concert'"
+        ),
     };
     let edited_at = Instant::now();
     server.run_backend_sql(&sql);

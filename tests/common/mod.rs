@@ -7,6 +7,10 @@
 //! unset or `sqlite` gives each server its own SQLite directory; a `postgres://…` URL
 //! gives each server its own freshly created database on that PostgreSQL (created and
 //! dropped with `psql`), so tests stay independent on either backend.
+//! `DOCGATE_TEST_ORACLE=oracle://user:password@host:port/service` (in a build with
+//! `--features oracle`) runs the servers on that Oracle schema instead: one schema for
+//! every server, each starting without docgate's `DG_*` tables, so run such suites with
+//! `--test-threads=1`.
 
 #![allow(dead_code)]
 
@@ -35,12 +39,21 @@ pub enum TestBackend {
     Sqlite { dir: PathBuf },
     /// A database created for this server on the PostgreSQL that `admin_url` reaches.
     Postgres { admin_url: String, database: String },
+    /// The Oracle schema `DOCGATE_TEST_ORACLE` names, emptied of docgate's tables.
+    Oracle { url: String },
 }
 
 impl TestBackend {
     /// Reads `DOCGATE_TEST_BACKEND`: unset, empty or `sqlite` → SQLite in `data_dir`;
     /// `postgres://…` or `postgresql://…` → a new, empty database on that server.
     pub fn for_new_server(data_dir: &Path) -> TestBackend {
+        let oracle = std::env::var("DOCGATE_TEST_ORACLE").unwrap_or_default();
+        if !oracle.trim().is_empty() {
+            oracle_schema::wipe(oracle.trim());
+            return TestBackend::Oracle {
+                url: oracle.trim().to_string(),
+            };
+        }
         let setting = std::env::var("DOCGATE_TEST_BACKEND").unwrap_or_default();
         let setting = setting.trim();
         if setting.is_empty() || setting == "sqlite" {
@@ -62,7 +75,7 @@ impl TestBackend {
     /// Runs `sql` as the PostgreSQL superuser of the test cluster; None on SQLite.
     pub fn run_postgres_sql(&self, sql: &str) -> Option<()> {
         match self {
-            TestBackend::Sqlite { .. } => None,
+            TestBackend::Sqlite { .. } | TestBackend::Oracle { .. } => None,
             TestBackend::Postgres { admin_url, .. } => {
                 psql(admin_url, sql);
                 Some(())
@@ -78,6 +91,7 @@ impl TestBackend {
                 admin_url,
                 database,
             } => with_database(admin_url, database),
+            TestBackend::Oracle { url } => url.clone(),
         }
     }
 
@@ -338,6 +352,7 @@ impl TestServer {
                 admin_url,
                 database,
             } => psql(&with_database(admin_url, database), sql),
+            TestBackend::Oracle { url } => oracle_schema::execute(url, sql),
         }
     }
 
@@ -426,5 +441,58 @@ mod harness_tests {
             with_database("postgres://u@h:1", "t3"),
             "postgres://u@h:1/t3"
         );
+    }
+}
+
+/// The Oracle schema of `DOCGATE_TEST_ORACLE`, reached with the `oracle` crate.
+#[cfg(feature = "oracle")]
+mod oracle_schema {
+    fn connect(url: &str) -> oracle::Connection {
+        let url = docgate::store::oracle::url::OracleUrl::parse(url)
+            .unwrap_or_else(|e| panic!("DOCGATE_TEST_ORACLE: {e}"));
+        oracle::Connection::connect(&url.user, &url.password, &url.connect_string)
+            .unwrap_or_else(|e| panic!("DOCGATE_TEST_ORACLE: {e}"))
+    }
+
+    /// Runs one statement and commits it.
+    pub fn execute(url: &str, sql: &str) {
+        let conn = connect(url);
+        conn.execute(sql, &[])
+            .and_then(|_| conn.commit())
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// Drops every table named `DG_*` (docgate's catalog, collections and index entries).
+    pub fn wipe(url: &str) {
+        let conn = connect(url);
+        let tables: Vec<String> = conn
+            .query_as::<String>(
+                "SELECT table_name FROM user_tables WHERE table_name LIKE 'DG\\_%' ESCAPE '\\'",
+                &[],
+            )
+            .and_then(|rows| rows.collect())
+            .unwrap_or_else(|e| panic!("list the DG_ tables: {e}"));
+        for table in tables {
+            conn.execute(
+                &format!("DROP TABLE \"{table}\" CASCADE CONSTRAINTS PURGE"),
+                &[],
+            )
+            .unwrap_or_else(|e| panic!("drop {table}: {e}"));
+        }
+    }
+}
+
+/// Without the `oracle` feature there is no Oracle backend to run the suites on.
+#[cfg(not(feature = "oracle"))]
+mod oracle_schema {
+    const NEEDS_FEATURE: &str =
+        "DOCGATE_TEST_ORACLE needs a build with the Oracle backend: cargo test --features oracle";
+
+    pub fn execute(_url: &str, _sql: &str) {
+        panic!("{NEEDS_FEATURE}");
+    }
+
+    pub fn wipe(_url: &str) {
+        panic!("{NEEDS_FEATURE}");
     }
 }

@@ -1,6 +1,9 @@
 //! The backends the conformance suite runs against, and the throwaway databases they live
 //! in: a temporary directory for SQLite, a fresh PostgreSQL database (random name, dropped
-//! when the test passes) on the server named by `DOCGATE_TEST_PG_URL`. The PostgreSQL
+//! when the test passes) on the server named by `DOCGATE_TEST_PG_URL`, and with the `oracle`
+//! feature the Oracle schema of the user `DOCGATE_TEST_ORACLE` names
+//! (`oracle://user:password@host:port/service`): one schema, so its tests take turns, each
+//! starting from a schema without docgate's `DG_*` tables. The PostgreSQL
 //! backend's own tests use the same databases (`fresh_db`, `admin`).
 //!
 //! Not here: the tests themselves.
@@ -11,6 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tempfile::TempDir;
 use tokio_postgres::NoTls;
 
+#[cfg(feature = "oracle")]
+use super::super::oracle::{OracleOptions, OracleStore};
 use super::super::postgres::{PostgresOptions, PostgresStore};
 use super::super::sqlite::{SqliteOptions, SqliteStore};
 use super::super::Store;
@@ -21,12 +26,16 @@ use super::ok;
 pub(crate) enum BackendKind {
     Sqlite,
     Postgres,
+    #[cfg(feature = "oracle")]
+    Oracle,
 }
 
 /// Where one backend keeps the data of one test.
 enum Place {
     Dir(TempDir),
     Pg(TestDb),
+    #[cfg(feature = "oracle")]
+    Oracle(oracle_schema::Turn),
 }
 
 /// One backend, with an empty database of its own for one test.
@@ -47,6 +56,12 @@ impl TestBackend {
             Place::Pg(db) => Box::new(ok(PostgresStore::connect(
                 &db.url,
                 PostgresOptions::default(),
+            )
+            .await)),
+            #[cfg(feature = "oracle")]
+            Place::Oracle(turn) => Box::new(ok(OracleStore::connect(
+                &turn.url,
+                OracleOptions::default(),
             )
             .await)),
         }
@@ -72,14 +87,24 @@ impl TestBackend {
                 };
                 Box::new(ok(PostgresStore::connect(&db.url, options).await))
             }
+            #[cfg(feature = "oracle")]
+            Place::Oracle(turn) => {
+                let options = OracleOptions {
+                    pool_min: 1,
+                    pool_max,
+                    pool_wait_timeout: wait,
+                    statement_cache: true,
+                };
+                Box::new(ok(OracleStore::connect(&turn.url, options).await))
+            }
         }
     }
 
     /// The URL of the PostgreSQL database, for assertions made behind the store's back.
     pub(crate) fn pg_url(&self) -> Option<&str> {
         match &self.place {
-            Place::Dir(_) => None,
             Place::Pg(db) => Some(&db.url),
+            _ => None,
         }
     }
 
@@ -93,6 +118,8 @@ impl TestBackend {
                 ok(conn.query_row(&sql, [], |row| row.get(0)))
             }
             Place::Pg(db) => ok(ok(admin(&db.url).await.query_one(&sql, &[]).await).try_get(0)),
+            #[cfg(feature = "oracle")]
+            Place::Oracle(turn) => oracle_schema::count(&turn.url, sql).await,
         }
     }
 
@@ -121,6 +148,8 @@ impl TestBackend {
                     .await);
                 rows.iter().map(|row| ok(row.try_get(0))).collect()
             }
+            #[cfg(feature = "oracle")]
+            Place::Oracle(turn) => oracle_schema::index_tables(&turn.url).await,
         }
     }
 
@@ -129,6 +158,8 @@ impl TestBackend {
         match self.place {
             Place::Dir(dir) => drop(dir),
             Place::Pg(db) => db.drop_db().await,
+            #[cfg(feature = "oracle")]
+            Place::Oracle(turn) => oracle_schema::wipe(&turn.url).await,
         }
     }
 }
@@ -157,7 +188,88 @@ pub(crate) async fn backends() -> Vec<TestBackend> {
             place: Place::Pg(db),
         });
     }
+    #[cfg(feature = "oracle")]
+    match std::env::var("DOCGATE_TEST_ORACLE") {
+        Ok(url) if !url.is_empty() => out.push(TestBackend {
+            kind: BackendKind::Oracle,
+            place: Place::Oracle(oracle_schema::Turn::take(url).await),
+        }),
+        _ => eprintln!("note: DOCGATE_TEST_ORACLE is not set; conformance test not run on Oracle"),
+    }
     out
+}
+
+/// The Oracle schema the suite runs on, reached behind the store's back with the `oracle`
+/// crate (on blocking threads).
+#[cfg(feature = "oracle")]
+mod oracle_schema {
+    use super::ok;
+    use crate::store::oracle::url::OracleUrl;
+
+    /// Tests on the one schema take turns.
+    static TURNS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    /// A test's turn on the schema, which it starts with no `DG_*` tables.
+    pub(crate) struct Turn {
+        pub(crate) url: String,
+        _turn: tokio::sync::MutexGuard<'static, ()>,
+    }
+
+    impl Turn {
+        pub(crate) async fn take(url: String) -> Turn {
+            let turn = TURNS.lock().await;
+            wipe(&url).await;
+            Turn { url, _turn: turn }
+        }
+    }
+
+    fn connect(url: &str) -> oracle::Connection {
+        let url = ok(OracleUrl::parse(url));
+        ok(oracle::Connection::connect(
+            &url.user,
+            &url.password,
+            &url.connect_string,
+        ))
+    }
+
+    /// Every table of the schema named `DG_*`, quoted.
+    fn dg_tables(conn: &oracle::Connection, prefix: &str) -> Vec<String> {
+        let rows = ok(conn.query_as::<String>(
+            "SELECT table_name FROM user_tables WHERE table_name LIKE :1 ESCAPE '\\' \
+             ORDER BY table_name",
+            &[&format!("{prefix}%")],
+        ));
+        rows.map(|name| format!("\"{}\"", ok(name))).collect()
+    }
+
+    /// Drops every `DG_*` table.
+    pub(crate) async fn wipe(url: &str) {
+        let url = url.to_owned();
+        ok(tokio::task::spawn_blocking(move || {
+            let conn = connect(&url);
+            for table in dg_tables(&conn, "DG\\_") {
+                ok(conn.execute(
+                    &format!("DROP TABLE {table} CASCADE CONSTRAINTS PURGE"),
+                    &[],
+                ));
+            }
+        })
+        .await);
+    }
+
+    pub(crate) async fn count(url: &str, sql: String) -> i64 {
+        let url = url.to_owned();
+        ok(
+            tokio::task::spawn_blocking(move || ok(connect(&url).query_row_as::<i64>(&sql, &[])))
+                .await,
+        )
+    }
+
+    /// The entries tables, named as `IndexRecord::table` names them.
+    pub(crate) async fn index_tables(url: &str) -> Vec<String> {
+        let url = url.to_owned();
+        ok(tokio::task::spawn_blocking(move || dg_tables(&connect(&url), "DG\\_I")).await)
+    }
 }
 
 /// True when PostgreSQL tests are to be skipped (prints a note).

@@ -31,7 +31,11 @@ async fn create_list_drop() {
             assert_eq!(z.table, "\"other\".\"a\"");
             assert!(b.table.starts_with("\"app\".\"coll_"), "{}", b.table);
         } else {
-            assert!(a.table.starts_with("dgc_") && a.table != b.table && a.table != z.table);
+            let prefix = match backend.kind {
+                BackendKind::Sqlite => "dgc_",
+                _ => "\"DG_C",
+            };
+            assert!(a.table.starts_with(prefix) && a.table != b.table && a.table != z.table);
         }
         assert!(ok(s.catalog_version().await) >= v0 + 3);
 

@@ -121,6 +121,8 @@ async fn create_over_existing_documents_and_list() {
         let prefix = match backend.kind {
             BackendKind::Sqlite => "dgi_",
             BackendKind::Postgres => "\"app\".\"dgi_",
+            #[cfg(feature = "oracle")]
+            BackendKind::Oracle => "\"DG_I",
         };
         assert!(age.table.starts_with(prefix), "{}", age.table);
         let email = make_index(
@@ -547,6 +549,8 @@ async fn rename_keeps_indexes_also_across_databases() {
         let prefix = match backend.kind {
             BackendKind::Sqlite => "dgi_",
             BackendKind::Postgres => "\"shop\".\"dgi_",
+            #[cfg(feature = "oracle")]
+            BackendKind::Oracle => "\"DG_I",
         };
         assert!(
             listed.iter().all(|i| i.table.starts_with(prefix)),

@@ -73,6 +73,8 @@ async fn create_over_existing_documents_and_list() {
         let prefix = match backend.kind {
             BackendKind::Sqlite => "dgi_",
             BackendKind::Postgres => "\"app\".\"dgi_",
+            #[cfg(feature = "oracle")]
+            BackendKind::Oracle => "\"DG_I",
         };
         assert!(a.table.starts_with(prefix), "{}", a.table);
         let z = ok(s

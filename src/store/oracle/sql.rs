@@ -49,7 +49,7 @@ pub struct Sql {
 }
 
 impl Sql {
-    pub(super) fn new(text: String) -> Self {
+    pub fn new(text: String) -> Self {
         Sql {
             text,
             binds: Vec::new(),
