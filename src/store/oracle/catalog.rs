@@ -4,7 +4,7 @@
 //! - `dg_catalog(id = 1, format, version, next_name)`: one row; see `catalog_row.rs`.
 //! - `dg_collections(db, name, table_name, options, uuid)`: each collection is a table
 //!   `DG_C<n>` of the same schema; `options` is the BSON of the create options, `uuid` 16
-//!   random bytes (`SYS_GUID()`).
+//!   random bytes (UUID v4 layout).
 //! - `dg_indexes`: secondary indexes and their entries tables `DG_I<n>` (see `index.rs`).
 //! - `dg_meta` (see `meta.rs`) and `dg_write_records` (see `write_record.rs`).
 //!
@@ -172,14 +172,16 @@ pub(super) fn create_collection(
         }
         let table = format!("DG_C{}", next_number(conn)?);
         conn.ddl(&collection_ddl(&table))?;
+        let uuid = random_uuid();
         let recorded = conn.execute(
             "INSERT INTO dg_collections (db, name, table_name, options, uuid)
-             VALUES (:1, :2, :3, :4, SYS_GUID())",
+             VALUES (:1, :2, :3, :4, :5)",
             &[
                 Bind::Text(db.to_owned()),
                 Bind::Text(name.to_owned()),
                 Bind::Text(table.clone()),
                 Bind::Blob(options_bson),
+                Bind::Raw(uuid.clone()),
             ],
         );
         if let Err(e) = recorded {
@@ -187,16 +189,12 @@ pub(super) fn create_collection(
             conn.drop_after_commit(quote_ident(&table));
             return Err(e);
         }
-        let row = conn.query_one(
-            "SELECT uuid FROM dg_collections WHERE db = :1 AND name = :2",
-            &[Bind::Text(db.to_owned()), Bind::Text(name.to_owned())],
-        )?;
         Ok(CollectionRecord {
             db: db.to_owned(),
             name: name.to_owned(),
             table: quote_ident(&table),
             options: options.clone(),
-            uuid: get(&row, 0)?,
+            uuid,
         })
     });
     result.map_err(|e| match e {
@@ -330,6 +328,14 @@ pub(super) fn collection_stats(
         index_count: index_sizes.len() as u64,
         index_sizes,
     })
+}
+
+/// 16 random bytes in the UUID version 4 layout (`SYS_GUID()` is neither random nor v4).
+fn random_uuid() -> Vec<u8> {
+    let mut uuid: [u8; 16] = rand::random();
+    uuid[6] = (uuid[6] & 0x0f) | 0x40;
+    uuid[8] = (uuid[8] & 0x3f) | 0x80;
+    uuid.to_vec()
 }
 
 /// `"DG_C1"` → `DG_C1` (generated names hold no quotes).

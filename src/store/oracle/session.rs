@@ -65,23 +65,24 @@ impl OracleSession {
         request: &ScanRequest,
     ) -> Result<Vec<String>, StoreError> {
         let statement = sql::select(&coll.table, "doc", request, None)?;
-        self.call(move |conn| {
-            conn.execute(
-                &format!(
-                    "EXPLAIN PLAN SET STATEMENT_ID = 'docgate' FOR {}",
-                    statement.text
-                ),
-                &[],
-            )?;
-            let rows = conn.query(
-                "SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY(NULL, 'docgate', 'BASIC'))",
-                &[],
-            )?;
-            conn.execute("DELETE FROM plan_table WHERE statement_id = 'docgate'", &[])?;
-            rows.iter().map(|row| get::<String>(row, 0)).collect()
-        })
-        .await
+        // In a scope of its own: `EXPLAIN PLAN` writes PLAN_TABLE rows.
+        self.call(move |conn| conn.atomic(|conn| explain(conn, &statement.text)))
+            .await
     }
+}
+
+/// `EXPLAIN PLAN` of `text` and the lines `DBMS_XPLAN.DISPLAY` shows of it.
+fn explain(conn: &mut OraConn, text: &str) -> Result<Vec<String>, StoreError> {
+    conn.execute(
+        &format!("EXPLAIN PLAN SET STATEMENT_ID = 'docgate' FOR {text}"),
+        &[],
+    )?;
+    let rows = conn.query(
+        "SELECT plan_table_output FROM TABLE(DBMS_XPLAN.DISPLAY(NULL, 'docgate', 'BASIC'))",
+        &[],
+    )?;
+    conn.execute("DELETE FROM plan_table WHERE statement_id = 'docgate'", &[])?;
+    rows.iter().map(|row| get::<String>(row, 0)).collect()
 }
 
 impl Drop for OracleSession {
@@ -287,7 +288,8 @@ impl StoreSession for OracleSession {
         request: &ScanRequest,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
         let (table, request) = (coll.table.clone(), request.clone());
-        self.call(move |conn| select_for_update(conn, &table, &request))
+        // Outside a transaction the locks end with the call (the scope commits).
+        self.call(move |conn| conn.atomic(|conn| select_for_update(conn, &table, &request)))
             .await
     }
 
