@@ -3,7 +3,8 @@
 //! hand-written filters, the field × operator × operand table, the sorted/skipped/limited
 //! shapes, MongoDB's documented cases), the case is planned as the core plans it — on the
 //! corpus's indexed collection and on the plain one — and the Oracle `SELECT` (and the
-//! `COUNT(*)` of an exact filter) with its bound values is compared with a reviewed file
+//! `COUNT(*)` of an exact filter, and for a sorted case the `SELECT` of a cursor's next
+//! batch resumed after a position) with its bound values is compared with a reviewed file
 //! under `fixtures/oracle_sql/`, so a change to the SQL shows in review. Every statement
 //! also passes a grammar-level check (`lint`): string literals and quoted identifiers
 //! closed, parentheses balanced, placeholders `:1..:n` each once in order with exactly one
@@ -34,6 +35,7 @@ use differential_cases::corpus::{corpus, index_specs};
 use docgate::query::planner::{IndexCandidate, ReadPlan};
 use docgate::query::{Filter, IndexSpec, SortSpec};
 use docgate::store::oracle::sql::{count, select, Sql};
+use docgate::store::ScanPosition;
 use mongodb::bson::{Bson, Document};
 
 /// The collection table and the entries tables, as the catalog would name them.
@@ -223,6 +225,22 @@ fn plan_case(case: &Case, layout: &str, indexes: &[GoldenIndex], out: &mut Strin
         "--   filter: {filter}; sort: {order}; skip/limit: {window}"
     );
     show(&select(TABLE, "doc", &plan.scan, None).unwrap(), out);
+    if case.sort.is_some() {
+        // A cursor's next batch: the rows strictly after a position in the scan's order.
+        let after = match (&plan.scan.order_index, plan.scan.order) {
+            (Some(_), _) => ScanPosition::IndexEntry {
+                index_key: vec![0x10, 0x01],
+                key: vec![0x20, 0x02],
+            },
+            (None, Some(_)) => ScanPosition::Key(vec![0x20, 0x02]),
+            (None, None) => ScanPosition::Natural(41),
+        };
+        let _ = writeln!(out, "--   resumed after {after:?}:");
+        show(
+            &select(TABLE, "doc", &plan.scan, Some(&after)).unwrap(),
+            out,
+        );
+    }
     if plan.residual.is_none() && plan.scan.order.is_none() && plan.scan.limit.is_none() {
         show(&count(TABLE, &plan.scan.filter).unwrap(), out);
     }

@@ -1,7 +1,8 @@
 //! The backend conformance suite: store tests written once against the `Store` and
 //! `StoreSession` traits and run against every backend that can run here — SQLite in a
 //! temporary directory always, PostgreSQL when `DOCGATE_TEST_PG_URL` names a server (each
-//! test in a fresh database of its own). FerretDB's `testBackends` loop is the model: a test
+//! test in a fresh database of its own), and in builds with the `oracle` feature Oracle when
+//! `DOCGATE_TEST_ORACLE` names a schema (its tests take turns on it). FerretDB's `testBackends` loop is the model: a test
 //! is `for backend in backends().await { … }`, and where backends legitimately differ (how
 //! tight a pushdown is, which limit a huge `$or` must stay within) the test says so with
 //! `backend.kind`.
