@@ -41,6 +41,11 @@ pub enum ConfigError {
     },
     #[error("bad default listen address: {0}")]
     DefaultListen(AddrParseError),
+    #[error("invalid admin_listen {text:?} ({source}): use HOST:PORT or `off`")]
+    AdminListen {
+        text: String,
+        source: AddrParseError,
+    },
     #[error("invalid rest_listen {text:?} ({source}): use HOST:PORT or `off`")]
     RestListen {
         text: String,

@@ -26,8 +26,11 @@ use crate::store::settings::{BackendUrl, PoolSettings};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:27017";
 /// Default REST listener: loopback only, ORDS's usual port.
 pub const DEFAULT_REST_LISTEN: &str = "127.0.0.1:8080";
-/// The `--rest-listen` value that turns the REST front end off.
+/// The `--rest-listen` (and `--admin-listen`) value that turns the listener off.
 pub const REST_LISTEN_OFF: &str = "off";
+/// Default admin listener (`/metrics`, `/livez`, `/readyz`): loopback only, the port
+/// MongoDB's Prometheus exporter uses.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9216";
 /// Default backend: an embedded SQLite database in `./docgate-data`.
 pub const DEFAULT_BACKEND: &str = "sqlite:./docgate-data";
 /// Default bound on simultaneous client connections.
@@ -45,6 +48,20 @@ pub fn parse_rest_listen(text: &str) -> Result<Option<SocketAddr>, ConfigError> 
     text.parse()
         .map(Some)
         .map_err(|source| ConfigError::RestListen {
+            text: text.to_string(),
+            source,
+        })
+}
+
+/// Parses an admin listener setting: an address, or `off` for none.
+pub fn parse_admin_listen(text: &str) -> Result<Option<SocketAddr>, ConfigError> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case(REST_LISTEN_OFF) {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|source| ConfigError::AdminListen {
             text: text.to_string(),
             source,
         })
@@ -81,6 +98,8 @@ pub struct Settings {
     pub app: AppSettings,
     /// Address of the REST listener, or `None` for no REST front end.
     pub rest_listen: Option<SocketAddr>,
+    /// Address of the admin listener (`/metrics`, `/livez`, `/readyz`), or `None`.
+    pub admin_listen: Option<SocketAddr>,
     pub log_format: LogFormat,
     /// TLS on the MongoDB listener.
     pub tls: TlsSettings,
@@ -172,9 +191,16 @@ impl Settings {
                 .as_deref()
                 .unwrap_or(DEFAULT_REST_LISTEN),
         )?;
+        let admin_listen = parse_admin_listen(
+            cli.admin_listen
+                .or(file.admin_listen)
+                .as_deref()
+                .unwrap_or(DEFAULT_ADMIN_LISTEN),
+        )?;
         Ok(Settings {
             app,
             rest_listen,
+            admin_listen,
             log_format: cli
                 .log_format
                 .or(file.log_format)
@@ -415,6 +441,14 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
             Some(value) => zero_is_none(value),
             None => rest_defaults.request_timeout,
         },
+        max_body_bytes: args
+            .rest_max_body_bytes
+            .or(file.rest_max_body_bytes)
+            .unwrap_or(rest_defaults.max_body_bytes),
+        max_json_depth: args
+            .rest_max_json_depth
+            .or(file.rest_max_json_depth)
+            .unwrap_or(rest_defaults.max_json_depth),
     };
     let shutdown_grace = duration(args.shutdown_grace, file.shutdown_grace, "shutdown_grace")?
         .unwrap_or(DEFAULT_SHUTDOWN_GRACE);
@@ -428,6 +462,9 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
     }
     if rest.max_connections == 0 {
         return Err(ConfigError::NotAtLeastOne("limits.rest_max_connections"));
+    }
+    if rest.max_json_depth == 0 {
+        return Err(ConfigError::NotAtLeastOne("limits.rest_max_json_depth"));
     }
     Ok(Limits {
         mongo,

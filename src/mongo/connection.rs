@@ -84,6 +84,7 @@ pub async fn handle_connection<S>(
             Ok(message) => message,
             Err(error) => {
                 log_closing(&connection, &error, limits);
+                super::observe::count_read_limit(&server, &error, limits);
                 break;
             }
         };

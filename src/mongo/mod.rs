@@ -14,6 +14,7 @@ pub mod dispatch;
 pub mod error;
 pub mod limits;
 pub mod listener;
+pub mod observe;
 pub mod reader;
 pub mod request;
 pub mod settings;
