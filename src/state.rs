@@ -33,6 +33,9 @@ pub struct AppSettings {
     pub auth: AuthSettings,
     /// How long shutdown lets running commands and requests finish before interrupting them.
     pub shutdown_grace: Duration,
+    /// The size and nesting a stored document may have (both front ends write through the
+    /// core, which checks them).
+    pub documents: crate::ops::prepare::DocumentLimits,
     /// The command line as given, passwords redacted (`config::redact`), for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }

@@ -255,12 +255,18 @@ async fn health_probes_are_served_on_the_admin_listener_too() {
 }
 
 #[tokio::test]
-async fn limits_count_their_hits() {
+async fn limits_are_settings_exported_as_gauges_and_count_their_hits() {
     let server = TestServer::start_with_args(&[
         "--rest-max-json-depth",
         "5",
         "--rest-max-body-bytes",
         "1000",
+        "--max-document-bytes",
+        "4096",
+        "--max-nesting-depth",
+        "10",
+        "--max-message-bytes",
+        "70000",
     ]);
     let rest = Rest::new(server.rest_base());
     rest.put_empty("/ords/shop/soda/latest/things")
@@ -279,22 +285,77 @@ async fn limits_count_their_hits() {
     rest.post("/ords/shop/soda/latest/things", &big)
         .await
         .expect_error(413);
-    // Over the wire: a document nested deeper than 100 levels.
+
+    // Over the wire: drivers are told the limits, and MongoDB's errors answer past them.
     let client = server.client().await;
+    let hello = client
+        .database("admin")
+        .run_command(doc! {"hello": 1})
+        .await
+        .expect("hello");
+    assert_eq!(
+        hello.get_i32("maxBsonObjectSize").ok(),
+        Some(4096),
+        "{hello}"
+    );
+    assert_eq!(
+        hello.get_i32("maxMessageSizeBytes").ok(),
+        Some(70000),
+        "{hello}"
+    );
+    let things = client.database("shop").collection::<Document>("things");
     let mut deep_document = doc! {"leaf": 1};
-    for _ in 0..101 {
+    for _ in 0..10 {
         deep_document = doc! {"d": deep_document};
     }
-    let _ = client
-        .database("shop")
-        .collection::<Document>("things")
+    let error = things
         .insert_one(deep_document)
         .await
         .expect_err("too deep");
-    let text = scrape(&server).await;
+    assert!(
+        error.to_string().contains("nested object depth: 10"),
+        "{error}"
+    );
+    // The driver itself refuses a document over the announced size; the server does too.
+    let error = things
+        .insert_one(doc! {"pad": "x".repeat(5000)})
+        .await
+        .expect_err("too large");
+    assert!(error.to_string().contains("4096 bytes"), "{error}");
+    let mut stream = raw_wire::connect(&server);
+    let reply = raw_wire::command(
+        &mut stream,
+        5,
+        &doc! {"insert": "things", "documents": [{"pad": "x".repeat(5000)}], "$db": "shop"},
+    );
+    let write_errors = reply.body.get_array("writeErrors").expect("writeErrors");
+    let first = write_errors[0].as_document().expect("a write error");
+    assert_eq!(first.get_i32("code").ok(), Some(10334), "{}", reply.body);
+    things
+        .insert_one(doc! {"pad": "x".repeat(3000)})
+        .await
+        .expect("fits");
+
+    // A message over --max-message-bytes closes the connection before it is read.
+    let mut stream = raw_wire::connect(&server);
+    let mut oversized = raw_wire::header(80_000, 9, 0, raw_wire::OP_MSG);
+    oversized.extend_from_slice(&[0u8; 64]);
+    raw_wire::send(&mut stream, &oversized);
+    raw_wire::assert_error_or_close(&mut stream, "a message over --max-message-bytes");
+
+    let text = scrape_until(&server, |text| {
+        value(
+            text,
+            r#"docgate_limit_hits_total{limit="max_message_bytes"}"#,
+        ) >= 1.0
+    })
+    .await;
     for (limit, configured) in [
         ("rest_max_json_depth", 5.0),
         ("rest_max_body_bytes", 1000.0),
+        ("max_document_bytes", 4096.0),
+        ("max_nesting_depth", 10.0),
+        ("max_message_bytes", 70000.0),
     ] {
         assert_eq!(
             value(&text, &format!("docgate_limit{{limit=\"{limit}\"}}")),
@@ -307,17 +368,9 @@ async fn limits_count_their_hits() {
                 &format!("docgate_limit_hits_total{{limit=\"{limit}\"}}")
             ),
             1.0,
-            "{text}"
+            "{limit}: {text}"
         );
     }
-    assert_eq!(
-        value(
-            &text,
-            r#"docgate_limit_hits_total{limit="max_nesting_depth"}"#
-        ),
-        1.0,
-        "{text}"
-    );
 }
 
 #[tokio::test]

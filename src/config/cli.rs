@@ -235,6 +235,18 @@ pub struct LimitArgs {
     /// across all connections; a larger message waits its turn (default 1 GiB).
     #[arg(long, env = "DOCGATE_INCOMING_MESSAGE_BUDGET_BYTES")]
     pub incoming_message_budget_bytes: Option<usize>,
+    /// Largest MongoDB message, compressed or not (default and most: MongoDB's 48000000;
+    /// `hello` announces it as `maxMessageSizeBytes`).
+    #[arg(long, env = "DOCGATE_MAX_MESSAGE_BYTES")]
+    pub max_message_bytes: Option<usize>,
+    /// Largest stored document (default and most: MongoDB's 16777216; `hello` announces it
+    /// as `maxBsonObjectSize`); larger ones answer 10334 BSONObjectTooLarge.
+    #[arg(long, env = "DOCGATE_MAX_DOCUMENT_BYTES")]
+    pub max_document_bytes: Option<usize>,
+    /// Deepest nesting of documents and arrays in a stored document (default and most:
+    /// MongoDB's 100).
+    #[arg(long, env = "DOCGATE_MAX_NESTING_DEPTH")]
+    pub max_nesting_depth: Option<usize>,
     /// Most simultaneous REST connections; more wait in the accept queue (default 1024).
     #[arg(long, env = "DOCGATE_REST_MAX_CONNECTIONS")]
     pub rest_max_connections: Option<usize>,

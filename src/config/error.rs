@@ -59,6 +59,14 @@ pub enum ConfigError {
     /// A duration that must not be zero (the setting's name).
     #[error("{0} must be positive")]
     NotPositive(String),
+    /// A limit outside what docgate can honour (MongoDB's own value is the most).
+    #[error("limits.{name} is {value}; it must be between {min} and {max}")]
+    LimitRange {
+        name: &'static str,
+        value: usize,
+        min: usize,
+        max: usize,
+    },
     #[error("pool.min ({min}) must not exceed pool.max ({max}), which must be at least 1")]
     Pool { min: usize, max: usize },
     #[error(

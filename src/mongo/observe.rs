@@ -95,7 +95,7 @@ fn count_limit_hit(server: &MongoServer, code: i32, message: &str) {
 /// Counts the limit that ended a connection's read, if one did.
 pub(super) fn count_read_limit(server: &MongoServer, error: &ReadError, limits: ReadLimits) {
     let hit = match error {
-        ReadError::TooLarge { .. } if limits.max_message < docgate_wire::MAX_MESSAGE_SIZE_BYTES => {
+        ReadError::TooLarge { .. } if limits.max_message < server.limits.max_message_bytes => {
             LimitHit::UnauthenticatedMessageSize
         }
         ReadError::TooLarge { .. } => LimitHit::MessageSize,
@@ -160,20 +160,12 @@ impl MongoServer {
     /// Each limit of the mongo front end as configured (0: none).
     fn sample_limits(&self, samples: &mut Samples) {
         let limits = &self.limits;
+        let documents = self.state.settings.documents;
         let seconds = |d: Option<std::time::Duration>| d.map_or(0.0, |d| d.as_secs_f64());
         for (limit, value) in [
-            (
-                "max_message_bytes",
-                docgate_wire::MAX_MESSAGE_SIZE_BYTES as f64,
-            ),
-            (
-                "max_document_bytes",
-                crate::ops::prepare::MAX_BSON_OBJECT_SIZE as f64,
-            ),
-            (
-                "max_nesting_depth",
-                crate::ops::prepare::MAX_DOCUMENT_NESTING as f64,
-            ),
+            ("max_message_bytes", limits.max_message_bytes as f64),
+            ("max_document_bytes", documents.max_bytes as f64),
+            ("max_nesting_depth", documents.max_depth as f64),
             (
                 "max_connections",
                 self.state.settings.max_connections as f64,
