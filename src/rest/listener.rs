@@ -156,15 +156,20 @@ fn record(state: &AppState, method: &axum::http::Method, response: &Response, st
     if status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
         state.metrics.limit_hit(LimitHit::RestBodySize);
     }
-    let unlabelled = RestRoute {
-        module: String::new(),
-        route: "timed out".to_owned(),
-    };
-    let route = response
-        .extensions()
-        .get::<RestRoute>()
-        .unwrap_or(&unlabelled);
-    state
-        .metrics
-        .record_rest_request(route, method, status.as_u16(), started.elapsed());
+    let elapsed = started.elapsed();
+    let status = status.as_u16();
+    match response.extensions().get::<RestRoute>() {
+        Some(route) => state
+            .metrics
+            .record_rest_request(route, method, status, elapsed),
+        None => {
+            let timed_out = RestRoute {
+                module: String::new(),
+                route: "timed out".to_owned(),
+            };
+            state
+                .metrics
+                .record_rest_request(&timed_out, method, status, elapsed)
+        }
+    }
 }

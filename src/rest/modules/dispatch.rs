@@ -215,7 +215,7 @@ async fn serve_request(
             .await
             .map_err(|e| RestError::PayloadTooLarge(format!("cannot read the request body: {e}")))?
     };
-    let body = match extjson::parse_body(&state, &body, serde_json::Value::Null)? {
+    let body = match extjson::parse_body(state, &body, serde_json::Value::Null)? {
         serde_json::Value::Null => None,
         value => Some(extjson::to_bson(value, "the request body")?),
     };
