@@ -445,3 +445,56 @@ async fn dropped_clients_leave_no_cursors_or_pool_connections_behind() {
     // And the server still serves.
     raw_wire::assert_still_serving(&server, "the dropped clients");
 }
+
+#[test]
+fn the_admin_listener_logs_its_line_and_can_be_turned_off() {
+    let mut server = TestServer::start();
+    let log = server.stderr_log();
+    let line = log
+        .lines()
+        .find(|line| line.contains("admin listening"))
+        .unwrap_or_else(|| panic!("no admin listening line in\n{log}"));
+    let port = server
+        .admin_base()
+        .rsplit(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.contains(&format!("127.0.0.1:{port}")), "{line}");
+    assert!(
+        line.contains("/metrics") && line.contains("auth=none"),
+        "{line}"
+    );
+    server.kill();
+
+    let server = TestServer::start_with_args(&["--admin-listen", "off"]);
+    let log = server.stderr_log();
+    assert!(
+        log.contains("admin listener off (--admin-listen off)"),
+        "{log}"
+    );
+    assert!(!log.contains("admin listening"), "{log}");
+}
+
+#[test]
+fn a_taken_admin_port_stops_the_start_naming_the_flag() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = taken.local_addr().expect("address");
+    let data = tempfile::tempdir().expect("temp dir");
+    let output = common::launcher::docgate_command()
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", common::launcher::free_port()))
+        .args([
+            "--rest-listen",
+            "off",
+            "--admin-listen",
+            &address.to_string(),
+        ])
+        .arg("--backend")
+        .arg(format!("sqlite:{}", data.path().display()))
+        .output()
+        .expect("run docgate");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--admin-listen"), "{stderr}");
+}

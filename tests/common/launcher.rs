@@ -30,7 +30,8 @@ pub fn free_port() -> u16 {
 }
 
 /// How to start one serving `docgate`: `--listen 127.0.0.1:<free port> --backend <backend>
-/// --rest-listen 127.0.0.1:<free port> --admin-listen 127.0.0.1:<free port> <args>`.
+/// --rest-listen 127.0.0.1:<free port> --admin-listen 127.0.0.1:<free port> <args>` (no
+/// `--admin-listen` of its own when `args` give one).
 pub struct Launch<'a> {
     /// The `--backend` argument.
     pub backend: &'a str,
@@ -120,15 +121,19 @@ impl Launch<'_> {
                 });
             }
         }
-        let mut child = command
+        command
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--backend")
             .arg(self.backend)
             .arg("--rest-listen")
-            .arg(format!("127.0.0.1:{rest_port}"))
-            .arg("--admin-listen")
-            .arg(format!("127.0.0.1:{admin_port}"))
+            .arg(format!("127.0.0.1:{rest_port}"));
+        if !self.args.contains(&"--admin-listen") {
+            command
+                .arg("--admin-listen")
+                .arg(format!("127.0.0.1:{admin_port}"));
+        }
+        let mut child = command
             .args(self.args)
             .envs(self.envs.iter().copied())
             .stdin(Stdio::null())
