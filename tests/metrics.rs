@@ -129,6 +129,28 @@ async fn series_move_when_the_matching_thing_happens() {
     let text = scrape(&server).await;
     assert_eq!(value(&text, CURSORS_OPENED), opened + 1.0, "{text}");
     assert_eq!(value(&text, CURSORS_OPEN), 1.0, "{text}");
+    // serverStatus reads the same counters.
+    let status = client
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await
+        .expect("serverStatus");
+    let open = status
+        .get_document("metrics")
+        .and_then(|m| m.get_document("cursor"))
+        .and_then(|c| c.get_document("open"))
+        .and_then(|o| o.get_i64("total"))
+        .expect("metrics.cursor.open.total");
+    assert_eq!(open, 1, "{status}");
+    let checkouts = status
+        .get_document("docgate")
+        .and_then(|d| d.get_document("pool"))
+        .and_then(|p| p.get_i64("totalCheckouts"))
+        .expect("docgate.pool.totalCheckouts");
+    assert!(
+        checkouts as f64 >= value(&text, &pool_series(&server, "checkouts_total")),
+        "{status}"
+    );
     let rest_of_them: Vec<Document> = cursor.try_collect().await.expect("the rest");
     assert_eq!(rest_of_them.len(), 9);
     let text = scrape(&server).await;
