@@ -138,6 +138,15 @@ impl LimitHit {
     }
 }
 
+/// One command's series, resolved once so that recording it takes no family lookup (the
+/// handles share their values with the registered families).
+#[derive(Clone, Debug)]
+pub struct CommandSeries {
+    ok: Counter,
+    error: Counter,
+    seconds: LatencyHistogram,
+}
+
 /// The events docgate records as they happen; one per `AppState`.
 #[derive(Debug)]
 pub struct Metrics {
@@ -207,21 +216,36 @@ impl Metrics {
         }
     }
 
-    /// Records a command: its table name (`unknown` when it is none), how long it took,
-    /// and, when it failed, its error code and code name.
+    /// The series of `command` (its table name, or `unknown`), for a caller to keep.
+    pub fn command_series(&self, command: &'static str) -> CommandSeries {
+        CommandSeries {
+            ok: self.commands.get_or_create_owned(&CommandLabels {
+                command,
+                outcome: "ok",
+            }),
+            error: self.commands.get_or_create_owned(&CommandLabels {
+                command,
+                outcome: "error",
+            }),
+            seconds: self
+                .command_seconds
+                .get_or_create_owned(&CommandNameLabel { command }),
+        }
+    }
+
+    /// Records a command in its series: how long it took and, when it failed, its error
+    /// code and code name.
     pub fn record_command(
         &self,
-        command: &'static str,
+        series: &CommandSeries,
         elapsed: Duration,
         error: Option<(i32, &str)>,
     ) {
-        let outcome = if error.is_some() { "error" } else { "ok" };
-        self.commands
-            .get_or_create(&CommandLabels { command, outcome })
-            .inc();
-        self.command_seconds
-            .get_or_create(&CommandNameLabel { command })
-            .observe(elapsed.as_secs_f64());
+        match error {
+            None => series.ok.inc(),
+            Some(_) => series.error.inc(),
+        };
+        series.seconds.observe(elapsed.as_secs_f64());
         if let Some((code, code_name)) = error {
             self.command_errors
                 .get_or_create(&ErrorLabels {
@@ -300,9 +324,10 @@ mod tests {
     #[test]
     fn recorded_events_appear_in_the_exposition() {
         let metrics = Metrics::new();
-        metrics.record_command("find", Duration::from_millis(2), None);
+        let find = metrics.command_series("find");
+        metrics.record_command(&find, Duration::from_millis(2), None);
         metrics.record_command(
-            "insert",
+            &metrics.command_series("insert"),
             Duration::from_millis(1),
             Some((11000, "DuplicateKey")),
         );

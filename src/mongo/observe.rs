@@ -6,6 +6,7 @@
 //! Not for: the registry or the exposition (`crate::metrics`), or `serverStatus`
 //! (`commands::diagnostics`, which reads the same registries).
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use bson::{Bson, RawBsonRef};
@@ -14,20 +15,50 @@ use super::command_table;
 use super::dispatch::CommandReply;
 use super::reader::{ReadError, ReadLimits};
 use super::MongoServer;
-use crate::metrics::{LimitHit, MetricSource, Samples};
+use crate::metrics::{CommandSeries, LimitHit, MetricSource, Samples};
 
-/// A command being timed, by its name in the command table.
+/// Each command's series, by its position in the command table (and one more for names
+/// that are no command: `unknown`), resolved at its first use.
+pub struct CommandSeriesTable(Box<[OnceLock<CommandSeries>]>);
+
+impl Default for CommandSeriesTable {
+    fn default() -> Self {
+        CommandSeriesTable(
+            (0..=command_table::COMMANDS.len())
+                .map(|_| OnceLock::new())
+                .collect(),
+        )
+    }
+}
+
+impl CommandSeriesTable {
+    /// The series of the command at `position` (None: `unknown`).
+    fn get(&self, server: &MongoServer, position: Option<usize>) -> Option<&CommandSeries> {
+        let spec = position.and_then(|position| command_table::COMMANDS.get(position));
+        let slot = self
+            .0
+            .get(position.unwrap_or(command_table::COMMANDS.len()))?;
+        Some(slot.get_or_init(|| {
+            server
+                .state
+                .metrics
+                .command_series(spec.map_or("unknown", |spec| spec.name))
+        }))
+    }
+}
+
+/// A command being timed, by its position in the command table.
 pub(super) struct CommandTimer {
-    command: &'static str,
+    position: Option<usize>,
     started: Instant,
 }
 
 impl CommandTimer {
-    /// Starts timing `name` (`unknown` when it is not a command, so clients cannot grow the
-    /// label set).
+    /// Starts timing the command a client names (`unknown` when it is not a command, so
+    /// clients cannot grow the label set).
     pub(super) fn start(name: &str) -> CommandTimer {
         CommandTimer {
-            command: command_table::lookup(name).map_or("unknown", |spec| spec.name),
+            position: command_table::position(name),
             started: Instant::now(),
         }
     }
@@ -37,15 +68,18 @@ impl CommandTimer {
     pub(super) fn finish(self, server: &MongoServer, reply: &CommandReply) {
         let metrics = &server.state.metrics;
         let elapsed = self.started.elapsed();
+        let Some(series) = server.command_series.get(server, self.position) else {
+            return;
+        };
         match reply {
             CommandReply::Document(document) if !is_ok(document.get("ok")) => {
                 let code = document.get_i32("code").unwrap_or(0);
                 let code_name = document.get_str("codeName").unwrap_or("");
-                metrics.record_command(self.command, elapsed, Some((code, code_name)));
+                metrics.record_command(series, elapsed, Some((code, code_name)));
                 count_limit_hit(server, code, document.get_str("errmsg").unwrap_or(""));
             }
             CommandReply::Document(document) => {
-                metrics.record_command(self.command, elapsed, None);
+                metrics.record_command(series, elapsed, None);
                 if let Ok(errors) = document.get_array("writeErrors") {
                     for error in errors.iter().filter_map(Bson::as_document) {
                         let code = error.get_i32("code").unwrap_or(0);
@@ -60,7 +94,7 @@ impl CommandTimer {
                     _ => true,
                 };
                 let error = (!ok).then_some((0, ""));
-                metrics.record_command(self.command, elapsed, error);
+                metrics.record_command(series, elapsed, error);
             }
         }
     }
