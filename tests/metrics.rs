@@ -289,6 +289,8 @@ async fn limits_are_settings_exported_as_gauges_and_count_their_hits() {
         "10",
         "--max-message-bytes",
         "70000",
+        "--max-open-cursors",
+        "1",
     ]);
     let rest = Rest::new(server.rest_base());
     rest.put_empty("/ords/shop/soda/latest/things")
@@ -357,6 +359,23 @@ async fn limits_are_settings_exported_as_gauges_and_count_their_hits() {
         .insert_one(doc! {"pad": "x".repeat(3000)})
         .await
         .expect("fits");
+    things
+        .insert_many([doc! {"n": 1}, doc! {"n": 2}])
+        .await
+        .expect("insert");
+
+    // One cursor may be open; a second is refused with 146 ExceededMemoryLimit.
+    let held = things.find(doc! {}).batch_size(1).await.expect("a cursor");
+    let error = things
+        .find(doc! {})
+        .batch_size(1)
+        .await
+        .expect_err("a second cursor");
+    assert!(
+        error.to_string().contains("too many open cursors"),
+        "{error}"
+    );
+    drop(held);
 
     // A message over --max-message-bytes closes the connection before it is read.
     let mut stream = raw_wire::connect(&server);
@@ -378,6 +397,7 @@ async fn limits_are_settings_exported_as_gauges_and_count_their_hits() {
         ("max_document_bytes", 4096.0),
         ("max_nesting_depth", 10.0),
         ("max_message_bytes", 70000.0),
+        ("max_open_cursors", 1.0),
     ] {
         assert_eq!(
             value(&text, &format!("docgate_limit{{limit=\"{limit}\"}}")),

@@ -30,7 +30,8 @@ enum Values {
 #[derive(Debug)]
 struct SampledFamily {
     name: &'static str,
-    help: &'static str,
+    /// Ends with a full stop, as the registry writes the help of the recorded families.
+    help: String,
     values: Values,
 }
 
@@ -47,7 +48,7 @@ impl Samples {
             None => {
                 self.families.push(SampledFamily {
                     name,
-                    help,
+                    help: format!("{help}."),
                     values: empty,
                 });
                 self.families.len() - 1
@@ -107,7 +108,7 @@ impl Collector for Samples {
                 Values::Counter(values) => {
                     let mut metric = encoder.encode_descriptor(
                         family.name,
-                        family.help,
+                        &family.help,
                         None,
                         MetricType::Counter,
                     )?;
@@ -118,7 +119,7 @@ impl Collector for Samples {
                 Values::Gauge(values) => {
                     let mut metric = encoder.encode_descriptor(
                         family.name,
-                        family.help,
+                        &family.help,
                         None,
                         MetricType::Gauge,
                     )?;
@@ -129,7 +130,7 @@ impl Collector for Samples {
                 Values::Histogram(histogram) => {
                     let metric = encoder.encode_descriptor(
                         family.name,
-                        family.help,
+                        &family.help,
                         None,
                         histogram.metric_type(),
                     )?;
