@@ -107,6 +107,8 @@ pub enum LimitHit {
     OpenCursors,
     /// A command past its `maxTimeMS` (or `--default-max-time-ms`).
     MaxTime,
+    /// A blocking stage over `--blocking-stage-memory-limit-bytes` (292).
+    BlockingStageMemory,
     /// A REST body over `--rest-max-body-bytes`.
     RestBodySize,
     /// A REST JSON body nested deeper than `--rest-max-json-depth`.
@@ -130,6 +132,7 @@ impl LimitHit {
             LimitHit::MaxConnections => "max_connections",
             LimitHit::OpenCursors => "max_open_cursors",
             LimitHit::MaxTime => "max_time_ms",
+            LimitHit::BlockingStageMemory => "blocking_stage_memory_limit_bytes",
             LimitHit::RestBodySize => "rest_max_body_bytes",
             LimitHit::RestJsonDepth => "rest_max_json_depth",
             LimitHit::RestRequestTimeout => "rest_request_timeout",

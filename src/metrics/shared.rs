@@ -55,6 +55,12 @@ impl MetricSource for AppState {
         self.sample_store(samples);
         self.sample_caches(samples);
         samples.gauge(
+            "docgate_limit",
+            "Each limit as configured, by its setting (0: none)",
+            &[("limit", "shutdown_grace_seconds")],
+            self.settings.shutdown_grace.as_secs_f64(),
+        );
+        samples.gauge(
             "docgate_uptime_seconds",
             "Seconds since the process started serving",
             &[],

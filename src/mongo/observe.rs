@@ -110,13 +110,14 @@ fn is_ok(ok: Option<&Bson>) -> bool {
     }
 }
 
-/// Counts the limit an error code stands for: 10334 (a document over 16 MiB), 50 (past
-/// `maxTimeMS`), 146 from the cursor registry (too many open cursors), and the nesting
-/// limit's BadValue.
+/// Counts the limit an error code stands for: 10334 (a document over its limit), 50 (past
+/// `maxTimeMS`), 292 (a blocking stage over its memory), 146 from the cursor registry (too
+/// many open cursors), and the nesting limit's BadValue.
 fn count_limit_hit(server: &MongoServer, code: i32, message: &str) {
     let hit = match code {
         10334 => LimitHit::DocumentSize,
         50 => LimitHit::MaxTime,
+        292 => LimitHit::BlockingStageMemory,
         146 if message.contains("cursors") => LimitHit::OpenCursors,
         2 if message.starts_with("BSONObj exceeds maximum nested object depth") => {
             LimitHit::NestingDepth
