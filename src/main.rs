@@ -1,6 +1,6 @@
 //! The `docgate` binary: resolves settings, opens the backend, binds the listeners (mongo,
-//! REST, admin), logs one line per listener, and serves until SIGINT/SIGTERM, then shuts down gracefully (in-flight
-//! commands finish, then the process exits).
+//! REST, admin), logs one line per listener, and serves until SIGINT/SIGTERM, then shuts
+//! down gracefully (in-flight commands finish, then the process exits).
 //!
 //! Not for: anything a library user or a test needs (that lives in the `docgate` library).
 
@@ -240,16 +240,18 @@ async fn run(settings: Settings) -> Result<(), MainError> {
         );
     }
     match &admin_listener {
-        Some(admin) => tracing::info!(
-            "admin listening on {} (/metrics, /livez, /readyz) backend={} auth=none{}",
-            admin.local_addr().map_err(MainError::LocalAddress)?,
-            state.store.backend_name(),
-            if admin.local_addr().is_ok_and(|a| !a.ip().is_loopback()) {
-                " (beyond loopback: anyone who reaches it reads the metrics)"
-            } else {
-                ""
-            }
-        ),
+        Some(admin) => {
+            let admin_address = admin.local_addr().map_err(MainError::LocalAddress)?;
+            tracing::info!(
+                "admin listening on {admin_address} (/metrics, /livez, /readyz) backend={} auth=none{}",
+                state.store.backend_name(),
+                if admin_address.ip().is_loopback() {
+                    ""
+                } else {
+                    " (beyond loopback: anyone who reaches it reads the metrics)"
+                }
+            )
+        }
         None => tracing::info!("admin listener off (--admin-listen off): no /metrics"),
     }
 

@@ -11,7 +11,9 @@
 //! Outside `/ords/`, `/livez` and `/readyz` are health probes (`health`).
 //!
 //! Every error is a JSON body with the right status (`error`); unknown routes are 404 and
-//! known routes with another method 405, in the same shape.
+//! known routes with another method 405, in the same shape. Each response carries its route
+//! (the router's pattern, or a module's template) for `/metrics`, and the front end's limits
+//! are sampled there (`MetricSource for RestState`).
 //!
 //! Not for: the wire protocol, or SQL (requests reach data through `operations`, which runs
 //! the core's planner and the store's sessions).
