@@ -439,6 +439,28 @@ async fn dropped_clients_leave_no_cursors_or_pool_connections_behind() {
     assert_eq!(value(&text, CURSORS_OPEN), 1.0, "{text}");
     drop(stream);
 
+    // Mid-transaction: a raw client starts a multi-document transaction (which holds a
+    // pooled connection), writes in it, then vanishes without committing.
+    let mut stream = raw_wire::connect(&server);
+    let lsid = doc! {"id": mongodb::bson::Binary {
+        subtype: mongodb::bson::spec::BinarySubtype::Uuid,
+        bytes: vec![7u8; 16],
+    }};
+    let reply = raw_wire::command(
+        &mut stream,
+        4,
+        &doc! {"insert": "items", "documents": [{"_id": "in-transaction"}], "lsid": lsid,
+        "txnNumber": 1_i64, "startTransaction": true, "autocommit": false, "$db": "shop"},
+    );
+    assert_eq!(raw_wire::ok_of(&reply.body), 1.0, "{}", reply.body);
+    let text = scrape(&server).await;
+    assert_eq!(value(&text, "docgate_transactions_open"), 1.0, "{text}");
+    assert!(
+        value(&text, &pool_series(&server, "connections_in_use")) >= 1.0,
+        "{text}"
+    );
+    drop(stream);
+
     // Mid-message: a header announcing 100 kB, a few bytes of it, then gone.
     let mut stream = TcpStream::connect(("127.0.0.1", server.port())).expect("connect");
     let mut partial = raw_wire::header(100_000, 2, 0, raw_wire::OP_MSG);
@@ -463,6 +485,7 @@ async fn dropped_clients_leave_no_cursors_or_pool_connections_behind() {
     let text = scrape_until(&server, |text| {
         value(text, r#"docgate_connections{listener="mongo"}"#) == 0.0
             && value(text, CURSORS_OPEN) == 0.0
+            && value(text, "docgate_transactions_open") == 0.0
             && value(text, &in_use) == 0.0
     })
     .await;
@@ -478,6 +501,10 @@ async fn dropped_clients_leave_no_cursors_or_pool_connections_behind() {
     );
     assert_eq!(value(&text, &in_use), 0.0, "{text}");
     assert_eq!(value(&text, "docgate_transactions_open"), 0.0, "{text}");
+    assert!(
+        value(&text, r#"docgate_transactions_total{outcome="aborted"}"#) >= 1.0,
+        "{text}"
+    );
     assert_eq!(
         value(&text, &pool_series(&server, "waiting")),
         0.0,
