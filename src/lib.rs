@@ -19,6 +19,7 @@ pub mod catalog;
 pub mod compute;
 pub mod config;
 pub mod interrupt;
+pub mod metrics;
 pub mod mongo;
 pub mod ops;
 pub mod query;

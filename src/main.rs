@@ -1,6 +1,6 @@
-//! The `docgate` binary: resolves settings, opens the backend, binds the listeners, logs one
-//! line per listener, and serves until SIGINT/SIGTERM, then shuts down gracefully (in-flight
-//! commands finish, then the process exits).
+//! The `docgate` binary: resolves settings, opens the backend, binds the listeners (mongo,
+//! REST, admin), logs one line per listener, and serves until SIGINT/SIGTERM, then shuts
+//! down gracefully (in-flight commands finish, then the process exits).
 //!
 //! Not for: anything a library user or a test needs (that lives in the `docgate` library).
 
@@ -14,6 +14,8 @@ use docgate::auth::service::derive_credentials_blocking;
 use docgate::auth::users::new_uuid;
 use docgate::auth::{AuthError, AuthMode, BuiltinRole, RoleGrant, ScramMechanism, UserRecord};
 use docgate::config::{Cli, Command, LogFormat, RestCommand, Settings, UserCommand};
+use docgate::metrics::admin::AdminServer;
+use docgate::metrics::MetricSource;
 use docgate::mongo::tls::{ListenerTls, TlsSetupError};
 use docgate::mongo::{listener, MongoServer};
 use docgate::rest::demo::DemoError;
@@ -36,6 +38,11 @@ enum MainError {
     },
     #[error("cannot listen on {address} (--rest-listen): {source}")]
     RestListen {
+        address: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot listen on {address} (--admin-listen; `off` turns it off): {source}")]
+    AdminListen {
         address: SocketAddr,
         source: std::io::Error,
     },
@@ -181,6 +188,19 @@ async fn run(settings: Settings) -> Result<(), MainError> {
         )),
         None => None,
     };
+    let admin_listener = match settings.admin_listen {
+        Some(admin) => {
+            Some(
+                TcpListener::bind(admin)
+                    .await
+                    .map_err(|source| MainError::AdminListen {
+                        address: admin,
+                        source,
+                    })?,
+            )
+        }
+        None => None,
+    };
     tracing::info!(
         "mongo listening on {address} backend={} ({}) auth={auth} max_connections={} tls={} topology={}{}",
         state.store.backend_name(),
@@ -219,6 +239,21 @@ async fn run(settings: Settings) -> Result<(), MainError> {
             state.store.backend_name(),
         );
     }
+    match &admin_listener {
+        Some(admin) => {
+            let admin_address = admin.local_addr().map_err(MainError::LocalAddress)?;
+            tracing::info!(
+                "admin listening on {admin_address} (/metrics, /livez, /readyz) backend={} auth=none{}",
+                state.store.backend_name(),
+                if admin_address.ip().is_loopback() {
+                    ""
+                } else {
+                    " (beyond loopback: anyone who reaches it reads the metrics)"
+                }
+            )
+        }
+        None => tracing::info!("admin listener off (--admin-listen off): no /metrics"),
+    }
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let ttl_monitor = tokio::spawn(docgate::ops::ttl::run_monitor(
@@ -226,12 +261,24 @@ async fn run(settings: Settings) -> Result<(), MainError> {
         settings.app.ttl_monitor_interval,
         shutdown_rx.clone(),
     ));
+    let mut face = settings.face.clone();
+    face.advertise.get_or_insert_with(|| address.to_string());
+    let server = Arc::new(MongoServer::new(state.clone(), settings.mongo_limits, face));
+    let admin_serving = admin_listener.map(|admin| {
+        let mut sources: Vec<Arc<dyn MetricSource>> = vec![server.clone()];
+        if let Some((_, rest_state)) = &rest_listener {
+            sources.push(rest_state.clone());
+        }
+        let admin_server = Arc::new(AdminServer { state, sources });
+        tokio::spawn(docgate::metrics::admin::serve(
+            admin_server,
+            admin,
+            shutdown_rx.clone(),
+        ))
+    });
     let rest_serving = rest_listener.map(|(rest, rest_state)| {
         tokio::spawn(docgate::rest::serve(rest_state, rest, shutdown_rx.clone()))
     });
-    let mut face = settings.face.clone();
-    face.advertise.get_or_insert_with(|| address.to_string());
-    let server = Arc::new(MongoServer::new(state, settings.mongo_limits, face));
     let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
     stop.await;
     tracing::info!("shutting down: finishing in-flight commands");
@@ -239,6 +286,9 @@ async fn run(settings: Settings) -> Result<(), MainError> {
     let _ = serving.await;
     if let Some(rest_serving) = rest_serving {
         let _ = rest_serving.await;
+    }
+    if let Some(admin_serving) = admin_serving {
+        let _ = admin_serving.await;
     }
     let _ = ttl_monitor.await;
     tracing::info!("stopped");

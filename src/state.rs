@@ -1,7 +1,7 @@
 //! `AppState`: everything the front ends share, built once at start — the store (which owns
 //! the one connection pool), the catalog (which owns the one metadata cache), the
 //! authentication service (users, password verifier), the settings, the server-wide
-//! counters and the cluster time — and [`AppSettings`], the resolved settings it is opened with.
+//! counters, the metrics registry and the cluster time — and [`AppSettings`], the resolved settings it is opened with.
 //!
 //! Not for: per-connection state (that lives in `mongo::connection`), or reading settings
 //! from flags, environment or file (`crate::config` does that, for `main.rs`).
@@ -33,15 +33,22 @@ pub struct AppSettings {
     pub auth: AuthSettings,
     /// How long shutdown lets running commands and requests finish before interrupting them.
     pub shutdown_grace: Duration,
+    /// The size and nesting a stored document may have (both front ends write through the
+    /// core, which checks them).
+    pub documents: crate::ops::prepare::DocumentLimits,
     /// The command line as given, passwords redacted (`config::redact`), for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
 
-/// Server-wide counters reported by `serverStatus` (and later exported as metrics).
+/// Server-wide counters reported by `serverStatus` and `/metrics`.
 #[derive(Debug, Default)]
 pub struct ServerCounters {
+    /// MongoDB connections open now and since start.
     pub connections_current: AtomicU64,
     pub connections_total: AtomicU64,
+    /// REST connections open now and since start.
+    pub rest_connections_current: AtomicU64,
+    pub rest_connections_total: AtomicU64,
     pub op_insert: AtomicU64,
     pub op_query: AtomicU64,
     pub op_update: AtomicU64,
@@ -95,6 +102,8 @@ pub struct AppState {
     /// Users, roles and password verification (with its fast path), for both front ends.
     pub auth: Arc<AuthService>,
     pub counters: ServerCounters,
+    /// The events both front ends record for `/metrics` (`crate::metrics`).
+    pub metrics: crate::metrics::Metrics,
     /// The cluster time replies carry and writes tick (`ops::cluster_time`).
     pub cluster_time: crate::ops::cluster_time::ClusterClock,
     pub started: Instant,
@@ -135,6 +144,7 @@ impl AppState {
             store,
             settings,
             counters: ServerCounters::default(),
+            metrics: crate::metrics::Metrics::new(),
             cluster_time: crate::ops::cluster_time::ClusterClock::new(),
             started: Instant::now(),
             started_at: SystemTime::now(),

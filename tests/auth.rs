@@ -554,6 +554,8 @@ fn delegated_verification_is_refused_on_sqlite_at_start() {
         .args([
             "--listen",
             "127.0.0.1:0",
+            "--admin-listen",
+            "off",
             "--auth-source",
             "database",
             "--backend",

@@ -188,7 +188,7 @@ start_server() {
     arg="$(backend_arg "$backend" "$dir")" || return 1
     SERVER_PORT="$(free_port)" || return 1
     SERVER_LOG="$dir/docgate.log"
-    "$DOCGATE_BIN" --listen "127.0.0.1:$SERVER_PORT" --rest-listen off --backend "$arg" "$@" >"$SERVER_LOG" 2>&1 </dev/null &
+    "$DOCGATE_BIN" --listen "127.0.0.1:$SERVER_PORT" --rest-listen off --admin-listen off --backend "$arg" "$@" >"$SERVER_LOG" 2>&1 </dev/null &
     SERVER_PID=$!
     SERVER_PIDS+=("$SERVER_PID")
     local deadline=$((SECONDS + START_TIMEOUT_S))

@@ -179,6 +179,7 @@ fn refused_start(args: &[&str]) -> String {
     let output = common::launcher::docgate_command()
         .arg("--listen")
         .arg(format!("127.0.0.1:{}", common::launcher::free_port()))
+        .args(["--admin-listen", "off"])
         .arg("--backend")
         .arg(format!("sqlite:{}", data.path().display()))
         .args(args)

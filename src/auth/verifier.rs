@@ -65,6 +65,7 @@ pub struct PasswordVerifier {
     cache: Option<Cache<[u8; 32], Entry>>,
     pbkdf2_runs: AtomicU64,
     cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
 }
 
 impl std::fmt::Debug for PasswordVerifier {
@@ -95,6 +96,7 @@ impl PasswordVerifier {
             cache,
             pbkdf2_runs: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
+            cache_misses: AtomicU64::new(0),
         }
     }
 
@@ -111,6 +113,11 @@ impl PasswordVerifier {
     /// How many verifications the cache answered.
     pub fn cache_hits(&self) -> u64 {
         self.cache_hits.load(Ordering::Relaxed)
+    }
+
+    /// How many verifications the cache (when on) could not answer: they took the slow path.
+    pub fn cache_misses(&self) -> u64 {
+        self.cache_misses.load(Ordering::Relaxed)
     }
 
     /// Whether `password` is `user`'s password according to `credential` (SCRAM-SHA-256:
@@ -155,6 +162,7 @@ impl PasswordVerifier {
             // Verified against another credential (the password changed): check afresh.
             cache.invalidate(&key).await;
         }
+        self.cache_misses.fetch_add(1, Ordering::Relaxed);
         // Concurrent verifications of the same pair share one slow run; a failure is
         // handed to the waiting callers but never stored.
         let init = async {

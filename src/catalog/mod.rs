@@ -15,7 +15,7 @@
 //! Not for: creating tables or spelling SQL (that is `store`), or MongoDB command shapes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -182,6 +182,24 @@ impl CatalogSnapshot {
     }
 }
 
+/// How the metadata cache served (`/metrics`): lookups answered from it and lookups that
+/// read the database, for the catalog snapshot and the metadata records, and how often it
+/// was dropped because docgate changed the catalog (`local`) or another instance announced
+/// a change (`announced`). Lookups with the cache turned off count as neither.
+#[derive(Debug, Default)]
+pub struct CacheCounters {
+    pub snapshot_hits: AtomicU64,
+    pub snapshot_misses: AtomicU64,
+    pub record_hits: AtomicU64,
+    pub record_misses: AtomicU64,
+    pub local_invalidations: AtomicU64,
+    pub announced_invalidations: AtomicU64,
+}
+
+fn count(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
 /// The one metadata cache. Cloning shares it (the caches and the store are shared handles).
 #[derive(Clone)]
 pub struct Catalog {
@@ -195,6 +213,7 @@ pub struct Catalog {
     /// Metadata records (users, REST modules, ...) by kind and database; same settings and
     /// the same invalidation as `cache`.
     meta_cache: Option<Cache<MetaKey, Arc<MetaEntry>>>,
+    counters: Arc<CacheCounters>,
 }
 
 impl Catalog {
@@ -214,10 +233,12 @@ impl Catalog {
                 .build()
         });
         let announced_version = Arc::new(AtomicI64::new(i64::MIN));
+        let counters = Arc::new(CacheCounters::default());
         if let (Some(cache), Some(meta_cache), Some(mut changes)) =
             (cache.clone(), meta_cache.clone(), store.catalog_changes())
         {
             let announced = announced_version.clone();
+            let counters = counters.clone();
             tokio::spawn(async move {
                 use tokio::sync::broadcast::error::RecvError;
                 loop {
@@ -230,6 +251,7 @@ impl Catalog {
                     }
                     cache.invalidate(&()).await;
                     meta_cache.invalidate_all();
+                    count(&counters.announced_invalidations);
                 }
             });
         }
@@ -238,7 +260,13 @@ impl Catalog {
             announced_version,
             cache,
             meta_cache,
+            counters,
         }
+    }
+
+    /// How the cache has served since start.
+    pub fn counters(&self) -> &CacheCounters {
+        &self.counters
     }
 
     /// The current snapshot, from the cache or freshly read.
@@ -247,8 +275,10 @@ impl Catalog {
             return self.fresh_snapshot().await;
         };
         let store = self.store.clone();
+        let mut missed = false;
         let cached = cache
-            .try_get_with((), async move {
+            .try_get_with((), async {
+                missed = true;
                 let mut session = store.session().await?;
                 read_snapshot(session.as_mut()).await.map(Arc::new)
             })
@@ -258,8 +288,14 @@ impl Catalog {
                 Err(shared) => StoreError::Database(shared.to_string()),
             })?;
         if cached.version < self.announced_version.load(Ordering::SeqCst) {
+            count(&self.counters.snapshot_misses);
             return self.fresh_snapshot().await;
         }
+        count(if missed {
+            &self.counters.snapshot_misses
+        } else {
+            &self.counters.snapshot_hits
+        });
         Ok(cached)
     }
 
@@ -346,6 +382,7 @@ impl Catalog {
     /// Drops the cached snapshot and metadata records; call right after committing a
     /// catalog change.
     pub async fn invalidate(&self) {
+        count(&self.counters.local_invalidations);
         if let Some(cache) = &self.cache {
             cache.invalidate(&()).await;
         }
@@ -369,9 +406,11 @@ impl Catalog {
         let key: MetaKey = (kind.to_owned(), db.map(str::to_owned));
         if let Some(entry) = meta_cache.get(&key).await {
             if entry.version >= self.announced_version.load(Ordering::SeqCst) {
+                count(&self.counters.record_hits);
                 return Ok(entry.records.clone());
             }
         }
+        count(&self.counters.record_misses);
         let entry = Arc::new(self.read_meta(kind, db).await?);
         meta_cache.insert(key, entry.clone()).await;
         Ok(entry.records.clone())

@@ -32,7 +32,7 @@ pub enum LogFormat {
     about = "A MongoDB-compatible document server over SQL databases"
 )]
 pub struct Cli {
-    /// TOML settings file (keys: backend, listen, rest_listen, log_format, max_connections,
+    /// TOML settings file (keys: backend, listen, rest_listen, admin_listen, log_format, max_connections,
     /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
     /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.source, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
@@ -52,6 +52,10 @@ pub struct Cli {
     /// Address of the REST (ORDS-style HTTP) listener (default 127.0.0.1:8080), or `off`.
     #[arg(long, env = "DOCGATE_REST_LISTEN")]
     pub rest_listen: Option<String>,
+    /// Address of the admin listener serving `/metrics`, `/livez` and `/readyz` (default
+    /// 127.0.0.1:9216), or `off`.
+    #[arg(long, env = "DOCGATE_ADMIN_LISTEN")]
+    pub admin_listen: Option<String>,
     /// Log format on stderr.
     #[arg(long, env = "DOCGATE_LOG_FORMAT", value_enum)]
     pub log_format: Option<LogFormat>,
@@ -231,6 +235,18 @@ pub struct LimitArgs {
     /// across all connections; a larger message waits its turn (default 1 GiB).
     #[arg(long, env = "DOCGATE_INCOMING_MESSAGE_BUDGET_BYTES")]
     pub incoming_message_budget_bytes: Option<usize>,
+    /// Largest MongoDB message, compressed or not (default and most: MongoDB's 48000000;
+    /// `hello` announces it as `maxMessageSizeBytes`).
+    #[arg(long, env = "DOCGATE_MAX_MESSAGE_BYTES")]
+    pub max_message_bytes: Option<usize>,
+    /// Largest stored document (default and most: MongoDB's 16777216; `hello` announces it
+    /// as `maxBsonObjectSize`); larger ones answer 10334 BSONObjectTooLarge.
+    #[arg(long, env = "DOCGATE_MAX_DOCUMENT_BYTES")]
+    pub max_document_bytes: Option<usize>,
+    /// Deepest nesting of documents and arrays in a stored document (default and most:
+    /// MongoDB's 100).
+    #[arg(long, env = "DOCGATE_MAX_NESTING_DEPTH")]
+    pub max_nesting_depth: Option<usize>,
     /// Most simultaneous REST connections; more wait in the accept queue (default 1024).
     #[arg(long, env = "DOCGATE_REST_MAX_CONNECTIONS")]
     pub rest_max_connections: Option<usize>,
@@ -241,6 +257,13 @@ pub struct LimitArgs {
     /// Time limit of one REST request, evaluation included (default 60s; 0 = none).
     #[arg(long, env = "DOCGATE_REST_REQUEST_TIMEOUT", value_parser = parse_duration)]
     pub rest_request_timeout: Option<Duration>,
+    /// Largest REST request body; a larger one answers 413 (default 48000000).
+    #[arg(long, env = "DOCGATE_REST_MAX_BODY_BYTES")]
+    pub rest_max_body_bytes: Option<usize>,
+    /// Deepest nesting of objects and arrays in a REST JSON body; deeper answers 400
+    /// (default 100).
+    #[arg(long, env = "DOCGATE_REST_MAX_JSON_DEPTH")]
+    pub rest_max_json_depth: Option<usize>,
     /// Bytes a blocking sort or `$group` may hold in a command that sets `allowDiskUse:
     /// false` before it answers 292 (MongoDB's 100 MiB; docgate writes no temporary files,
     /// so without that option the stage keeps what it needs in memory).

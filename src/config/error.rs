@@ -41,6 +41,11 @@ pub enum ConfigError {
     },
     #[error("bad default listen address: {0}")]
     DefaultListen(AddrParseError),
+    #[error("invalid admin_listen {text:?} ({source}): use HOST:PORT or `off`")]
+    AdminListen {
+        text: String,
+        source: AddrParseError,
+    },
     #[error("invalid rest_listen {text:?} ({source}): use HOST:PORT or `off`")]
     RestListen {
         text: String,
@@ -54,6 +59,14 @@ pub enum ConfigError {
     /// A duration that must not be zero (the setting's name).
     #[error("{0} must be positive")]
     NotPositive(String),
+    /// A limit outside what docgate can honour (MongoDB's own value is the most).
+    #[error("limits.{name} is {value}; it must be between {min} and {max}")]
+    LimitRange {
+        name: &'static str,
+        value: usize,
+        min: usize,
+        max: usize,
+    },
     #[error("pool.min ({min}) must not exceed pool.max ({max}), which must be at least 1")]
     Pool { min: usize, max: usize },
     #[error(

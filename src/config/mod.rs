@@ -17,6 +17,6 @@ pub use cli::{parse_duration, Cli, Command, LimitArgs, LogFormat, RestCommand, U
 pub use error::{ConfigError, InvalidDuration};
 pub use resolve::Settings;
 pub use resolve::{
-    parse_rest_listen, DEFAULT_BACKEND, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_REST_LISTEN, REST_LISTEN_OFF,
+    parse_admin_listen, parse_rest_listen, DEFAULT_ADMIN_LISTEN, DEFAULT_BACKEND, DEFAULT_LISTEN,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_REST_LISTEN, REST_LISTEN_OFF,
 };

@@ -17,6 +17,7 @@ use crate::auth::{AuthSettings, ThrottleSettings, VerifierSettings};
 use crate::catalog::MetadataCacheSettings;
 use crate::mongo::settings::{FaceSettings, MongoLimits, TlsIdentityFiles, TlsMode, TlsSettings};
 use crate::ops::cursors::CursorLimits;
+use crate::ops::prepare::DocumentLimits;
 use crate::ops::sessions::SessionSettings;
 use crate::rest::settings::{RestLimits, RestSettings};
 use crate::state::AppSettings;
@@ -26,8 +27,11 @@ use crate::store::settings::{BackendUrl, PoolSettings};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:27017";
 /// Default REST listener: loopback only, ORDS's usual port.
 pub const DEFAULT_REST_LISTEN: &str = "127.0.0.1:8080";
-/// The `--rest-listen` value that turns the REST front end off.
+/// The `--rest-listen` (and `--admin-listen`) value that turns the listener off.
 pub const REST_LISTEN_OFF: &str = "off";
+/// Default admin listener (`/metrics`, `/livez`, `/readyz`): loopback only, the port
+/// MongoDB's Prometheus exporter uses.
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9216";
 /// Default backend: an embedded SQLite database in `./docgate-data`.
 pub const DEFAULT_BACKEND: &str = "sqlite:./docgate-data";
 /// Default bound on simultaneous client connections.
@@ -45,6 +49,20 @@ pub fn parse_rest_listen(text: &str) -> Result<Option<SocketAddr>, ConfigError> 
     text.parse()
         .map(Some)
         .map_err(|source| ConfigError::RestListen {
+            text: text.to_string(),
+            source,
+        })
+}
+
+/// Parses an admin listener setting: an address, or `off` for none.
+pub fn parse_admin_listen(text: &str) -> Result<Option<SocketAddr>, ConfigError> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case(REST_LISTEN_OFF) {
+        return Ok(None);
+    }
+    text.parse()
+        .map(Some)
+        .map_err(|source| ConfigError::AdminListen {
             text: text.to_string(),
             source,
         })
@@ -81,6 +99,8 @@ pub struct Settings {
     pub app: AppSettings,
     /// Address of the REST listener, or `None` for no REST front end.
     pub rest_listen: Option<SocketAddr>,
+    /// Address of the admin listener (`/metrics`, `/livez`, `/readyz`), or `None`.
+    pub admin_listen: Option<SocketAddr>,
     pub log_format: LogFormat,
     /// TLS on the MongoDB listener.
     pub tls: TlsSettings,
@@ -161,6 +181,7 @@ impl Settings {
             ttl_monitor_interval,
             auth,
             shutdown_grace: limits.shutdown_grace,
+            documents: limits.documents,
             argv: argv
                 .iter()
                 .map(|a| super::redact::redact_argument(a))
@@ -172,9 +193,16 @@ impl Settings {
                 .as_deref()
                 .unwrap_or(DEFAULT_REST_LISTEN),
         )?;
+        let admin_listen = parse_admin_listen(
+            cli.admin_listen
+                .or(file.admin_listen)
+                .as_deref()
+                .unwrap_or(DEFAULT_ADMIN_LISTEN),
+        )?;
         Ok(Settings {
             app,
             rest_listen,
+            admin_listen,
             log_format: cli
                 .log_format
                 .or(file.log_format)
@@ -301,8 +329,26 @@ fn resolve_auth(cli: &Cli, file: &FileSettings) -> Result<AuthSettings, ConfigEr
 struct Limits {
     mongo: MongoLimits,
     rest: RestLimits,
+    documents: DocumentLimits,
     shutdown_grace: Duration,
 }
+
+/// `value` if it lies in `min..=max`, else the error naming the setting.
+fn within(name: &'static str, value: usize, min: usize, max: usize) -> Result<usize, ConfigError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::LimitRange {
+            name,
+            value,
+            min,
+            max,
+        })
+    }
+}
+
+/// Room in a message for the command around its largest document.
+const MESSAGE_OVERHEAD: usize = 16 * 1024;
 
 /// Flags and environment over the file over the defaults.
 fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigError> {
@@ -351,6 +397,14 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
             .unauthenticated_max_message_bytes
             .or(file.unauthenticated_max_message_bytes)
             .unwrap_or(mongo_defaults.unauthenticated_max_message_bytes),
+        max_message_bytes: within(
+            "max_message_bytes",
+            args.max_message_bytes
+                .or(file.max_message_bytes)
+                .unwrap_or(mongo_defaults.max_message_bytes),
+            64 * 1024,
+            docgate_wire::MAX_MESSAGE_SIZE_BYTES,
+        )?,
         incoming_message_budget_bytes: args
             .incoming_message_budget_bytes
             .or(file.incoming_message_budget_bytes)
@@ -415,23 +469,54 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
             Some(value) => zero_is_none(value),
             None => rest_defaults.request_timeout,
         },
+        max_body_bytes: args
+            .rest_max_body_bytes
+            .or(file.rest_max_body_bytes)
+            .unwrap_or(rest_defaults.max_body_bytes),
+        max_json_depth: args
+            .rest_max_json_depth
+            .or(file.rest_max_json_depth)
+            .unwrap_or(rest_defaults.max_json_depth),
     };
     let shutdown_grace = duration(args.shutdown_grace, file.shutdown_grace, "shutdown_grace")?
         .unwrap_or(DEFAULT_SHUTDOWN_GRACE);
     if mongo.unauthenticated_max_message_bytes < 4096 {
         return Err(ConfigError::UnauthenticatedMessageTooSmall);
     }
-    if mongo.incoming_message_budget_bytes < docgate_wire::MAX_MESSAGE_SIZE_BYTES {
-        return Err(ConfigError::MessageBudgetTooSmall(
-            docgate_wire::MAX_MESSAGE_SIZE_BYTES,
-        ));
+    if mongo.incoming_message_budget_bytes < mongo.max_message_bytes {
+        return Err(ConfigError::MessageBudgetTooSmall(mongo.max_message_bytes));
     }
+    let document_defaults = DocumentLimits::default();
+    let documents = DocumentLimits {
+        max_bytes: within(
+            "max_document_bytes",
+            args.max_document_bytes
+                .or(file.max_document_bytes)
+                .unwrap_or(document_defaults.max_bytes),
+            1024,
+            document_defaults
+                .max_bytes
+                .min(mongo.max_message_bytes - MESSAGE_OVERHEAD),
+        )?,
+        max_depth: within(
+            "max_nesting_depth",
+            args.max_nesting_depth
+                .or(file.max_nesting_depth)
+                .unwrap_or(document_defaults.max_depth),
+            1,
+            document_defaults.max_depth,
+        )?,
+    };
     if rest.max_connections == 0 {
         return Err(ConfigError::NotAtLeastOne("limits.rest_max_connections"));
+    }
+    if rest.max_json_depth == 0 {
+        return Err(ConfigError::NotAtLeastOne("limits.rest_max_json_depth"));
     }
     Ok(Limits {
         mongo,
         rest,
+        documents,
         shutdown_grace,
     })
 }
@@ -623,6 +708,52 @@ mod tests {
             Some(Duration::from_millis(250))
         );
         assert_eq!(limits.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+    }
+
+    #[test]
+    fn mongodb_limits_may_be_lowered_never_raised() {
+        let defaults = resolve_limits(LimitArgs::default(), FileLimits::default()).unwrap();
+        assert_eq!(defaults.documents, DocumentLimits::default());
+        assert_eq!(defaults.mongo.max_message_bytes, 48_000_000);
+        let lowered = LimitArgs {
+            max_message_bytes: Some(1_000_000),
+            max_document_bytes: Some(65_536),
+            max_nesting_depth: Some(20),
+            ..LimitArgs::default()
+        };
+        let limits = resolve_limits(lowered, FileLimits::default()).unwrap();
+        assert_eq!(limits.mongo.max_message_bytes, 1_000_000);
+        assert_eq!(limits.documents.max_bytes, 65_536);
+        assert_eq!(limits.documents.max_depth, 20);
+        for raised in [
+            LimitArgs {
+                max_message_bytes: Some(48_000_001),
+                ..LimitArgs::default()
+            },
+            LimitArgs {
+                max_document_bytes: Some(16 * 1024 * 1024 + 1),
+                ..LimitArgs::default()
+            },
+            LimitArgs {
+                max_nesting_depth: Some(101),
+                ..LimitArgs::default()
+            },
+            LimitArgs {
+                max_nesting_depth: Some(0),
+                ..LimitArgs::default()
+            },
+            // A document must fit a message with its command around it.
+            LimitArgs {
+                max_message_bytes: Some(100_000),
+                max_document_bytes: Some(99_000),
+                ..LimitArgs::default()
+            },
+        ] {
+            let error = resolve_limits(raised, FileLimits::default())
+                .err()
+                .expect("refused");
+            assert!(error.to_string().contains("must be between"), "{error}");
+        }
     }
 
     #[test]

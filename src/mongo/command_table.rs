@@ -206,12 +206,12 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("whatsmyuri", &[], Command::WhatsMyUri, Open, "The client's address as the server sees it."),
 ];
 
-/// Every name and alias, to its entry.
-static BY_NAME: LazyLock<HashMap<&'static str, &'static CommandSpec>> = LazyLock::new(|| {
+/// Every name and alias, to its entry's position in `COMMANDS`.
+static BY_NAME: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
     let mut by_name = HashMap::new();
-    for spec in COMMANDS {
+    for (position, spec) in COMMANDS.iter().enumerate() {
         for name in std::iter::once(&spec.name).chain(spec.aliases) {
-            by_name.insert(*name, spec);
+            by_name.insert(*name, position);
         }
     }
     by_name
@@ -256,6 +256,11 @@ impl CommandSpec {
 
 /// The command a client names (by its name or an alias), if docgate answers it.
 pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
+    position(name).and_then(|position| COMMANDS.get(position))
+}
+
+/// The position in [`COMMANDS`] of the command a client names, if docgate answers it.
+pub fn position(name: &str) -> Option<usize> {
     BY_NAME.get(name).copied()
 }
 

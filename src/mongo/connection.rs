@@ -83,7 +83,8 @@ pub async fn handle_connection<S>(
         let message = match read {
             Ok(message) => message,
             Err(error) => {
-                log_closing(&connection, &error, limits);
+                log_closing(&server, &connection, &error, limits);
+                super::observe::count_read_limit(&server, &error, limits);
                 break;
             }
         };
@@ -141,7 +142,7 @@ fn read_limits(server: &MongoServer, connection: &ConnectionInfo, open_access: b
         ReadLimits {
             idle: limits.idle_timeout,
             message: limits.message_timeout,
-            max_message: docgate_wire::MAX_MESSAGE_SIZE_BYTES,
+            max_message: limits.max_message_bytes,
         }
     } else {
         ReadLimits {
@@ -183,7 +184,12 @@ where
     handling.await
 }
 
-fn log_closing(connection: &ConnectionInfo, error: &ReadError, limits: ReadLimits) {
+fn log_closing(
+    server: &MongoServer,
+    connection: &ConnectionInfo,
+    error: &ReadError,
+    limits: ReadLimits,
+) {
     match error {
         ReadError::Closed | ReadError::Io(_) => {
             tracing::debug!(connection = connection.id, %error, "connection dropped")
@@ -191,7 +197,7 @@ fn log_closing(connection: &ConnectionInfo, error: &ReadError, limits: ReadLimit
         ReadError::Idle(_) => {
             tracing::debug!(connection = connection.id, peer = %connection.peer, %error, "closing idle connection")
         }
-        ReadError::TooLarge { .. } if limits.max_message < docgate_wire::MAX_MESSAGE_SIZE_BYTES => {
+        ReadError::TooLarge { .. } if limits.max_message < server.limits.max_message_bytes => {
             tracing::info!(connection = connection.id, peer = %connection.peer, %error, "closing connection: not authenticated (see --unauthenticated-max-message-bytes)")
         }
         _ => {

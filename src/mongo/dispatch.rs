@@ -65,10 +65,12 @@ pub async fn dispatch(
     request: CommandRequest,
     interrupt: &Interrupt,
 ) -> CommandReply {
+    let timer = super::observe::CommandTimer::start(&request.name);
     let reply = match replication::receive_cluster_time(server, &request) {
         Ok(()) => dispatch_command(server, connection, request, interrupt).await,
         Err(error) => error.to_reply().into(),
     };
+    timer.finish(server, &reply);
     replication::stamp_reply(server, reply)
 }
 

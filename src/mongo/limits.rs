@@ -1,7 +1,7 @@
 //! The limits and versions docgate announces to drivers in `hello` and `buildInfo`, and
 //! enforces: the write batch size, the wire and server version, the session timeout. (The
-//! BSON document limit is the core's, `crate::ops::prepare::MAX_BSON_OBJECT_SIZE`; the
-//! message size limit the wire crate's.)
+//! document limits are the core's, `crate::ops::prepare::DocumentLimits`; the message size
+//! limit `settings::MongoLimits::max_message_bytes`, at most the wire crate's.)
 //!
 //! Not for: the operator-set limits of `[limits]` (`settings::MongoLimits`).
 

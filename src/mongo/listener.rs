@@ -94,6 +94,9 @@ pub async fn serve(
     });
 
     loop {
+        if limit.available_permits() == 0 {
+            super::observe::count_connection_limit(&server);
+        }
         let permit = tokio::select! {
             permit = limit.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,

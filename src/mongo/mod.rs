@@ -14,6 +14,7 @@ pub mod dispatch;
 pub mod error;
 pub mod limits;
 pub mod listener;
+pub mod observe;
 pub mod reader;
 pub mod request;
 pub mod settings;
@@ -51,6 +52,8 @@ pub struct MongoServer {
     pub service_id: ObjectId,
     /// The fail points `configureFailPoint` set (`--enable-test-commands`).
     pub fail_points: commands::fail_points::FailPoints,
+    /// Each command's `/metrics` series (`observe`).
+    pub command_series: observe::CommandSeriesTable,
     /// Set when shutdown begins, so that awaitable `hello`s answer at once.
     draining: AtomicBool,
     next_connection_id: AtomicI64,
@@ -81,6 +84,7 @@ impl MongoServer {
             process_id: ObjectId::new(),
             service_id: ObjectId::new(),
             fail_points: commands::fail_points::FailPoints::default(),
+            command_series: Default::default(),
             draining: AtomicBool::new(false),
             message_budget,
             next_connection_id: AtomicI64::new(1),

@@ -70,6 +70,8 @@ pub struct MongoLimits {
     /// Largest message a connection may send before it has authenticated, when
     /// authentication is required.
     pub unauthenticated_max_message_bytes: usize,
+    /// Largest message a connection may send (`maxMessageSizeBytes`).
+    pub max_message_bytes: usize,
     /// Bytes of incoming messages (and their decompressed bodies) held at once across all
     /// connections.
     pub incoming_message_budget_bytes: usize,
@@ -90,6 +92,7 @@ impl Default for MongoLimits {
             unauthenticated_idle_timeout: Duration::from_secs(60),
             message_timeout: Duration::from_secs(60),
             unauthenticated_max_message_bytes: 64 * 1024,
+            max_message_bytes: docgate_wire::MAX_MESSAGE_SIZE_BYTES,
             incoming_message_budget_bytes: 1 << 30,
             default_max_time: None,
             blocking_stage_memory_bytes: crate::query::memory::BLOCKING_STAGE_LIMIT,

@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 use bson::{Bson, Document};
 
 use super::namespace::{check_collection_name, check_db_name};
-use super::prepare::prepare_for_storage;
+use super::prepare::{prepare_for_storage, DocumentLimits};
 use super::read;
 use super::transaction::{OpScope, Transaction};
 use super::write::{collection_for_write, mark_multikey};
@@ -71,8 +71,9 @@ pub async fn write_output(
         }));
     }
     check_collection_name(target_db, &target.coll)?;
+    let limits = scope.state.settings.documents;
     let mut transaction = scope.begin().await?;
-    match write_in(&mut transaction, target_db, output, documents).await {
+    match write_in(&mut transaction, target_db, output, documents, limits).await {
         Ok(()) => transaction.commit().await,
         Err(error) => {
             transaction.rollback().await?;
@@ -92,6 +93,7 @@ async fn write_in(
     target_db: &str,
     output: &OutputStage,
     documents: Vec<Document>,
+    limits: DocumentLimits,
 ) -> Result<(), OpError> {
     let coll = &output.target().coll;
     let existing = crate::catalog::read_snapshot(transaction.session())
@@ -103,13 +105,20 @@ async fn write_in(
     }
     match output {
         OutputStage::Out(_) => {
-            replace_collection(transaction, target_db, coll, existing.as_deref(), documents)
-                .await?;
+            replace_collection(
+                transaction,
+                target_db,
+                coll,
+                existing.as_deref(),
+                documents,
+                limits,
+            )
+            .await?;
         }
         OutputStage::Merge(spec) => {
             let info = collection_for_write(transaction, target_db, coll).await?;
             let namespace = format!("{target_db}.{coll}");
-            merge_all(transaction, &info, &namespace, spec, documents).await?;
+            merge_all(transaction, &info, &namespace, spec, documents, limits).await?;
         }
     }
     Ok(())
@@ -152,6 +161,7 @@ async fn replace_collection(
     coll: &str,
     existing: Option<&CollectionInfo>,
     documents: Vec<Document>,
+    limits: DocumentLimits,
 ) -> Result<u64, OpError> {
     let namespace = format!("{db}.{coll}");
     let temp_name = format!("tmp.agg_out.{}", bson::oid::ObjectId::new().to_hex());
@@ -165,7 +175,7 @@ async fn replace_collection(
     transaction.changed_catalog();
     let mut prepared = Vec::with_capacity(documents.len());
     for document in documents {
-        prepared.push(prepare_for_storage(document, &[])?);
+        prepared.push(prepare_for_storage(document, &[], limits)?);
     }
     let stored: Vec<_> = prepared.iter().map(|p| p.stored.clone()).collect();
     let outcome = transaction.session().insert(&temp, &stored, true).await?;
@@ -287,6 +297,7 @@ async fn merge_all(
     namespace: &str,
     spec: &MergeSpec,
     documents: Vec<Document>,
+    limits: DocumentLimits,
 ) -> Result<u64, OpError> {
     if !spec.on_is_id() && !has_unique_index_on(&info.indexes, &spec.on) {
         return Err(OpError::Query(QueryError::location(
@@ -379,14 +390,14 @@ async fn merge_all(
     let mut new_multikey = BTreeSet::new();
     let mut replaced = Vec::new();
     for merged in target.values().filter(|m| m.existed && m.changed) {
-        let prepared = prepare_for_storage(merged.document.clone(), &info.indexes)?;
+        let prepared = prepare_for_storage(merged.document.clone(), &info.indexes, limits)?;
         new_multikey.extend(prepared.new_multikey.iter().copied());
         replaced.push(prepared);
     }
     let mut inserted = Vec::with_capacity(inserted_keys.len());
     for key in &inserted_keys {
         if let Some(merged) = target.remove(key) {
-            let prepared = prepare_for_storage(merged.document, &info.indexes)?;
+            let prepared = prepare_for_storage(merged.document, &info.indexes, limits)?;
             new_multikey.extend(prepared.new_multikey.iter().copied());
             inserted.push(prepared);
         }

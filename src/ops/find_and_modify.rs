@@ -118,21 +118,26 @@ pub async fn find_and_modify(
                 sort,
                 collation,
             };
-            let applied =
-                match apply_statement(transaction.session(), &collection, &statement, &namespace)
-                    .await
-                {
-                    Ok(applied) => applied,
-                    Err(StatementFailure::Error(error)) => return Err(error),
-                    Err(StatementFailure::Store(error)) => return Err(error.into()),
-                    Err(StatementFailure::Duplicate { namespace, id }) => {
-                        let entry = duplicate_id_error(0, &namespace, &id);
-                        return Err(OpError::DuplicateKey(Box::new(entry)));
-                    }
-                    Err(StatementFailure::IndexDuplicate { entry }) => {
-                        return Err(OpError::DuplicateKey(entry));
-                    }
-                };
+            let applied = match apply_statement(
+                transaction.session(),
+                &collection,
+                &statement,
+                &namespace,
+                state.settings.documents,
+            )
+            .await
+            {
+                Ok(applied) => applied,
+                Err(StatementFailure::Error(error)) => return Err(error),
+                Err(StatementFailure::Store(error)) => return Err(error.into()),
+                Err(StatementFailure::Duplicate { namespace, id }) => {
+                    let entry = duplicate_id_error(0, &namespace, &id);
+                    return Err(OpError::DuplicateKey(Box::new(entry)));
+                }
+                Err(StatementFailure::IndexDuplicate { entry }) => {
+                    return Err(OpError::DuplicateKey(entry));
+                }
+            };
             mark_multikey(&mut transaction, &collection.indexes, &applied.new_multikey).await?;
             if let Some((id, inserted)) = applied.upserted {
                 FoundAndModified {

@@ -65,7 +65,9 @@ pub async fn insert(
     let mut invalid: Vec<(usize, OpError)> = Vec::new();
     for (index, value) in documents.into_iter().enumerate() {
         let result = match value {
-            Bson::Document(document) => prepare_for_storage(document, indexes),
+            Bson::Document(document) => {
+                prepare_for_storage(document, indexes, state.settings.documents)
+            }
             _ => Err(OpError::TypeMismatch(
                 "insert documents must be objects".into(),
             )),

@@ -1,6 +1,7 @@
 //! A document made ready to store, as MongoDB checks it before an insert, a replacement or
 //! an upsert: `_id` first (an ObjectId added when missing) and of an allowed type, nesting
-//! and size within MongoDB's limits, encoded, and its keys computed for every secondary
+//! and size within the limits ([`DocumentLimits`]: MongoDB's, or lower ones the operator
+//! set), encoded, and its keys computed for every secondary
 //! index of the collection.
 //!
 //! Not for: writing it (the store) or the statement around it (`update`, the front ends).
@@ -16,6 +17,25 @@ pub const MAX_BSON_OBJECT_SIZE: i32 = 16 * 1024 * 1024;
 
 /// Deepest nesting of documents and arrays MongoDB stores (the top-level document is 1).
 pub const MAX_DOCUMENT_NESTING: usize = 100;
+
+/// The size and nesting a stored document may have (`--max-document-bytes`,
+/// `--max-nesting-depth`): MongoDB's limits unless the operator set lower ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocumentLimits {
+    /// Largest encoded document (`maxBsonObjectSize` in `hello`).
+    pub max_bytes: usize,
+    /// Deepest nesting of documents and arrays.
+    pub max_depth: usize,
+}
+
+impl Default for DocumentLimits {
+    fn default() -> Self {
+        DocumentLimits {
+            max_bytes: MAX_BSON_OBJECT_SIZE as usize,
+            max_depth: MAX_DOCUMENT_NESTING,
+        }
+    }
+}
 
 /// Depth of the deepest embedded document or array (iterative: input may be deep).
 pub fn nesting_depth(document: &Document) -> usize {
@@ -87,6 +107,7 @@ pub struct PreparedDocument {
 pub fn prepare_for_storage(
     document: Document,
     indexes: &[CollectionIndex],
+    limits: DocumentLimits,
 ) -> Result<PreparedDocument, OpError> {
     let mut ordered = Document::new();
     let id = match document.get("_id") {
@@ -100,9 +121,10 @@ pub fn prepare_for_storage(
             ordered.insert(key, value);
         }
     }
-    if nesting_depth(&ordered) > MAX_DOCUMENT_NESTING {
+    if nesting_depth(&ordered) > limits.max_depth {
         return Err(OpError::BadValue(format!(
-            "BSONObj exceeds maximum nested object depth: {MAX_DOCUMENT_NESTING}"
+            "BSONObj exceeds maximum nested object depth: {}",
+            limits.max_depth
         )));
     }
     let mut index_keys = Vec::with_capacity(indexes.len());
@@ -122,7 +144,7 @@ pub fn prepare_for_storage(
     let bytes = ordered
         .to_vec()
         .map_err(|e| OpError::BadValue(format!("cannot encode document: {e}")))?;
-    let max = MAX_BSON_OBJECT_SIZE as usize;
+    let max = limits.max_bytes;
     if bytes.len() > max {
         return Err(OpError::DocumentTooLarge(format!(
             "object to insert too large. size in bytes: {}, max size: {max}",

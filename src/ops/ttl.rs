@@ -126,7 +126,11 @@ mod tests {
         let info = catalog.collection_info("db", name).await.unwrap().unwrap();
         let stored: Vec<_> = docs
             .into_iter()
-            .map(|d| prepare_for_storage(d, &info.indexes).unwrap().stored)
+            .map(|d| {
+                prepare_for_storage(d, &info.indexes, Default::default())
+                    .unwrap()
+                    .stored
+            })
             .collect();
         session.insert(&record, &stored, true).await.unwrap();
     }

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use bson::{Bson, Document};
 
-use super::prepare::prepare_for_storage;
+use super::prepare::{prepare_for_storage, DocumentLimits};
 use super::read;
 use super::write_errors::{command_write_error, duplicate_id_error, duplicate_index_error};
 use super::OpError;
@@ -106,6 +106,7 @@ pub async fn apply_statement(
     collection: &CollectionInfo,
     statement: &UpdateStatement,
     namespace: &str,
+    limits: DocumentLimits,
 ) -> Result<AppliedStatement, StatementFailure> {
     let record = &collection.record;
     let limit = if statement.multi { None } else { Some(1) };
@@ -137,7 +138,7 @@ pub async fn apply_statement(
                 statement.update.apply_with_context(&mut document, &context)
             })?;
             if changed_here {
-                let prepared = prepare_for_storage(document.clone(), &collection.indexes)?;
+                let prepared = prepare_for_storage(document.clone(), &collection.indexes, limits)?;
                 let original_id = original.get("_id").cloned().unwrap_or(Bson::Null);
                 if prepared.stored.key != encode_key(&original_id) {
                     return Err(StatementFailure::Error(OpError::Query(
@@ -166,7 +167,7 @@ pub async fn apply_statement(
         if applied.matched.is_empty() && statement.upsert {
             let seed = upsert_seed(&statement.filter)?;
             let document = statement.update.apply_for_upsert(seed)?;
-            let prepared = prepare_for_storage(document, &collection.indexes)?;
+            let prepared = prepare_for_storage(document, &collection.indexes, limits)?;
             let inserted = session
                 .insert(record, std::slice::from_ref(&prepared.stored), true)
                 .await?;

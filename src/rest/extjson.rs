@@ -15,14 +15,54 @@ use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use super::error::{RestError, RestResult};
+use super::RestState;
 
-/// Parses a request body as JSON; an empty body is `default`.
-pub fn parse_body(body: &[u8], default: Value) -> RestResult<Value> {
+/// Parses a request body as JSON; an empty body is `default`. A body nesting objects and
+/// arrays deeper than `--rest-max-json-depth` is refused before it is parsed.
+pub fn parse_body(state: &RestState, body: &[u8], default: Value) -> RestResult<Value> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(default);
     }
+    let max = state.limits.max_json_depth;
+    if json_depth_exceeds(body, max) {
+        state
+            .metrics
+            .limit_hit(crate::metrics::LimitHit::RestJsonDepth);
+        return Err(RestError::BadRequest(format!(
+            "request body nests objects and arrays deeper than {max} levels (--rest-max-json-depth)"
+        )));
+    }
     serde_json::from_slice(body)
         .map_err(|e| RestError::BadRequest(format!("request body is not valid JSON: {e}")))
+}
+
+/// Whether the JSON text opens more than `max` objects and arrays inside one another
+/// (brackets inside strings do not count). Malformed text is left to the parser.
+fn json_depth_exceeds(text: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// A JSON object (Extended JSON) as a BSON document; `what` names it in errors.
@@ -206,6 +246,16 @@ fn json_type(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn json_depth_counts_brackets_outside_strings() {
+        assert!(!json_depth_exceeds(br#"{"a":[{"b":1}]}"#, 3));
+        assert!(json_depth_exceeds(br#"{"a":[{"b":[1]}]}"#, 3));
+        assert!(!json_depth_exceeds(br#"{"a":"[[[[\"{{{{"}"#, 1));
+        let deep = "[".repeat(101) + &"]".repeat(101);
+        assert!(json_depth_exceeds(deep.as_bytes(), 100));
+    }
+
     use super::*;
 
     #[test]

@@ -1,61 +1,26 @@
-//! Health probes for load balancers and orchestrators, on the REST listener, without
-//! authentication (they reveal nothing but up or down):
-//! - `GET /livez`: 200 `{"status":"ok"}` while the process serves requests;
-//! - `GET /readyz`: 200 `{"status":"ok","backend":…}` when the database answers a statement
-//!   (the catalog version, read through a pooled session) within 2 seconds, else 503
-//!   `{"status":"unavailable",…}` naming no internals — the detail goes to the server log.
+//! The health probes on the REST listener, `GET /livez` and `GET /readyz`, without
+//! authentication: the same answers as on the admin listener (`crate::metrics::health`).
 //!
-//! Not for: metrics (counters are in `serverStatus`).
+//! Not for: metrics (`/metrics` is on the admin listener only).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::RestState;
-
-/// How long `/readyz` waits for the database before it answers 503.
-const READY_TIMEOUT: Duration = Duration::from_secs(2);
+use crate::metrics::health;
 
 /// The probe routes.
 pub fn routes() -> Router<Arc<RestState>> {
     Router::new()
-        .route("/livez", get(live))
+        .route("/livez", get(|| async { health::live() }))
         .route("/readyz", get(ready))
 }
 
-async fn live() -> Json<Value> {
-    Json(json!({"status": "ok"}))
-}
-
 async fn ready(State(state): State<Arc<RestState>>) -> (StatusCode, Json<Value>) {
-    let backend = state.store.backend_name();
-    let probe = async {
-        let mut session = state.store.session().await?;
-        session.catalog_version().await
-    };
-    let reason = match tokio::time::timeout(READY_TIMEOUT, probe).await {
-        Ok(Ok(_)) => {
-            return (
-                StatusCode::OK,
-                Json(json!({"status": "ok", "backend": backend})),
-            )
-        }
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "readiness probe: the database did not answer");
-            "the database did not answer"
-        }
-        Err(_) => {
-            tracing::warn!("readiness probe: the database did not answer within 2 s");
-            "the database did not answer in time"
-        }
-    };
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        Json(json!({"status": "unavailable", "backend": backend, "reason": reason})),
-    )
+    health::ready(&state).await
 }

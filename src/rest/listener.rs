@@ -9,6 +9,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,19 +28,25 @@ use tower_service::Service;
 use super::error::RestError;
 use super::settings::RestLimits;
 use crate::interrupt::{Interrupt, Interruption};
+use crate::metrics::{LimitHit, RestRoute};
+use crate::state::{AppState, ServerCounters};
 
 /// Serves `app` on `listener` until `shutdown` turns true, then lets requests in flight
 /// finish (for at most the shutdown grace).
 pub async fn serve(
     app: Router,
+    state: Arc<AppState>,
     limits: RestLimits,
-    grace: Duration,
     listener: TcpListener,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let grace = state.settings.shutdown_grace;
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let tracker = TaskTracker::new();
     loop {
+        if slots.available_permits() == 0 {
+            state.metrics.limit_hit(LimitHit::RestMaxConnections);
+        }
         let permit = tokio::select! {
             permit = slots.clone().acquire_owned() => match permit {
                 Ok(permit) => permit,
@@ -63,8 +70,15 @@ pub async fn serve(
         let app = app.clone();
         let connection_shutdown = shutdown.clone();
         let limits = limits.clone();
+        let state = state.clone();
         tracker.spawn(async move {
-            serve_connection(app, limits, stream, peer, connection_shutdown).await;
+            let counters = &state.counters;
+            ServerCounters::add(&counters.rest_connections_current, 1);
+            ServerCounters::add(&counters.rest_connections_total, 1);
+            serve_connection(app, &state, limits, stream, peer, connection_shutdown).await;
+            counters
+                .rest_connections_current
+                .fetch_sub(1, Ordering::Relaxed);
             drop(permit);
         });
     }
@@ -76,6 +90,7 @@ pub async fn serve(
 
 async fn serve_connection(
     app: Router,
+    state: &Arc<AppState>,
     limits: RestLimits,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
@@ -85,7 +100,10 @@ async fn serve_connection(
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
         let mut app = app.clone();
+        let state = state.clone();
         async move {
+            let started = Instant::now();
+            let method = request.method().clone();
             let interrupt = Interrupt::new(request_timeout.map(|limit| Instant::now() + limit));
             let running = app.call(request.map(axum::body::Body::new));
             let response = crate::compute::scope(interrupt.clone(), async {
@@ -96,6 +114,7 @@ async fn serve_connection(
                         Ok(response) => response,
                         Err(_) => {
                             interrupt.cancel(Interruption::TimeLimit);
+                            state.metrics.limit_hit(LimitHit::RestRequestTimeout);
                             Ok::<Response, Infallible>(
                                 RestError::from(Interruption::TimeLimit).into_response(),
                             )
@@ -104,6 +123,9 @@ async fn serve_connection(
                 }
             })
             .await;
+            if let Ok(response) = &response {
+                record(&state, &method, response, started);
+            }
             response
         }
     });
@@ -123,6 +145,31 @@ async fn serve_connection(
         _ = async { shutdown.wait_for(|stopping| *stopping).await.is_ok() } => {
             connection.as_mut().graceful_shutdown();
             let _ = connection.await;
+        }
+    }
+}
+
+/// Records a request for `/metrics`: its route (labelled by the router; a request cut off
+/// by its time limit has none), method, status and time; a 413 is the body limit's hit.
+fn record(state: &AppState, method: &axum::http::Method, response: &Response, started: Instant) {
+    let status = response.status();
+    if status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        state.metrics.limit_hit(LimitHit::RestBodySize);
+    }
+    let elapsed = started.elapsed();
+    let status = status.as_u16();
+    match response.extensions().get::<RestRoute>() {
+        Some(route) => state
+            .metrics
+            .record_rest_request(route, method, status, elapsed),
+        None => {
+            let timed_out = RestRoute {
+                module: String::new(),
+                route: "timed out".to_owned(),
+            };
+            state
+                .metrics
+                .record_rest_request(&timed_out, method, status, elapsed)
         }
     }
 }

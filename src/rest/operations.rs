@@ -234,14 +234,21 @@ async fn update_once(
             None => return Ok(UpdateOutcome::NotFound),
         }
     };
-    let applied =
-        match apply_statement(transaction.session(), &collection, &statement, &namespace).await {
-            Ok(applied) => applied,
-            Err(failure) => {
-                transaction.rollback().await?;
-                return Err(statement_failure(failure));
-            }
-        };
+    let applied = match apply_statement(
+        transaction.session(),
+        &collection,
+        &statement,
+        &namespace,
+        state.settings.documents,
+    )
+    .await
+    {
+        Ok(applied) => applied,
+        Err(failure) => {
+            transaction.rollback().await?;
+            return Err(statement_failure(failure));
+        }
+    };
     mark_multikey(&mut transaction, &collection.indexes, &applied.new_multikey).await?;
     transaction.commit().await?;
     ServerCounters::add(&state.counters.op_update, 1);

@@ -49,6 +49,17 @@ pub struct RestLimits {
     pub idle_timeout: Duration,
     /// Time limit of one request, evaluation included.
     pub request_timeout: Option<Duration>,
+    /// Largest request body (413 beyond).
+    pub max_body_bytes: usize,
+    /// Deepest nesting of objects and arrays in a JSON body (400 beyond).
+    pub max_json_depth: usize,
+}
+
+impl RestLimits {
+    /// MongoDB's largest message (a bulk insert).
+    pub const DEFAULT_MAX_BODY_BYTES: usize = 48_000_000;
+    /// MongoDB's nesting limit for stored documents.
+    pub const DEFAULT_MAX_JSON_DEPTH: usize = 100;
 }
 
 impl Default for RestLimits {
@@ -57,6 +68,8 @@ impl Default for RestLimits {
             max_connections: 1024,
             idle_timeout: Duration::from_secs(60),
             request_timeout: Some(Duration::from_secs(60)),
+            max_body_bytes: RestLimits::DEFAULT_MAX_BODY_BYTES,
+            max_json_depth: RestLimits::DEFAULT_MAX_JSON_DEPTH,
         }
     }
 }

@@ -192,7 +192,7 @@ async fn post_to_collection(
     caller.require_action(action, &db)?;
     match params.get("action") {
         None => {
-            let document = match extjson::parse_body(&body, Value::Null)? {
+            let document = match extjson::parse_body(&state, &body, Value::Null)? {
                 Value::Array(_) => {
                     return Err(RestError::BadRequest(
                         "to insert an array of documents, POST it with ?action=insert".into(),
@@ -216,13 +216,13 @@ async fn post_to_collection(
             Ok(response)
         }
         Some("insert") => {
-            let value = extjson::parse_body(&body, Value::Null)?;
+            let value = extjson::parse_body(&state, &body, Value::Null)?;
             let documents = extjson::to_documents(value, "the documents")?;
             let ids = operations::insert_documents(&state, &db, &coll, documents).await?;
             Ok((StatusCode::OK, Json(inserted_items(&ids))).into_response())
         }
         Some("query") => {
-            let value = extjson::parse_body(&body, json!({}))?;
+            let value = extjson::parse_body(&state, &body, json!({}))?;
             let filter = extjson::to_document(value, "the filter")?;
             Ok(
                 page_of(&state, (&db, &coll), &filter, &params, &uri, &headers)
@@ -231,7 +231,7 @@ async fn post_to_collection(
             )
         }
         Some("delete") => {
-            let value = extjson::parse_body(&body, Value::Null)?;
+            let value = extjson::parse_body(&state, &body, Value::Null)?;
             let filter = extjson::to_document(value, "the filter")?;
             let deleted = operations::delete_matching(&state, &db, &coll, &filter, false).await?;
             Ok(Json(json!({"count": deleted, "itemsDeleted": deleted})).into_response())
@@ -271,8 +271,10 @@ async fn put_document(
     caller.require_action(Action::Update, &db)?;
     caller.require_action(Action::Insert, &db)?;
     let id = id_from_segment(&id);
-    let mut document =
-        extjson::to_document(extjson::parse_body(&body, Value::Null)?, "the document")?;
+    let mut document = extjson::to_document(
+        extjson::parse_body(&state, &body, Value::Null)?,
+        "the document",
+    )?;
     if let Some(given) = document.get("_id") {
         if given != &id {
             return Err(RestError::BadRequest(format!(
@@ -313,7 +315,7 @@ async fn patch_document(
 ) -> RestResult<Json<RelaxedDocument>> {
     caller.require_action(Action::Update, &db)?;
     let id = id_from_segment(&id);
-    let update = match extjson::parse_body(&body, Value::Null)? {
+    let update = match extjson::parse_body(&state, &body, Value::Null)? {
         Value::Array(stages) => {
             let stages = extjson::to_documents(Value::Array(stages), "the update pipeline")?;
             UpdateSpec::parse_pipeline(&stages)?

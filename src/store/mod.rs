@@ -22,6 +22,8 @@ pub mod settings;
 pub mod sqlite;
 mod where_clause;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use async_trait::async_trait;
 use bson::Document;
 
@@ -133,12 +135,14 @@ impl MetaRecord {
     }
 }
 
-/// The connection pool's figures (`serverStatus`).
+/// The connection pool's figures (`serverStatus`, `/metrics`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PoolStatus {
     pub max_size: usize,
     pub size: usize,
     pub in_use: usize,
+    /// Callers waiting for a connection now.
+    pub waiting: usize,
 }
 
 impl PoolStatus {
@@ -148,7 +152,59 @@ impl PoolStatus {
             max_size: status.max_size,
             size: status.size,
             in_use: status.size.saturating_sub(status.available),
+            waiting: status.waiting,
         }
+    }
+}
+
+/// Running totals each backend keeps of its pool and its statements (`/metrics`).
+#[derive(Debug)]
+pub struct StoreCounters {
+    /// Connections checked out of the pool.
+    pub checkouts: AtomicU64,
+    /// Checkouts that found every connection of a full pool in use and waited.
+    pub waits: AtomicU64,
+    /// Checkouts that waited `pool.wait_timeout` in vain (`StoreError::PoolTimeout`).
+    pub timeouts: AtomicU64,
+    /// Time the backend took per statement (PostgreSQL: one statement's round trip;
+    /// SQLite: one call on the connection's blocking thread, its statements together).
+    pub statement_seconds: crate::metrics::LatencyHistogram,
+}
+
+impl Default for StoreCounters {
+    fn default() -> Self {
+        StoreCounters {
+            checkouts: AtomicU64::new(0),
+            waits: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
+            statement_seconds: crate::metrics::latency_histogram(),
+        }
+    }
+}
+
+impl StoreCounters {
+    /// Checks a connection out of `pool`, counting the checkout, whether it had to wait,
+    /// and whether it timed out.
+    pub(crate) async fn checkout<M: deadpool::managed::Manager>(
+        &self,
+        pool: &deadpool::managed::Pool<M>,
+    ) -> Result<deadpool::managed::Object<M>, deadpool::managed::PoolError<M::Error>> {
+        self.checkouts.fetch_add(1, Ordering::Relaxed);
+        let status = pool.status();
+        if status.available == 0 && status.size >= status.max_size {
+            self.waits.fetch_add(1, Ordering::Relaxed);
+        }
+        let checked_out = pool.get().await;
+        if let Err(deadpool::managed::PoolError::Timeout(_)) = &checked_out {
+            self.timeouts.fetch_add(1, Ordering::Relaxed);
+        }
+        checked_out
+    }
+
+    /// Records one statement's time.
+    pub(crate) fn statement_took(&self, started: std::time::Instant) {
+        self.statement_seconds
+            .observe(started.elapsed().as_secs_f64());
     }
 }
 
@@ -212,6 +268,9 @@ pub trait Store: Send + Sync + 'static {
     /// The connection pool now: its limit, its connections, and how many are checked out
     /// (a multi-document transaction holds one for its whole life).
     fn pool_status(&self) -> PoolStatus;
+
+    /// The pool's and the statements' running totals.
+    fn counters(&self) -> &StoreCounters;
 
     /// Checks a connection out of the pool. Waits at most the pool's wait timeout, then
     /// answers `StoreError::PoolTimeout`.

@@ -2,7 +2,8 @@
 //! (`tests/common`, `tests/postgres_support`, and the tests that run a CLI subcommand) and the
 //! benches (`benches/common` includes this file with `#[path]`): the command itself
 //! ([`docgate_command`]), and a server started on free loopback ports for the wire and REST
-//! front ends, with its stderr in a log file, waited for until it accepts connections, and
+//! front ends and the admin listener (`/metrics`; never the default 9216, which several
+//! servers cannot share), with its stderr in a log file, waited for until it accepts connections, and
 //! started again on other ports when another process took a port first ([`Launch::start`]).
 //!
 //! Not here: choosing the backend or the data directory, clients, or what a test asserts —
@@ -29,7 +30,8 @@ pub fn free_port() -> u16 {
 }
 
 /// How to start one serving `docgate`: `--listen 127.0.0.1:<free port> --backend <backend>
-/// --rest-listen 127.0.0.1:<free port> <args>`.
+/// --rest-listen 127.0.0.1:<free port> --admin-listen 127.0.0.1:<free port> <args>` (no
+/// `--admin-listen` of its own when `args` give one).
 pub struct Launch<'a> {
     /// The `--backend` argument.
     pub backend: &'a str,
@@ -55,6 +57,8 @@ pub struct Launched {
     pub port: u16,
     /// The REST front end's port.
     pub rest_port: u16,
+    /// The admin listener's port (`/metrics`, `/livez`, `/readyz`).
+    pub admin_port: u16,
     /// Its stderr.
     pub log: PathBuf,
 }
@@ -97,6 +101,7 @@ impl Launch<'_> {
     fn start_once(&self, log: &Path) -> Result<Launched, String> {
         let port = free_port();
         let rest_port = free_port();
+        let admin_port = free_port();
         let stderr = File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
         let mut command = docgate_command();
         if let Some(limit) = self.open_file_limit {
@@ -116,13 +121,19 @@ impl Launch<'_> {
                 });
             }
         }
-        let mut child = command
+        command
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--backend")
             .arg(self.backend)
             .arg("--rest-listen")
-            .arg(format!("127.0.0.1:{rest_port}"))
+            .arg(format!("127.0.0.1:{rest_port}"));
+        if !self.args.contains(&"--admin-listen") {
+            command
+                .arg("--admin-listen")
+                .arg(format!("127.0.0.1:{admin_port}"));
+        }
+        let mut child = command
             .args(self.args)
             .envs(self.envs.iter().copied())
             .stdin(Stdio::null())
@@ -135,6 +146,7 @@ impl Launch<'_> {
                 child,
                 port,
                 rest_port,
+                admin_port,
                 log: log.to_path_buf(),
             }),
             Err(why) => {

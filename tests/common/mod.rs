@@ -172,6 +172,8 @@ pub struct TestServer {
     port: u16,
     /// The port of the REST front end (`--rest-listen`) of the current run.
     rest_port: u16,
+    /// The port of the admin listener (`--admin-listen`: `/metrics`) of the current run.
+    admin_port: u16,
     /// Holds the data directory and the stderr logs; deleted on drop.
     dir: TempDir,
     /// Incremented on every spawn, so each run of the server has its own log file.
@@ -210,6 +212,7 @@ impl TestServer {
             child: None,
             port: 0,
             rest_port: 0,
+            admin_port: 0,
             dir,
             runs: 0,
             backend,
@@ -294,6 +297,12 @@ impl TestServer {
     /// `http://127.0.0.1:<rest port>`: prefix of every REST URL of the current server.
     pub fn rest_base(&self) -> String {
         format!("http://127.0.0.1:{}", self.rest_port)
+    }
+
+    /// `http://127.0.0.1:<admin port>`: where the current server serves `/metrics`,
+    /// `/livez` and `/readyz`.
+    pub fn admin_base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.admin_port)
     }
 
     /// A connection string for the current server (direct connection, short
@@ -394,6 +403,7 @@ impl TestServer {
                 self.child = Some(launched.child);
                 self.port = launched.port;
                 self.rest_port = launched.rest_port;
+                self.admin_port = launched.admin_port;
             }
             Err(why) => panic!(
                 "docgate did not start ({why}) after {START_ATTEMPTS} attempts\n{}",

@@ -165,13 +165,19 @@ fn transaction_metrics(context: &CommandContext<'_>) -> Document {
     }
 }
 
-/// docgate's own: the connection pool to the backend.
+/// docgate's own: the connection pool to the backend (the figures `/metrics` reads too).
 fn pool_metrics(state: &crate::state::AppState) -> Document {
     let pool = state.store.pool_status();
+    let counters = state.store.counters();
+    let get = |counter| ServerCounters::get(counter) as i64;
     doc! {
         "maxSize": pool.max_size as i64,
         "size": pool.size as i64,
         "inUse": pool.in_use as i64,
+        "waiting": pool.waiting as i64,
+        "totalCheckouts": get(&counters.checkouts),
+        "totalWaits": get(&counters.waits),
+        "totalTimeouts": get(&counters.timeouts),
     }
 }
 

@@ -8,7 +8,7 @@
 //! by `auth.rs`, which dispatch calls after `hello`).
 
 use bson::{doc, oid::ObjectId, Bson, DateTime, Document, Timestamp};
-use docgate_wire::{Compressor, MAX_MESSAGE_SIZE_BYTES};
+use docgate_wire::Compressor;
 
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
@@ -17,7 +17,6 @@ use crate::mongo::request::{opt_array, CommandRequest};
 use crate::mongo::limits::{
     LOGICAL_SESSION_TIMEOUT_MINUTES, MAX_WIRE_VERSION, MAX_WRITE_BATCH_SIZE, MONGODB_VERSION,
 };
-use crate::ops::prepare::MAX_BSON_OBJECT_SIZE;
 
 /// `hello` / `isMaster`: who we are and what we accept. Negotiates compression.
 pub fn hello(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
@@ -71,8 +70,11 @@ pub fn hello(context: &mut CommandContext<'_>, request: &CommandRequest) -> Comm
         // refuses it ("the server does not support this mode").
         reply.insert("serviceId", server.service_id);
     }
-    reply.insert("maxBsonObjectSize", MAX_BSON_OBJECT_SIZE);
-    reply.insert("maxMessageSizeBytes", MAX_MESSAGE_SIZE_BYTES as i32);
+    reply.insert("maxBsonObjectSize", max_bson_object_size(server));
+    reply.insert(
+        "maxMessageSizeBytes",
+        server.limits.max_message_bytes as i32,
+    );
     reply.insert("maxWriteBatchSize", MAX_WRITE_BATCH_SIZE);
     reply.insert("localTime", DateTime::now());
     reply.insert(
@@ -203,6 +205,11 @@ pub async fn await_topology_change(
     Ok(())
 }
 
+/// The largest document the server stores (`--max-document-bytes`), as drivers read it.
+fn max_bson_object_size(server: &crate::mongo::MongoServer) -> i32 {
+    i32::try_from(server.state.settings.documents.max_bytes).unwrap_or(i32::MAX)
+}
+
 /// `buildInfo`: the MongoDB version we speak for, plus docgate's own version and backend.
 pub fn build_info(context: &CommandContext<'_>) -> Document {
     doc! {
@@ -211,7 +218,7 @@ pub fn build_info(context: &CommandContext<'_>) -> Document {
         "versionArray": [7, 0, 0, 0],
         "bits": 64,
         "debug": cfg!(debug_assertions),
-        "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
+        "maxBsonObjectSize": max_bson_object_size(context.server),
         "modules": [],
         "allocator": "system",
         "javascriptEngine": "none",

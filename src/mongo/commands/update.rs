@@ -153,6 +153,7 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
         ],
     )?;
 
+    let documents = context.server.state.settings.documents;
     let mut scope = context.scope();
     let mut transaction = scope.begin().await?;
     let mut collection = transaction.collection_info(&request.db, name).await?;
@@ -170,8 +171,14 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
                 }
                 match &collection {
                     Some(collection) => {
-                        apply_statement(transaction.session(), collection, &statement, &namespace)
-                            .await
+                        apply_statement(
+                            transaction.session(),
+                            collection,
+                            &statement,
+                            &namespace,
+                            documents,
+                        )
+                        .await
                     }
                     None => Ok(AppliedStatement::default()),
                 }

@@ -102,7 +102,7 @@ async fn put_module(
     Body(body): Body,
 ) -> RestResult<StatusCode> {
     caller.require_action(ADMIN_ACTION, &db)?;
-    let body = extjson::parse_body(&body, Value::Null)?;
+    let body = extjson::parse_body(&state, &body, Value::Null)?;
     let created = apply_module(&state, &db, Some(&name), body).await?;
     Ok(if created {
         StatusCode::CREATED

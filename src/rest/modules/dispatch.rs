@@ -126,13 +126,24 @@ fn split_ords_path(path: &str) -> Option<(&str, &str)> {
 
 /// The router's fallback: serves a module handler, or answers 404.
 pub async fn serve(State(state): State<Arc<RestState>>, request: Request) -> Response {
-    match serve_request(&state, request).await {
+    let mut route = None;
+    let mut response = match serve_request(&state, request, &mut route).await {
         Ok(response) => response,
         Err(error) => axum::response::IntoResponse::into_response(error),
+    };
+    if let Some(route) = route {
+        response.extensions_mut().insert(route);
     }
+    response
 }
 
-async fn serve_request(state: &Arc<RestState>, request: Request) -> RestResult<Response> {
+/// Serves a handler's request; `route` is set (module and template, for `/metrics`) once
+/// the request matched a template.
+async fn serve_request(
+    state: &Arc<RestState>,
+    request: Request,
+    route: &mut Option<crate::metrics::RestRoute>,
+) -> RestResult<Response> {
     let uri = request.uri().clone();
     let not_found = || RestError::NotFound(format!("no REST resource at {}", uri.path()));
     let (db, path) = split_ords_path(uri.path()).ok_or_else(not_found)?;
@@ -144,6 +155,10 @@ async fn serve_request(state: &Arc<RestState>, request: Request) -> RestResult<R
         .ok_or_else(not_found)?;
     let relative = module.relative_path(path).unwrap_or_default();
     let (template, segments) = module.match_template(relative).ok_or_else(not_found)?;
+    *route = Some(crate::metrics::RestRoute {
+        module: module.name.clone(),
+        route: template.uri_template.clone(),
+    });
     let method = request.method().as_str();
     let handler = template
         .handlers
@@ -196,11 +211,11 @@ async fn serve_request(state: &Arc<RestState>, request: Request) -> RestResult<R
     let body = if axum::body::HttpBody::is_end_stream(&body) {
         axum::body::Bytes::new()
     } else {
-        axum::body::to_bytes(body, crate::rest::MAX_BODY_BYTES)
+        axum::body::to_bytes(body, state.limits.max_body_bytes)
             .await
             .map_err(|e| RestError::PayloadTooLarge(format!("cannot read the request body: {e}")))?
     };
-    let body = match extjson::parse_body(&body, serde_json::Value::Null)? {
+    let body = match extjson::parse_body(state, &body, serde_json::Value::Null)? {
         serde_json::Value::Null => None,
         value => Some(extjson::to_bson(value, "the request body")?),
     };

@@ -34,13 +34,14 @@ pub mod url;
 mod write;
 mod write_record;
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use oracle::pool::{GetMode, Pool, PoolBuilder};
 use tokio::sync::{broadcast, oneshot};
 
-use super::{PoolStatus, Store, StoreError, StoreSession};
+use super::{PoolStatus, Store, StoreCounters, StoreError, StoreSession};
 use conn::{ora_err, OraConn};
 use url::OracleUrl;
 
@@ -82,6 +83,8 @@ pub struct OracleStore {
     url: OracleUrl,
     options: OracleOptions,
     changes: broadcast::Sender<i64>,
+    /// Checkouts, waits and timeouts of the session pool (`/metrics`).
+    counters: StoreCounters,
     _stop_poller: oneshot::Sender<()>,
 }
 
@@ -123,6 +126,7 @@ impl OracleStore {
             stopped,
         ));
         Ok(OracleStore {
+            counters: StoreCounters::default(),
             pool,
             url,
             options,
@@ -134,8 +138,15 @@ impl OracleStore {
     /// A session with its concrete type (for `explain_scan` and tests).
     pub async fn oracle_session(&self) -> Result<OracleSession, StoreError> {
         let (pool, wait) = (self.pool.clone(), self.options.pool_wait_timeout);
-        let conn = blocking(move || checkout(&pool, wait)).await?;
-        Ok(OracleSession::new(conn))
+        self.counters.checkouts.fetch_add(1, Ordering::Relaxed);
+        if self.pool_status().in_use >= self.options.pool_max.max(1) {
+            self.counters.waits.fetch_add(1, Ordering::Relaxed);
+        }
+        let checked_out = blocking(move || checkout(&pool, wait)).await;
+        if let Err(StoreError::PoolTimeout(_)) = &checked_out {
+            self.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(OracleSession::new(checked_out?))
     }
 }
 
@@ -209,7 +220,13 @@ impl Store for OracleStore {
             max_size: self.options.pool_max.max(1),
             size,
             in_use: busy.min(size),
+            // ODPI-C does not tell how many callers wait in a timed-wait `get`.
+            waiting: 0,
         }
+    }
+
+    fn counters(&self) -> &StoreCounters {
+        &self.counters
     }
 
     async fn session(&self) -> Result<Box<dyn StoreSession>, StoreError> {

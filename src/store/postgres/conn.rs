@@ -30,6 +30,7 @@
 //! connection that dies between checkout and use answers `Unavailable`, which is retryable.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
@@ -38,7 +39,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Row, Statement};
 
-use super::super::StoreError;
+use super::super::{StoreCounters, StoreError};
 
 /// Prepared statements kept per connection; past it the cache starts over.
 const STATEMENT_CACHE: usize = 256;
@@ -72,19 +73,27 @@ pub(super) struct PgConn {
     pending_lock: Option<String>,
     /// `"schema"."table"` of the last unique violation, to tell which index refused a write.
     pub(super) violation: Option<String>,
+    /// The store's totals (statement times).
+    counters: Arc<StoreCounters>,
 }
 
 /// deadpool manager: `deadpool_postgres::Manager` plus rollback of dirty connections.
 pub(super) struct Manager {
     inner: deadpool_postgres::Manager,
     statement_cache: bool,
+    counters: Arc<StoreCounters>,
 }
 
 impl Manager {
-    pub(super) fn new(inner: deadpool_postgres::Manager, statement_cache: bool) -> Self {
+    pub(super) fn new(
+        inner: deadpool_postgres::Manager,
+        statement_cache: bool,
+        counters: Arc<StoreCounters>,
+    ) -> Self {
         Manager {
             inner,
             statement_cache,
+            counters,
         }
     }
 }
@@ -109,6 +118,7 @@ impl managed::Manager for Manager {
             pending_doc_savepoint: false,
             pending_lock: None,
             violation: None,
+            counters: self.counters.clone(),
         })
     }
 
@@ -296,8 +306,10 @@ impl PgConn {
                 client.execute(&stmt, &values).await.map(Answer::Count)
             }
         };
+        let started = std::time::Instant::now();
         let (sent, answer, after) =
             tokio::join!(send(client, &prologue), statement, send(client, epilogue));
+        self.counters.statement_took(started);
         sent?;
         let answer = answer?;
         after?;

@@ -50,6 +50,7 @@ mod write_record;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -60,7 +61,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, NoTls};
 
-use super::{Store, StoreError, StoreSession};
+use super::{Store, StoreCounters, StoreError, StoreSession};
 use conn::{pool_err, Manager};
 
 pub use session::PostgresSession;
@@ -100,6 +101,7 @@ pub struct PostgresStore {
     _stop_listener: oneshot::Sender<()>,
     /// The connection settings, for logons as other roles (`verify_login`).
     config: Config,
+    counters: Arc<StoreCounters>,
 }
 
 impl PostgresStore {
@@ -128,15 +130,20 @@ impl PostgresStore {
         );
         let wait = options.pool_wait_timeout;
         let pool_max = options.pool_max.max(1);
-        let pool: Pool<Manager> = Pool::builder(Manager::new(inner, options.statement_cache))
-            .max_size(pool_max)
-            .wait_timeout(Some(wait))
-            .create_timeout(Some(wait))
-            .recycle_timeout(Some(wait))
-            .queue_mode(QueueMode::Lifo)
-            .runtime(Runtime::Tokio1)
-            .build()
-            .map_err(|e| StoreError::Database(format!("connection pool: {e}")))?;
+        let counters = Arc::new(StoreCounters::default());
+        let pool: Pool<Manager> = Pool::builder(Manager::new(
+            inner,
+            options.statement_cache,
+            counters.clone(),
+        ))
+        .max_size(pool_max)
+        .wait_timeout(Some(wait))
+        .create_timeout(Some(wait))
+        .recycle_timeout(Some(wait))
+        .queue_mode(QueueMode::Lifo)
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|e| StoreError::Database(format!("connection pool: {e}")))?;
         {
             let mut first = pool.get().await.map_err(|e| pool_err(e, wait))?;
             catalog::bootstrap(&mut first).await?;
@@ -158,14 +165,15 @@ impl PostgresStore {
             changes,
             _stop_listener: stop,
             config,
+            counters,
         })
     }
 
     /// A session with its concrete type (for `explain_scan` and tests).
     pub async fn postgres_session(&self) -> Result<PostgresSession, StoreError> {
         let conn = self
-            .pool
-            .get()
+            .counters
+            .checkout(&self.pool)
             .await
             .map_err(|e| pool_err(e, self.options.pool_wait_timeout))?;
         Ok(PostgresSession::new(conn))
@@ -213,6 +221,10 @@ impl Store for PostgresStore {
 
     fn pool_status(&self) -> super::PoolStatus {
         super::PoolStatus::of(self.pool.status())
+    }
+
+    fn counters(&self) -> &StoreCounters {
+        &self.counters
     }
 
     fn describe(&self) -> String {

@@ -36,7 +36,7 @@ use async_trait::async_trait;
 use deadpool::managed::{Pool, QueueMode};
 use deadpool::Runtime;
 
-use super::{Store, StoreError, StoreSession};
+use super::{Store, StoreCounters, StoreError, StoreSession};
 use conn::{db_err, open_connection, pool_err, Manager, PooledConn};
 
 pub use session::SqliteSession;
@@ -69,6 +69,7 @@ pub struct SqliteStore {
     options: SqliteOptions,
     /// Sessions waiting for the write lock now (in `begin`).
     waiting_writers: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    counters: std::sync::Arc<StoreCounters>,
 }
 
 impl SqliteStore {
@@ -97,6 +98,7 @@ impl SqliteStore {
             file,
             options,
             waiting_writers: Default::default(),
+            counters: Default::default(),
         })
     }
 
@@ -119,14 +121,15 @@ impl SqliteStore {
     /// A session with its concrete type (for `explain_scan` and tests).
     pub async fn sqlite_session(&self) -> Result<SqliteSession, StoreError> {
         let conn = self
-            .pool
-            .get()
+            .counters
+            .checkout(&self.pool)
             .await
             .map_err(|e| pool_err(e, self.options.pool_wait_timeout))?;
         Ok(SqliteSession::new(
             PooledConn(conn),
             self.options.pool_wait_timeout,
             self.waiting_writers.clone(),
+            self.counters.clone(),
         ))
     }
 }
@@ -139,6 +142,10 @@ impl Store for SqliteStore {
 
     fn pool_status(&self) -> super::PoolStatus {
         super::PoolStatus::of(self.pool.status())
+    }
+
+    fn counters(&self) -> &StoreCounters {
+        &self.counters
     }
 
     fn describe(&self) -> String {

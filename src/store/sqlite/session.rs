@@ -31,8 +31,8 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use super::super::where_clause::PositionColumns;
 use super::super::{
     CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
-    PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession, StoredDocument,
-    WriteRecord,
+    PositionedRow, Predicate, ScanPosition, ScanRequest, StoreCounters, StoreError, StoreSession,
+    StoredDocument, WriteRecord,
 };
 use super::conn::{db_err, PooledConn};
 use super::{catalog, catalog_row, index, meta, sql, write, write_record};
@@ -48,6 +48,8 @@ pub struct SqliteSession {
     in_snapshot: bool,
     /// How many sessions of the store wait for the write lock now.
     waiting_writers: Arc<AtomicUsize>,
+    /// The store's totals (statement times).
+    counters: Arc<StoreCounters>,
 }
 
 /// How long a write of a snapshot transaction waits for SQLite's one write lock (held by
@@ -60,12 +62,14 @@ impl SqliteSession {
         conn: PooledConn,
         busy_timeout: std::time::Duration,
         waiting_writers: Arc<AtomicUsize>,
+        counters: Arc<StoreCounters>,
     ) -> Self {
         SqliteSession {
             conn: Some(conn),
             busy_timeout,
             in_snapshot: false,
             waiting_writers,
+            counters,
         }
     }
 
@@ -87,6 +91,7 @@ impl SqliteSession {
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     {
+        let started = std::time::Instant::now();
         let result = match Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(RuntimeFlavor::MultiThread) => {
                 let conn = self.conn.as_deref().ok_or_else(lost)?;
@@ -105,6 +110,7 @@ impl SqliteSession {
             }
             Err(_) => f(self.conn.as_deref().ok_or_else(lost)?),
         };
+        self.counters.statement_took(started);
         self.conflict_in_snapshot(result)
     }
 
@@ -117,7 +123,9 @@ impl SqliteSession {
     {
         match Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(RuntimeFlavor::MultiThread) | Err(_) => {
+                let started = std::time::Instant::now();
                 let result = f(self.conn.as_deref().ok_or_else(lost)?);
+                self.counters.statement_took(started);
                 self.conflict_in_snapshot(result)
             }
             Ok(_) => self.run(f).await,

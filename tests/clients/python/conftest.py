@@ -110,6 +110,8 @@ class DocgateServer:
                 self.backend,
                 "--rest-listen",
                 "off",
+                "--admin-listen",
+                "off",
                 *self.extra_args,
             ],
             stdin=subprocess.DEVNULL,
