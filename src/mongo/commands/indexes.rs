@@ -37,6 +37,7 @@ pub async fn list_indexes(
             request.db
         )));
     };
+    ops::views::check_not_view(&info.record)?;
     let mut specs = vec![ops::indexes::id_index_spec()];
     specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
     let namespace = format!("{}.{name}", request.db);
@@ -115,6 +116,7 @@ pub async fn drop_indexes(
             request.db
         )));
     };
+    ops::views::check_not_view(&info.record)?;
     let before = (info.indexes.len() + 1) as i32;
     let is_id = |value: &Bson| match value {
         Bson::String(s) => s == "_id_",
