@@ -306,7 +306,7 @@ pub fn check_definition(
     definition: &ViewDefinition,
 ) -> Result<(), OpError> {
     if definition.view_on.is_empty() {
-        return Err(OpError::BadValue("'viewOn' option cannot be empty".into()));
+        return Err(OpError::BadValue("'viewOn' cannot be empty.".into()));
     }
     super::namespace::check_collection_name(db, &definition.view_on)?;
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

@@ -339,7 +339,7 @@ pub(super) fn view_definition(
     let view_on = match view_on {
         None => {
             if pipeline.is_some() {
-                return Err(OpError::BadValue(
+                return Err(OpError::InvalidOptions(
                     "'pipeline' requires 'viewOn' to also be specified".into(),
                 ));
             }
