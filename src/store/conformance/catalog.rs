@@ -1,7 +1,6 @@
 //! Catalog tests on every backend: create, list, drop, rename, views and changed options, the
-//! catalog version, a new
-//! store on the same data, stats, DDL inside a transaction, concurrent bootstraps of an empty
-//! database. The physical names each backend chooses are checked per backend; odd names,
+//! catalog version, a new store on the same data, stats, DDL inside a transaction, concurrent
+//! bootstraps of an empty database. The physical names each backend chooses are checked per backend; odd names,
 //! foreign objects, statement caches and opening errors stay in the backends' own tests.
 
 use std::sync::Arc;
