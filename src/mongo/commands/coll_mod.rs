@@ -1,5 +1,6 @@
 //! `collMod`: redefines a view (`viewOn`, `pipeline`) or changes an index of a collection
-//! (`index: {name | keyPattern, hidden, expireAfterSeconds}`), with MongoDB's errors for
+//! (`index: {name | keyPattern, hidden, expireAfterSeconds, prepareUnique, unique}`, `dryRun`
+//! for the unique conversion), with MongoDB's errors for
 //! options that do not apply to what the namespace is ("option not supported on a view",
 //! "option only supported on a view") and for the ones docgate does not honour yet (never
 //! accepted and ignored). The changes run in the core (`ops::views::modify_view`,
@@ -71,8 +72,6 @@ impl ValidationChange {
 struct IndexRequest {
     selector: IndexSelector,
     change: IndexChange,
-    unique: Option<bool>,
-    prepare_unique: Option<bool>,
     force_non_unique: Option<bool>,
 }
 
@@ -114,9 +113,10 @@ impl IndexRequest {
             change: IndexChange {
                 hidden,
                 expire_after_seconds,
+                prepare_unique,
+                unique,
+                dry_run: false,
             },
-            unique,
-            prepare_unique,
             force_non_unique,
         })
     }
@@ -176,9 +176,16 @@ pub async fn coll_mod(context: &mut CommandContext<'_>, request: &CommandRequest
     }
     let view = is_view(&info.record);
     if dry_run {
-        return Err(invalid_options(
-            "dry run mode requires an index modification with unique: true.",
-        ));
+        let Some(index) = &index else {
+            return Err(invalid_options(
+                "dry run mode requires an valid index modification.",
+            ));
+        };
+        if index.change.unique != Some(true) {
+            return Err(invalid_options(
+                "dry run mode requires an index modification with unique: true.",
+            ));
+        }
     }
     if capped_size.is_some() || capped_max.is_some() {
         return Err(invalid_options("Collection must be capped."));
@@ -230,7 +237,7 @@ pub async fn coll_mod(context: &mut CommandContext<'_>, request: &CommandRequest
         }
         return Ok(Document::new());
     }
-    let Some(index) = index else {
+    let Some(mut index) = index else {
         return Ok(Document::new());
     };
     if index.force_non_unique == Some(false) {
@@ -238,21 +245,19 @@ pub async fn coll_mod(context: &mut CommandContext<'_>, request: &CommandRequest
             "'forceNonUnique: false' is not supported".into(),
         ));
     }
-    if index.unique == Some(false) {
+    if index.change.unique == Some(false) {
         return Err(OpError::BadValue("Cannot make index non-unique".into()));
     }
-    if index.unique == Some(true) && index.force_non_unique == Some(true) {
+    if index.change.unique == Some(true) && index.force_non_unique == Some(true) {
         return Err(invalid_options(
             "collMod does not support 'unique' and 'forceNonUnique' options at the same time",
         ));
     }
-    if index.unique.is_some() || index.prepare_unique.is_some() || index.force_non_unique.is_some()
-    {
-        // MongoDB's answer where the conversion is not enabled: docgate has no
-        // `prepareUnique` mode that stops new duplicates, so it does not convert.
-        return Err(invalid_options(
-            "collMod does not support converting an index to 'unique' or to 'prepareUnique' mode",
+    if index.force_non_unique.is_some() {
+        return Err(OpError::NotSupported(
+            "collMod option 'index.forceNonUnique' is not supported by docgate yet".into(),
         ));
     }
+    index.change.dry_run = dry_run;
     ops::coll_mod::modify_index(state, &info, &index.selector, &index.change).await
 }

@@ -81,6 +81,15 @@ pub async fn create_indexes(
     let specs: Vec<IndexSpec> = requested
         .iter()
         .map(|value| match value {
+            // MongoDB builds such an index over existing duplicates; docgate's unique
+            // storage cannot hold them, so the mode is only reached through collMod.
+            Bson::Document(spec) if spec.contains_key("prepareUnique") => {
+                Err(OpError::NotSupported(
+                    "createIndexes option 'prepareUnique' is not supported by docgate; \
+                     set it with collMod"
+                        .into(),
+                ))
+            }
             Bson::Document(spec) => Ok(IndexSpec::parse(spec)?),
             _ => Err(OpError::TypeMismatch(
                 "Each element of 'indexes' must be an object".into(),

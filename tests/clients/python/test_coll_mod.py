@@ -2,8 +2,10 @@
 Indexes", "TTL Indexes": change expireAfterSeconds): an index is hidden from the planner and
 from `hint` but still maintained and still unique; `expireAfterSeconds` of a TTL index
 changes what the TTL monitor deletes; a view is redefined with `viewOn` and `pipeline`;
-options that do not apply answer MongoDB's errors, and what docgate does not do yet
-(converting an index to unique, change stream images, capped sizes) is refused.
+an index is converted to unique MongoDB's way (`prepareUnique: true`, which refuses new
+duplicate keys, then `unique: true`, with `dryRun` to check first); options that do not
+apply answer MongoDB's errors, and what docgate does not do yet (change stream images,
+capped sizes, `prepareUnique` over keys that already repeat) is refused.
 """
 
 from __future__ import annotations
@@ -101,20 +103,79 @@ def test_index_errors(db, people):
 
 def test_options_docgate_does_not_honour_are_refused(db, people):
     cases = [
-        ({"index": {"name": "age_1", "prepareUnique": True}}, 72),
-        ({"index": {"name": "age_1", "unique": True}}, 72),
         ({"index": {"name": "age_1", "unique": False}}, 2),
-        ({"index": {"name": "age_1", "forceNonUnique": True}}, 72),
+        ({"index": {"name": "age_1", "forceNonUnique": True}}, 115),
         ({"changeStreamPreAndPostImages": {"enabled": True}}, 115),
         ({"cappedSize": 4096}, 72),
         ({"cappedMax": 10}, 72),
         ({"timeseries": {"granularity": "hours"}}, 72),
         ({"expireAfterSeconds": 10}, 72),
-        ({"dryRun": True, "index": {"name": "age_1", "unique": True}}, 72),
         ({"noSuchOption": 1}, 40415),
     ]
     for options, code in cases:
         assert failure(lambda: db.command({"collMod": "people", **options})).code == code, options
+
+
+def test_converting_an_index_to_unique(db, people):
+    people.update_many({}, [{"$set": {"code": {"$concat": ["c", {"$toString": "$_id"}]}}}])
+    people.create_index("code", name="code_1")
+    # One step is refused: prepareUnique first.
+    assert failure(lambda: db.command("collMod", "people", index={"name": "code_1", "unique": True})).code == 72
+    assert failure(lambda: db.command("collMod", "people", dryRun=True, index={"name": "code_1", "unique": True})).code == 72
+    # prepareUnique is a change of its own.
+    combined = {"name": "code_1", "prepareUnique": True, "hidden": True}
+    assert failure(lambda: db.command("collMod", "people", index=combined)).code == 72
+
+    reply = db.command("collMod", "people", index={"keyPattern": {"code": 1}, "prepareUnique": True})
+    assert (reply["prepareUnique_old"], reply["prepareUnique_new"]) == (False, True)
+    spec = {s["name"]: s for s in people.list_indexes()}["code_1"]
+    assert spec["prepareUnique"] is True and "unique" not in spec
+    # New duplicates are refused, by insert and by update; other writes go on.
+    with pytest.raises(DuplicateKeyError) as raised:
+        people.insert_one({"_id": 500, "code": "c3", "email": "e500"})
+    assert "code_1" in str(raised.value)
+    with pytest.raises(DuplicateKeyError):
+        people.update_one({"_id": 4}, {"$set": {"code": "c5"}})
+    people.insert_one({"_id": 501, "code": "c501", "email": "e501"})
+    people.update_one({"_id": 4}, {"$set": {"code": "c4b", "age": 1}})
+    assert people.count_documents({"code": {"$in": ["c3", "c5"]}}) == 2
+    # Queries still use it.
+    assert "IXSCAN" in winning_stages(people.find({"code": "c7"}).explain())
+
+    assert db.command("collMod", "people", dryRun=True, index={"name": "code_1", "unique": True})["ok"] == 1
+    dry_combined = {"name": "code_1", "unique": True, "hidden": True}
+    assert failure(lambda: db.command("collMod", "people", dryRun=True, index=dry_combined)).code == 72
+    reply = db.command("collMod", "people", index={"name": "code_1", "unique": True})
+    assert reply["unique_new"] is True
+    spec = {s["name"]: s for s in people.list_indexes()}["code_1"]
+    assert spec["unique"] is True and "prepareUnique" not in spec
+    with pytest.raises(DuplicateKeyError):
+        people.insert_one({"code": "c9", "email": "e9"})
+    # Unique again is nothing; making it non-unique is refused.
+    assert "unique_new" not in db.command("collMod", "people", index={"name": "code_1", "unique": True})
+    assert failure(lambda: db.command("collMod", "people", index={"name": "code_1", "unique": False})).code == 2
+
+
+def test_prepare_unique_over_existing_duplicates_is_refused_and_can_be_cleared(db, people):
+    # `age` repeats: MongoDB would keep the duplicates; docgate lists them to be resolved first.
+    refused = failure(lambda: db.command("collMod", "people", index={"name": "age_1", "prepareUnique": True}))
+    assert refused.code == 115
+    assert "[0, 50, 100, 150]" in refused.details["errmsg"]
+    assert "prepareUnique" not in {s["name"]: s for s in people.list_indexes()}["age_1"]
+    people.insert_one({"_id": 900, "age": 0, "email": "e900"})
+
+    people.create_index("solo", name="solo_1", sparse=True)
+    people.insert_one({"_id": 901, "solo": 1, "email": "e901"})
+    db.command("collMod", "people", index={"name": "solo_1", "prepareUnique": True})
+    with pytest.raises(DuplicateKeyError) as raised:
+        people.insert_one({"_id": 902, "solo": 1, "email": "e902"})
+    assert "solo_1" in str(raised.value)
+    reply = db.command("collMod", "people", index={"name": "solo_1", "prepareUnique": False})
+    assert (reply["prepareUnique_old"], reply["prepareUnique_new"]) == (True, False)
+    people.insert_one({"_id": 902, "solo": 1, "email": "e902"})
+    assert people.count_documents({"solo": 1}) == 2
+    # createIndexes does not take the mode (collMod sets it).
+    assert failure(lambda: people.create_index("x", prepareUnique=True)).code == 115
 
 
 def test_empty_coll_mod_and_missing_namespace(db, people):
