@@ -58,8 +58,9 @@ fn invalid_options(message: impl Into<String>) -> OpError {
 }
 
 /// Applies `change` to the index of `info` that `selector` names and answers MongoDB's
-/// reply fields (`hidden_old`/`hidden_new`, `expireAfterSeconds_old`/`_new`); a change to
-/// what the index already is writes nothing.
+/// reply fields (`hidden_old`/`_new`, `expireAfterSeconds_old`/`_new`, `prepareUnique_old`/
+/// `_new`, `unique_new`); a change to what the index already is writes nothing, and a dry
+/// run of `unique: true` only checks.
 pub async fn modify_index(
     state: &AppState,
     info: &CollectionInfo,
@@ -72,6 +73,11 @@ pub async fn modify_index(
         IndexSelector::KeyPattern(key) => key.len() == 1 && key.contains_key("_id"),
     };
     if is_id {
+        let only_uniqueness = change.hidden.is_none() && change.expire_after_seconds.is_none();
+        if only_uniqueness {
+            // The `_id` index is unique: converting it is nothing.
+            return Ok(Document::new());
+        }
         if change.expire_after_seconds.is_some() {
             return Err(invalid_options(
                 "the _id field does not support TTL indexes",

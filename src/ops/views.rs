@@ -331,8 +331,8 @@ pub fn check_definition(
             format!("View cycle detected: {}", path.join(" => ")),
         ));
     }
-    let below = views_below(&graph, name, &mut BTreeMap::new());
-    let above = views_above(&graph, name, 0);
+    let below = views_below(&graph, name, &mut BTreeMap::new(), 0);
+    let above = views_above(&graph, name, &mut BTreeMap::new(), 0);
     if below + above - 1 > MAX_VIEW_DEPTH {
         return Err(coded(
             165,
@@ -389,38 +389,53 @@ fn cycle_through(graph: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Opt
     walk(graph, start, start, &mut path, &mut BTreeSet::new()).then_some(path)
 }
 
-/// The longest chain of views from `view` down to a collection, `view` included (the graph
-/// has no cycle through it).
+/// The longest chain of views from `view` down to a collection, `view` included (bounded:
+/// past the limit the answer is already too deep, which also ends a walk round a cycle that
+/// does not pass through the view being checked).
 fn views_below(
     graph: &BTreeMap<String, BTreeSet<String>>,
     view: &str,
     known: &mut BTreeMap<String, usize>,
+    depth: usize,
 ) -> usize {
+    if depth > MAX_VIEW_DEPTH {
+        return MAX_VIEW_DEPTH + 1;
+    }
     if let Some(height) = known.get(view) {
         return *height;
     }
     let mut height = 1;
     for next in graph.get(view).into_iter().flatten() {
         if graph.contains_key(next) && next != view {
-            height = height.max(1 + views_below(graph, next, known));
+            height = height.max(1 + views_below(graph, next, known, depth + 1));
         }
     }
     known.insert(view.to_owned(), height);
     height
 }
 
-/// The longest chain of views reading `view`, `view` included (bounded: past the limit the
-/// answer is already too deep).
-fn views_above(graph: &BTreeMap<String, BTreeSet<String>>, view: &str, depth: usize) -> usize {
+/// The longest chain of views reading `view`, `view` included (bounded like
+/// [`views_below`]).
+fn views_above(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    view: &str,
+    known: &mut BTreeMap<String, usize>,
+    depth: usize,
+) -> usize {
     if depth > MAX_VIEW_DEPTH {
-        return 1;
+        return MAX_VIEW_DEPTH + 1;
     }
-    graph
-        .iter()
-        .filter(|(reader, reads)| reader.as_str() != view && reads.contains(view))
-        .map(|(reader, _)| 1 + views_above(graph, reader, depth + 1))
-        .max()
-        .unwrap_or(1)
+    if let Some(height) = known.get(view) {
+        return *height;
+    }
+    let mut height = 1;
+    for (reader, reads) in graph {
+        if reader != view && reads.contains(view) {
+            height = height.max(1 + views_above(graph, reader, known, depth + 1));
+        }
+    }
+    known.insert(view.to_owned(), height);
+    height
 }
 
 #[cfg(test)]
@@ -448,7 +463,7 @@ mod tests {
         );
         let g = graph(&[("a", &["b", "coll"]), ("b", &["coll"]), ("top", &["a"])]);
         assert_eq!(cycle_through(&g, "a"), None);
-        assert_eq!(views_below(&g, "a", &mut BTreeMap::new()), 2);
-        assert_eq!(views_above(&g, "a", 0), 2);
+        assert_eq!(views_below(&g, "a", &mut BTreeMap::new(), 0), 2);
+        assert_eq!(views_above(&g, "a", &mut BTreeMap::new(), 0), 2);
     }
 }
