@@ -22,6 +22,7 @@ pub enum Command {
     Aggregate,
     Authenticate,
     BuildInfo,
+    CollMod,
     CollStats,
     CommitTransaction,
     ConfigureFailPoint,
@@ -93,6 +94,7 @@ impl Command {
                 | Command::FindAndModify
                 | Command::CommitTransaction
                 | Command::Create
+                | Command::CollMod
                 | Command::CreateIndexes
                 | Command::Drop
                 | Command::DropDatabase
@@ -146,6 +148,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("authenticate", &[], Command::Authenticate, Open, "Legacy authentication (MONGODB-X509 is not offered)."),
     spec("aggregate", &[], Command::Aggregate, needs(&[Find]), "Runs an aggregation pipeline ($match, $group, $sort, $skip, $limit, $count, $project, ...)."),
     spec("buildInfo", &["buildinfo"], Command::BuildInfo, Open, "Build details of this server."),
+    spec("collMod", &[], Command::CollMod, needs(&[CollMod]), "Redefines a view or changes an index (hidden, expireAfterSeconds)."),
     spec("collStats", &["collstats"], Command::CollStats, needs(&[CollStats]), "Size and count of a collection."),
     spec("commitTransaction", &[], Command::CommitTransaction, Authenticated, "Commits the session's multi-document transaction."),
     spec("configureFailPoint", &[], Command::ConfigureFailPoint, needs(&[SetParameter]), "Sets the failCommand fail point (only with --enable-test-commands)."),
@@ -223,6 +226,7 @@ static BY_NAME: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
 const API_V1: &[Command] = &[
     Command::Aggregate,
     Command::Authenticate,
+    Command::CollMod,
     Command::Count,
     Command::Create,
     Command::CreateIndexes,

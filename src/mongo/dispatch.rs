@@ -15,8 +15,8 @@ use bson::{Bson, Document, RawDocumentBuf};
 use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
-    aggregate, auth, delete, diagnostics, explain, fail_points, find, find_and_modify, handshake,
-    indexes, insert, namespaces, replication, stats, update, users,
+    aggregate, auth, coll_mod, delete, diagnostics, explain, fail_points, find, find_and_modify,
+    handshake, indexes, insert, namespaces, replication, stats, update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -341,6 +341,7 @@ async fn run(
         Command::RenameCollection => {
             document(namespaces::rename_collection(context, request).await)
         }
+        Command::CollMod => document(coll_mod::coll_mod(context, request).await),
         Command::CollStats => document(stats::coll_stats(context, request).await),
         Command::DbStats => document(stats::db_stats(context, request).await),
         Command::Validate => document(stats::validate(context, request).await),

@@ -88,6 +88,10 @@ pub async fn read_foreign(
     for other in pipeline.foreign_collections() {
         let documents = match catalog.collection_info_in(session, db, &other).await? {
             None => Vec::new(),
+            // A view is read through its pipeline, under its own collation.
+            Some(info) if super::views::is_view(&info.record) => {
+                super::views::read(catalog, session, &info.record, &[], None, None).await?
+            }
             Some(info) => {
                 let record = &info.record;
                 let plan = ReadPlan::new(Filter::And(Vec::new()), None, 0, None, NO_INDEXES);

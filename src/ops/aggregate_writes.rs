@@ -242,7 +242,7 @@ async fn rebuild_index(
             temp,
             &spec.name,
             &spec.document,
-            spec.unique,
+            spec.enforces_unique(),
             multikey,
             &entries,
         )

@@ -229,16 +229,21 @@ pub async fn distinct(
     let mut session = scope.reader().await?;
     let plan = ReadPlan::collated(filter, None, 0, None, indexes, collation.clone());
     let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
+    Ok(distinct_values(&documents, key, &collation))
+}
+
+/// The distinct values at `key` over `documents` (arrays unwound, as `distinct` does), in
+/// BSON order; values equal under `collation` are one (the first in BSON order is kept).
+pub fn distinct_values(documents: &[Document], key: &str, collation: &Collation) -> Vec<Bson> {
     let mut values: Vec<Bson> = Vec::new();
-    for document in &documents {
+    for document in documents {
         collect_distinct_values(document, key, &mut values);
     }
-    // Values equal under the collation are one (the first in BSON order is kept).
     collation.install(|| {
         values.sort_by(compare_values);
         values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
     });
-    Ok(values)
+    values
 }
 
 /// The indexes the planner may use: all of them (borrowed), or only the one `hint` names
@@ -253,10 +258,15 @@ pub fn hinted_indexes<'a>(
     };
     let found = match hint {
         Bson::String(name) if name == "_id_" => return Ok(&[]),
-        Bson::String(name) => indexes.iter().position(|i| &i.record.name == name),
+        // A hidden index is not there for the planner, nor for a hint.
+        Bson::String(name) => indexes
+            .iter()
+            .position(|i| &i.record.name == name && !i.spec.hidden()),
         Bson::Document(key) if key.contains_key("$natural") => return Ok(&[]),
         Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(&[]),
-        Bson::Document(key) => indexes.iter().position(|i| i.spec.key_pattern() == key),
+        Bson::Document(key) => indexes
+            .iter()
+            .position(|i| i.spec.key_pattern() == key && !i.spec.hidden()),
         _ => {
             return Err(OpError::BadValue(
                 "hint must be a string or an object".into(),

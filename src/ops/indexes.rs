@@ -91,6 +91,15 @@ pub async fn create_indexes(
                     transaction.rollback().await?;
                     return Err(duplicate_while_building(&namespace, spec, &documents));
                 }
+                // Built meanwhile by a concurrent createIndexes (Mongoose's `init()` beside
+                // `syncIndexes()`): planned from a stale catalog, so the command runs again
+                // on a fresh one (`retry`), where the index exists.
+                Err(StoreError::AlreadyExists(what)) => {
+                    transaction.rollback().await?;
+                    return Err(
+                        StoreError::StaleCatalog(format!("{what} was built meanwhile")).into(),
+                    );
+                }
                 Err(other) => return Err(other.into()),
             }
         }

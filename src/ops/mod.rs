@@ -25,7 +25,9 @@
 //! - `aggregate`: running a pipeline over a collection, or over the input of
 //!   `aggregate: 1` (`$documents`, `$listLocalSessions`);
 //! - `aggregate_writes`: `$out` and `$merge`, each in one transaction;
-//! - `ttl`: the TTL monitor, which deletes expired documents through `delete`.
+//! - `ttl`: the TTL monitor, which deletes expired documents through `delete`;
+//! - `views`: view definitions, their checks, resolving and reading a view;
+//! - `coll_mod`: `collMod`'s changes to a view or to a collection's indexes.
 //!
 //! Not for: command or request shapes (the front ends parse those), SQL (the store), the
 //! semantics of filters, updates and pipelines (`query`).
@@ -33,6 +35,7 @@
 pub mod aggregate;
 pub mod aggregate_writes;
 pub mod cluster_time;
+pub mod coll_mod;
 pub mod collections;
 pub mod cursors;
 pub mod delete;
@@ -50,6 +53,7 @@ pub mod sessions;
 pub mod transaction;
 pub mod ttl;
 pub mod update;
+pub mod views;
 pub mod write;
 pub mod write_errors;
 

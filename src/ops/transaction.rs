@@ -255,8 +255,25 @@ impl<'a> Transaction<'a> {
     }
 
     /// The collection `db.name` with its indexes as this transaction sees it (a collection
-    /// it created is there); the committed catalog it reads is cached for everyone.
+    /// it created is there); the committed catalog it reads is cached for everyone. A
+    /// transaction writes, so a view is MongoDB's 166 CommandNotSupportedOnView.
     pub async fn collection_info(
+        &mut self,
+        db: &str,
+        name: &str,
+    ) -> Result<Option<Arc<CollectionInfo>>, OpError> {
+        let found = self.any_collection_info(db, name).await?;
+        if found
+            .as_ref()
+            .is_some_and(|info| super::views::is_view(&info.record))
+        {
+            return Err(super::views::not_a_collection(db, name));
+        }
+        Ok(found)
+    }
+
+    /// Like [`Transaction::collection_info`], views included (`$out` reports its own error).
+    pub async fn any_collection_info(
         &mut self,
         db: &str,
         name: &str,

@@ -83,6 +83,9 @@ pub async fn find_page(
     };
     ServerCounters::add(&state.counters.op_query, 1);
     let size = usize::try_from(request.limit).unwrap_or(usize::MAX);
+    if ops::views::is_view(&collection.record) {
+        return view_page(state, collection, &request, size).await;
+    }
     let found = ops::find::page(
         &mut OpScope::autocommit(state),
         collection,
@@ -95,6 +98,47 @@ pub async fn find_page(
         items: found.documents,
         has_more: found.has_more,
         next: found.next,
+    })
+}
+
+/// A page of a view: its pipeline, then the page's filter, sort, offset and one more
+/// document than the page (whether more follow); pages of a view are counted by offset.
+async fn view_page(
+    state: &AppState,
+    view: &CollectionInfo,
+    request: &PageRequest<'_>,
+    size: usize,
+) -> RestResult<FoundPage> {
+    if request.resume.is_some() {
+        return Err(ops::OpError::BadValue(
+            "pages of a view cannot resume from a position; page with offset".into(),
+        )
+        .into());
+    }
+    let mut stages = vec![doc! {"$match": request.filter.clone()}];
+    if let Some(sort) = request.sort {
+        stages.push(doc! {"$sort": sort.clone()});
+    }
+    if request.offset > 0 {
+        stages.push(doc! {"$skip": i64::try_from(request.offset).unwrap_or(i64::MAX)});
+    }
+    stages.push(doc! {"$limit": i64::try_from(size).unwrap_or(i64::MAX).saturating_add(1)});
+    let mut session = state.store.session().await?;
+    let mut documents = ops::views::read(
+        &state.catalog,
+        session.as_mut(),
+        &view.record,
+        &stages,
+        None,
+        None,
+    )
+    .await?;
+    let has_more = documents.len() > size;
+    documents.truncate(size);
+    Ok(FoundPage {
+        items: ops::find::encode_documents(&documents)?,
+        has_more,
+        next: None,
     })
 }
 
@@ -326,6 +370,18 @@ pub async fn aggregate(
     let pipeline = crate::query::Pipeline::parse(stages)?;
     ServerCounters::add(&state.counters.op_query, 1);
     let mut session = state.store.session().await?;
+    let info = state.catalog.collection_info(db, name).await?;
+    if let Some(view) = info.filter(|info| ops::views::is_view(&info.record)) {
+        let read = ops::views::read(
+            &state.catalog,
+            session.as_mut(),
+            &view.record,
+            stages,
+            None,
+            None,
+        );
+        return Ok(read.await?);
+    }
     Ok(crate::ops::aggregate::run_pipeline(
         &state.catalog,
         session.as_mut(),

@@ -354,6 +354,21 @@ pub trait StoreSession: Send {
         name: &str,
         options: &Document,
     ) -> Result<CollectionRecord, StoreError>;
+    /// Records a view: the catalog row with `options` (its definition) and no table.
+    /// `AlreadyExists` if (db, name) is taken. Bumps the catalog version.
+    async fn create_view(
+        &mut self,
+        db: &str,
+        name: &str,
+        options: &Document,
+    ) -> Result<CollectionRecord, StoreError>;
+    /// Replaces the recorded options of `coll` (a view's definition, `collMod`). Bumps the
+    /// catalog version.
+    async fn set_collection_options(
+        &mut self,
+        coll: &CollectionRecord,
+        options: &Document,
+    ) -> Result<(), StoreError>;
     /// Drops the table and its record. Bumps the catalog version.
     async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError>;
     /// Moves a collection to another (db, name), keeping its data. `AlreadyExists` if the
@@ -450,6 +465,13 @@ pub trait StoreSession: Send {
     ) -> Result<IndexRecord, StoreError>;
     /// Drops a secondary index and its entries. Bumps the catalog version.
     async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError>;
+    /// Replaces the recorded specification of `index` (options that change neither its
+    /// keys nor its entries: `hidden`, `expireAfterSeconds`). Bumps the catalog version.
+    async fn set_index_spec(
+        &mut self,
+        index: &IndexRecord,
+        spec: &Document,
+    ) -> Result<(), StoreError>;
     /// Records that `index` became multikey. Bumps the catalog version.
     async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError>;
 

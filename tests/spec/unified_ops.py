@@ -282,7 +282,9 @@ def _database_operation(target: Database, name: str, args: dict, entities):
     if name == "createCollection":
         (coll,) = _take(args, "collection")
         session = entities[args.pop("session")] if "session" in args else None
-        target.create_collection(coll, session=session, **args)
+        # The spec's createCollection is one `create` command: pymongo's own check that the
+        # collection does not exist (a listCollections first) is not part of it.
+        target.create_collection(coll, session=session, check_exists=False, **args)
         return UNSET
     if name == "modifyCollection":
         (coll,) = _take(args, "collection")

@@ -83,6 +83,25 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             )),
         })
         .collect::<Result<_, _>>()?;
+    let namespace = match name {
+        Some(name) => format!("{}.{name}", request.db),
+        None => format!("{}.$cmd.aggregate", request.db),
+    };
+    // On a view: the view's pipeline (through every view it reads), then this one, over the
+    // collection at the bottom, under the view's collation.
+    let view = match name {
+        Some(name) => super::views::view_of(context, &request.db, name).await?,
+        None => None,
+    };
+    let (name, stages, collation) = match &view {
+        Some((_, resolved)) => {
+            let collation = resolved.collation_for(collation.as_ref())?;
+            let mut all = resolved.pipeline.clone();
+            all.extend(stages);
+            (Some(resolved.base.as_str()), all, Some(collation))
+        }
+        None => (name, stages, collation),
+    };
     // A leading `$collStats` produces one document from the collection's figures; the rest
     // of the pipeline runs over it.
     let coll_stats = match (name, stages.first()) {
@@ -98,10 +117,6 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     };
     let pipeline = parse_with_variables(&variables, || Pipeline::parse(parsed))?;
     let batch_size = cursor_batch_size(cursor)?;
-    let namespace = match name {
-        Some(name) => format!("{}.{name}", request.db),
-        None => format!("{}.$cmd.aggregate", request.db),
-    };
     if let Some(output) = pipeline.output() {
         let linearizable = request
             .body

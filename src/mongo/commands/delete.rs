@@ -79,6 +79,9 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
         ],
     )?;
     let collection = context.collection_info(&request.db, name).await?;
+    if let Some(collection) = &collection {
+        crate::ops::views::check_not_view(&collection.record)?;
+    }
     let mut deleted = 0u64;
     let mut errors: Vec<Document> = Vec::new();
     let mut scope = context.scope();

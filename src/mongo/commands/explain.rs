@@ -46,11 +46,20 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     }
     let mut inner_body = inner.clone();
     inner_body.insert("$db", request.db.clone());
-    let inner_request = CommandRequest {
+    let mut inner_request = CommandRequest {
         name: inner.keys().next().cloned().unwrap_or_default(),
         db: request.db.clone(),
         body: inner_body,
     };
+    // A read of a view is explained as the aggregate it runs on the collection it reads.
+    if let Ok(name) = inner_request.collection() {
+        if let Some((_, resolved)) = super::views::view_of(context, &request.db, name).await? {
+            inner_request = super::views::explained_on_base(&inner_request, &resolved)?;
+        }
+    }
+    let mut explained = inner_request.body.clone();
+    explained.remove("$db");
+    let inner = &explained;
     // The explained command's `let` variables, in scope of its filter and pipeline.
     let variables = match inner.get("let") {
         None => Vec::new(),
@@ -245,7 +254,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             }
             let lead = pipeline.leading_read();
             Ok(ExplainedRead {
-                filter_document: pipeline.leading_match().cloned().unwrap_or_default(),
+                filter_document: pipeline.leading_match().unwrap_or_default(),
                 sort: lead.sort,
                 skip: lead.skip,
                 limit: lead.limit,

@@ -85,6 +85,7 @@ fn takes_write_concern(command: Command) -> bool {
             | Command::Delete
             | Command::FindAndModify
             | Command::Create
+            | Command::CollMod
             | Command::Drop
             | Command::DropDatabase
             | Command::CreateIndexes

@@ -17,6 +17,7 @@ use crate::mongo::request::{as_i64, CommandRequest};
 use crate::ops;
 use crate::ops::cursors::BatchOptions;
 use crate::ops::find::FindRequest;
+use crate::ops::views::is_view;
 use crate::query::{parse_with_variables, Collation, Filter, Projection, SortSpec};
 use crate::state::ServerCounters;
 
@@ -124,6 +125,13 @@ impl FindArguments {
 /// `find`. Without a projection the documents are answered in their stored bytes (decoded
 /// only where a residual filter or a sort must look at them).
 pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
+    let name = request.collection()?;
+    let found = context.collection_info(&request.db, name).await?;
+    if found.as_ref().is_some_and(|info| is_view(&info.record)) {
+        // A find on a view is the aggregate MongoDB turns it into.
+        let as_aggregate = super::views::find_as_aggregate(request)?;
+        return super::aggregate::aggregate(context, &as_aggregate).await;
+    }
     let FindArguments {
         filter,
         sort,
@@ -147,10 +155,9 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         no_timeout: no_cursor_timeout,
     };
     ServerCounters::add(&context.server.state.counters.op_query, 1);
-    let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
 
-    let Some(info) = context.collection_info(&request.db, name).await? else {
+    let Some(info) = found else {
         let options = BatchOptions {
             single_batch: true,
             ..options
@@ -258,6 +265,19 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };
+    if is_view(&info.record) {
+        let query = request.body.get_document("query").ok();
+        return super::views::count(
+            context,
+            &info.record,
+            query,
+            skip,
+            limit,
+            hint,
+            collation.as_ref(),
+        )
+        .await;
+    }
     let total = ops::find::count(&mut context.scope(), &info, filter, hint, collation).await?;
     let after_skip = total.saturating_sub(skip);
     let n = limit.map_or(after_skip, |l| after_skip.min(l));
@@ -284,6 +304,11 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"values": Vec::<Bson>::new()});
     };
+    if is_view(&info.record) {
+        let query = request.body.get_document("query").ok();
+        return super::views::distinct(context, &info.record, key, query, hint, collation.as_ref())
+            .await;
+    }
     let values =
         ops::find::distinct(&mut context.scope(), &info, key, filter, hint, collation).await?;
     Ok(doc! {"values": values})

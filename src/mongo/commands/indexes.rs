@@ -37,6 +37,7 @@ pub async fn list_indexes(
             request.db
         )));
     };
+    ops::views::check_not_view(&info.record)?;
     let mut specs = vec![ops::indexes::id_index_spec()];
     specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
     let namespace = format!("{}.{name}", request.db);
@@ -80,6 +81,15 @@ pub async fn create_indexes(
     let specs: Vec<IndexSpec> = requested
         .iter()
         .map(|value| match value {
+            // MongoDB builds such an index over existing duplicates; docgate's unique
+            // storage cannot hold them, so the mode is only reached through collMod.
+            Bson::Document(spec) if spec.contains_key("prepareUnique") => {
+                Err(OpError::NotSupported(
+                    "createIndexes option 'prepareUnique' is not supported by docgate; \
+                     set it with collMod"
+                        .into(),
+                ))
+            }
             Bson::Document(spec) => Ok(IndexSpec::parse(spec)?),
             _ => Err(OpError::TypeMismatch(
                 "Each element of 'indexes' must be an object".into(),
@@ -115,6 +125,7 @@ pub async fn drop_indexes(
             request.db
         )));
     };
+    ops::views::check_not_view(&info.record)?;
     let before = (info.indexes.len() + 1) as i32;
     let is_id = |value: &Bson| match value {
         Bson::String(s) => s == "_id_",

@@ -6,6 +6,7 @@
 
 pub mod aggregate;
 pub mod auth;
+pub mod coll_mod;
 pub(crate) mod cursor_reply;
 pub mod delete;
 pub mod diagnostics;
@@ -21,4 +22,5 @@ pub mod replication;
 pub mod stats;
 pub mod update;
 pub mod users;
+pub mod views;
 pub(crate) mod write_reply;

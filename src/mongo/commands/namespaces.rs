@@ -13,6 +13,7 @@ use crate::mongo::request::CommandRequest;
 use crate::ops;
 use crate::ops::cursors::BatchOptions;
 use crate::ops::namespace::{check_collection_name, check_db_name, split_namespace};
+use crate::ops::views::is_view;
 use crate::query::Filter;
 use crate::store::CollectionRecord;
 
@@ -39,7 +40,7 @@ pub async fn list_databases(
             doc! {"name": &db}
         } else {
             let mut size: i64 = 0;
-            for collection in snapshot.collections_in(&db) {
+            for collection in snapshot.collections_in(&db).filter(|c| !is_view(c)) {
                 let stats = session.collection_stats(collection).await?;
                 let on_disk = stats.storage_size.max(stats.data_size) + stats.total_index_size();
                 size = size.saturating_add(i64::try_from(on_disk).unwrap_or(i64::MAX));
@@ -61,8 +62,17 @@ pub async fn list_databases(
     )
 }
 
-/// The `listCollections` entry of one collection.
+/// The `listCollections` entry of one collection or view (a view has no UUID and no `_id`
+/// index, and is read-only).
 fn collection_entry(record: &CollectionRecord) -> Document {
+    if is_view(record) {
+        return doc! {
+            "name": &record.name,
+            "type": "view",
+            "options": record.options.clone(),
+            "info": {"readOnly": true},
+        };
+    }
     doc! {
         "name": &record.name,
         "type": "collection",
@@ -95,7 +105,7 @@ pub async fn list_collections(
         .collections_in(&request.db)
         .map(collection_entry)
         .filter(|entry| filter.matches(entry))
-        .map(|entry| if name_only { doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": "collection"} } else { entry })
+        .map(|entry| if name_only { doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": entry.get("type").cloned().unwrap_or(Bson::Null)} } else { entry })
         .collect();
     let namespace = format!("{}.$cmd.listCollections", request.db);
     first_batch_reply(
@@ -115,8 +125,6 @@ const UNSUPPORTED_CREATE_OPTIONS: &[&str] = &[
     "capped",
     "size",
     "max",
-    "viewOn",
-    "pipeline",
     "timeseries",
     "validator",
     "clusteredIndex",
@@ -139,6 +147,11 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     // The default collation of the collection, kept as its full specification (what
     // listCollections echoes); a simple one is no default at all.
     let collation = arguments.collation()?;
+    let view_on = arguments.value("viewOn");
+    let pipeline = arguments.value("pipeline");
+    if let Some(view) = super::views::view_definition(view_on, pipeline, collation.as_ref())? {
+        return create_view(context, request, arguments, name, view).await;
+    }
     // Kept in the collection's options, as MongoDB keeps them (validation settings have no
     // effect while `validator` is refused).
     const KEPT_OPTIONS: [&str; 5] = [
@@ -194,6 +207,41 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     )))
 }
 
+/// `create` with `viewOn`: a view, which takes no option but its definition (MongoDB's 167
+/// for the others); creating it again with the same definition succeeds, as in MongoDB 7.0.
+async fn create_view(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+    arguments: crate::mongo::arguments::Arguments<'_>,
+    name: &str,
+    view: ops::views::ViewDefinition,
+) -> CommandResult {
+    for option in request.body.keys().skip(1) {
+        let allowed = ["viewOn", "pipeline", "collation"].contains(&option.as_str())
+            || crate::mongo::arguments::GENERIC_ARGUMENTS.contains(&option.as_str());
+        if !allowed {
+            return Err(OpError::Query(crate::query::QueryError::coded(
+                167,
+                "OptionNotSupportedOnView",
+                format!("option not supported on a view: {option}"),
+            )));
+        }
+    }
+    arguments.finish()?;
+    let state = &context.server.state;
+    if ops::views::create_view(state, &request.db, name, &view).await? {
+        return Ok(Document::new());
+    }
+    let existing = context.catalog().collection(&request.db, name).await?;
+    if existing.is_some_and(|record| record.options == view.options()) {
+        return Ok(Document::new());
+    }
+    Err(OpError::NamespaceExists(format!(
+        "Namespace already exists: {}.{name}",
+        request.db
+    )))
+}
+
 /// `drop`: removes a collection and its data. Dropping a missing collection succeeds, as in
 /// MongoDB 7.0.
 pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
@@ -203,8 +251,16 @@ pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let Some(record) = context.catalog().collection(&request.db, name).await? else {
         return Ok(doc! {"ns": namespace});
     };
+    let was_view = is_view(&record);
+    let indexes_were = context
+        .collection_info(&request.db, name)
+        .await?
+        .map_or(1, |info| info.indexes.len() + 1);
     ops::collections::drop_collections(&context.server.state, &[record]).await?;
-    Ok(doc! {"ns": namespace, "nIndexesWas": 1})
+    if was_view {
+        return Ok(doc! {"ns": namespace});
+    }
+    Ok(doc! {"ns": namespace, "nIndexesWas": i32::try_from(indexes_were).unwrap_or(i32::MAX)})
 }
 
 /// `dropDatabase`: every collection of the database, in one transaction.
@@ -257,7 +313,19 @@ pub async fn rename_collection(
             "Source collection {source} does not exist"
         )));
     };
+    if is_view(&record) {
+        return Err(OpError::Query(crate::query::QueryError::coded(
+            166,
+            "CommandNotSupportedOnView",
+            format!("cannot rename view: {source}"),
+        )));
+    }
     let existing_target = snapshot.collection(target_db, target_name).cloned();
+    if existing_target.as_ref().is_some_and(is_view) {
+        return Err(OpError::NamespaceExists(format!(
+            "a view already exists with that name: {target}"
+        )));
+    }
     if existing_target.is_some() && !drop_target {
         return Err(OpError::NamespaceExists("target namespace exists".into()));
     }

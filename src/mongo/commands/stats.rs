@@ -64,6 +64,7 @@ async fn collection_figures(
     let Some(record) = context.catalog().collection(db, name).await? else {
         return Ok(None);
     };
+    crate::ops::views::check_not_view(&record)?;
     let mut session = context.open_session().await?;
     Ok(Some(session.collection_stats(&record).await?))
 }
@@ -191,7 +192,12 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
     let mut session = context.open_session().await?;
     let (mut collections, mut objects, mut data, mut storage, mut indexes, mut index_size) =
         (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut views = 0u64;
     for record in snapshot.collections_in(&request.db) {
+        if crate::ops::views::is_view(record) {
+            views += 1;
+            continue;
+        }
         let stats = session.collection_stats(record).await?;
         collections += 1;
         objects += stats.count;
@@ -203,7 +209,7 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
     Ok(doc! {
         "db": &request.db,
         "collections": count_bson(collections),
-        "views": 0,
+        "views": count_bson(views),
         "objects": count_bson(objects),
         "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
         "dataSize": (as_i64(data) / scale) as f64,
@@ -239,6 +245,7 @@ pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest
             "Collection '{namespace}' does not exist to validate."
         )));
     };
+    crate::ops::views::check_not_view(&record)?;
     let mut session = context.open_session().await?;
     let rows = session.scan(&record, &ScanRequest::all()).await?;
     let counted = session.count(&record, &Predicate::True).await?;

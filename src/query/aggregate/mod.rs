@@ -207,16 +207,28 @@ impl Pipeline {
         }
     }
 
-    /// The filter of a first `$match` stage, for pushdown.
-    pub fn leading_match(&self) -> Option<&Document> {
-        match self.stages.first() {
-            Some(Stage::Match { source, .. }) => Some(source),
-            _ => None,
+    /// The filter of the leading `$match` stages, for pushdown: the first one's, or `$and`
+    /// of them when several follow each other (as [`Pipeline::leading_read`] reads them).
+    pub fn leading_match(&self) -> Option<Document> {
+        let sources: Vec<&Document> = self
+            .stages
+            .iter()
+            .map_while(|stage| match stage {
+                Stage::Match { source, .. } => Some(source),
+                _ => None,
+            })
+            .collect();
+        match sources.as_slice() {
+            [] => None,
+            [one] => Some((*one).clone()),
+            several => Some(bson::doc! {
+                "$and": several.iter().map(|s| bson::Bson::Document((*s).clone())).collect::<Vec<_>>()
+            }),
         }
     }
 
     /// The leading stages a store can run as one read of the collection, like a `find`:
-    /// a first `$match`, then a `$sort`, then any run of `$skip`/`$limit` (folded into one
+    /// the leading `$match` stages, then a `$sort`, then any run of `$skip`/`$limit` (folded into one
     /// skip and limit, in order). The stages after them run in Rust ([`Pipeline::after`]).
     pub fn leading_read(&self) -> LeadingRead {
         let mut read = LeadingRead {
@@ -227,10 +239,18 @@ impl Pipeline {
             stages: 0,
         };
         let mut stages = self.stages.iter().peekable();
-        if let Some(Stage::Match { filter, .. }) = stages.peek() {
-            read.filter = filter.clone();
+        // Consecutive leading `$match` stages (a view's and then a read's) are one filter,
+        // as MongoDB's optimizer coalesces them.
+        let mut filters = Vec::new();
+        while let Some(Stage::Match { filter, .. }) = stages.peek() {
+            filters.push(filter.clone());
             read.stages += 1;
             stages.next();
+        }
+        match filters.len() {
+            0 => {}
+            1 => read.filter = filters.remove(0),
+            _ => read.filter = Filter::And(filters),
         }
         if let Some(Stage::Sort(spec)) = stages.peek() {
             read.sort = Some(spec.clone());

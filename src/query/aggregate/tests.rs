@@ -35,7 +35,7 @@ mod pipelines {
         .unwrap();
         assert_eq!(out, vec![doc! {"_id": 1, "n": 2}]);
         let p = Pipeline::parse(&[doc! {"$match": {"a": 1}}]).unwrap();
-        assert_eq!(p.leading_match(), Some(&doc! {"a": 1}));
+        assert_eq!(p.leading_match(), Some(doc! {"a": 1}));
     }
 
     #[test]

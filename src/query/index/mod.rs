@@ -75,12 +75,12 @@ const MAX_PARTIAL_DEPTH: usize = 4;
 
 /// The options createIndexes takes (`ns` and `dropDups` are accepted and dropped).
 const OPTIONS: &str = "key name v unique sparse background partialFilterExpression \
-    expireAfterSeconds hidden collation storageEngine ns dropDups";
+    expireAfterSeconds hidden prepareUnique collation storageEngine ns dropDups";
 /// Options MongoDB knows that only matter to index kinds docgate does not build.
 const UNSUPPORTED_OPTIONS: &str = "weights default_language language_override \
     textIndexVersion 2dsphereIndexVersion bits min max bucketSize coarsestIndexedLevel \
     finestIndexedLevel wildcardProjection columnstoreProjection columnstoreCompressor \
-    clustered prepareUnique originalSpec";
+    clustered originalSpec";
 const PLUGINS: &[&str] = &[
     "2d",
     "2dsphere",
@@ -161,6 +161,21 @@ impl IndexSpec {
     /// Whether the index was created `hidden: true` (kept, never chosen by the planner).
     pub fn hidden(&self) -> bool {
         matches!(self.document.get("hidden"), Some(Bson::Boolean(true)))
+    }
+
+    /// Whether the index is in `prepareUnique` mode (`collMod`): it refuses keys another
+    /// document holds, like a unique index, while `listIndexes` does not call it unique.
+    pub fn prepare_unique(&self) -> bool {
+        matches!(
+            self.document.get("prepareUnique"),
+            Some(Bson::Boolean(true))
+        )
+    }
+
+    /// Whether the store must refuse a key another document holds (`unique`, or
+    /// `prepareUnique`).
+    pub fn enforces_unique(&self) -> bool {
+        self.unique || self.prepare_unique()
     }
 
     /// Whether this is the `_id` index ({_id: 1}).
@@ -373,8 +388,8 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
                 version = value.clone();
                 check_version(value, spec)?;
             }
-            "hidden" if !matches!(value, Bson::Boolean(_)) => {
-                return Err(must_be("hidden", "a bool", value))
+            "hidden" | "prepareUnique" if !matches!(value, Bson::Boolean(_)) => {
+                return Err(must_be(field, "a bool", value))
             }
             "collation" => collation = Some(parse_collation(value)?),
             "partialFilterExpression" => match value {

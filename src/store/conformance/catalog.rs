@@ -1,6 +1,6 @@
-//! Catalog tests on every backend: create, list, drop, rename, the catalog version, a new
-//! store on the same data, stats, DDL inside a transaction, concurrent bootstraps of an empty
-//! database. The physical names each backend chooses are checked per backend; odd names,
+//! Catalog tests on every backend: create, list, drop, rename, views and changed options, the
+//! catalog version, a new store on the same data, stats, DDL inside a transaction, concurrent
+//! bootstraps of an empty database. The physical names each backend chooses are checked per backend; odd names,
 //! foreign objects, statement caches and opening errors stay in the backends' own tests.
 
 use std::sync::Arc;
@@ -241,5 +241,73 @@ async fn concurrent_bootstraps_and_creates() {
             Ok(backend) => backend.finish().await,
             Err(_) => panic!("a task still holds the backend"),
         }
+    }
+}
+
+/// A view is a record with options and no table: listed with the collections, its options
+/// replaced in place (the version bumped), dropped like a collection, and its name taken;
+/// an index's specification is replaced the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_and_changed_options() {
+    for backend in backends().await {
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        let base = create(&mut *s, "app", "base").await;
+        let definition = doc! { "viewOn": "base", "pipeline": [{ "$match": { "a": 1 } }] };
+        let v0 = ok(s.catalog_version().await);
+        let view = ok(s.create_view("app", "v", &definition).await);
+        assert!(ok(s.catalog_version().await) > v0);
+        assert_eq!(view.options, definition);
+        assert_eq!(
+            ok(s.list_collections().await),
+            vec![base.clone(), view.clone()]
+        );
+        match s.create_view("app", "base", &definition).await {
+            Err(StoreError::AlreadyExists(what)) => assert_eq!(what, "app.base"),
+            other => panic!("expected AlreadyExists, got {other:?}"),
+        }
+        match s.create_collection("app", "v", &doc! {}).await {
+            Err(StoreError::AlreadyExists(what)) => assert_eq!(what, "app.v"),
+            other => panic!("expected AlreadyExists, got {other:?}"),
+        }
+
+        let redefined = doc! { "viewOn": "base", "pipeline": [] };
+        let v1 = ok(s.catalog_version().await);
+        ok(s.set_collection_options(&view, &redefined).await);
+        assert!(ok(s.catalog_version().await) > v1);
+        let listed = ok(s.list_collections().await);
+        assert_eq!(listed[1].options, redefined);
+        assert_eq!(
+            (&listed[1].uuid, &listed[1].table),
+            (&view.uuid, &view.table)
+        );
+
+        let index = ok(s
+            .create_index(
+                &base,
+                "a_1",
+                &doc! { "v": 2, "key": { "a": 1 }, "name": "a_1" },
+                false,
+                false,
+                &[],
+            )
+            .await);
+        let hidden = doc! { "v": 2, "key": { "a": 1 }, "name": "a_1", "hidden": true };
+        let v2 = ok(s.catalog_version().await);
+        ok(s.set_index_spec(&index, &hidden).await);
+        assert!(ok(s.catalog_version().await) > v2);
+        let indexes = ok(s.list_indexes().await);
+        assert_eq!(indexes.len(), 1);
+        assert_eq!(indexes[0].spec, hidden);
+        assert_eq!(indexes[0].table, index.table);
+
+        ok(s.drop_collection(&view).await);
+        assert_eq!(ok(s.list_collections().await), vec![base.clone()]);
+        // A stale record changes nothing.
+        assert!(s.set_collection_options(&view, &definition).await.is_err());
+        ok(s.drop_collection(&base).await);
+        assert!(s.set_index_spec(&index, &hidden).await.is_err());
+        drop((s, store));
+        backend.finish().await;
     }
 }

@@ -8,7 +8,8 @@
 //! - `docgate.databases(db, schema_name)`: each MongoDB database is a PostgreSQL schema.
 //! - `docgate.collections(db, name, schema_name, table_name, options, uuid)`: each collection
 //!   is a table in its database's schema; `options` is the BSON of the create options, `uuid`
-//!   16 random bytes (`gen_random_uuid()`).
+//!   16 random bytes (`gen_random_uuid()`). A view is a row with no table (its table name
+//!   is reserved but never created).
 //! - `docgate.meta(kind, db, name, body json)`: users, roles, REST modules and OAuth clients
 //!   (see `meta.rs`).
 //! - `docgate.indexes`: secondary indexes and their entries tables (see `index.rs`); they
@@ -244,11 +245,72 @@ pub(super) async fn create_collection(
         .to_vec()
         .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
     let scope = conn.open_scope();
-    let result = create_body(conn, db, name, options, options_bson).await;
+    let result = create_body(conn, db, name, options, options_bson, true).await;
     conn.close_scope(scope, result).await.map_err(|e| match e {
         StoreError::DuplicateKey => StoreError::AlreadyExists(format!("{db}.{name}")),
         other => other,
     })
+}
+
+/// Records a view: a catalog row with its options and no table (the table name it keeps is
+/// reserved in its schema like a collection's, but never created; a drop's `DROP TABLE IF
+/// EXISTS` touches nothing).
+pub(super) async fn create_view(
+    conn: &mut PgConn,
+    db: &str,
+    name: &str,
+    options: &Document,
+) -> Result<CollectionRecord, StoreError> {
+    let options_bson = options
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("view options: {e}")))?;
+    let scope = conn.open_scope();
+    let result = create_body(conn, db, name, options, options_bson, false).await;
+    conn.close_scope(scope, result).await.map_err(|e| match e {
+        StoreError::DuplicateKey => StoreError::AlreadyExists(format!("{db}.{name}")),
+        other => other,
+    })
+}
+
+/// Replaces the options of `coll` (matched by `(db, name, uuid)`); bumps the version.
+pub(super) async fn set_collection_options(
+    conn: &mut PgConn,
+    coll: &CollectionRecord,
+    options: &Document,
+) -> Result<(), StoreError> {
+    let options_bson = options
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
+    let scope = conn.open_scope();
+    let result = set_options_body(conn, coll, options_bson).await;
+    conn.close_scope(scope, result).await
+}
+
+async fn set_options_body(
+    conn: &mut PgConn,
+    coll: &CollectionRecord,
+    options_bson: Vec<u8>,
+) -> Result<(), StoreError> {
+    bump_version(conn).await?;
+    let changed = conn
+        .execute(
+            "UPDATE docgate.collections SET options = $4
+             WHERE db = $1 AND name = $2 AND uuid = $3",
+            &params![
+                coll.db.clone(),
+                coll.name.clone(),
+                coll.uuid.clone(),
+                options_bson
+            ],
+        )
+        .await?;
+    if changed == 0 {
+        return Err(StoreError::Database(format!(
+            "collection {}.{} no longer exists",
+            coll.db, coll.name
+        )));
+    }
+    Ok(())
 }
 
 async fn create_body(
@@ -257,6 +319,7 @@ async fn create_body(
     name: &str,
     options: &Document,
     options_bson: Vec<u8>,
+    with_table: bool,
 ) -> Result<CollectionRecord, StoreError> {
     bump_version(conn).await?;
     if exists(conn, db, name).await? {
@@ -265,15 +328,17 @@ async fn create_body(
     let schema = ensure_schema(conn, db).await?;
     let table = choose_table(conn, &schema, name).await?;
     let full = qualified(&schema, &table);
-    conn.batch(&format!(
-        "CREATE TABLE {full} (
-             n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-             k bytea NOT NULL UNIQUE,
-             doc bytea NOT NULL,
-             j jsonb NOT NULL
-         )"
-    ))
-    .await?;
+    if with_table {
+        conn.batch(&format!(
+            "CREATE TABLE {full} (
+                 n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                 k bytea NOT NULL UNIQUE,
+                 doc bytea NOT NULL,
+                 j jsonb NOT NULL
+             )"
+        ))
+        .await?;
+    }
     let row = conn
         .query_one(
             "INSERT INTO docgate.collections (db, name, schema_name, table_name, options, uuid)

@@ -341,6 +341,48 @@ async fn mark_body(conn: &mut PgConn, index: &IndexRecord) -> Result<(), StoreEr
     Ok(())
 }
 
+/// Replaces the specification of `index` (`collMod`'s `hidden`, `expireAfterSeconds`);
+/// bumps the version first, like every catalog change.
+pub(super) async fn set_index_spec(
+    conn: &mut PgConn,
+    index: &IndexRecord,
+    spec: &Document,
+) -> Result<(), StoreError> {
+    let spec_bson = spec
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("index spec: {e}")))?;
+    let scope = conn.open_scope();
+    let result = set_spec_body(conn, index, spec_bson).await;
+    conn.close_scope(scope, result).await
+}
+
+async fn set_spec_body(
+    conn: &mut PgConn,
+    index: &IndexRecord,
+    spec_bson: Vec<u8>,
+) -> Result<(), StoreError> {
+    bump_version(conn).await?;
+    let Some(table) = locate(conn, index).await? else {
+        return Err(StoreError::Database(format!(
+            "index {} no longer exists",
+            index.name
+        )));
+    };
+    conn.execute(
+        "UPDATE docgate.indexes SET spec = $5
+         WHERE db = $1 AND collection = $2 AND name = $3 AND table_name = $4",
+        &params![
+            index.db.clone(),
+            index.collection.clone(),
+            index.name.clone(),
+            table,
+            spec_bson
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 /// The entries tables (quoted, schema-qualified) of the collection `(db, name)`.
 pub(super) async fn entries_tables(
     conn: &mut PgConn,

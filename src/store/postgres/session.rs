@@ -206,6 +206,23 @@ impl StoreSession for PostgresSession {
         catalog::create_collection(self.conn()?, db, name, options).await
     }
 
+    async fn create_view(
+        &mut self,
+        db: &str,
+        name: &str,
+        options: &Document,
+    ) -> Result<CollectionRecord, StoreError> {
+        catalog::create_view(self.conn()?, db, name, options).await
+    }
+
+    async fn set_collection_options(
+        &mut self,
+        coll: &CollectionRecord,
+        options: &Document,
+    ) -> Result<(), StoreError> {
+        catalog::set_collection_options(self.conn()?, coll, options).await
+    }
+
     async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError> {
         catalog::drop_collection(self.conn()?, coll).await
     }
@@ -309,6 +326,14 @@ impl StoreSession for PostgresSession {
 
     async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
         index::drop_index(self.conn()?, index).await
+    }
+
+    async fn set_index_spec(
+        &mut self,
+        index: &IndexRecord,
+        spec: &Document,
+    ) -> Result<(), StoreError> {
+        index::set_index_spec(self.conn()?, index, spec).await
     }
 
     async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError> {

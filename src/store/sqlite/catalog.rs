@@ -6,6 +6,7 @@
 //!   Numbers are never reused, so a stale cache entry can never point at a newer table.
 //! - `dg_collections(db, name, table_name, options, uuid)`, primary key `(db, name)`:
 //!   `options` is the BSON of the create options, `uuid` 16 random bytes (UUID v4 layout).
+//!   A view is a row of its own with no table (`table_name` `dgv_<n>`, never created).
 //!
 //! A collection table is a rowid table (rowid order = insertion order, MongoDB's natural
 //! order; without AUTOINCREMENT a new rowid is still above every live one):
@@ -106,6 +107,55 @@ pub(super) fn create_collection(
     name: &str,
     options: &Document,
 ) -> Result<CollectionRecord, StoreError> {
+    create_record(conn, db, name, options, true)
+}
+
+/// Records a view: a catalog row with its options and no table. Its `table_name` is a
+/// `dgv_<n>` from the same sequence, which no table ever takes, so the row's uniqueness
+/// holds and a drop of the record (`DROP TABLE IF EXISTS`) touches nothing.
+pub(super) fn create_view(
+    conn: &Connection,
+    db: &str,
+    name: &str,
+    options: &Document,
+) -> Result<CollectionRecord, StoreError> {
+    create_record(conn, db, name, options, false)
+}
+
+/// Replaces the options of `coll` (matched by `(db, name, table_name)`); bumps the version.
+pub(super) fn set_collection_options(
+    conn: &Connection,
+    coll: &CollectionRecord,
+    options: &Document,
+) -> Result<(), StoreError> {
+    let options_bson = options
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
+    write_tx(conn, |conn| {
+        let changed = conn
+            .execute(
+                "UPDATE dg_collections SET options = ?4
+                 WHERE db = ?1 AND name = ?2 AND table_name = ?3",
+                params![coll.db, coll.name, coll.table, options_bson],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::Database(format!(
+                "collection {}.{} no longer exists",
+                coll.db, coll.name
+            )));
+        }
+        bump_version(conn)
+    })
+}
+
+fn create_record(
+    conn: &Connection,
+    db: &str,
+    name: &str,
+    options: &Document,
+    with_table: bool,
+) -> Result<CollectionRecord, StoreError> {
     let options_bson = options
         .to_vec()
         .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
@@ -113,7 +163,8 @@ pub(super) fn create_collection(
         if exists(conn, db, name)? {
             return Err(StoreError::AlreadyExists(format!("{db}.{name}")));
         }
-        let table = format!("dgc_{}", next_table_number(conn)?);
+        let prefix = if with_table { "dgc" } else { "dgv" };
+        let table = format!("{prefix}_{}", next_table_number(conn)?);
         let mut uuid: Vec<u8> = conn
             .query_row("SELECT randomblob(16)", [], |row| row.get(0))
             .map_err(db_err)?;
@@ -121,13 +172,15 @@ pub(super) fn create_collection(
             *b6 = (*b6 & 0x0f) | 0x40;
             *b8 = (*b8 & 0x3f) | 0x80;
         }
-        conn.execute_batch(&format!(
-            "CREATE TABLE {t} (k BLOB NOT NULL, doc BLOB NOT NULL, j BLOB NOT NULL);
-             CREATE UNIQUE INDEX {i} ON {t} (k);",
-            t = quote_ident(&table),
-            i = quote_ident(&id_index_name(&table)),
-        ))
-        .map_err(db_err)?;
+        if with_table {
+            conn.execute_batch(&format!(
+                "CREATE TABLE {t} (k BLOB NOT NULL, doc BLOB NOT NULL, j BLOB NOT NULL);
+                 CREATE UNIQUE INDEX {i} ON {t} (k);",
+                t = quote_ident(&table),
+                i = quote_ident(&id_index_name(&table)),
+            ))
+            .map_err(db_err)?;
+        }
         conn.execute(
             "INSERT INTO dg_collections (db, name, table_name, options, uuid)
              VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -325,3 +325,38 @@ pub(super) fn delete_entries(
     }
     Ok(())
 }
+
+/// Replaces the specification of `index` (matched by collection, name and entries table;
+/// `collMod`'s `hidden` and `expireAfterSeconds`); bumps the version.
+pub(super) fn set_index_spec(
+    conn: &Connection,
+    index: &IndexRecord,
+    spec: &Document,
+) -> Result<(), StoreError> {
+    let spec_bson = spec
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("index spec: {e}")))?;
+    write_tx(conn, |conn| {
+        let changed = conn
+            .execute(
+                "UPDATE dg_indexes SET spec = ?5
+                 WHERE name = ?3 AND table_name = ?4 AND coll_table =
+                     (SELECT table_name FROM dg_collections WHERE db = ?1 AND name = ?2)",
+                params![
+                    index.db,
+                    index.collection,
+                    index.name,
+                    index.table,
+                    spec_bson
+                ],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::Database(format!(
+                "index {} no longer exists",
+                index.name
+            )));
+        }
+        bump_version(conn)
+    })
+}
