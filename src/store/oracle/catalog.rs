@@ -162,6 +162,34 @@ pub(super) fn create_collection(
     name: &str,
     options: &Document,
 ) -> Result<CollectionRecord, StoreError> {
+    create_record(conn, db, name, options, true)
+}
+
+/// Records a view: a catalog row with its definition as options and no table (its
+/// generated `DG_V<n>` name is never created, so a drop has no table to remove).
+pub(super) fn create_view(
+    conn: &mut OraConn,
+    db: &str,
+    name: &str,
+    options: &Document,
+) -> Result<CollectionRecord, StoreError> {
+    create_record(conn, db, name, options, false)
+}
+
+/// Whether a recorded table name is a view's, which has no table.
+fn is_view_table(table: &str) -> bool {
+    unquoted(table).starts_with(VIEW_PREFIX)
+}
+
+const VIEW_PREFIX: &str = "DG_V";
+
+fn create_record(
+    conn: &mut OraConn,
+    db: &str,
+    name: &str,
+    options: &Document,
+    with_table: bool,
+) -> Result<CollectionRecord, StoreError> {
     let options_bson = options
         .to_vec()
         .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
@@ -170,8 +198,11 @@ pub(super) fn create_collection(
         if exists(conn, db, name)? {
             return Err(StoreError::AlreadyExists(format!("{db}.{name}")));
         }
-        let table = format!("DG_C{}", next_number(conn)?);
-        conn.ddl(&collection_ddl(&table))?;
+        let prefix = if with_table { "DG_C" } else { VIEW_PREFIX };
+        let table = format!("{prefix}{}", next_number(conn)?);
+        if with_table {
+            conn.ddl(&collection_ddl(&table))?;
+        }
         let uuid = random_uuid();
         let recorded = conn.execute(
             "INSERT INTO dg_collections (db, name, table_name, options, uuid)
@@ -186,7 +217,9 @@ pub(super) fn create_collection(
         );
         if let Err(e) = recorded {
             // Not recorded: the table must not outlive this call.
-            conn.drop_after_commit(quote_ident(&table));
+            if with_table {
+                conn.drop_after_commit(quote_ident(&table));
+            }
             return Err(e);
         }
         Ok(CollectionRecord {
@@ -200,6 +233,37 @@ pub(super) fn create_collection(
     result.map_err(|e| match e {
         StoreError::DuplicateKey => StoreError::AlreadyExists(format!("{db}.{name}")),
         other => other,
+    })
+}
+
+/// Replaces the options of `coll` (matched by uuid); bumps the version.
+pub(super) fn set_collection_options(
+    conn: &mut OraConn,
+    coll: &CollectionRecord,
+    options: &Document,
+) -> Result<(), StoreError> {
+    let options_bson = options
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
+    conn.atomic(|conn| {
+        bump_version(conn)?;
+        let changed = conn.execute(
+            "UPDATE dg_collections SET options = :1
+             WHERE db = :2 AND name = :3 AND uuid = :4",
+            &[
+                Bind::Blob(options_bson),
+                Bind::Text(coll.db.clone()),
+                Bind::Text(coll.name.clone()),
+                Bind::Raw(coll.uuid.clone()),
+            ],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::Database(format!(
+                "collection {}.{} no longer exists",
+                coll.db, coll.name
+            )));
+        }
+        Ok(())
     })
 }
 
@@ -231,7 +295,9 @@ pub(super) fn drop_collection(
             &key,
         )?;
         index::drop_all(conn, &coll.db, &coll.name)?;
-        conn.drop_after_commit(quote_ident(&table));
+        if !is_view_table(&table) {
+            conn.drop_after_commit(quote_ident(&table));
+        }
         Ok(())
     })
 }

@@ -275,6 +275,37 @@ pub(super) fn drop_index(conn: &mut OraConn, index: &IndexRecord) -> Result<(), 
     })
 }
 
+/// Replaces the recorded specification of `index` (`hidden`, `expireAfterSeconds`: options
+/// that change neither its keys nor its entries); bumps the version.
+pub(super) fn set_index_spec(
+    conn: &mut OraConn,
+    index: &IndexRecord,
+    spec: &Document,
+) -> Result<(), StoreError> {
+    let spec_bson = spec
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("index spec: {e}")))?;
+    conn.atomic(|conn| {
+        bump_version(conn)?;
+        let changed = conn.execute(
+            "UPDATE dg_indexes SET spec = :1 WHERE db = :2 AND collection = :3 AND name = :4",
+            &[
+                Bind::Blob(spec_bson),
+                Bind::Text(index.db.clone()),
+                Bind::Text(index.collection.clone()),
+                Bind::Text(index.name.clone()),
+            ],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::Database(format!(
+                "index {} no longer exists",
+                index.name
+            )));
+        }
+        Ok(())
+    })
+}
+
 /// Sets the multikey flag (bumping the version) unless it was set already.
 pub(super) fn mark_multikey(conn: &mut OraConn, index: &IndexRecord) -> Result<(), StoreError> {
     conn.atomic(|conn| {

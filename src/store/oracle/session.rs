@@ -233,6 +233,27 @@ impl StoreSession for OracleSession {
             .await
     }
 
+    async fn create_view(
+        &mut self,
+        db: &str,
+        name: &str,
+        options: &Document,
+    ) -> Result<CollectionRecord, StoreError> {
+        let (db, name, options) = (db.to_owned(), name.to_owned(), options.clone());
+        self.call(move |conn| catalog::create_view(conn, &db, &name, &options))
+            .await
+    }
+
+    async fn set_collection_options(
+        &mut self,
+        coll: &CollectionRecord,
+        options: &Document,
+    ) -> Result<(), StoreError> {
+        let (coll, options) = (coll.clone(), options.clone());
+        self.call(move |conn| catalog::set_collection_options(conn, &coll, &options))
+            .await
+    }
+
     async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError> {
         let coll = coll.clone();
         self.call(move |conn| catalog::drop_collection(conn, &coll))
@@ -364,6 +385,16 @@ impl StoreSession for OracleSession {
     async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
         let index = index.clone();
         self.call(move |conn| index::drop_index(conn, &index)).await
+    }
+
+    async fn set_index_spec(
+        &mut self,
+        index: &IndexRecord,
+        spec: &Document,
+    ) -> Result<(), StoreError> {
+        let (index, spec) = (index.clone(), spec.clone());
+        self.call(move |conn| index::set_index_spec(conn, &index, &spec))
+            .await
     }
 
     async fn mark_multikey(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
