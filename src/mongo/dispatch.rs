@@ -15,8 +15,9 @@ use bson::{Bson, Document, RawDocumentBuf};
 use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
-    aggregate, auth, delete, diagnostics, explain, fail_points, find, find_and_modify, handshake,
-    indexes, insert, namespaces, replication, stats, update, users,
+    aggregate, auth, delete, diagnostics, explain, fail_points, find, find_and_modify, fsync,
+    handshake, indexes, insert, namespaces, operations, profiling, replication, stats, update,
+    users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -65,8 +66,21 @@ pub async fn dispatch(
     request: CommandRequest,
     interrupt: &Interrupt,
 ) -> CommandReply {
+    // Every log line of the command names its connection and operation (`opid`, set once
+    // it is registered): the request id of the wire front end.
+    let span = tracing::info_span!(
+        "command",
+        conn = connection.id,
+        opid = tracing::field::Empty
+    );
     let reply = match replication::receive_cluster_time(server, &request) {
-        Ok(()) => dispatch_command(server, connection, request, interrupt).await,
+        Ok(()) => {
+            tracing::Instrument::instrument(
+                dispatch_command(server, connection, request, interrupt),
+                span,
+            )
+            .await
+        }
         Err(error) => error.to_reply().into(),
     };
     replication::stamp_reply(server, reply)
@@ -94,12 +108,16 @@ async fn dispatch_command(
     let Some(spec) = spec else {
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
+    // Listed by `currentOp` until it ends; then logged if slow, and profiled.
+    let running = operations::begin(server, context.connection, &request, spec, interrupt);
     if let Intercept::Reply(reply) = server
         .fail_points
         .before_command(spec, &request, context.connection)
         .await
     {
-        return reply.into();
+        let reply = reply.into();
+        profiling::operation_finished(server, running, &request, &reply);
+        return reply;
     }
     let refused = check_stable_api(spec, &request);
     let limit = match spec.command {
@@ -136,6 +154,7 @@ async fn dispatch_command(
     server
         .fail_points
         .after_command(spec, &request, context.connection, &mut reply);
+    profiling::operation_finished(server, running, &request, &reply);
     reply
 }
 
@@ -153,22 +172,38 @@ pub(super) async fn run_with_retry(
     result
 }
 
-/// `running`, or 50 MaxTimeMSExpired once the deadline passes. Evaluation on the compute
-/// pool stops at its next check; a statement in the database is abandoned (a write it
-/// makes is one transaction: it is applied whole or not at all).
+/// `running`, or 50 MaxTimeMSExpired once the deadline passes, or 11601 Interrupted once
+/// `killOp` cancels it. Evaluation on the compute pool stops at its next check; a statement
+/// in the database is abandoned at the deadline, cancelled by `killOp` (a write it makes is
+/// one transaction: it is applied whole or not at all).
 async fn within_deadline(
     running: impl std::future::Future<Output = ReplyResult>,
     interrupt: &Interrupt,
 ) -> ReplyResult {
-    let Some(deadline) = interrupt.deadline() else {
-        return running.await;
-    };
-    match tokio::time::timeout_at(deadline.into(), running).await {
-        Ok(result) => result,
-        Err(_) => {
-            interrupt.cancel(Interruption::TimeLimit);
-            Err(OpError::Query(Interruption::TimeLimit.into()))
+    let limited = async {
+        let Some(deadline) = interrupt.deadline() else {
+            return running.await;
+        };
+        match tokio::time::timeout_at(deadline.into(), running).await {
+            Ok(result) => result,
+            Err(_) => {
+                interrupt.cancel(Interruption::TimeLimit);
+                Err(OpError::Query(Interruption::TimeLimit.into()))
+            }
         }
+    };
+    // Only a kill abandons the command here: a client gone or a deadline let it end at its
+    // next check as before.
+    let killed = async {
+        match interrupt.cancelled().await {
+            Interruption::Killed => Interruption::Killed,
+            _ => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        result = limited => result,
+        reason = killed => Err(OpError::Query(reason.into())),
     }
 }
 
@@ -326,6 +361,11 @@ async fn run(
         Command::GetParameter => document(diagnostics::get_parameter(context, request)),
         Command::GetCmdLineOpts => document(diagnostics::get_cmd_line_opts(context)),
         Command::GetLog => document(diagnostics::get_log(request)),
+        Command::CurrentOp => document(operations::current_op(context, request)),
+        Command::KillOp => document(operations::kill_op(context, request)),
+        Command::Profile => document(profiling::profile(context, request)),
+        Command::Fsync => document(fsync::fsync(context, request).await),
+        Command::FsyncUnlock => document(fsync::fsync_unlock(request)),
         Command::HostInfo => document(diagnostics::host_info()),
         Command::ConnectionStatus => document(auth::connection_status(context).await),
         Command::ServerStatus => document(Ok(diagnostics::server_status(context))),

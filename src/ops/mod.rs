@@ -25,7 +25,9 @@
 //! - `aggregate`: running a pipeline over a collection, or over the input of
 //!   `aggregate: 1` (`$documents`, `$listLocalSessions`);
 //! - `aggregate_writes`: `$out` and `$merge`, each in one transaction;
-//! - `ttl`: the TTL monitor, which deletes expired documents through `delete`.
+//! - `ttl`: the TTL monitor, which deletes expired documents through `delete`;
+//! - `operations`: the operations running now (`currentOp`, `killOp`);
+//! - `profiler`: profiling levels, `system.profile` and the slow-operation threshold.
 //!
 //! Not for: command or request shapes (the front ends parse those), SQL (the store), the
 //! semantics of filters, updates and pipelines (`query`).
@@ -42,7 +44,9 @@ pub mod find_and_modify;
 pub mod indexes;
 pub mod insert;
 pub mod namespace;
+pub mod operations;
 pub mod prepare;
+pub mod profiler;
 pub mod read;
 pub mod read_cursor;
 pub mod retry;

@@ -144,6 +144,17 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             drop(session);
             crate::compute::run(move || rest.run_with(vec![input], &foreign)).await?
         }
+        (Some(name), None) if name == super::profiling::PROFILE_COLLECTION => {
+            // `system.profile` is kept in memory by the profiler.
+            let input = super::profiling::system_profile_entries(server, &request.db);
+            let rest = pipeline.inner(0);
+            let mut scope = context.scope();
+            let mut session = scope.reader().await?;
+            let foreign =
+                read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest).await?;
+            drop(session);
+            crate::compute::run(move || rest.run_with(input, &foreign)).await?
+        }
         (Some(name), None) => {
             let mut scope = context.scope();
             // A pipeline whose stages look at one document at a time streams: the cursor

@@ -124,6 +124,11 @@ impl FindArguments {
 /// `find`. Without a projection the documents are answered in their stored bytes (decoded
 /// only where a residual filter or a sort must look at them).
 pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
+    let arguments = FindArguments::parse(request)?;
+    if request.collection()? == super::profiling::PROFILE_COLLECTION {
+        ServerCounters::add(&context.server.state.counters.op_query, 1);
+        return super::profiling::find_system_profile(context, request, arguments);
+    }
     let FindArguments {
         filter,
         sort,
@@ -136,7 +141,7 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         no_cursor_timeout,
         disk_use_refused,
         collation,
-    } = FindArguments::parse(request)?;
+    } = arguments;
     if disk_use_refused {
         crate::compute::current_interrupt()
             .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
@@ -255,6 +260,9 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
+    if name == super::profiling::PROFILE_COLLECTION {
+        return super::profiling::count_system_profile(context, request, &filter, skip, limit);
+    }
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };

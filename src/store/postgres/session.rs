@@ -88,6 +88,11 @@ impl PostgresSession {
             .ok_or_else(|| StoreError::Unavailable("the session has no connection".into()))
     }
 
+    /// `CHECKPOINT` (`fsync`).
+    pub(super) async fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.conn()?.batch("CHECKPOINT").await
+    }
+
     /// PostgreSQL's plan for a scan: the lines of `EXPLAIN` (with the values bound).
     pub async fn explain_scan(
         &mut self,

@@ -1,0 +1,325 @@
+//! The operations running now, as the wire front end shows and stops them: registering each
+//! command with the core's operation registry while it runs ([`begin`]), `currentOp` (and
+//! the documents of the `$currentOp` stage: [`in_progress`]) and `killOp`.
+//!
+//! Not for: the registry itself (`crate::ops::operations`), the profiler and the slow-op
+//! log (`profiling`), or how a killed command stops (`crate::interrupt`).
+
+use bson::{doc, Bson, Document};
+
+use crate::auth::roles::{allows, Action};
+use crate::auth::service::Access;
+use crate::interrupt::Interrupt;
+use crate::mongo::arguments::GENERIC_ARGUMENTS;
+use crate::mongo::command_table::{Command, CommandSpec};
+use crate::mongo::context::{CommandContext, ConnectionInfo};
+use crate::mongo::error::{CommandResult, OpError};
+use crate::mongo::request::{as_bool, as_i64, CommandRequest};
+use crate::mongo::MongoServer;
+use crate::ops::operations::{
+    without_secrets, KillOutcome, OperationStart, RunningGuard, RunningOperation,
+};
+use crate::query::Filter;
+
+/// Bytes of a command `currentOp` and `system.profile` show whole; a larger one is shown
+/// as `{$truncated: …}`, as MongoDB does past 1 KB.
+const SHOWN_COMMAND_BYTES: usize = 1024;
+
+/// Registers `request` (which runs under `interrupt`) as running until the guard is dropped,
+/// and names its operation id in the span of its log lines.
+pub fn begin<'s>(
+    server: &'s MongoServer,
+    connection: &ConnectionInfo,
+    request: &CommandRequest,
+    spec: &CommandSpec,
+    interrupt: &Interrupt,
+) -> RunningGuard<'s> {
+    let app_name = connection
+        .client_metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get_document("application").ok())
+        .and_then(|application| application.get_str("name").ok())
+        .map(str::to_string);
+    let start = OperationStart {
+        op: op_kind(spec.command),
+        ns: namespace(request, spec.command),
+        command: shown_command(request),
+        client: Some(connection.peer.to_string()),
+        connection_id: Some(connection.id),
+        desc: format!("conn{}", connection.id),
+        app_name,
+        client_metadata: connection.client_metadata.clone(),
+        user: connection
+            .auth
+            .user
+            .as_ref()
+            .map(|user| (user.db.clone(), user.name.clone())),
+        lsid: request.body.get_document("lsid").ok().cloned(),
+    };
+    let guard = server.state.operations.begin(start, interrupt.clone());
+    tracing::Span::current().record("opid", guard.operation().opid);
+    guard
+}
+
+/// MongoDB's `op` of a command.
+fn op_kind(command: Command) -> &'static str {
+    match command {
+        Command::Find => "query",
+        Command::GetMore => "getmore",
+        Command::Insert => "insert",
+        Command::Update => "update",
+        Command::Delete => "remove",
+        _ => "command",
+    }
+}
+
+/// `db.collection` of a command on a collection, else `db.$cmd`.
+fn namespace(request: &CommandRequest, command: Command) -> String {
+    let on_collection = matches!(
+        command,
+        Command::Find
+            | Command::Aggregate
+            | Command::Count
+            | Command::Distinct
+            | Command::Insert
+            | Command::Update
+            | Command::Delete
+            | Command::FindAndModify
+            | Command::Create
+            | Command::Drop
+            | Command::CreateIndexes
+            | Command::DropIndexes
+            | Command::ListIndexes
+            | Command::CollStats
+            | Command::Validate
+    );
+    let collection = match (command, request.target()) {
+        (Command::GetMore, _) => request.body.get_str("collection").ok(),
+        (_, Bson::String(name)) if on_collection => Some(name.as_str()),
+        _ => None,
+    };
+    match collection {
+        Some(name) => format!("{}.{name}", request.db),
+        None => format!("{}.$cmd", request.db),
+    }
+}
+
+/// The command as `currentOp` and `system.profile` show it: secrets out, and past
+/// [`SHOWN_COMMAND_BYTES`] `{$truncated: <its first fields>}`. Copies at most about that
+/// much of the command, so a large insert costs nothing here.
+fn shown_command(request: &CommandRequest) -> Document {
+    let body = without_secrets(&request.name, &request.body);
+    let mut shown = Document::new();
+    let mut budget = SHOWN_COMMAND_BYTES;
+    for (key, value) in &body {
+        match value_size(value, budget.saturating_sub(key.len())) {
+            Some(size) if size + key.len() <= budget => {
+                budget -= size + key.len();
+                shown.insert(key.clone(), value.clone());
+            }
+            _ => {
+                let mut text = shown.to_string();
+                text.truncate(SHOWN_COMMAND_BYTES);
+                return doc! {"$truncated": format!("{text} ..."), "comment": body.get("comment").cloned().unwrap_or(Bson::Null)};
+            }
+        }
+    }
+    shown
+}
+
+/// About the encoded size of `value`, or None once past `budget` (without walking on).
+fn value_size(value: &Bson, budget: usize) -> Option<usize> {
+    let size = match value {
+        Bson::Document(document) => {
+            let mut total = 5;
+            for (key, item) in document {
+                total += key.len() + 2 + value_size(item, budget.checked_sub(total)?)?;
+            }
+            total
+        }
+        Bson::Array(items) => {
+            let mut total = 5;
+            for item in items {
+                total += 4 + value_size(item, budget.checked_sub(total)?)?;
+            }
+            total
+        }
+        Bson::String(text) => text.len() + 5,
+        Bson::Binary(binary) => binary.bytes.len() + 5,
+        Bson::JavaScriptCode(code) => code.len() + 5,
+        _ => 16,
+    };
+    (size <= budget).then_some(size)
+}
+
+/// `currentOp`: `{currentOp: 1, $ownOps: bool, $all: bool, <filter on the entries>}` on
+/// `admin`. Without the `inprog` privilege only `$ownOps: true` is allowed.
+pub fn current_op(context: &CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    if request.db != "admin" {
+        return Err(OpError::Unauthorized(
+            "currentOp may only be run against the admin database.".into(),
+        ));
+    }
+    let mut own_ops = false;
+    let mut filter = Document::new();
+    for (key, value) in request.body.iter().skip(1) {
+        match key.as_str() {
+            "$ownOps" => own_ops = flag(key, value)?,
+            "$all" => {
+                if flag(key, value)? {
+                    return Err(OpError::NotSupported(
+                        "currentOp with $all: true is not supported by docgate: it lists the \
+                         operations running now, not idle connections or sessions"
+                            .into(),
+                    ));
+                }
+            }
+            key if GENERIC_ARGUMENTS.contains(&key) => {}
+            _ => {
+                filter.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    let filter = Filter::parse(&filter)?;
+    let inprog: Vec<Bson> = in_progress(context, own_ops, "currentOp")?
+        .into_iter()
+        .filter(|entry| filter.matches(entry))
+        .map(Bson::Document)
+        .collect();
+    Ok(doc! {"inprog": inprog})
+}
+
+fn flag(key: &str, value: &Bson) -> Result<bool, OpError> {
+    as_bool(value).ok_or_else(|| {
+        OpError::TypeMismatch(format!(
+            "BSON field '{key}' is the wrong type '{}', expected type 'bool'",
+            crate::mongo::request::type_name(value)
+        ))
+    })
+}
+
+/// The user the connection runs as when access control applies (None: it does not, and
+/// every operation is everyone's), and whether they may act on all operations with `action`.
+fn requester(context: &CommandContext<'_>, action: Action) -> (Option<(String, String)>, bool) {
+    if context.connection.auth.access != Some(Access::Required) {
+        return (None, true);
+    }
+    match &context.connection.auth.user {
+        Some(user) => (
+            Some((user.db.clone(), user.name.clone())),
+            allows(&user.roles, action, "admin"),
+        ),
+        None => (None, false),
+    }
+}
+
+/// The entries of every operation running now (`inprog` of `currentOp`, the documents of
+/// `$currentOp`): all of them, or with `own_only` (or without the `inprog` privilege, which
+/// then needs `own_only`: 13 Unauthorized naming `command`) the requester's.
+pub fn in_progress(
+    context: &CommandContext<'_>,
+    own_only: bool,
+    command: &str,
+) -> Result<Vec<Document>, OpError> {
+    let (user, may_see_all) = requester(context, Action::Inprog);
+    if !may_see_all && !own_only {
+        return Err(OpError::Unauthorized(format!(
+            "not authorized on admin to execute command {{ {command}: ... }}"
+        )));
+    }
+    let operations = context.server.state.operations.list();
+    Ok(operations
+        .iter()
+        .filter(|operation| may_see_all && !own_only || operation.start.user == user)
+        .map(|operation| entry(context.server, operation))
+        .collect())
+}
+
+/// One `inprog` entry, in MongoDB's shape, with docgate's `docgate.sql`: the statement the
+/// operation runs or ran last.
+fn entry(server: &MongoServer, operation: &RunningOperation) -> Document {
+    let start = &operation.start;
+    let running = operation.started.elapsed();
+    let mut entry = doc! {
+        "type": "op",
+        "host": &server.advertise,
+        "desc": &start.desc,
+    };
+    if let Some(id) = start.connection_id {
+        entry.insert("connectionId", id);
+    }
+    if let Some(client) = &start.client {
+        entry.insert("client", client);
+    }
+    if let Some(app_name) = &start.app_name {
+        entry.insert("appName", app_name);
+    }
+    if let Some(metadata) = &start.client_metadata {
+        entry.insert("clientMetadata", metadata.clone());
+    }
+    entry.insert("active", true);
+    entry.insert(
+        "currentOpTime",
+        bson::DateTime::now()
+            .try_to_rfc3339_string()
+            .unwrap_or_default(),
+    );
+    if let Some((db, name)) = &start.user {
+        entry.insert("effectiveUsers", vec![doc! {"user": name, "db": db}]);
+    }
+    entry.insert("opid", i64::from(operation.opid));
+    if let Some(lsid) = &start.lsid {
+        entry.insert("lsid", lsid.clone());
+    }
+    entry.insert("secs_running", running.as_secs() as i64);
+    entry.insert(
+        "microsecs_running",
+        i64::try_from(running.as_micros()).unwrap_or(i64::MAX),
+    );
+    entry.insert("op", start.op);
+    entry.insert("ns", &start.ns);
+    entry.insert("command", start.command.clone());
+    entry.insert("numYields", 0);
+    entry.insert("locks", Document::new());
+    entry.insert("waitingForLock", false);
+    entry.insert("killPending", operation.kill_pending());
+    let sql = operation
+        .statement()
+        .map_or(Bson::Null, |sql| Bson::String(sql.to_string()));
+    entry.insert("docgate", doc! {"sql": sql});
+    entry
+}
+
+/// `killOp: 1, op: <opid>` on `admin`: the operation stops with 11601 Interrupted, its
+/// running statement cancelled. Anyone may kill their own operations; others' need the
+/// `killop` privilege. Answers `attempting to kill op` whether or not it still runs, as
+/// MongoDB does.
+pub fn kill_op(context: &CommandContext<'_>, request: &CommandRequest) -> CommandResult {
+    if request.db != "admin" {
+        return Err(OpError::Unauthorized(
+            "killOp may only be run against the admin database.".into(),
+        ));
+    }
+    let mut arguments = request.arguments();
+    let op = arguments
+        .value("op")
+        .ok_or_else(|| OpError::BadValue("Did not provide \"op\" field".into()))?;
+    arguments.finish()?;
+    let opid = as_i64(op)
+        .and_then(|opid| u32::try_from(opid).ok())
+        .ok_or_else(|| {
+            OpError::TypeMismatch(format!(
+                "Expected an integer operation id for \"op\", got {op}"
+            ))
+        })?;
+    let (user, may_kill_all) = requester(context, Action::KillOp);
+    let outcome = context.server.state.operations.kill(opid, |operation| {
+        may_kill_all || operation.start.user == user
+    });
+    if outcome == KillOutcome::NotAllowed {
+        return Err(OpError::Unauthorized(
+            "not authorized on admin to execute command { killOp: ... }".into(),
+        ));
+    }
+    Ok(doc! {"info": "attempting to kill op"})
+}

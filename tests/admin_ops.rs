@@ -1,0 +1,443 @@
+//! The admin commands people type first, through the Rust `mongodb` driver against a real
+//! `docgate` (SQLite, or PostgreSQL with `DOCGATE_TEST_BACKEND`): `currentOp` listing a long
+//! aggregate with its namespace, command and SQL, `killOp` ending it with 11601, the
+//! profiler's levels, `slowms` and filter with `system.profile` read by `find`, `count` and
+//! `aggregate`, `getLog` with the redacted "Slow query" line, `fsync` and its refusals, and
+//! passwords shown nowhere.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
+
+mod common;
+mod driver_support;
+
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use driver_support::{assert_ok, expect_command_error, num, server_code};
+use mongodb::bson::{doc, Bson, Document};
+
+/// A `$match` that costs a lot per document: a sum over 20,000 numbers.
+fn expensive_match() -> Document {
+    doc! {"$match": {"$expr": {"$gte": [
+        {"$reduce": {"input": {"$range": [0, 20_000]}, "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}},
+        0
+    ]}}}
+}
+
+/// `inprog` of `currentOp` with `filter`.
+async fn in_progress(admin: &mongodb::Database, filter: Document) -> Vec<Document> {
+    let mut command = doc! {"currentOp": 1};
+    command.extend(filter);
+    let reply = admin.run_command(command).await.expect("currentOp");
+    reply
+        .get_array("inprog")
+        .expect("inprog")
+        .iter()
+        .filter_map(|entry| entry.as_document().cloned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_long_aggregate_is_listed_with_its_sql_and_killop_ends_it() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let coll = client.database("ops_kill").collection::<Document>("slow");
+    let docs: Vec<Document> = (0..3000).map(|i| doc! {"_id": i, "x": i}).collect();
+    coll.insert_many(docs).await.expect("seed");
+
+    let running = {
+        let coll = coll.clone();
+        tokio::spawn(async move {
+            let pipeline = vec![expensive_match(), doc! {"$count": "n"}];
+            coll.aggregate(pipeline).await.map(|_| ())
+        })
+    };
+    let admin = client.database("admin");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let entry = loop {
+        let listed = in_progress(&admin, doc! {"ns": "ops_kill.slow"}).await;
+        if let Some(entry) = listed.into_iter().find(|entry| {
+            entry
+                .get_document("docgate")
+                .is_ok_and(|d| d.get_str("sql").is_ok())
+        }) {
+            break entry;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the aggregate never showed with its SQL"
+        );
+        assert!(
+            !running.is_finished(),
+            "the aggregate ended before it was listed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(entry.get_str("op").ok(), Some("command"), "{entry}");
+    assert_eq!(entry.get_bool("active").ok(), Some(true), "{entry}");
+    assert_eq!(entry.get_bool("killPending").ok(), Some(false), "{entry}");
+    let command = entry.get_document("command").expect("command");
+    assert_eq!(command.get_str("aggregate").ok(), Some("slow"), "{entry}");
+    assert!(command.get_array("pipeline").is_ok(), "{entry}");
+    let sql = entry
+        .get_document("docgate")
+        .unwrap()
+        .get_str("sql")
+        .unwrap();
+    assert!(sql.to_uppercase().contains("SELECT"), "{sql}");
+    assert!(
+        !sql.contains("20000"),
+        "values are bound, not spelled: {sql}"
+    );
+    assert!(num(&entry, "microsecs_running") > 0.0, "{entry}");
+    assert!(
+        entry
+            .get_str("client")
+            .is_ok_and(|c| c.starts_with("127.0.0.1:")),
+        "{entry}"
+    );
+    let opid = entry.get("opid").cloned().expect("opid");
+
+    let killed = admin
+        .run_command(doc! {"killOp": 1, "op": opid.clone()})
+        .await
+        .expect("killOp");
+    assert_eq!(killed.get_str("info").ok(), Some("attempting to kill op"));
+    let result = tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the killed aggregate ends")
+        .expect("task");
+    let error = result.expect_err("a killed aggregate fails");
+    assert_eq!(server_code(&error), Some(11601), "{error}");
+    assert!(
+        in_progress(&admin, doc! {"opid": opid.clone()})
+            .await
+            .is_empty(),
+        "a finished operation is no longer listed"
+    );
+    // Killing it again (or any unknown opid) answers as MongoDB does.
+    let again = admin
+        .run_command(doc! {"killOp": 1, "op": opid})
+        .await
+        .expect("killOp of a finished op");
+    assert_ok(&again);
+    // The connection and the server carry on.
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 3000);
+}
+
+#[tokio::test]
+async fn current_op_and_kill_op_answer_mongodb_errors() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let admin = client.database("admin");
+    // currentOp lists itself, with the generic arguments not taken as a filter.
+    let own = in_progress(&admin, doc! {"command.currentOp": {"$exists": true}}).await;
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(own[0].get_str("ns").ok(), Some("admin.$cmd"));
+    let db = client.database("ops_errors");
+    expect_command_error(
+        db.run_command(doc! {"currentOp": 1}).await,
+        13,
+        "Unauthorized",
+    );
+    expect_command_error(
+        db.run_command(doc! {"killOp": 1, "op": 1}).await,
+        13,
+        "Unauthorized",
+    );
+    expect_command_error(
+        admin.run_command(doc! {"currentOp": 1, "$all": true}).await,
+        115,
+        "CommandNotSupported",
+    );
+    expect_command_error(admin.run_command(doc! {"killOp": 1}).await, 2, "BadValue");
+    expect_command_error(
+        admin.run_command(doc! {"killOp": 1, "op": "x"}).await,
+        14,
+        "TypeMismatch",
+    );
+}
+
+#[tokio::test]
+async fn the_profiler_records_by_level_and_system_profile_reads_with_find() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("ops_profile");
+    let coll = db.collection::<Document>("items");
+    coll.insert_many((0..5).map(|i| doc! {"_id": i, "x": i}))
+        .await
+        .expect("seed");
+    let profile = db.collection::<Document>("system.profile");
+
+    let status = db.run_command(doc! {"profile": -1}).await.expect("read");
+    assert_eq!(
+        (
+            num(&status, "was"),
+            num(&status, "slowms"),
+            num(&status, "sampleRate")
+        ),
+        (0.0, 100.0, 1.0),
+        "{status}"
+    );
+    let was = db.run_command(doc! {"profile": 2}).await.expect("level 2");
+    assert_eq!(num(&was, "was"), 0.0);
+    coll.find_one(doc! {"x": 3}).await.expect("find");
+    let entries = driver_support::collect(
+        profile
+            .find(doc! {"op": "query", "ns": "ops_profile.items"})
+            .await
+            .expect("find system.profile"),
+    )
+    .await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let entry = &entries[0];
+    let command = entry.get_document("command").expect("command");
+    assert_eq!(command.get_str("find").ok(), Some("items"), "{entry}");
+    assert_eq!(
+        command.get_document("filter").ok(),
+        Some(&doc! {"x": 3}),
+        "{entry}"
+    );
+    assert_eq!(num(entry, "nreturned"), 1.0, "{entry}");
+    assert!(entry.get_datetime("ts").is_ok(), "{entry}");
+    assert!(entry.get("millis").is_some(), "{entry}");
+    assert!(
+        entry
+            .get_document("docgate")
+            .unwrap()
+            .get_str("sql")
+            .is_ok(),
+        "{entry}"
+    );
+    // Newest first with $natural, and count and aggregate read it too.
+    let newest = profile
+        .find_one(doc! {})
+        .sort(doc! {"$natural": -1})
+        .await
+        .expect("find")
+        .expect("an entry");
+    assert_eq!(newest.get_str("op").ok(), Some("query"), "{newest}");
+    assert!(
+        profile
+            .count_documents(doc! {"op": "insert"})
+            .await
+            .unwrap()
+            == 0
+    );
+    let grouped = driver_support::collect(
+        profile
+            .aggregate(vec![doc! {"$group": {"_id": "$op", "n": {"$sum": 1}}}])
+            .await
+            .expect("aggregate"),
+    )
+    .await;
+    assert!(
+        grouped
+            .iter()
+            .any(|g| g.get_str("_id").ok() == Some("query")),
+        "{grouped:?}"
+    );
+
+    // Level 1: only what is slower than slowms.
+    let was = db
+        .run_command(doc! {"profile": 1, "slowms": 100_000})
+        .await
+        .expect("level 1");
+    assert_eq!((num(&was, "was"), num(&was, "slowms")), (2.0, 100.0));
+    let before = profile.count_documents(doc! {}).await.unwrap();
+    coll.find_one(doc! {"x": 4}).await.expect("fast find");
+    assert_eq!(profile.count_documents(doc! {}).await.unwrap(), before);
+    db.run_command(doc! {"profile": 1, "slowms": 0})
+        .await
+        .expect("slowms 0");
+    coll.find_one(doc! {"x": 2})
+        .await
+        .expect("slow enough find");
+    assert_eq!(
+        profile
+            .count_documents(doc! {"command.filter.x": 2})
+            .await
+            .unwrap(),
+        1
+    );
+    // A filter decides instead of slowms.
+    let was = db
+        .run_command(doc! {"profile": 1, "slowms": 100_000, "filter": {"op": "insert"}})
+        .await
+        .expect("filter");
+    assert!(was.get("filter").is_none(), "{was}");
+    coll.find_one(doc! {"x": 1}).await.expect("find");
+    coll.insert_one(doc! {"_id": 100}).await.expect("insert");
+    assert_eq!(
+        profile
+            .count_documents(doc! {"command.filter.x": 1})
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        profile
+            .count_documents(doc! {"op": "insert"})
+            .await
+            .unwrap(),
+        1
+    );
+    let was = db
+        .run_command(doc! {"profile": 0, "filter": "unset"})
+        .await
+        .expect("unset");
+    assert_eq!(
+        was.get_document("filter").ok(),
+        Some(&doc! {"op": "insert"}),
+        "{was}"
+    );
+    assert!(was.get_str("note").is_ok(), "{was}");
+    db.run_command(doc! {"profile": 0, "slowms": 100})
+        .await
+        .unwrap();
+
+    expect_command_error(db.run_command(doc! {"profile": 3}).await, 2, "BadValue");
+    expect_command_error(
+        db.run_command(doc! {"profile": 1, "sampleRate": 1.5}).await,
+        2,
+        "BadValue",
+    );
+    expect_command_error(
+        db.run_command(doc! {"profile": 1, "frequency": 2}).await,
+        40415,
+        "Location40415",
+    );
+}
+
+#[tokio::test]
+async fn get_log_has_the_slow_query_line_with_values_redacted() {
+    let server = TestServer::start_with_args(&["--slow-op-threshold", "0ms"]);
+    let client = server.client().await;
+    let coll = client.database("ops_log").collection::<Document>("c");
+    coll.insert_one(doc! {"name": "visible-in-data"})
+        .await
+        .expect("insert");
+    coll.find_one(doc! {"name": "secret-filter-value"})
+        .await
+        .expect("find");
+    let admin = client.database("admin");
+    let log = admin
+        .run_command(doc! {"getLog": "global"})
+        .await
+        .expect("getLog");
+    assert!(num(&log, "totalLinesWritten") >= 1.0, "{log}");
+    let lines: Vec<String> = log
+        .get_array("log")
+        .expect("log")
+        .iter()
+        .filter_map(|line| line.as_str().map(str::to_string))
+        .collect();
+    for line in &lines {
+        let parsed: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        for field in ["t", "s", "c", "ctx", "msg"] {
+            assert!(parsed.get(field).is_some(), "{field} in {line}");
+        }
+        assert!(!line.contains("secret-filter-value"), "{line}");
+    }
+    let slow: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line["msg"] == "Slow query" && line["attr"]["ns"] == "ops_log.c")
+        .collect();
+    let find = slow
+        .iter()
+        .find(|line| line["attr"]["command"]["find"].is_string())
+        .unwrap_or_else(|| panic!("a slow find line in {lines:?}"));
+    assert_eq!(find["attr"]["command"]["find"], "###", "{find}");
+    assert_eq!(find["attr"]["command"]["filter"]["name"], "###", "{find}");
+    assert!(
+        find["attr"]["sql"]
+            .as_str()
+            .is_some_and(|sql| !sql.is_empty()),
+        "{find}"
+    );
+    assert!(find["attr"]["durationMillis"].is_number(), "{find}");
+    // The request id: the connection and the operation.
+    assert!(
+        find["ctx"]
+            .as_str()
+            .is_some_and(|ctx| ctx.starts_with("conn")),
+        "{find}"
+    );
+    assert!(find["attr"]["opid"].is_number(), "{find}");
+
+    let names = admin
+        .run_command(doc! {"getLog": "*"})
+        .await
+        .expect("names");
+    assert_eq!(
+        names.get_array("names").unwrap(),
+        &vec![Bson::from("global"), Bson::from("startupWarnings")]
+    );
+    let warnings = admin
+        .run_command(doc! {"getLog": "startupWarnings"})
+        .await
+        .expect("startupWarnings");
+    assert!(warnings.get_array("log").is_ok(), "{warnings}");
+}
+
+#[tokio::test]
+async fn passwords_show_nowhere() {
+    let server = TestServer::start_with_args(&["--auth", "off"]);
+    let client = server.client().await;
+    let db = client.database("ops_secrets");
+    db.run_command(doc! {"profile": 2}).await.expect("profile");
+    db.run_command(doc! {"createUser": "app", "pwd": "hunter2-password", "roles": []})
+        .await
+        .expect("createUser");
+    let entry = db
+        .collection::<Document>("system.profile")
+        .find_one(doc! {"command.createUser": "app"})
+        .await
+        .expect("find")
+        .expect("the createUser entry");
+    assert_eq!(
+        entry.get_document("command").unwrap().get_str("pwd").ok(),
+        Some("xxx"),
+        "{entry}"
+    );
+    let log = client
+        .database("admin")
+        .run_command(doc! {"getLog": "global"})
+        .await
+        .expect("getLog");
+    assert!(!log.to_string().contains("hunter2-password"));
+    assert!(!server.stderr_log().contains("hunter2-password"));
+}
+
+#[tokio::test]
+async fn fsync_checkpoints_and_refuses_lock() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    client
+        .database("ops_fsync")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 1})
+        .await
+        .expect("insert");
+    let admin = client.database("admin");
+    let reply = admin.run_command(doc! {"fsync": 1}).await.expect("fsync");
+    assert_eq!(num(&reply, "numFiles"), 1.0, "{reply}");
+    expect_command_error(
+        admin.run_command(doc! {"fsync": 1, "lock": true}).await,
+        115,
+        "CommandNotSupported",
+    );
+    expect_command_error(
+        admin.run_command(doc! {"fsyncUnlock": 1}).await,
+        20,
+        "IllegalOperation",
+    );
+    expect_command_error(
+        client
+            .database("ops_fsync")
+            .run_command(doc! {"fsync": 1})
+            .await,
+        13,
+        "Unauthorized",
+    );
+}
