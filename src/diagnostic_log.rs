@@ -257,11 +257,12 @@ mod tests {
             let span = tracing::info_span!("command", conn = 7_i64, opid = tracing::field::Empty);
             span.record("opid", 42_u64);
             let _entered = span.enter();
+            let shape = "{\"find\":\"###\"}";
             tracing::info!(
                 target: "docgate::slow_op",
                 log_id = 51803_i64,
                 ns = "db.c",
-                command = %r#"{"find":"###"}"#,
+                command = %shape,
                 durationMillis = 120_i64,
                 "Slow query"
             );

@@ -82,7 +82,7 @@ impl PostgresSession {
         PostgresSession { conn: Some(conn) }
     }
 
-    fn conn(&mut self) -> Result<&mut PgConn, StoreError> {
+    pub(super) fn conn(&mut self) -> Result<&mut PgConn, StoreError> {
         self.conn
             .as_deref_mut()
             .ok_or_else(|| StoreError::Unavailable("the session has no connection".into()))

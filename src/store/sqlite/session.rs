@@ -84,7 +84,7 @@ impl SqliteSession {
     }
 
     /// Runs `f` on the connection without blocking the async runtime (see the module doc).
-    async fn run<R, F>(&mut self, f: F) -> Result<R, StoreError>
+    pub(super) async fn run<R, F>(&mut self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
