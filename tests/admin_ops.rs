@@ -15,10 +15,10 @@ use common::TestServer;
 use driver_support::{assert_ok, expect_command_error, num, server_code};
 use mongodb::bson::{doc, Bson, Document};
 
-/// A `$match` that costs a lot per document: a sum over 20,000 numbers.
+/// A `$match` that costs a lot per document: a sum over 50,000 numbers.
 fn expensive_match() -> Document {
     doc! {"$match": {"$expr": {"$gte": [
-        {"$reduce": {"input": {"$range": [0, 20_000]}, "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}},
+        {"$reduce": {"input": {"$range": [0, 50_000]}, "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}},
         0
     ]}}}
 }
@@ -36,42 +36,64 @@ async fn in_progress(admin: &mongodb::Database, filter: Document) -> Vec<Documen
         .collect()
 }
 
-#[tokio::test]
-async fn a_long_aggregate_is_listed_with_its_sql_and_killop_ends_it() {
-    let server = TestServer::start();
-    let client = server.client().await;
-    let coll = client.database("ops_kill").collection::<Document>("slow");
+/// Starts the slow aggregate on `coll` (seeded with 3000 documents).
+fn start_slow_aggregate(
+    coll: &mongodb::Collection<Document>,
+) -> tokio::task::JoinHandle<mongodb::error::Result<()>> {
+    let coll = coll.clone();
+    tokio::spawn(async move {
+        let pipeline = vec![expensive_match(), doc! {"$count": "n"}];
+        coll.aggregate(pipeline).await.map(|_| ())
+    })
+}
+
+async fn seed(coll: &mongodb::Collection<Document>) {
     let docs: Vec<Document> = (0..3000).map(|i| doc! {"_id": i, "x": i}).collect();
     coll.insert_many(docs).await.expect("seed");
+}
 
-    let running = {
-        let coll = coll.clone();
-        tokio::spawn(async move {
-            let pipeline = vec![expensive_match(), doc! {"$count": "n"}];
-            coll.aggregate(pipeline).await.map(|_| ())
-        })
-    };
-    let admin = client.database("admin");
+/// The `inprog` entry of the operation on `ns`, once it has run SQL (as `admin` lists it
+/// with `filter`).
+async fn wait_listed(admin: &mongodb::Database, ns: &str, filter: Document) -> Document {
     let deadline = Instant::now() + Duration::from_secs(60);
-    let entry = loop {
-        let listed = in_progress(&admin, doc! {"ns": "ops_kill.slow"}).await;
+    loop {
+        let mut wanted = filter.clone();
+        wanted.insert("ns", ns);
+        let listed = in_progress(admin, wanted).await;
         if let Some(entry) = listed.into_iter().find(|entry| {
             entry
                 .get_document("docgate")
                 .is_ok_and(|d| d.get_str("sql").is_ok())
         }) {
-            break entry;
+            return entry;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the aggregate never showed with its SQL"
-        );
-        assert!(
-            !running.is_finished(),
-            "the aggregate ended before it was listed"
-        );
+        assert!(Instant::now() < deadline, "{ns} never showed with its SQL");
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    }
+}
+
+/// The error code a killed aggregate ended with.
+async fn ended_with(running: tokio::task::JoinHandle<mongodb::error::Result<()>>) -> Option<i32> {
+    let result = tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the killed aggregate ends")
+        .expect("task");
+    server_code(&result.expect_err("a killed aggregate fails"))
+}
+
+#[tokio::test]
+async fn a_long_aggregate_is_listed_with_its_sql_and_killop_ends_it() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let coll = client.database("ops_kill").collection::<Document>("slow");
+    seed(&coll).await;
+    let running = start_slow_aggregate(&coll);
+    let admin = client.database("admin");
+    let entry = wait_listed(&admin, "ops_kill.slow", doc! {}).await;
+    assert!(
+        !running.is_finished(),
+        "the aggregate ended before it was killed"
+    );
     assert_eq!(entry.get_str("op").ok(), Some("command"), "{entry}");
     assert_eq!(entry.get_bool("active").ok(), Some(true), "{entry}");
     assert_eq!(entry.get_bool("killPending").ok(), Some(false), "{entry}");
@@ -102,12 +124,7 @@ async fn a_long_aggregate_is_listed_with_its_sql_and_killop_ends_it() {
         .await
         .expect("killOp");
     assert_eq!(killed.get_str("info").ok(), Some("attempting to kill op"));
-    let result = tokio::time::timeout(Duration::from_secs(30), running)
-        .await
-        .expect("the killed aggregate ends")
-        .expect("task");
-    let error = result.expect_err("a killed aggregate fails");
-    assert_eq!(server_code(&error), Some(11601), "{error}");
+    assert_eq!(ended_with(running).await, Some(11601));
     assert!(
         in_progress(&admin, doc! {"opid": opid.clone()})
             .await
@@ -440,4 +457,97 @@ async fn fsync_checkpoints_and_refuses_lock() {
         13,
         "Unauthorized",
     );
+}
+
+async fn login(server: &TestServer, user: &str, password: &str) -> mongodb::Client {
+    let uri = format!(
+        "mongodb://{user}:{password}@127.0.0.1:{}/?directConnection=true&authSource=admin&serverSelectionTimeoutMS=10000",
+        server.port()
+    );
+    server.client_with_uri(&uri).await
+}
+
+#[tokio::test]
+async fn privileges_decide_whose_operations_one_sees_and_kills() {
+    let server = TestServer::start();
+    let open = server.client().await;
+    open.database("admin")
+        .run_command(doc! {"createUser": "root", "pwd": "rootpw", "roles": ["root"]})
+        .await
+        .expect("createUser root");
+    let root = login(&server, "root", "rootpw").await;
+    let admin = root.database("admin");
+    for (user, roles) in [
+        ("reader", vec![doc! {"role": "read", "db": "ops_priv"}]),
+        (
+            "monitor",
+            vec![doc! {"role": "clusterMonitor", "db": "admin"}],
+        ),
+    ] {
+        admin
+            .run_command(doc! {"createUser": user, "pwd": "pw", "roles": roles})
+            .await
+            .expect("createUser");
+    }
+    seed(&root.database("ops_priv").collection("slow")).await;
+    let reader = login(&server, "reader", "pw").await;
+    let reader_admin = reader.database("admin");
+    let monitor = login(&server, "monitor", "pw").await;
+
+    // Without inprog only one's own operations, and only when asking for them.
+    expect_command_error(
+        reader_admin.run_command(doc! {"currentOp": 1}).await,
+        13,
+        "Unauthorized",
+    );
+    let own = in_progress(&reader_admin, doc! {"$ownOps": true}).await;
+    assert!(!own.is_empty(), "its own currentOp is listed");
+    for entry in &own {
+        let users = entry.get_array("effectiveUsers").expect("effectiveUsers");
+        assert_eq!(users.len(), 1, "{entry}");
+        assert_eq!(
+            users[0].as_document().unwrap().get_str("user").ok(),
+            Some("reader")
+        );
+    }
+
+    // The reader's long aggregate: seen by the monitor, killed neither by the monitor (no
+    // killop) but by the reader itself on another connection.
+    let running = start_slow_aggregate(&reader.database("ops_priv").collection("slow"));
+    let entry = wait_listed(&monitor.database("admin"), "ops_priv.slow", doc! {}).await;
+    let opid = entry.get("opid").cloned().unwrap();
+    expect_command_error(
+        monitor
+            .database("admin")
+            .run_command(doc! {"killOp": 1, "op": opid.clone()})
+            .await,
+        13,
+        "Unauthorized",
+    );
+    let reader_again = login(&server, "reader", "pw").await;
+    reader_again
+        .database("admin")
+        .run_command(doc! {"killOp": 1, "op": opid})
+        .await
+        .expect("killOp of one's own operation");
+    assert_eq!(ended_with(running).await, Some(11601));
+
+    // root's operation: the reader may neither see nor kill it; root may.
+    let running = start_slow_aggregate(&root.database("ops_priv").collection("slow"));
+    let entry = wait_listed(&admin, "ops_priv.slow", doc! {}).await;
+    let opid = entry.get("opid").cloned().unwrap();
+    let own = in_progress(&reader_admin, doc! {"$ownOps": true, "ns": "ops_priv.slow"}).await;
+    assert!(own.is_empty(), "{own:?}");
+    expect_command_error(
+        reader_admin
+            .run_command(doc! {"killOp": 1, "op": opid.clone()})
+            .await,
+        13,
+        "Unauthorized",
+    );
+    admin
+        .run_command(doc! {"killOp": 1, "op": opid})
+        .await
+        .expect("root kills");
+    assert_eq!(ended_with(running).await, Some(11601));
 }

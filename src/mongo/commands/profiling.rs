@@ -76,10 +76,12 @@ pub fn profile(context: &CommandContext<'_>, request: &CommandRequest) -> Comman
         None => None,
         Some(Bson::String(unset)) if unset == "unset" => Some(None),
         Some(Bson::Document(filter)) => Some(Some((filter.clone(), Filter::parse(filter)?))),
-        Some(other) => return Err(OpError::TypeMismatch(format!(
+        Some(other) => {
+            return Err(OpError::TypeMismatch(format!(
             "BSON field 'profile.filter' is the wrong type '{}', expected an object or \"unset\"",
             crate::mongo::request::type_name(other)
-        ))),
+        )))
+        }
     };
     arguments.finish()?;
     let before = context.server.state.profiler.configure(
