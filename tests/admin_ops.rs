@@ -551,3 +551,103 @@ async fn privileges_decide_whose_operations_one_sees_and_kills() {
         .expect("root kills");
     assert_eq!(ended_with(running).await, Some(11601));
 }
+
+#[tokio::test]
+async fn the_current_op_stage_lists_operations_and_idle_transactions() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let admin = client.database("admin");
+    let coll = client.database("ops_stage").collection::<Document>("c");
+    coll.insert_one(doc! {"_id": 0}).await.expect("create");
+    let mut session = client.start_session().await.expect("session");
+    session.start_transaction().await.expect("start");
+    coll.insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .expect("insert in the transaction");
+
+    let listed = driver_support::collect(
+        admin
+            .aggregate(vec![
+                doc! {"$currentOp": {"allUsers": true, "idleConnections": false}},
+            ])
+            .await
+            .expect("$currentOp"),
+    )
+    .await;
+    let own = listed
+        .iter()
+        .find(|op| op.get_str("ns").ok() == Some("admin.$cmd.aggregate"))
+        .unwrap_or_else(|| panic!("the aggregate itself in {listed:?}"));
+    assert_eq!(own.get_str("type").ok(), Some("op"), "{own}");
+    let idle = listed
+        .iter()
+        .find(|op| op.get_str("type").ok() == Some("idleSession"))
+        .unwrap_or_else(|| panic!("the idle transaction in {listed:?}"));
+    assert_eq!(idle.get_bool("active").ok(), Some(false), "{idle}");
+    let parameters = idle
+        .get_document("transaction")
+        .and_then(|t| t.get_document("parameters"))
+        .expect("transaction.parameters");
+    assert_eq!(
+        parameters.get_bool("autocommit").ok(),
+        Some(false),
+        "{idle}"
+    );
+    // Without idle sessions, and filtered by a following $match.
+    let running = driver_support::collect(
+        admin
+            .aggregate(vec![
+                doc! {"$currentOp": {"allUsers": true, "idleSessions": false}},
+                doc! {"$match": {"type": "idleSession"}},
+            ])
+            .await
+            .expect("$currentOp without idle sessions"),
+    )
+    .await;
+    assert!(running.is_empty(), "{running:?}");
+    session.abort_transaction().await.expect("abort");
+
+    let refused = |pipeline: Vec<Document>, db: &str| {
+        let client = client.clone();
+        let db = db.to_string();
+        async move {
+            client
+                .database(&db)
+                .run_command(doc! {"aggregate": 1, "pipeline": pipeline, "cursor": {}})
+                .await
+        }
+    };
+    expect_command_error(
+        refused(vec![doc! {"$currentOp": {}}], "ops_stage").await,
+        73,
+        "InvalidNamespace",
+    );
+    expect_command_error(
+        refused(vec![doc! {"$match": {}}, doc! {"$currentOp": {}}], "admin").await,
+        40602,
+        "Location40602",
+    );
+    expect_command_error(
+        refused(
+            vec![doc! {"$currentOp": {"idleConnections": true}}],
+            "admin",
+        )
+        .await,
+        115,
+        "CommandNotSupported",
+    );
+    expect_command_error(
+        refused(vec![doc! {"$currentOp": {"everything": true}}], "admin").await,
+        9,
+        "FailedToParse",
+    );
+    expect_command_error(
+        client
+            .database("ops_stage")
+            .run_command(doc! {"aggregate": "c", "pipeline": [{"$currentOp": {}}], "cursor": {}})
+            .await,
+        73,
+        "InvalidNamespace",
+    );
+}

@@ -1,6 +1,7 @@
 //! The operations running now, as the wire front end shows and stops them: registering each
-//! command with the core's operation registry while it runs ([`begin`]), `currentOp` (and
-//! the documents of the `$currentOp` stage: [`in_progress`]) and `killOp`.
+//! command with the core's operation registry while it runs ([`begin`]), `currentOp`, the
+//! documents of the `$currentOp` stage ([`current_op_stage`]: the same entries, and the
+//! sessions idle in a transaction) and `killOp`.
 //!
 //! Not for: the registry itself (`crate::ops::operations`), the profiler and the slow-op
 //! log (`profiling`), or how a killed command stops (`crate::interrupt`).
@@ -19,10 +20,16 @@ use crate::mongo::MongoServer;
 use crate::ops::operations::{
     without_secrets, KillOutcome, OperationStart, RunningGuard, RunningOperation,
 };
+use crate::ops::sessions::IdleTransaction;
+use crate::query::collectionless::CurrentOpOptions;
 use crate::query::Filter;
 
-/// Bytes of a command `currentOp` and `system.profile` show whole; a larger one is shown
-/// as `{$truncated: …}`, as MongoDB does past 1 KB.
+/// Bytes of a command kept for `currentOp`, `$currentOp` and `system.profile`; a larger one
+/// is kept as `{$truncated: …}` (so that a large insert costs nothing here).
+const KEPT_COMMAND_BYTES: usize = 64 * 1024;
+
+/// Bytes of a command `currentOp` (and `$currentOp` with `truncateOps: true`) shows whole;
+/// a larger one is shown as `{$truncated: …}`, as MongoDB does past 1 KB.
 const SHOWN_COMMAND_BYTES: usize = 1024;
 
 /// Registers `request` (which runs under `interrupt`) as running until the guard is dropped,
@@ -100,18 +107,28 @@ fn namespace(request: &CommandRequest, command: Command) -> String {
     };
     match collection {
         Some(name) => format!("{}.{name}", request.db),
+        // `aggregate: 1`, as MongoDB names its namespace.
+        None if command == Command::Aggregate => format!("{}.$cmd.aggregate", request.db),
         None => format!("{}.$cmd", request.db),
     }
 }
 
 /// The command as `currentOp` and `system.profile` show it: secrets out, and past
-/// [`SHOWN_COMMAND_BYTES`] `{$truncated: <its first fields>}`. Copies at most about that
-/// much of the command, so a large insert costs nothing here.
+/// [`KEPT_COMMAND_BYTES`] `{$truncated: <its first fields>}`. Copies at most about that
+/// much of the command.
 fn shown_command(request: &CommandRequest) -> Document {
-    let body = without_secrets(&request.name, &request.body);
+    truncated(
+        &without_secrets(&request.name, &request.body),
+        KEPT_COMMAND_BYTES,
+    )
+}
+
+/// `command` whole if it is about `limit` bytes or less, else `{$truncated: <the text of
+/// its first fields>, comment}` as MongoDB shows a large command.
+fn truncated(command: &Document, limit: usize) -> Document {
     let mut shown = Document::new();
-    let mut budget = SHOWN_COMMAND_BYTES;
-    for (key, value) in &body {
+    let mut budget = limit;
+    for (key, value) in command {
         match value_size(value, budget.saturating_sub(key.len())) {
             Some(size) if size + key.len() <= budget => {
                 budget -= size + key.len();
@@ -119,8 +136,16 @@ fn shown_command(request: &CommandRequest) -> Document {
             }
             _ => {
                 let mut text = shown.to_string();
-                text.truncate(SHOWN_COMMAND_BYTES);
-                return doc! {"$truncated": format!("{text} ..."), "comment": body.get("comment").cloned().unwrap_or(Bson::Null)};
+                let mut end = text.len().min(limit);
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                let mut truncated = doc! {"$truncated": format!("{text} ...")};
+                if let Some(comment) = command.get("comment") {
+                    truncated.insert("comment", comment.clone());
+                }
+                return truncated;
             }
         }
     }
@@ -181,7 +206,7 @@ pub fn current_op(context: &CommandContext<'_>, request: &CommandRequest) -> Com
         }
     }
     let filter = Filter::parse(&filter)?;
-    let inprog: Vec<Bson> = in_progress(context, own_ops, "currentOp")?
+    let inprog: Vec<Bson> = in_progress(context, own_ops, "currentOp", true)?
         .into_iter()
         .filter(|entry| filter.matches(entry))
         .map(Bson::Document)
@@ -215,11 +240,13 @@ fn requester(context: &CommandContext<'_>, action: Action) -> (Option<(String, S
 
 /// The entries of every operation running now (`inprog` of `currentOp`, the documents of
 /// `$currentOp`): all of them, or with `own_only` (or without the `inprog` privilege, which
-/// then needs `own_only`: 13 Unauthorized naming `command`) the requester's.
+/// then needs `own_only`: 13 Unauthorized naming `command`) the requester's; commands past
+/// 1 KB shown `$truncated` with `truncate`.
 pub fn in_progress(
     context: &CommandContext<'_>,
     own_only: bool,
     command: &str,
+    truncate: bool,
 ) -> Result<Vec<Document>, OpError> {
     let (user, may_see_all) = requester(context, Action::Inprog);
     if !may_see_all && !own_only {
@@ -231,13 +258,13 @@ pub fn in_progress(
     Ok(operations
         .iter()
         .filter(|operation| may_see_all && !own_only || operation.start.user == user)
-        .map(|operation| entry(context.server, operation))
+        .map(|operation| entry(context.server, operation, truncate))
         .collect())
 }
 
 /// One `inprog` entry, in MongoDB's shape, with docgate's `docgate.sql`: the statement the
 /// operation runs or ran last.
-fn entry(server: &MongoServer, operation: &RunningOperation) -> Document {
+fn entry(server: &MongoServer, operation: &RunningOperation, truncate: bool) -> Document {
     let start = &operation.start;
     let running = operation.started.elapsed();
     let mut entry = doc! {
@@ -278,7 +305,12 @@ fn entry(server: &MongoServer, operation: &RunningOperation) -> Document {
     );
     entry.insert("op", start.op);
     entry.insert("ns", &start.ns);
-    entry.insert("command", start.command.clone());
+    let command = if truncate {
+        truncated(&start.command, SHOWN_COMMAND_BYTES)
+    } else {
+        start.command.clone()
+    };
+    entry.insert("command", command);
     entry.insert("numYields", 0);
     entry.insert("locks", Document::new());
     entry.insert("waitingForLock", false);
@@ -287,6 +319,67 @@ fn entry(server: &MongoServer, operation: &RunningOperation) -> Document {
         .statement()
         .map_or(Bson::Null, |sql| Bson::String(sql.to_string()));
     entry.insert("docgate", doc! {"sql": sql});
+    entry
+}
+
+/// The documents of `$currentOp` (on `admin`, checked by the caller): the operations
+/// running now (all users' with `allUsers: true`, which needs `inprog`), and with
+/// `idleSessions` (its default) the sessions idle in an open transaction. docgate keeps no
+/// list of idle connections or cursors: asking for them is refused.
+pub fn current_op_stage(
+    context: &CommandContext<'_>,
+    options: &CurrentOpOptions,
+) -> Result<Vec<Document>, OpError> {
+    for (asked, option) in [
+        (options.idle_connections, "idleConnections"),
+        (options.idle_cursors, "idleCursors"),
+        (options.backtrace, "backtrace"),
+        (options.target_all_nodes, "targetAllNodes"),
+    ] {
+        if asked {
+            return Err(OpError::NotSupported(format!(
+                "$currentOp with {option}: true is not supported by docgate"
+            )));
+        }
+    }
+    // `localOps` only tells a router's own operations from the cluster's: a single server
+    // has only its own.
+    let own_only = !options.all_users;
+    let mut documents = in_progress(context, own_only, "aggregate", options.truncate_ops)?;
+    if options.idle_sessions {
+        let (user, may_see_all) = requester(context, Action::Inprog);
+        for idle in context.server.sessions.idle_transactions() {
+            if (may_see_all && !own_only) || idle.key.user == user {
+                documents.push(idle_session(context.server, &idle));
+            }
+        }
+    }
+    Ok(documents)
+}
+
+/// An idle session's entry: a transaction open between two of its commands.
+fn idle_session(server: &MongoServer, idle: &IdleTransaction) -> Document {
+    let micros = |d: std::time::Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+    let mut entry = doc! {
+        "type": "idleSession",
+        "host": &server.advertise,
+        "desc": "inactive transaction",
+        "active": false,
+        "lsid": {"id": bson::Binary {
+            subtype: bson::spec::BinarySubtype::Uuid,
+            bytes: idle.key.id.clone(),
+        }},
+        "transaction": {
+            "parameters": {"txnNumber": idle.number, "autocommit": false},
+            "timeOpenMicros": micros(idle.open_for),
+            "timeActiveMicros": micros(idle.open_for.saturating_sub(idle.idle_for)),
+            "timeInactiveMicros": micros(idle.idle_for),
+        },
+        "waitingForLock": false,
+    };
+    if let Some((db, name)) = &idle.key.user {
+        entry.insert("effectiveUsers", vec![doc! {"user": name, "db": db}]);
+    }
     entry
 }
 

@@ -191,10 +191,12 @@ fn profile_entry(operation: &RunningOperation, millis: i64, reply: &CommandReply
         "ns": &start.ns,
         "command": start.command.clone(),
     };
+    // Int32 where MongoDB's entries have them.
+    let int = |n: i64| Bson::Int32(i32::try_from(n).unwrap_or(i32::MAX));
     if let Some(returned) = returned(reply) {
-        entry.insert("nreturned", returned);
+        entry.insert("nreturned", int(returned));
     }
-    entry.insert("responseLength", response_length(reply));
+    entry.insert("responseLength", int(response_length(reply)));
     entry.insert("protocol", "op_msg");
     if let Some((code, name, message)) = failure(reply) {
         entry.insert("ok", 0.0);
@@ -202,7 +204,7 @@ fn profile_entry(operation: &RunningOperation, millis: i64, reply: &CommandReply
         entry.insert("errName", name);
         entry.insert("errCode", code);
     }
-    entry.insert("millis", millis);
+    entry.insert("millis", int(millis));
     entry.insert("ts", bson::DateTime::now());
     if let Some(client) = &start.client {
         // The address without the port, as MongoDB records it.
