@@ -651,3 +651,43 @@ async fn the_current_op_stage_lists_operations_and_idle_transactions() {
         "InvalidNamespace",
     );
 }
+
+#[tokio::test]
+async fn rest_requests_carry_a_request_id() {
+    let server = TestServer::start();
+    let http = reqwest::Client::new();
+    let url = format!("{}/livez", server.rest_base());
+    let given = http
+        .get(&url)
+        .header("X-Request-Id", "trace-42")
+        .send()
+        .await
+        .expect("livez");
+    assert_eq!(
+        given
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok()),
+        Some("trace-42")
+    );
+    let generated = http.get(&url).send().await.expect("livez");
+    let id = generated
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(id.starts_with("rest-"), "{id}");
+    // A request id that is not a plain token is replaced.
+    let odd = http
+        .get(&url)
+        .header("X-Request-Id", "a b")
+        .send()
+        .await
+        .expect("livez");
+    assert!(odd
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|id| id.starts_with("rest-")));
+}

@@ -2,8 +2,9 @@
 //! in the kernel's accept queue), each served by hyper's HTTP/1.1 with a limit on how long
 //! a request head may take and a keep-alive connection may stay idle
 //! (`--rest-idle-timeout`), and every request run under its time limit
-//! (`--rest-request-timeout`) as the interrupt of the evaluation it starts. On shutdown the
-//! loop stops accepting and connections finish the request they are serving.
+//! (`--rest-request-timeout`) as the interrupt of the evaluation it starts, listed as a
+//! running operation with its request id (`running`) and stopped by `killOp`. On shutdown
+//! the loop stops accepting and connections finish the request they are serving.
 //!
 //! Not for: routing or what a request does (see `router` and the handlers).
 
@@ -27,11 +28,13 @@ use tower_service::Service;
 use super::error::RestError;
 use super::settings::RestLimits;
 use crate::interrupt::{Interrupt, Interruption};
+use crate::state::AppState;
 
 /// Serves `app` on `listener` until `shutdown` turns true, then lets requests in flight
 /// finish (for at most the shutdown grace).
 pub async fn serve(
     app: Router,
+    state: Arc<AppState>,
     limits: RestLimits,
     grace: Duration,
     listener: TcpListener,
@@ -63,8 +66,9 @@ pub async fn serve(
         let app = app.clone();
         let connection_shutdown = shutdown.clone();
         let limits = limits.clone();
+        let state = state.clone();
         tracker.spawn(async move {
-            serve_connection(app, limits, stream, peer, connection_shutdown).await;
+            serve_connection(app, state, limits, stream, peer, connection_shutdown).await;
             drop(permit);
         });
     }
@@ -76,6 +80,7 @@ pub async fn serve(
 
 async fn serve_connection(
     app: Router,
+    state: Arc<AppState>,
     limits: RestLimits,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
@@ -85,10 +90,14 @@ async fn serve_connection(
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
         let mut app = app.clone();
+        let state = state.clone();
         async move {
             let interrupt = Interrupt::new(request_timeout.map(|limit| Instant::now() + limit));
+            // Listed by `currentOp` (and killed by `killOp`) while it runs; its log lines
+            // carry its request id.
+            let operation = super::running::begin(&state, &request, peer, &interrupt);
             let running = app.call(request.map(axum::body::Body::new));
-            let response = crate::compute::scope(interrupt.clone(), async {
+            let limited = async {
                 match interrupt.deadline() {
                     None => running.await,
                     Some(deadline) => match tokio::time::timeout_at(deadline.into(), running).await
@@ -102,9 +111,33 @@ async fn serve_connection(
                         }
                     },
                 }
-            })
+            };
+            let killed = async {
+                match interrupt.cancelled().await {
+                    Interruption::Killed => Interruption::Killed,
+                    _ => std::future::pending().await,
+                }
+            };
+            let handled = async {
+                tokio::select! {
+                    biased;
+                    response = limited => response,
+                    reason = killed => Ok(RestError::from(reason).into_response()),
+                }
+            };
+            let response = crate::compute::scope(
+                interrupt.clone(),
+                tracing::Instrument::instrument(handled, operation.span.clone()),
+            )
             .await;
-            response
+            response.map(|mut response| {
+                if let Some(id) = super::running::header_value(&operation.request_id) {
+                    response
+                        .headers_mut()
+                        .insert(super::running::REQUEST_ID_HEADER, id);
+                }
+                response
+            })
         }
     });
     let mut builder = http1::Builder::new();

@@ -10,6 +10,9 @@
 //!
 //! Outside `/ords/`, `/livez` and `/readyz` are health probes (`health`).
 //!
+//! Every request runs as an operation `currentOp` lists and `killOp` stops, with a request
+//! id (`X-Request-Id`) in its log lines and its response (`running`).
+//!
 //! Every error is a JSON body with the right status (`error`); unknown routes are 404 and
 //! known routes with another method 405, in the same shape.
 //!
@@ -27,6 +30,7 @@ pub mod oauth;
 pub mod openapi;
 pub mod operations;
 pub mod page;
+pub mod running;
 pub mod security;
 pub mod settings;
 pub mod soda;
@@ -106,5 +110,6 @@ async fn method_not_allowed(uri: Uri) -> RestError {
 pub async fn serve(state: Arc<RestState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
     let limits = state.limits.clone();
     let grace = state.settings.shutdown_grace;
-    self::listener::serve(router(state), limits, grace, listener, shutdown).await
+    let app = state.app.clone();
+    self::listener::serve(router(state), app, limits, grace, listener, shutdown).await
 }
