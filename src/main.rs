@@ -246,8 +246,13 @@ async fn run(settings: Settings) -> Result<(), MainError> {
     let mut face = settings.face.clone();
     face.advertise.get_or_insert_with(|| address.to_string());
     let server = Arc::new(MongoServer::new(state, settings.mongo_limits, face));
-    let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
-    stop.await;
+    let serving = tokio::spawn(listener::serve(server.clone(), listener, tls, shutdown_rx));
+    // SIGINT, SIGTERM, or the `shutdown` command.
+    tokio::select! {
+        _ = stop => {}
+        _ = server.shutdown_requested() => {}
+    }
+    drop(server);
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;

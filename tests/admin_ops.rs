@@ -691,3 +691,52 @@ async fn rest_requests_carry_a_request_id() {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|id| id.starts_with("rest-")));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shutdown_command_stops_the_server_as_sigterm_does() {
+    let mut server = TestServer::start();
+    let client = server.client().await;
+    client
+        .database("ops_shutdown")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 1})
+        .await
+        .expect("insert");
+    expect_command_error(
+        client
+            .database("ops_shutdown")
+            .run_command(doc! {"shutdown": 1})
+            .await,
+        13,
+        "Unauthorized",
+    );
+    expect_command_error(
+        client
+            .database("admin")
+            .run_command(doc! {"shutdown": 1, "force": true})
+            .await,
+        115,
+        "CommandNotSupported",
+    );
+    // The reply, or the connection closing under it, as with MongoDB.
+    let _ = client
+        .database("admin")
+        .run_command(doc! {"shutdown": 1})
+        .await;
+    let status = tokio::task::block_in_place(|| server.wait_for_exit(Duration::from_secs(30)))
+        .expect("the server exits");
+    assert!(status.success(), "{status:?}");
+    assert!(server
+        .stderr_log()
+        .contains("shutdown requested by command"));
+    // What was written is there after a restart.
+    server.restart_same_data();
+    let client = server.client().await;
+    let count = client
+        .database("ops_shutdown")
+        .collection::<Document>("c")
+        .count_documents(doc! {})
+        .await
+        .expect("count");
+    assert_eq!(count, 1);
+}

@@ -78,6 +78,7 @@ pub enum Command {
     SaslContinue,
     SaslStart,
     ServerStatus,
+    Shutdown,
     StartSession,
     Update,
     UpdateUser,
@@ -208,6 +209,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("saslContinue", &[], Command::SaslContinue, Open, "Continues a SASL authentication conversation."),
     spec("saslStart", &[], Command::SaslStart, Open, "Starts SASL authentication (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN)."),
     spec("serverStatus", &[], Command::ServerStatus, needs(&[ServerStatus]), "Counters and state of this server."),
+    spec("shutdown", &[], Command::Shutdown, needs(&[Shutdown]), "Stops the server as SIGTERM does (running commands get --shutdown-grace)."),
     spec("startSession", &[], Command::StartSession, Authenticated, "Starts a logical session."),
     spec("update", &[], Command::Update, needs(&[Update]), "Updates documents."),
     spec("updateUser", &[], Command::UpdateUser, needs(&[ChangePassword]), "Changes a user's password, roles or customData."),
@@ -322,7 +324,7 @@ mod tests {
             assert_eq!(lookup(alias).map(|s| s.name), Some(name));
         }
         assert_eq!(lookup("isMaster").map(|s| s.command), Some(Command::Hello));
-        assert!(lookup("shutdown").is_none());
+        assert!(lookup("shutdownServer").is_none());
         assert!(lookup("FIND").is_none(), "names are case-sensitive");
     }
 

@@ -16,8 +16,8 @@ use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
     aggregate, auth, delete, diagnostics, explain, fail_points, find, find_and_modify, fsync,
-    handshake, indexes, insert, namespaces, operations, profiling, replication, stats, update,
-    users,
+    handshake, indexes, insert, namespaces, operations, profiling, replication, shutdown, stats,
+    update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -366,6 +366,7 @@ async fn run(
         Command::Profile => document(profiling::profile(context, request)),
         Command::Fsync => document(fsync::fsync(context, request).await),
         Command::FsyncUnlock => document(fsync::fsync_unlock(request)),
+        Command::Shutdown => document(shutdown::shutdown(context, request)),
         Command::HostInfo => document(diagnostics::host_info()),
         Command::ConnectionStatus => document(auth::connection_status(context).await),
         Command::ServerStatus => document(Ok(diagnostics::server_status(context))),

@@ -53,6 +53,8 @@ pub struct MongoServer {
     pub fail_points: commands::fail_points::FailPoints,
     /// Set when shutdown begins, so that awaitable `hello`s answer at once.
     draining: AtomicBool,
+    /// Notified by the `shutdown` command: the process stops as on SIGTERM.
+    shutdown_requested: tokio::sync::Notify,
     next_connection_id: AtomicI64,
 }
 
@@ -82,6 +84,7 @@ impl MongoServer {
             service_id: ObjectId::new(),
             fail_points: commands::fail_points::FailPoints::default(),
             draining: AtomicBool::new(false),
+            shutdown_requested: tokio::sync::Notify::new(),
             message_budget,
             next_connection_id: AtomicI64::new(1),
         }
@@ -95,6 +98,16 @@ impl MongoServer {
     /// Marks the start of shutdown (awaitable `hello`s stop waiting).
     pub fn begin_draining(&self) {
         self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Asks the process to stop as on SIGTERM (the `shutdown` command).
+    pub fn request_shutdown(&self) {
+        self.shutdown_requested.notify_one();
+    }
+
+    /// Resolves once the `shutdown` command has asked the process to stop.
+    pub async fn shutdown_requested(&self) {
+        self.shutdown_requested.notified().await
     }
 
     /// Whether shutdown has begun.

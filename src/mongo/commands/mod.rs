@@ -21,6 +21,7 @@ pub mod namespaces;
 pub mod operations;
 pub mod profiling;
 pub mod replication;
+pub mod shutdown;
 pub mod stats;
 pub mod update;
 pub mod users;
