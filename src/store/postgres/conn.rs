@@ -46,6 +46,8 @@ const STATEMENT_CACHE: usize = 256;
 /// One pooled PostgreSQL connection with the state the backend tracks about it.
 pub(super) struct PgConn {
     client: ClientWrapper,
+    /// How to cancel the statement running on this connection (`killOp`), made once.
+    cancel: std::sync::Arc<tokio_postgres::CancelToken>,
     /// Prepared statements by SQL text (empty when the cache is off).
     statements: HashMap<String, Statement>,
     statement_cache: bool,
@@ -96,6 +98,7 @@ impl managed::Manager for Manager {
     async fn create(&self) -> Result<PgConn, tokio_postgres::Error> {
         let client = managed::Manager::create(&self.inner).await?;
         Ok(PgConn {
+            cancel: std::sync::Arc::new(client.cancel_token()),
             client,
             statements: HashMap::new(),
             statement_cache: self.statement_cache,
@@ -422,7 +425,7 @@ impl PgConn {
     fn statement_started(&self, sql: &str) -> Option<crate::interrupt::CancelRegistration> {
         crate::compute::with_command_interrupt(|interrupt| {
             interrupt.statement_started(sql);
-            let token = self.client.cancel_token();
+            let token = self.cancel.clone();
             interrupt.on_cancel(Box::new(move || {
                 let token = token.clone();
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
