@@ -66,21 +66,8 @@ pub async fn dispatch(
     request: CommandRequest,
     interrupt: &Interrupt,
 ) -> CommandReply {
-    // Every log line of the command names its connection and operation (`opid`, set once
-    // it is registered): the request id of the wire front end.
-    let span = tracing::info_span!(
-        "command",
-        conn = connection.id,
-        opid = tracing::field::Empty
-    );
     let reply = match replication::receive_cluster_time(server, &request) {
-        Ok(()) => {
-            tracing::Instrument::instrument(
-                dispatch_command(server, connection, request, interrupt),
-                span,
-            )
-            .await
-        }
+        Ok(()) => dispatch_command(server, connection, request, interrupt).await,
         Err(error) => error.to_reply().into(),
     };
     replication::stamp_reply(server, reply)
@@ -108,21 +95,42 @@ async fn dispatch_command(
     let Some(spec) = spec else {
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
-    // Listed by `currentOp` until it ends; then logged if slow, and profiled.
+    // Listed by `currentOp` until it ends; then logged if slow, and profiled. Every log line
+    // of the command names its connection and operation: the wire front end's request id.
     let running = operations::begin(server, context.connection, &request, spec, interrupt);
+    let span = tracing::info_span!(
+        "command",
+        conn = context.connection.id,
+        opid = running.operation().opid
+    );
+    let registered = async {
+        let reply = run_registered(&mut context, &request, spec, interrupt).await;
+        profiling::operation_finished(server, running, &request, &reply);
+        reply
+    };
+    tracing::Instrument::instrument(registered, span).await
+}
+
+/// Runs a command that may run (authorized, registered): fail points, the Stable API, its
+/// time limit, its handler, and its reply.
+async fn run_registered(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+    spec: &CommandSpec,
+    interrupt: &Interrupt,
+) -> CommandReply {
+    let server = context.server;
     if let Intercept::Reply(reply) = server
         .fail_points
-        .before_command(spec, &request, context.connection)
+        .before_command(spec, request, context.connection)
         .await
     {
-        let reply = reply.into();
-        profiling::operation_finished(server, running, &request, &reply);
-        return reply;
+        return reply.into();
     }
-    let refused = check_stable_api(spec, &request);
+    let refused = check_stable_api(spec, request);
     let limit = match spec.command {
-        Command::GetMore => get_more_time_limit(server, &request),
-        _ => time_limit(server, &request),
+        Command::GetMore => get_more_time_limit(server, request),
+        _ => time_limit(server, request),
     };
     let result = match refused.and(limit) {
         Err(error) => Err(error),
@@ -130,7 +138,7 @@ async fn dispatch_command(
             if let Some(limit) = limit {
                 interrupt.set_deadline(std::time::Instant::now() + limit);
             }
-            let running = super::transactions::run(&mut context, &request, spec.command);
+            let running = super::transactions::run(context, request, spec.command);
             crate::compute::scope(interrupt.clone(), within_deadline(running, interrupt)).await
         }
     };
@@ -153,8 +161,7 @@ async fn dispatch_command(
     };
     server
         .fail_points
-        .after_command(spec, &request, context.connection, &mut reply);
-    profiling::operation_finished(server, running, &request, &reply);
+        .after_command(spec, request, context.connection, &mut reply);
     reply
 }
 

@@ -24,15 +24,10 @@ use crate::interrupt::{Interrupt, Interruption};
 /// (MongoDB's own spelling for a redacted password).
 pub const SECRET: &str = "xxx";
 
-/// What a front end says of an operation when it starts it.
-#[derive(Debug, Clone)]
-pub struct OperationStart {
-    /// MongoDB's `op`: `command`, `query`, `getmore`, `insert`, `update`, `remove`.
-    pub op: &'static str,
-    /// `db.collection`, or `db.$cmd` for a command on no collection.
-    pub ns: String,
-    /// The command as the client sent it, secrets taken out ([`without_secrets`]).
-    pub command: Document,
+/// Who runs operations: one client connection or REST request, described once and shared
+/// by its operations.
+#[derive(Debug, Clone, Default)]
+pub struct OperationClient {
     /// The client's address.
     pub client: Option<String>,
     /// The connection's number (`connectionId`), for a wire command.
@@ -43,6 +38,19 @@ pub struct OperationStart {
     pub app_name: Option<String>,
     /// The client's metadata as sent in its handshake.
     pub client_metadata: Option<Document>,
+}
+
+/// What a front end says of an operation when it starts it.
+#[derive(Debug, Clone)]
+pub struct OperationStart {
+    /// MongoDB's `op`: `command`, `query`, `getmore`, `insert`, `update`, `remove`.
+    pub op: &'static str,
+    /// `db.collection`, or `db.$cmd` for a command on no collection.
+    pub ns: String,
+    /// The command as the client sent it, secrets taken out ([`without_secrets`]).
+    pub command: Document,
+    /// Who sent it.
+    pub client: Arc<OperationClient>,
     /// The authenticated user (`(db, name)`), if any.
     pub user: Option<(String, String)>,
     /// The command's `lsid`, if it has one.
@@ -225,11 +233,7 @@ mod tests {
             op: "command",
             ns: ns.into(),
             command: doc! {"ping": 1},
-            client: None,
-            connection_id: Some(1),
-            desc: "conn1".into(),
-            app_name: None,
-            client_metadata: None,
+            client: Arc::new(OperationClient::default()),
             user: None,
             lsid: None,
         }

@@ -13,7 +13,7 @@ use hyper::header::HeaderValue;
 use hyper::Request;
 
 use crate::interrupt::Interrupt;
-use crate::ops::operations::{OperationStart, RunningGuard};
+use crate::ops::operations::{OperationClient, OperationStart, RunningGuard};
 use crate::state::AppState;
 
 /// The header a request id comes and goes in.
@@ -43,15 +43,17 @@ pub fn begin<'s, B>(
         op: "command",
         ns: namespace(path),
         command: doc! {"rest": request.method().as_str(), "path": path},
-        client: Some(peer.to_string()),
-        connection_id: None,
-        desc: "rest".into(),
-        app_name: request
-            .headers()
-            .get(hyper::header::USER_AGENT)
-            .and_then(|agent| agent.to_str().ok())
-            .map(|agent| agent.chars().take(MAX_REQUEST_ID).collect()),
-        client_metadata: None,
+        client: std::sync::Arc::new(OperationClient {
+            client: Some(peer.to_string()),
+            connection_id: None,
+            desc: "rest".into(),
+            app_name: request
+                .headers()
+                .get(hyper::header::USER_AGENT)
+                .and_then(|agent| agent.to_str().ok())
+                .map(|agent| agent.chars().take(MAX_REQUEST_ID).collect()),
+            client_metadata: None,
+        }),
         user: None,
         lsid: None,
     };

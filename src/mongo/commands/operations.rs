@@ -6,6 +6,8 @@
 //! Not for: the registry itself (`crate::ops::operations`), the profiler and the slow-op
 //! log (`profiling`), or how a killed command stops (`crate::interrupt`).
 
+use std::sync::Arc;
+
 use bson::{doc, Bson, Document};
 
 use crate::auth::roles::{allows, Action};
@@ -18,7 +20,7 @@ use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{as_bool, as_i64, CommandRequest};
 use crate::mongo::MongoServer;
 use crate::ops::operations::{
-    without_secrets, KillOutcome, OperationStart, RunningGuard, RunningOperation,
+    without_secrets, KillOutcome, OperationClient, OperationStart, RunningGuard, RunningOperation,
 };
 use crate::ops::sessions::IdleTransaction;
 use crate::query::collectionless::CurrentOpOptions;
@@ -32,30 +34,19 @@ const KEPT_COMMAND_BYTES: usize = 64 * 1024;
 /// a larger one is shown as `{$truncated: …}`, as MongoDB does past 1 KB.
 const SHOWN_COMMAND_BYTES: usize = 1024;
 
-/// Registers `request` (which runs under `interrupt`) as running until the guard is dropped,
-/// and names its operation id in the span of its log lines.
+/// Registers `request` (which runs under `interrupt`) as running until the guard is dropped.
 pub fn begin<'s>(
     server: &'s MongoServer,
-    connection: &ConnectionInfo,
+    connection: &mut ConnectionInfo,
     request: &CommandRequest,
     spec: &CommandSpec,
     interrupt: &Interrupt,
 ) -> RunningGuard<'s> {
-    let app_name = connection
-        .client_metadata
-        .as_ref()
-        .and_then(|metadata| metadata.get_document("application").ok())
-        .and_then(|application| application.get_str("name").ok())
-        .map(str::to_string);
     let start = OperationStart {
         op: op_kind(spec.command),
         ns: namespace(request, spec.command),
         command: shown_command(request),
-        client: Some(connection.peer.to_string()),
-        connection_id: Some(connection.id),
-        desc: format!("conn{}", connection.id),
-        app_name,
-        client_metadata: connection.client_metadata.clone(),
+        client: operation_client(connection),
         user: connection
             .auth
             .user
@@ -63,9 +54,36 @@ pub fn begin<'s>(
             .map(|user| (user.db.clone(), user.name.clone())),
         lsid: request.body.get_document("lsid").ok().cloned(),
     };
-    let guard = server.state.operations.begin(start, interrupt.clone());
-    tracing::Span::current().record("opid", guard.operation().opid);
-    guard
+    server.state.operations.begin(start, interrupt.clone())
+}
+
+/// The connection as its operations show it, made once (again if the handshake's metadata
+/// came after it was made).
+fn operation_client(connection: &mut ConnectionInfo) -> Arc<OperationClient> {
+    match &connection.operation_client {
+        Some(client)
+            if client.client_metadata.is_some() == connection.client_metadata.is_some() =>
+        {
+            client.clone()
+        }
+        _ => {
+            let app_name = connection
+                .client_metadata
+                .as_ref()
+                .and_then(|metadata| metadata.get_document("application").ok())
+                .and_then(|application| application.get_str("name").ok())
+                .map(str::to_string);
+            let client = Arc::new(OperationClient {
+                client: Some(connection.peer.to_string()),
+                connection_id: Some(connection.id),
+                desc: format!("conn{}", connection.id),
+                app_name,
+                client_metadata: connection.client_metadata.clone(),
+            });
+            connection.operation_client = Some(client.clone());
+            client
+        }
+    }
 }
 
 /// MongoDB's `op` of a command.
@@ -118,38 +136,44 @@ fn namespace(request: &CommandRequest, command: Command) -> String {
 /// much of the command.
 fn shown_command(request: &CommandRequest) -> Document {
     truncated(
-        &without_secrets(&request.name, &request.body),
+        without_secrets(&request.name, &request.body),
         KEPT_COMMAND_BYTES,
     )
 }
 
 /// `command` whole if it is about `limit` bytes or less, else `{$truncated: <the text of
 /// its first fields>, comment}` as MongoDB shows a large command.
-fn truncated(command: &Document, limit: usize) -> Document {
-    let mut shown = Document::new();
+fn truncated(command: Document, limit: usize) -> Document {
     let mut budget = limit;
-    for (key, value) in command {
+    let mut fitting = 0;
+    for (key, value) in &command {
         match value_size(value, budget.saturating_sub(key.len())) {
             Some(size) if size + key.len() <= budget => {
                 budget -= size + key.len();
-                shown.insert(key.clone(), value.clone());
+                fitting += 1;
             }
-            _ => {
-                let mut text = shown.to_string();
-                let mut end = text.len().min(limit);
-                while !text.is_char_boundary(end) {
-                    end -= 1;
-                }
-                text.truncate(end);
-                let mut truncated = doc! {"$truncated": format!("{text} ...")};
-                if let Some(comment) = command.get("comment") {
-                    truncated.insert("comment", comment.clone());
-                }
-                return truncated;
-            }
+            _ => break,
         }
     }
-    shown
+    if fitting == command.len() {
+        return command;
+    }
+    let shown: Document = command
+        .iter()
+        .take(fitting)
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let mut text = shown.to_string();
+    let mut end = text.len().min(limit);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    let mut truncated = doc! {"$truncated": format!("{text} ...")};
+    if let Some(comment) = command.get("comment") {
+        truncated.insert("comment", comment.clone());
+    }
+    truncated
 }
 
 /// About the encoded size of `value`, or None once past `budget` (without walking on).
@@ -266,22 +290,23 @@ pub fn in_progress(
 /// operation runs or ran last.
 fn entry(server: &MongoServer, operation: &RunningOperation, truncate: bool) -> Document {
     let start = &operation.start;
+    let client = &start.client;
     let running = operation.started.elapsed();
     let mut entry = doc! {
         "type": "op",
         "host": &server.advertise,
-        "desc": &start.desc,
+        "desc": &client.desc,
     };
-    if let Some(id) = start.connection_id {
+    if let Some(id) = client.connection_id {
         entry.insert("connectionId", id);
     }
-    if let Some(client) = &start.client {
-        entry.insert("client", client);
+    if let Some(address) = &client.client {
+        entry.insert("client", address);
     }
-    if let Some(app_name) = &start.app_name {
+    if let Some(app_name) = &client.app_name {
         entry.insert("appName", app_name);
     }
-    if let Some(metadata) = &start.client_metadata {
+    if let Some(metadata) = &client.client_metadata {
         entry.insert("clientMetadata", metadata.clone());
     }
     entry.insert("active", true);
@@ -306,7 +331,7 @@ fn entry(server: &MongoServer, operation: &RunningOperation, truncate: bool) -> 
     entry.insert("op", start.op);
     entry.insert("ns", &start.ns);
     let command = if truncate {
-        truncated(&start.command, SHOWN_COMMAND_BYTES)
+        truncated(start.command.clone(), SHOWN_COMMAND_BYTES)
     } else {
         start.command.clone()
     };

@@ -206,14 +206,14 @@ fn profile_entry(operation: &RunningOperation, millis: i64, reply: &CommandReply
     }
     entry.insert("millis", int(millis));
     entry.insert("ts", bson::DateTime::now());
-    if let Some(client) = &start.client {
+    if let Some(client) = &start.client.client {
         // The address without the port, as MongoDB records it.
         let host = client
             .rsplit_once(':')
             .map_or(client.as_str(), |(host, _)| host);
         entry.insert("client", host.trim_matches(['[', ']']));
     }
-    if let Some(app_name) = &start.app_name {
+    if let Some(app_name) = &start.client.app_name {
         entry.insert("appName", app_name);
     }
     match &start.user {
@@ -242,7 +242,7 @@ fn log_slow(operation: &RunningOperation, millis: i64, reply: &CommandReply) {
         .to_string();
     let sql = operation.statement();
     let sql = sql.as_deref().unwrap_or("");
-    let app_name = start.app_name.as_deref().unwrap_or("");
+    let app_name = start.client.app_name.as_deref().unwrap_or("");
     match failure(reply) {
         None => tracing::info!(
             target: "docgate::slow_op",
