@@ -441,3 +441,23 @@ pub fn kill_op(context: &CommandContext<'_>, request: &CommandRequest) -> Comman
     }
     Ok(doc! {"info": "attempting to kill op"})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_commands_are_shown_truncated_with_their_comment() {
+        let small = doc! {"find": "c", "filter": {"a": 1}};
+        assert_eq!(truncated(small.clone(), SHOWN_COMMAND_BYTES), small);
+        let documents: Vec<Document> = (0..1000)
+            .map(|i| doc! {"_id": i, "s": "x".repeat(20)})
+            .collect();
+        let large = doc! {"insert": "c", "documents": documents, "comment": "bulk"};
+        let shown = truncated(large, SHOWN_COMMAND_BYTES);
+        let text = shown.get_str("$truncated").unwrap();
+        assert!(text.starts_with("{ \"insert\": \"c\""), "{text}");
+        assert!(text.len() <= SHOWN_COMMAND_BYTES + 4, "{}", text.len());
+        assert_eq!(shown.get_str("comment").ok(), Some("bulk"));
+    }
+}

@@ -110,7 +110,8 @@ pub fn profile(context: &CommandContext<'_>, request: &CommandRequest) -> Comman
 
 /// A command ended with `reply`: logs it when it was slow (or the database's filter says
 /// so) and records it in its database's `system.profile` when the level says so. Reads of
-/// `system.profile` itself are not recorded.
+/// `system.profile` itself are not recorded, and an awaitable `hello` is neither (it waits
+/// for a topology change on purpose).
 pub fn operation_finished(
     server: &MongoServer,
     running: RunningGuard<'_>,
@@ -118,6 +119,10 @@ pub fn operation_finished(
     reply: &CommandReply,
 ) {
     let operation = running.operation();
+    if request.body.contains_key("maxAwaitTimeMS") {
+        // An awaitable `hello` (a driver's streaming monitor) waits on purpose: never slow.
+        return;
+    }
     let millis = i64::try_from(operation.started.elapsed().as_millis()).unwrap_or(i64::MAX);
     let profiler = &server.state.profiler;
     let entry = || profile_entry(operation, millis, reply);
