@@ -41,6 +41,12 @@ pub fn current_interrupt() -> Interrupt {
         .unwrap_or_default()
 }
 
+/// Runs `with` on the interrupt of the command this task runs, if it runs one (the store
+/// reports its statements and how to cancel them this way).
+pub fn with_command_interrupt<R>(with: impl FnOnce(&Interrupt) -> R) -> Option<R> {
+    COMMAND_INTERRUPT.try_with(with).ok()
+}
+
 /// Runs `work` on the compute pool under the current command's interrupt and answers its
 /// result. An interrupt that fires while the job waits for its turn answers at once.
 pub async fn run<T, E>(work: impl FnOnce() -> Result<T, E> + Send + 'static) -> Result<T, E>

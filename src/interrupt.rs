@@ -11,13 +11,23 @@
 //! costs a thread-local counter increment; the clock and the flags are read every
 //! [`CHECK_EVERY`] calls.
 //!
+//! An operation killed with `killOp` is cancelled the same way ([`Interruption::Killed`]).
+//! The store reports the SQL statement an operation runs ([`Interrupt::statement_started`],
+//! read back by `currentOp`) and, while it runs, how to cancel it in the database
+//! ([`Interrupt::on_cancel`]: SQLite's interrupt handle, PostgreSQL's cancel request); a
+//! cancel then stops the statement too. [`Interrupt::cancelled`] is a future that resolves
+//! when the interrupt is cancelled, for whoever waits on something else meanwhile.
+//!
 //! A leaf module (std only): the query core, the store and both front ends use it.
 //!
 //! Not for: scheduling (see `crate::compute`) or how an error reaches a client.
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 /// Why evaluation stopped, with MongoDB's error for it.
@@ -32,6 +42,9 @@ pub enum Interruption {
     /// The server is shutting down: 11600 InterruptedAtShutdown.
     #[error("interrupted at shutdown")]
     Shutdown,
+    /// `killOp` killed the operation: 11601 Interrupted.
+    #[error("operation was interrupted")]
+    Killed,
     /// A blocking sort held more than the command's memory limit (`allowDiskUse: false`):
     /// 292 QueryExceededMemoryLimitNoDiskUseAllowed.
     #[error(
@@ -52,7 +65,7 @@ impl Interruption {
     pub fn code(self) -> i32 {
         match self {
             Interruption::TimeLimit => 50,
-            Interruption::ClientGone => 11601,
+            Interruption::ClientGone | Interruption::Killed => 11601,
             Interruption::Shutdown => 11600,
             Interruption::SortMemoryLimit | Interruption::GroupMemoryLimit => 292,
         }
@@ -62,7 +75,7 @@ impl Interruption {
     pub fn code_name(self) -> &'static str {
         match self {
             Interruption::TimeLimit => "MaxTimeMSExpired",
-            Interruption::ClientGone => "Interrupted",
+            Interruption::ClientGone | Interruption::Killed => "Interrupted",
             Interruption::Shutdown => "InterruptedAtShutdown",
             Interruption::SortMemoryLimit | Interruption::GroupMemoryLimit => {
                 "QueryExceededMemoryLimitNoDiskUseAllowed"
@@ -90,6 +103,7 @@ impl Interruption {
             3 => Some(Interruption::Shutdown),
             4 => Some(Interruption::SortMemoryLimit),
             5 => Some(Interruption::GroupMemoryLimit),
+            6 => Some(Interruption::Killed),
             _ => None,
         }
     }
@@ -101,6 +115,7 @@ impl Interruption {
             Interruption::Shutdown => 3,
             Interruption::SortMemoryLimit => 4,
             Interruption::GroupMemoryLimit => 5,
+            Interruption::Killed => 6,
         }
     }
 }
@@ -122,7 +137,10 @@ pub struct Interrupt {
     shared: Arc<Shared>,
 }
 
-#[derive(Debug, Default)]
+/// Cancels a statement running in the database (given by the store while it runs one).
+pub type StatementCanceller = Box<dyn Fn() + Send + Sync>;
+
+#[derive(Default)]
 struct Shared {
     /// Set once: at creation, or by whoever reads the command's time limit.
     deadline: OnceLock<Instant>,
@@ -130,6 +148,26 @@ struct Shared {
     cancelled: AtomicU8,
     /// Set once: the bytes a blocking stage (a sort, a group) may hold.
     blocking_memory_limit: OnceLock<usize>,
+    /// The statement the command runs or ran last, and how to cancel it while it runs.
+    statement: Mutex<Statement>,
+    /// Who waits in [`Interrupt::cancelled`].
+    waiters: Mutex<Vec<Waker>>,
+}
+
+#[derive(Default)]
+struct Statement {
+    text: Option<Arc<str>>,
+    canceller: Option<(u64, StatementCanceller)>,
+    next_canceller: u64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("deadline", &self.deadline)
+            .field("cancelled", &self.cancelled)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Interrupt {
@@ -159,20 +197,88 @@ impl Interrupt {
         self.shared.deadline.get().copied()
     }
 
-    /// Stops the evaluation at its next check (the first reason given wins).
+    /// Stops the evaluation at its next check (the first reason given wins), cancels the
+    /// statement running in the database, and wakes whoever waits in
+    /// [`Interrupt::cancelled`].
     pub fn cancel(&self, reason: Interruption) {
-        let _ = self.shared.cancelled.compare_exchange(
-            0,
-            reason.flag(),
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
+        let first = self
+            .shared
+            .cancelled
+            .compare_exchange(0, reason.flag(), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+        if !first {
+            return;
+        }
+        if let Ok(statement) = self.shared.statement.lock() {
+            if let Some((_, canceller)) = &statement.canceller {
+                canceller();
+            }
+        }
+        let waiters = match self.shared.waiters.lock() {
+            Ok(mut waiters) => std::mem::take(&mut *waiters),
+            Err(_) => Vec::new(),
+        };
+        for waker in waiters {
+            waker.wake();
+        }
+    }
+
+    /// Whether [`Interrupt::cancel`] was called, and why.
+    pub fn cancellation(&self) -> Option<Interruption> {
+        Interruption::from_flag(self.shared.cancelled.load(Ordering::Relaxed))
+    }
+
+    /// Resolves with the reason once [`Interrupt::cancel`] is called (not at the deadline:
+    /// whoever waits for that has the deadline).
+    pub fn cancelled(&self) -> Cancelled {
+        Cancelled {
+            interrupt: self.clone(),
+        }
+    }
+
+    /// The store reports the SQL text of a statement it starts for this command (text only:
+    /// values are bound, never spelled in it). Kept until the next one, for `currentOp`.
+    pub fn statement_started(&self, sql: &str) {
+        if let Ok(mut statement) = self.shared.statement.lock() {
+            if statement.text.as_deref() != Some(sql) {
+                statement.text = Some(Arc::from(sql));
+            }
+        }
+    }
+
+    /// The SQL text of the statement the command runs now or ran last.
+    pub fn statement(&self) -> Option<Arc<str>> {
+        self.shared
+            .statement
+            .lock()
+            .ok()
+            .and_then(|statement| statement.text.clone())
+    }
+
+    /// While the returned guard lives, [`Interrupt::cancel`] calls `canceller` (the store's
+    /// way to stop the statement it runs); a command cancelled already calls it at once.
+    pub fn on_cancel(&self, canceller: StatementCanceller) -> CancelRegistration {
+        if self.cancellation().is_some() {
+            canceller();
+        }
+        let id = match self.shared.statement.lock() {
+            Ok(mut statement) => {
+                statement.next_canceller += 1;
+                let id = statement.next_canceller;
+                statement.canceller = Some((id, canceller));
+                Some(id)
+            }
+            Err(_) => None,
+        };
+        CancelRegistration {
+            interrupt: self.clone(),
+            id,
+        }
     }
 
     /// Whether the command must stop now, and why.
     pub fn status(&self) -> Result<(), Interruption> {
-        if let Some(reason) = Interruption::from_flag(self.shared.cancelled.load(Ordering::Relaxed))
-        {
+        if let Some(reason) = self.cancellation() {
             return Err(reason);
         }
         if SHUTTING_DOWN.load(Ordering::Relaxed) {
@@ -190,6 +296,47 @@ impl Interrupt {
         let previous = CURRENT.with(|current| current.replace(Some(self.clone())));
         let _restore = Restore(previous);
         work()
+    }
+}
+
+/// Keeps a statement's canceller registered ([`Interrupt::on_cancel`]) until dropped.
+pub struct CancelRegistration {
+    interrupt: Interrupt,
+    id: Option<u64>,
+}
+
+impl Drop for CancelRegistration {
+    fn drop(&mut self) {
+        if let Ok(mut statement) = self.interrupt.shared.statement.lock() {
+            if statement.canceller.as_ref().map(|(id, _)| *id) == self.id {
+                statement.canceller = None;
+            }
+        }
+    }
+}
+
+/// The future of [`Interrupt::cancelled`].
+pub struct Cancelled {
+    interrupt: Interrupt,
+}
+
+impl Future for Cancelled {
+    type Output = Interruption;
+
+    fn poll(self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Interruption> {
+        if let Some(reason) = self.interrupt.cancellation() {
+            return Poll::Ready(reason);
+        }
+        if let Ok(mut waiters) = self.interrupt.shared.waiters.lock() {
+            if !waiters.iter().any(|waker| waker.will_wake(context.waker())) {
+                waiters.push(context.waker().clone());
+            }
+        }
+        // A cancel between the first look and the registration has taken the wakers already.
+        match self.interrupt.cancellation() {
+            Some(reason) => Poll::Ready(reason),
+            None => Poll::Pending,
+        }
     }
 }
 

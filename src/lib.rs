@@ -18,6 +18,7 @@ pub mod auth;
 pub mod catalog;
 pub mod compute;
 pub mod config;
+pub mod diagnostic_log;
 pub mod interrupt;
 pub mod metrics;
 pub mod mongo;

@@ -74,16 +74,29 @@ enum MainError {
 }
 
 fn init_logging(format: LogFormat) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_env("DOCGATE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tokio_postgres=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let ansi = std::io::stderr().is_terminal();
+    let text = matches!(format, LogFormat::Text).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+    });
+    let json = matches!(format, LogFormat::Json).then(|| {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .with_ansi(ansi)
+    });
+    // The same lines go to stderr and, in MongoDB's structured form, to `getLog`.
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(text)
+        .with(json)
+        .with(docgate::diagnostic_log::RamLogLayer)
+        .init();
 }
 
 /// Resolves when SIGINT or SIGTERM arrives. The handlers are installed when this is
@@ -255,6 +268,7 @@ async fn run(settings: Settings) -> Result<(), MainError> {
         None => tracing::info!("admin listener off (--admin-listen off): no /metrics"),
     }
 
+    docgate::diagnostic_log::startup_complete();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let ttl_monitor = tokio::spawn(docgate::ops::ttl::run_monitor(
         state.clone(),
@@ -279,8 +293,13 @@ async fn run(settings: Settings) -> Result<(), MainError> {
     let rest_serving = rest_listener.map(|(rest, rest_state)| {
         tokio::spawn(docgate::rest::serve(rest_state, rest, shutdown_rx.clone()))
     });
-    let serving = tokio::spawn(listener::serve(server, listener, tls, shutdown_rx));
-    stop.await;
+    let serving = tokio::spawn(listener::serve(server.clone(), listener, tls, shutdown_rx));
+    // SIGINT, SIGTERM, or the `shutdown` command.
+    tokio::select! {
+        _ = stop => {}
+        _ = server.shutdown_requested() => {}
+    }
+    drop(server);
     tracing::info!("shutting down: finishing in-flight commands");
     let _ = shutdown_tx.send(true);
     let _ = serving.await;

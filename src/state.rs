@@ -30,6 +30,9 @@ pub struct AppSettings {
     pub pool: PoolSettings,
     pub metadata_cache: MetadataCacheSettings,
     pub ttl_monitor_interval: Duration,
+    /// Commands slower than this are logged (and profiled at level 1): MongoDB's `slowms`
+    /// at start.
+    pub slow_op_threshold: Duration,
     pub auth: AuthSettings,
     /// How long shutdown lets running commands and requests finish before interrupting them.
     pub shutdown_grace: Duration,
@@ -108,6 +111,10 @@ pub struct AppState {
     pub cluster_time: crate::ops::cluster_time::ClusterClock,
     pub started: Instant,
     pub started_at: SystemTime,
+    /// The operations running now (`currentOp`, `killOp`).
+    pub operations: crate::ops::operations::OperationRegistry,
+    /// The profiler's settings and `system.profile`, and the slow-operation threshold.
+    pub profiler: crate::ops::profiler::Profiler,
 }
 
 impl AppState {
@@ -138,7 +145,9 @@ impl AppState {
         let auth = Arc::new(
             AuthService::open(settings.auth.clone(), catalog.clone(), store.clone()).await?,
         );
+        let profiler = crate::ops::profiler::Profiler::new(settings.slow_op_threshold);
         Ok(Arc::new(AppState {
+            profiler,
             catalog,
             auth,
             store,
@@ -148,6 +157,7 @@ impl AppState {
             cluster_time: crate::ops::cluster_time::ClusterClock::new(),
             started: Instant::now(),
             started_at: SystemTime::now(),
+            operations: Default::default(),
         }))
     }
 }

@@ -140,6 +140,8 @@ pub enum Action {
     InvalidateUserCache,
     /// `shutdown`
     Shutdown,
+    /// `fsync`
+    Fsync,
 }
 
 use Action::*;
@@ -200,6 +202,7 @@ impl Action {
         Netstat,
         InvalidateUserCache,
         Shutdown,
+        Fsync,
     ];
 
     /// MongoDB's name for the action.
@@ -258,6 +261,7 @@ impl Action {
             Netstat => "netstat",
             InvalidateUserCache => "invalidateUserCache",
             Shutdown => "shutdown",
+            Fsync => "fsync",
         }
     }
 
@@ -286,6 +290,7 @@ impl Action {
                 | Netstat
                 | InvalidateUserCache
                 | Shutdown
+                | Fsync
         )
     }
 }

@@ -34,7 +34,7 @@ pub enum LogFormat {
 pub struct Cli {
     /// TOML settings file (keys: backend, listen, rest_listen, admin_listen, log_format, max_connections,
     /// pool.min, pool.max, pool.wait_timeout, pool.statement_cache, cache.metadata.enabled,
-    /// cache.metadata.timeout, ttl_monitor_interval, auth.mode, auth.source, auth.cache.enabled,
+    /// cache.metadata.timeout, ttl_monitor_interval, slow_op_threshold, auth.mode, auth.source, auth.cache.enabled,
     /// auth.cache.timeout, auth.cache.max_entries, security.credentials.attempts,
     /// security.credentials.lock_time, tls.cert, tls.key, tls.mode, rest.token_lifetime,
     /// rest.jwks, rest.jwt_issuer, rest.jwt_audience, rest.jwt_roles_claim, topology,
@@ -87,6 +87,11 @@ pub struct Cli {
     /// `ttlMonitorSleepSecs`; default 60s).
     #[arg(long, env = "DOCGATE_TTL_MONITOR_INTERVAL", value_parser = parse_duration)]
     pub ttl_monitor_interval: Option<Duration>,
+    /// A command that runs longer than this is logged as a "Slow query" line (its shape,
+    /// values redacted, and its SQL) and recorded by a profiler at level 1: MongoDB's
+    /// `slowms` (default 100ms; `profile` changes it while the server runs).
+    #[arg(long, env = "DOCGATE_SLOW_OP_THRESHOLD", value_parser = parse_duration)]
+    pub slow_op_threshold: Option<Duration>,
     /// Authentication: `on` (default: required once any user exists) or `off` (development
     /// only; warned about when listening beyond loopback).
     #[arg(long, env = "DOCGATE_AUTH", value_enum)]

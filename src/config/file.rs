@@ -40,6 +40,7 @@ pub(super) struct FileSettings {
     pub(super) log_format: Option<LogFormat>,
     pub(super) max_connections: Option<usize>,
     pub(super) ttl_monitor_interval: Option<String>,
+    pub(super) slow_op_threshold: Option<String>,
     pub(super) topology: Option<Topology>,
     pub(super) replica_set: Option<String>,
     pub(super) advertise: Option<String>,

@@ -114,6 +114,9 @@ pub struct Settings {
 }
 
 /// The flag's duration if given, else the file's (parsed), else `None`.
+/// MongoDB's default `slowms`.
+const DEFAULT_SLOW_OP_THRESHOLD: Duration = Duration::from_millis(100);
+
 fn duration(
     flag: Option<Duration>,
     file: Option<String>,
@@ -164,6 +167,8 @@ impl Settings {
         if ttl_monitor_interval.is_zero() {
             return Err(ConfigError::NotPositive("ttl_monitor_interval".into()));
         }
+        let slow_op_threshold = duration(cli.slow_op_threshold, file.slow_op_threshold.clone())?
+            .unwrap_or(DEFAULT_SLOW_OP_THRESHOLD);
         let auth = resolve_auth(&cli, &file)?;
         let face = resolve_face(&cli, &file)?;
         let limits = resolve_limits(cli.limits, file.limits)?;
@@ -179,6 +184,7 @@ impl Settings {
             pool,
             metadata_cache,
             ttl_monitor_interval,
+            slow_op_threshold,
             auth,
             shutdown_grace: limits.shutdown_grace,
             documents: limits.documents,

@@ -32,6 +32,7 @@ pub enum Command {
     CreateIndexes,
     CreateRole,
     CreateUser,
+    CurrentOp,
     DbStats,
     Delete,
     Distinct,
@@ -45,6 +46,8 @@ pub enum Command {
     Explain,
     Find,
     FindAndModify,
+    Fsync,
+    FsyncUnlock,
     GetCmdLineOpts,
     GetLog,
     GetMore,
@@ -56,6 +59,7 @@ pub enum Command {
     KillAllSessions,
     KillAllSessionsByPattern,
     KillCursors,
+    KillOp,
     KillSessions,
     ListCollections,
     ListCommands,
@@ -63,6 +67,7 @@ pub enum Command {
     ListIndexes,
     Logout,
     Ping,
+    Profile,
     RefreshSessions,
     RenameCollection,
     ReplSetGetConfig,
@@ -74,6 +79,7 @@ pub enum Command {
     SaslContinue,
     SaslStart,
     ServerStatus,
+    Shutdown,
     StartSession,
     Update,
     UpdateUser,
@@ -158,6 +164,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("createRole", &[], Command::CreateRole, needs(&[CreateRole]), "Creates a role that bundles built-in roles."),
     spec("createUser", &[], Command::CreateUser, needs(&[CreateUser]), "Creates a user."),
     spec("createIndexes", &[], Command::CreateIndexes, needs(&[CreateIndex]), "Builds secondary indexes (single field, compound, unique, sparse, partial, TTL)."),
+    spec("currentOp", &[], Command::CurrentOp, Authenticated, "The operations running now, with their SQL (all users' need inprog; $ownOps: true lists one's own)."),
     spec("dbStats", &["dbstats"], Command::DbStats, needs(&[DbStats]), "Size and counts of a database."),
     spec("delete", &[], Command::Delete, needs(&[Remove]), "Deletes documents."),
     spec("distinct", &[], Command::Distinct, needs(&[Find]), "Distinct values of a field."),
@@ -171,8 +178,10 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("explain", &[], Command::Explain, needs(&[Find]), "How a find, count, distinct, aggregate, update, delete or findAndModify would run."),
     spec("find", &[], Command::Find, needs(&[Find]), "Queries a collection."),
     spec("findAndModify", &["findandmodify"], Command::FindAndModify, needs(&[Find, Update]), "Updates or removes one document and returns it."),
+    spec("fsync", &[], Command::Fsync, needs(&[Fsync]), "Flushes committed writes to the database files (a checkpoint); lock: true is refused."),
+    spec("fsyncUnlock", &[], Command::FsyncUnlock, needs(&[Fsync]), "Answers IllegalOperation: fsync never locks in docgate."),
     spec("getCmdLineOpts", &[], Command::GetCmdLineOpts, needs(&[GetCmdLineOpts]), "The command line this server was started with."),
-    spec("getLog", &[], Command::GetLog, needs(&[GetLog]), "Recent log messages (startupWarnings)."),
+    spec("getLog", &[], Command::GetLog, needs(&[GetLog]), "Recent log lines in MongoDB's structured form (global, startupWarnings)."),
     spec("getMore", &[], Command::GetMore, Authenticated, "Next batch of a cursor."),
     spec("getParameter", &[], Command::GetParameter, needs(&[GetParameter]), "Server parameters."),
     spec("grantRolesToUser", &[], Command::GrantRolesToUser, needs(&[GrantRole]), "Grants roles to a user."),
@@ -183,6 +192,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("killAllSessions", &[], Command::KillAllSessions, needs(&[KillAnySession]), "Kills all sessions (or those of the users listed), their transactions and cursors."),
     spec("killAllSessionsByPattern", &[], Command::KillAllSessionsByPattern, needs(&[KillAnySession]), "Kills the sessions matching patterns (users, lsid)."),
     spec("killCursors", &[], Command::KillCursors, Authenticated, "Closes cursors."),
+    spec("killOp", &[], Command::KillOp, Authenticated, "Interrupts a running operation and cancels its SQL (others' need killop)."),
     spec("killSessions", &[], Command::KillSessions, Authenticated, "Kills sessions by id, their transactions and cursors."),
     spec("listCollections", &[], Command::ListCollections, needs(&[ListCollections]), "Lists the collections of a database."),
     spec("listCommands", &[], Command::ListCommands, Open, "Lists the supported commands."),
@@ -190,6 +200,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("listIndexes", &[], Command::ListIndexes, needs(&[ListIndexes]), "Lists the indexes of a collection."),
     spec("logout", &[], Command::Logout, Open, "Ends the connection's authentication."),
     spec("ping", &[], Command::Ping, Open, "Checks that the server answers."),
+    spec("profile", &[], Command::Profile, needs(&[EnableProfiler]), "Sets or reads the profiler level, slowms, sampleRate and filter of a database."),
     spec("refreshSessions", &[], Command::RefreshSessions, Authenticated, "Keeps sessions from expiring."),
     spec("renameCollection", &[], Command::RenameCollection, needs(&[RenameCollectionSameDb]), "Renames a collection, possibly into another database."),
     spec("replSetGetConfig", &[], Command::ReplSetGetConfig, needs(&[ServerStatus]), "The configuration of the one-member replica set (rs.conf())."),
@@ -201,6 +212,7 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("saslContinue", &[], Command::SaslContinue, Open, "Continues a SASL authentication conversation."),
     spec("saslStart", &[], Command::SaslStart, Open, "Starts SASL authentication (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN)."),
     spec("serverStatus", &[], Command::ServerStatus, needs(&[ServerStatus]), "Counters and state of this server."),
+    spec("shutdown", &[], Command::Shutdown, needs(&[Shutdown]), "Stops the server as SIGTERM does (running commands get --shutdown-grace)."),
     spec("startSession", &[], Command::StartSession, Authenticated, "Starts a logical session."),
     spec("update", &[], Command::Update, needs(&[Update]), "Updates documents."),
     spec("updateUser", &[], Command::UpdateUser, needs(&[ChangePassword]), "Changes a user's password, roles or customData."),
@@ -321,7 +333,7 @@ mod tests {
             assert_eq!(lookup(alias).map(|s| s.name), Some(name));
         }
         assert_eq!(lookup("isMaster").map(|s| s.command), Some(Command::Hello));
-        assert!(lookup("shutdown").is_none());
+        assert!(lookup("shutdownServer").is_none());
         assert!(lookup("FIND").is_none(), "names are case-sensitive");
     }
 

@@ -31,6 +31,9 @@ pub struct ConnectionInfo {
     /// Set by the `failCommand` fail point's `closeConnection`: the connection closes
     /// without sending the reply.
     pub hang_up: bool,
+    /// The connection as `currentOp` describes it, made at its first command after the
+    /// handshake (`commands::operations`).
+    pub operation_client: Option<std::sync::Arc<crate::ops::operations::OperationClient>>,
 }
 
 impl ConnectionInfo {
@@ -42,6 +45,7 @@ impl ConnectionInfo {
             client_metadata: None,
             auth: ConnectionAuth::default(),
             hang_up: false,
+            operation_client: None,
         }
     }
 }

@@ -16,7 +16,8 @@ use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
     aggregate, auth, coll_mod, delete, diagnostics, explain, fail_points, find, find_and_modify,
-    handshake, indexes, insert, namespaces, replication, stats, update, users,
+    fsync, handshake, indexes, insert, namespaces, operations, profiling, replication, shutdown,
+    stats, update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -96,17 +97,42 @@ async fn dispatch_command(
     let Some(spec) = spec else {
         return OpError::CommandNotFound(request.name).to_reply().into();
     };
+    // Listed by `currentOp` until it ends; then logged if slow, and profiled. Every log line
+    // of the command names its connection and operation: the wire front end's request id.
+    let running = operations::begin(server, context.connection, &request, spec, interrupt);
+    let span = tracing::info_span!(
+        "command",
+        conn = context.connection.id,
+        opid = running.operation().opid
+    );
+    let registered = async {
+        let reply = run_registered(&mut context, &request, spec, interrupt).await;
+        profiling::operation_finished(server, running, &request, &reply);
+        reply
+    };
+    tracing::Instrument::instrument(registered, span).await
+}
+
+/// Runs a command that may run (authorized, registered): fail points, the Stable API, its
+/// time limit, its handler, and its reply.
+async fn run_registered(
+    context: &mut CommandContext<'_>,
+    request: &CommandRequest,
+    spec: &CommandSpec,
+    interrupt: &Interrupt,
+) -> CommandReply {
+    let server = context.server;
     if let Intercept::Reply(reply) = server
         .fail_points
-        .before_command(spec, &request, context.connection)
+        .before_command(spec, request, context.connection)
         .await
     {
         return reply.into();
     }
-    let refused = check_stable_api(spec, &request);
+    let refused = check_stable_api(spec, request);
     let limit = match spec.command {
-        Command::GetMore => get_more_time_limit(server, &request),
-        _ => time_limit(server, &request),
+        Command::GetMore => get_more_time_limit(server, request),
+        _ => time_limit(server, request),
     };
     let result = match refused.and(limit) {
         Err(error) => Err(error),
@@ -114,7 +140,7 @@ async fn dispatch_command(
             if let Some(limit) = limit {
                 interrupt.set_deadline(std::time::Instant::now() + limit);
             }
-            let running = super::transactions::run(&mut context, &request, spec.command);
+            let running = super::transactions::run(context, request, spec.command);
             crate::compute::scope(interrupt.clone(), within_deadline(running, interrupt)).await
         }
     };
@@ -137,7 +163,7 @@ async fn dispatch_command(
     };
     server
         .fail_points
-        .after_command(spec, &request, context.connection, &mut reply);
+        .after_command(spec, request, context.connection, &mut reply);
     reply
 }
 
@@ -155,22 +181,38 @@ pub(super) async fn run_with_retry(
     result
 }
 
-/// `running`, or 50 MaxTimeMSExpired once the deadline passes. Evaluation on the compute
-/// pool stops at its next check; a statement in the database is abandoned (a write it
-/// makes is one transaction: it is applied whole or not at all).
+/// `running`, or 50 MaxTimeMSExpired once the deadline passes, or 11601 Interrupted once
+/// `killOp` cancels it. Evaluation on the compute pool stops at its next check; a statement
+/// in the database is abandoned at the deadline, cancelled by `killOp` (a write it makes is
+/// one transaction: it is applied whole or not at all).
 async fn within_deadline(
     running: impl std::future::Future<Output = ReplyResult>,
     interrupt: &Interrupt,
 ) -> ReplyResult {
-    let Some(deadline) = interrupt.deadline() else {
-        return running.await;
-    };
-    match tokio::time::timeout_at(deadline.into(), running).await {
-        Ok(result) => result,
-        Err(_) => {
-            interrupt.cancel(Interruption::TimeLimit);
-            Err(OpError::Query(Interruption::TimeLimit.into()))
+    let limited = async {
+        let Some(deadline) = interrupt.deadline() else {
+            return running.await;
+        };
+        match tokio::time::timeout_at(deadline.into(), running).await {
+            Ok(result) => result,
+            Err(_) => {
+                interrupt.cancel(Interruption::TimeLimit);
+                Err(OpError::Query(Interruption::TimeLimit.into()))
+            }
         }
+    };
+    // Only a kill abandons the command here: a client gone or a deadline let it end at its
+    // next check as before.
+    let killed = async {
+        match interrupt.cancelled().await {
+            Interruption::Killed => Interruption::Killed,
+            _ => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        result = limited => result,
+        reason = killed => Err(OpError::Query(reason.into())),
     }
 }
 
@@ -328,6 +370,12 @@ async fn run(
         Command::GetParameter => document(diagnostics::get_parameter(context, request)),
         Command::GetCmdLineOpts => document(diagnostics::get_cmd_line_opts(context)),
         Command::GetLog => document(diagnostics::get_log(request)),
+        Command::CurrentOp => document(operations::current_op(context, request)),
+        Command::KillOp => document(operations::kill_op(context, request)),
+        Command::Profile => document(profiling::profile(context, request)),
+        Command::Fsync => document(fsync::fsync(context, request).await),
+        Command::FsyncUnlock => document(fsync::fsync_unlock(request)),
+        Command::Shutdown => document(shutdown::shutdown(context, request)),
         Command::HostInfo => document(diagnostics::host_info()),
         Command::ConnectionStatus => document(auth::connection_status(context).await),
         Command::ServerStatus => document(Ok(diagnostics::server_status(context))),

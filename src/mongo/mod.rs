@@ -56,6 +56,8 @@ pub struct MongoServer {
     pub command_series: observe::CommandSeriesTable,
     /// Set when shutdown begins, so that awaitable `hello`s answer at once.
     draining: AtomicBool,
+    /// Notified by the `shutdown` command: the process stops as on SIGTERM.
+    shutdown_requested: tokio::sync::Notify,
     next_connection_id: AtomicI64,
 }
 
@@ -86,6 +88,7 @@ impl MongoServer {
             fail_points: commands::fail_points::FailPoints::default(),
             command_series: Default::default(),
             draining: AtomicBool::new(false),
+            shutdown_requested: tokio::sync::Notify::new(),
             message_budget,
             next_connection_id: AtomicI64::new(1),
         }
@@ -99,6 +102,16 @@ impl MongoServer {
     /// Marks the start of shutdown (awaitable `hello`s stop waiting).
     pub fn begin_draining(&self) {
         self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Asks the process to stop as on SIGTERM (the `shutdown` command).
+    pub fn request_shutdown(&self) {
+        self.shutdown_requested.notify_one();
+    }
+
+    /// Resolves once the `shutdown` command has asked the process to stop.
+    pub async fn shutdown_requested(&self) {
+        self.shutdown_requested.notified().await
     }
 
     /// Whether shutdown has begun.

@@ -229,8 +229,9 @@ pub async fn run_grouped(
 /// The documents the first stage of a collection-less `aggregate: 1` produces (the rest of
 /// the pipeline, [`Pipeline::inner`]`(1)`, runs over them): `$documents` evaluated once,
 /// or `$listLocalSessions` from `sessions`, which `user` (`(db, name)`; `None` without
-/// access control, where `{}` lists every session) is listing. Any other first stage needs
-/// a collection ([`check_collectionless_start`]).
+/// access control, where `{}` lists every session) is listing; `$currentOp`'s operations
+/// the front end supplies (none here). Any other first stage needs a collection
+/// ([`check_collectionless_start`]).
 pub fn collectionless_input(
     pipeline: &Pipeline,
     stages: &[Document],
@@ -245,12 +246,16 @@ pub fn collectionless_input(
     }
 }
 
+/// MongoDB's 73 InvalidNamespace for a `$currentOp` elsewhere than `aggregate: 1` on `admin`.
+pub const CURRENT_OP_ON_ADMIN: &str =
+    "$currentOp must be run against the 'admin' database with {aggregate: 1}";
+
 /// Whether `pipeline` (parsed from `stages`) may start a collection-less `aggregate: 1`:
 /// with `$documents` or `$listLocalSessions`, else MongoDB's 73 InvalidNamespace naming the
 /// first stage as the client wrote it.
 pub fn check_collectionless_start(pipeline: &Pipeline, stages: &[Document]) -> Result<(), OpError> {
     match pipeline.stages.first() {
-        Some(Stage::Documents(_) | Stage::ListLocalSessions(_)) => Ok(()),
+        Some(Stage::Documents(_) | Stage::ListLocalSessions(_) | Stage::CurrentOp(_)) => Ok(()),
         _ => Err(OpError::InvalidNamespace(format!(
             "{{aggregate: 1}} is not valid for '{}'; a collection is required.",
             stages
@@ -271,6 +276,7 @@ pub fn check_collection_input(pipeline: &Pipeline) -> Result<(), OpError> {
         Some(Stage::ListLocalSessions(_)) => Err(OpError::InvalidNamespace(
             "$listLocalSessions must be run as {aggregate: 1}".into(),
         )),
+        Some(Stage::CurrentOp(_)) => Err(OpError::InvalidNamespace(CURRENT_OP_ON_ADMIN.into())),
         _ => Ok(()),
     }
 }

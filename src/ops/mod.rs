@@ -27,7 +27,9 @@
 //! - `aggregate_writes`: `$out` and `$merge`, each in one transaction;
 //! - `ttl`: the TTL monitor, which deletes expired documents through `delete`;
 //! - `views`: view definitions, their checks, resolving and reading a view;
-//! - `coll_mod`: `collMod`'s changes to a view or to a collection's indexes.
+//! - `coll_mod`: `collMod`'s changes to a view or to a collection's indexes;
+//! - `operations`: the operations running now (`currentOp`, `killOp`);
+//! - `profiler`: profiling levels, `system.profile` and the slow-operation threshold.
 //!
 //! Not for: command or request shapes (the front ends parse those), SQL (the store), the
 //! semantics of filters, updates and pipelines (`query`).
@@ -45,7 +47,9 @@ pub mod find_and_modify;
 pub mod indexes;
 pub mod insert;
 pub mod namespace;
+pub mod operations;
 pub mod prepare;
+pub mod profiler;
 pub mod read;
 pub mod read_cursor;
 pub mod retry;

@@ -80,6 +80,18 @@ pub struct SessionMetrics {
     pub transactions_aborted: u64,
 }
 
+/// An open transaction between two of its commands.
+#[derive(Clone, Debug)]
+pub struct IdleTransaction {
+    pub key: SessionKey,
+    /// Its `txnNumber`.
+    pub number: i64,
+    /// Since it started.
+    pub open_for: Duration,
+    /// Since its last command ended.
+    pub idle_for: Duration,
+}
+
 /// Every session this process knows.
 pub struct SessionRegistry {
     sessions: Mutex<HashMap<SessionKey, Arc<SessionSlot>>>,
@@ -306,6 +318,28 @@ impl SessionRegistry {
             true
         });
         ended
+    }
+
+    /// The open transactions no command runs on now (`$currentOp`'s idle sessions).
+    pub fn idle_transactions(&self) -> Vec<IdleTransaction> {
+        let now = Instant::now();
+        self.lock()
+            .iter()
+            .filter_map(|(key, slot)| {
+                let session = slot.state.try_lock().ok()?;
+                match &session.transaction {
+                    TransactionState::Open(open) if !open.command_running => {
+                        Some(IdleTransaction {
+                            key: key.clone(),
+                            number: open.number,
+                            open_for: now.duration_since(open.started),
+                            idle_for: now.duration_since(open.idle_since),
+                        })
+                    }
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
     /// Whether it is time to delete expired retryable-write records (once a minute).

@@ -138,7 +138,7 @@ impl From<Interruption> for RestError {
             Interruption::TimeLimit => {
                 RestError::Timeout(format!("the request exceeded its time limit ({reason})"))
             }
-            Interruption::ClientGone | Interruption::Shutdown => {
+            Interruption::ClientGone | Interruption::Killed | Interruption::Shutdown => {
                 RestError::Unavailable(reason.to_string())
             }
             // REST requests set no memory limit; were one set, the request asked too much.

@@ -2,8 +2,9 @@
 //! in the kernel's accept queue), each served by hyper's HTTP/1.1 with a limit on how long
 //! a request head may take and a keep-alive connection may stay idle
 //! (`--rest-idle-timeout`), and every request run under its time limit
-//! (`--rest-request-timeout`) as the interrupt of the evaluation it starts. On shutdown the
-//! loop stops accepting and connections finish the request they are serving.
+//! (`--rest-request-timeout`) as the interrupt of the evaluation it starts, listed as a
+//! running operation with its request id (`running`) and stopped by `killOp`. On shutdown
+//! the loop stops accepting and connections finish the request they are serving.
 //!
 //! Not for: routing or what a request does (see `router` and the handlers).
 
@@ -105,8 +106,11 @@ async fn serve_connection(
             let started = Instant::now();
             let method = request.method().clone();
             let interrupt = Interrupt::new(request_timeout.map(|limit| Instant::now() + limit));
+            // Listed by `currentOp` (and killed by `killOp`) while it runs; its log lines
+            // carry its request id.
+            let operation = super::running::begin(&state, &request, peer, &interrupt);
             let running = app.call(request.map(axum::body::Body::new));
-            let response = crate::compute::scope(interrupt.clone(), async {
+            let limited = async {
                 match interrupt.deadline() {
                     None => running.await,
                     Some(deadline) => match tokio::time::timeout_at(deadline.into(), running).await
@@ -121,12 +125,36 @@ async fn serve_connection(
                         }
                     },
                 }
-            })
+            };
+            let killed = async {
+                match interrupt.cancelled().await {
+                    Interruption::Killed => Interruption::Killed,
+                    _ => std::future::pending().await,
+                }
+            };
+            let handled = async {
+                tokio::select! {
+                    biased;
+                    response = limited => response,
+                    reason = killed => Ok(RestError::from(reason).into_response()),
+                }
+            };
+            let response = crate::compute::scope(
+                interrupt.clone(),
+                tracing::Instrument::instrument(handled, operation.span.clone()),
+            )
             .await;
             if let Ok(response) = &response {
                 record(&state, &method, response, started);
             }
-            response
+            response.map(|mut response| {
+                if let Some(id) = super::running::header_value(&operation.request_id) {
+                    response
+                        .headers_mut()
+                        .insert(super::running::REQUEST_ID_HEADER, id);
+                }
+                response
+            })
         }
     });
     let mut builder = http1::Builder::new();

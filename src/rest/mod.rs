@@ -10,6 +10,9 @@
 //!
 //! Outside `/ords/`, `/livez` and `/readyz` are health probes (`health`).
 //!
+//! Every request runs as an operation `currentOp` lists and `killOp` stops, with a request
+//! id (`X-Request-Id`) in its log lines and its response (`running`).
+//!
 //! Every error is a JSON body with the right status (`error`); unknown routes are 404 and
 //! known routes with another method 405, in the same shape. Each response carries its route
 //! (the router's pattern, or a module's template) for `/metrics`, and the front end's limits
@@ -29,6 +32,7 @@ pub mod oauth;
 pub mod openapi;
 pub mod operations;
 pub mod page;
+pub mod running;
 pub mod security;
 pub mod settings;
 pub mod soda;

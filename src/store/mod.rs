@@ -289,6 +289,11 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// Flushes what is committed to the database's files (`fsync`): SQLite checkpoints its
+    /// write-ahead log into the database file, PostgreSQL runs `CHECKPOINT` (which needs a
+    /// role allowed to: superuser or `pg_checkpoint`).
+    async fn checkpoint(&self) -> Result<(), StoreError>;
+
     /// Whether `user` can log on to the backend with `password` (delegated verification:
     /// database roles as users). Backends without logons answer `Unsupported`.
     async fn verify_login(&self, user: &str, password: &str) -> Result<bool, StoreError> {

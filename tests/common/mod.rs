@@ -234,6 +234,26 @@ impl TestServer {
         child.wait().expect("wait for docgate")
     }
 
+    /// Waits up to `within` for the server to exit by itself (the `shutdown` command);
+    /// its exit status, or None if it still runs.
+    pub fn wait_for_exit(
+        &mut self,
+        within: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// Kills the server with SIGKILL (if it is running) and waits for it to exit.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -159,6 +159,18 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             drop(session);
             crate::compute::run(move || rest.run_with(vec![input], &foreign)).await?
         }
+        (Some(name), None) if name == super::profiling::PROFILE_COLLECTION => {
+            // `system.profile` is kept in memory by the profiler.
+            crate::ops::aggregate::check_collection_input(&pipeline)?;
+            let input = super::profiling::system_profile_entries(server, &request.db);
+            let rest = pipeline.inner(0);
+            let mut scope = context.scope();
+            let mut session = scope.reader().await?;
+            let foreign =
+                read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest).await?;
+            drop(session);
+            crate::compute::run(move || rest.run_with(input, &foreign)).await?
+        }
         (Some(name), None) => {
             let mut scope = context.scope();
             // A pipeline whose stages look at one document at a time streams: the cursor
@@ -231,7 +243,17 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 Some(crate::auth::Access::Required) => context.cursor_owner(request).user,
                 _ => None,
             };
-            let input = collectionless_input(&pipeline, &stages, &server.sessions, user.as_ref())?;
+            let input = match pipeline.stages.first() {
+                Some(Stage::CurrentOp(options)) => {
+                    if request.db != "admin" {
+                        return Err(OpError::InvalidNamespace(
+                            crate::ops::aggregate::CURRENT_OP_ON_ADMIN.into(),
+                        ));
+                    }
+                    super::operations::current_op_stage(context, options)?
+                }
+                _ => collectionless_input(&pipeline, &stages, &server.sessions, user.as_ref())?,
+            };
             let rest = pipeline.inner(1);
             if !rest.foreign_collections().is_empty() {
                 let mut scope = context.scope();

@@ -71,12 +71,23 @@ pub fn get_cmd_line_opts(context: &CommandContext<'_>) -> CommandResult {
     })
 }
 
-/// `getLog`: docgate keeps no in-memory log; `startupWarnings` is empty, `*` names the logs.
+/// `getLog`: `global` (the last lines of the server's log, in MongoDB's structured JSON
+/// form: `crate::diagnostic_log`), `startupWarnings` (the warnings logged before the
+/// server was ready), `*` (the names of the logs).
 pub fn get_log(request: &CommandRequest) -> CommandResult {
+    let lines = |lines: Vec<String>| Bson::Array(lines.into_iter().map(Bson::String).collect());
     match request.target() {
         Bson::String(name) if name == "*" => Ok(doc! {"names": ["global", "startupWarnings"]}),
-        Bson::String(name) if name == "global" || name == "startupWarnings" => {
-            Ok(doc! {"totalLinesWritten": 0, "log": Vec::<String>::new()})
+        Bson::String(name) if name == "global" => {
+            let (total, recent) = crate::diagnostic_log::global();
+            Ok(doc! {
+                "totalLinesWritten": i64::try_from(total).unwrap_or(i64::MAX),
+                "log": lines(recent),
+            })
+        }
+        Bson::String(name) if name == "startupWarnings" => {
+            let warnings = crate::diagnostic_log::startup_warnings();
+            Ok(doc! {"totalLinesWritten": warnings.len() as i64, "log": lines(warnings)})
         }
         Bson::String(name) => Err(OpError::BadValue(format!("No log named '{name}'"))),
         _ => Err(OpError::TypeMismatch(

@@ -126,6 +126,11 @@ impl FindArguments {
 /// only where a residual filter or a sort must look at them).
 pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
     let name = request.collection()?;
+    if name == super::profiling::PROFILE_COLLECTION {
+        let arguments = FindArguments::parse(request)?;
+        ServerCounters::add(&context.server.state.counters.op_query, 1);
+        return super::profiling::find_system_profile(context, request, arguments);
+    }
     let found = context.collection_info(&request.db, name).await?;
     if found.as_ref().is_some_and(|info| is_view(&info.record)) {
         // A find on a view is the aggregate MongoDB turns it into.
@@ -262,6 +267,9 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
     arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name = request.collection()?;
+    if name == super::profiling::PROFILE_COLLECTION {
+        return super::profiling::count_system_profile(context, request, &filter, skip, limit);
+    }
     let Some(info) = context.collection_info(&request.db, name).await? else {
         return Ok(doc! {"n": 0});
     };

@@ -1,7 +1,8 @@
 //! The stages of a collection-less aggregation (`aggregate: 1`) that produce its input:
-//! `$documents` (an expression evaluated once to an array of documents) and
+//! `$documents` (an expression evaluated once to an array of documents),
 //! `$listLocalSessions` (which sessions to list; the core reads them from its session
-//! registry), with MongoDB's errors for where they may stand.
+//! registry) and `$currentOp` (which operations to list; the front end reads them from the
+//! operation registry), with MongoDB's errors for where they may stand.
 //!
 //! Not for: the session registry itself (`ops::sessions`), or running the stages that
 //! follow (`Pipeline::run_with`).
@@ -118,4 +119,73 @@ pub fn parse_list_local_sessions(spec: &Bson) -> Result<SessionListing, QueryErr
         (false, Some(users)) => Ok(SessionListing::Users(users)),
         (false, None) => Ok(SessionListing::CurrentUser),
     }
+}
+
+/// The options of `$currentOp`, as given (MongoDB's defaults where absent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CurrentOpOptions {
+    /// `allUsers` (default false: the current user's operations).
+    pub all_users: bool,
+    /// `idleConnections` (default false).
+    pub idle_connections: bool,
+    /// `idleSessions` (default true: sessions idle in an open transaction).
+    pub idle_sessions: bool,
+    /// `idleCursors` (default false).
+    pub idle_cursors: bool,
+    /// `localOps` (default false; only a router tells local from cluster operations).
+    pub local_ops: bool,
+    /// `truncateOps` (default false).
+    pub truncate_ops: bool,
+    /// `backtrace` (default false).
+    pub backtrace: bool,
+    /// `targetAllNodes` (default false; a sharded cluster's).
+    pub target_all_nodes: bool,
+}
+
+/// Parses `$currentOp`: a document of boolean options.
+pub fn parse_current_op(spec: &Bson) -> Result<CurrentOpOptions, QueryError> {
+    let Bson::Document(d) = spec else {
+        return Err(QueryError::failed_to_parse(format!(
+            "$currentOp options must be specified in an object, but found: {}",
+            crate::query::expr::ops::type_name(Some(spec))
+        )));
+    };
+    let mut options = CurrentOpOptions {
+        all_users: false,
+        idle_connections: false,
+        idle_sessions: true,
+        idle_cursors: false,
+        local_ops: false,
+        truncate_ops: false,
+        backtrace: false,
+        target_all_nodes: false,
+    };
+    for (key, value) in d {
+        let flag = match key.as_str() {
+            "allUsers" => &mut options.all_users,
+            "idleConnections" => &mut options.idle_connections,
+            "idleSessions" => &mut options.idle_sessions,
+            "idleCursors" => &mut options.idle_cursors,
+            "localOps" => &mut options.local_ops,
+            "truncateOps" => &mut options.truncate_ops,
+            "backtrace" => &mut options.backtrace,
+            "targetAllNodes" => &mut options.target_all_nodes,
+            other => {
+                return Err(QueryError::failed_to_parse(format!(
+                    "Unrecognized option '{other}' in $currentOp stage."
+                )))
+            }
+        };
+        match value {
+            Bson::Boolean(set) => *flag = *set,
+            _ => {
+                return Err(QueryError::failed_to_parse(format!(
+                    "The '{key}' parameter of the $currentOp stage must be a boolean value, \
+                     but found: {}",
+                    crate::query::expr::ops::type_name(Some(value))
+                )))
+            }
+        }
+    }
+    Ok(options)
 }

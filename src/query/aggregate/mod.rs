@@ -96,6 +96,9 @@ pub enum Stage {
     Documents(Expression),
     /// `$listLocalSessions`: the first stage of `aggregate: 1`; the core supplies them.
     ListLocalSessions(collectionless::SessionListing),
+    /// `$currentOp`: the first stage of `aggregate: 1` on `admin`; the front end supplies the
+    /// operations.
+    CurrentOp(collectionless::CurrentOpOptions),
     /// `$setWindowFields` (and the window part of `$fill`).
     SetWindowFields(Box<window::SetWindowFields>),
     /// `$densify`.
@@ -178,6 +181,12 @@ impl Pipeline {
                     return Err(QueryError::location(
                         40602,
                         "$listLocalSessions is only valid as the first stage in a pipeline",
+                    ))
+                }
+                Stage::CurrentOp(_) if position != 0 => {
+                    return Err(QueryError::location(
+                        40602,
+                        "$currentOp is only valid as the first stage in a pipeline",
                     ))
                 }
                 _ => {}
@@ -541,6 +550,7 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
         "$listLocalSessions" => {
             Stage::ListLocalSessions(collectionless::parse_list_local_sessions(spec)?)
         }
+        "$currentOp" => Stage::CurrentOp(collectionless::parse_current_op(spec)?),
         "$setWindowFields" => {
             Stage::SetWindowFields(Box::new(window::parse_set_window_fields(spec)?))
         }
@@ -556,8 +566,7 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
                 "$collStats is only valid as the first stage in a pipeline",
             ))
         }
-        "$geoNear" | "$search" | "$indexStats" | "$currentOp" | "$listSessions"
-        | "$changeStream" => {
+        "$geoNear" | "$search" | "$indexStats" | "$listSessions" | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"
             )))
@@ -727,11 +736,12 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             Pipeline { stages: vec![stage.clone()] }.run_with(docs, &ForeignDocuments::new())?
         }
         Stage::Documents(expression) => collectionless::documents(expression)?,
-        Stage::Output(_) | Stage::ListLocalSessions(_) => {
-            // The core strips these (`Pipeline::inner`): it supplies the sessions and writes
-            // the output. Reaching one here means a caller ran the pipeline as a plain read.
+        Stage::Output(_) | Stage::ListLocalSessions(_) | Stage::CurrentOp(_) => {
+            // The core strips these (`Pipeline::inner`): it supplies the sessions and
+            // operations and writes the output. Reaching one here means a caller ran the
+            // pipeline as a plain read.
             return Err(QueryError::not_supported(
-                "$out, $merge and $listLocalSessions run only through the aggregate command",
+                "$out, $merge, $listLocalSessions and $currentOp run only through the aggregate command",
             ));
         }
         Stage::Unwind { path, index_field, preserve_empty } => {

@@ -233,6 +233,15 @@ impl Store for OracleStore {
         Ok(Box::new(self.oracle_session().await?))
     }
 
+    /// `fsync`: a commit is already durable in Oracle's redo log; `ALTER SYSTEM CHECKPOINT`
+    /// also writes the buffers to the data files (it needs the `ALTER SYSTEM` privilege).
+    async fn checkpoint(&self) -> Result<(), StoreError> {
+        let mut session = self.oracle_session().await?;
+        session
+            .call(|conn| conn.ddl("ALTER SYSTEM CHECKPOINT"))
+            .await
+    }
+
     fn catalog_changes(&self) -> Option<broadcast::Receiver<i64>> {
         Some(self.changes.subscribe())
     }

@@ -35,7 +35,7 @@ impl OracleSession {
     }
 
     /// Runs `body` with the connection on a blocking thread.
-    async fn call<T: Send + 'static>(
+    pub(super) async fn call<T: Send + 'static>(
         &mut self,
         body: impl FnOnce(&mut OraConn) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {

@@ -47,6 +47,8 @@ const STATEMENT_CACHE: usize = 256;
 /// One pooled PostgreSQL connection with the state the backend tracks about it.
 pub(super) struct PgConn {
     client: ClientWrapper,
+    /// How to cancel the statement running on this connection (`killOp`), made once.
+    cancel: std::sync::Arc<tokio_postgres::CancelToken>,
     /// Prepared statements by SQL text (empty when the cache is off).
     statements: HashMap<String, Statement>,
     statement_cache: bool,
@@ -105,6 +107,7 @@ impl managed::Manager for Manager {
     async fn create(&self) -> Result<PgConn, tokio_postgres::Error> {
         let client = managed::Manager::create(&self.inner).await?;
         Ok(PgConn {
+            cancel: std::sync::Arc::new(client.cancel_token()),
             client,
             statements: HashMap::new(),
             statement_cache: self.statement_cache,
@@ -279,6 +282,7 @@ impl PgConn {
         epilogue: &str,
         rows: bool,
     ) -> Result<Answer, tokio_postgres::Error> {
+        let _running = self.statement_started(sql);
         let mut prologue = self.take_prologue();
         let stmt = match self.statements.get(sql) {
             Some(stmt) => stmt.clone(),
@@ -427,9 +431,30 @@ impl PgConn {
         }
     }
 
+    /// Reports `sql` to the command running it (`currentOp`) and lets its `killOp`
+    /// cancel it (PostgreSQL's cancel request, sent on a connection of its own) until the
+    /// returned registration is dropped.
+    fn statement_started(&self, sql: &str) -> Option<crate::interrupt::CancelRegistration> {
+        crate::compute::with_command_interrupt(|interrupt| {
+            interrupt.statement_started(sql);
+            let token = self.cancel.clone();
+            interrupt.on_cancel(Box::new(move || {
+                let token = token.clone();
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(async move {
+                        if let Err(error) = token.cancel_query(tokio_postgres::NoTls).await {
+                            tracing::debug!(%error, "cancel request failed");
+                        }
+                    });
+                }
+            }))
+        })
+    }
+
     /// Runs statements without parameters (simple protocol; DDL and transaction control),
     /// after the pending prologue, in one message.
     pub(super) async fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
+        let _running = self.statement_started(sql);
         let mut text = self.take_prologue();
         text.push_str(sql);
         let r = self.client.batch_execute(&text).await;
@@ -549,6 +574,15 @@ pub(super) enum Scope {
 /// `Unavailable`, unique violations `DuplicateKey`, serialization failures, deadlocks and
 /// lock timeouts `WriteConflict`, a missing table `StaleCatalog`, the
 /// rest `Database`.
+/// Why the running command cancelled its statement, when `code` says a statement was
+/// cancelled and the command did cancel (not a server-side `statement_timeout`).
+fn cancelled_by_command(code: &SqlState) -> Option<crate::interrupt::Interruption> {
+    if *code != SqlState::QUERY_CANCELED {
+        return None;
+    }
+    crate::compute::with_command_interrupt(|interrupt| interrupt.cancellation()).flatten()
+}
+
 pub(super) fn pg_err(e: tokio_postgres::Error) -> StoreError {
     if let Some(db) = e.as_db_error() {
         let code = db.code();
@@ -563,6 +597,9 @@ pub(super) fn pg_err(e: tokio_postgres::Error) -> StoreError {
             StoreError::WriteConflict(text)
         } else if *code == SqlState::DISK_FULL {
             StoreError::OutOfDiskSpace(text)
+        } else if let Some(reason) = cancelled_by_command(code) {
+            // The command's interrupt cancelled the statement (`killOp`): its reason.
+            StoreError::Interrupted(reason)
         } else if *code == SqlState::UNDEFINED_TABLE {
             // A table named by a cached catalog record is gone: another instance dropped or
             // renamed the collection. The caller re-reads the catalog and retries.

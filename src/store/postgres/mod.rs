@@ -235,6 +235,10 @@ impl Store for PostgresStore {
         Ok(Box::new(self.postgres_session().await?))
     }
 
+    async fn checkpoint(&self) -> Result<(), StoreError> {
+        self.postgres_session().await?.checkpoint().await
+    }
+
     fn catalog_changes(&self) -> Option<broadcast::Receiver<i64>> {
         Some(self.changes.subscribe())
     }

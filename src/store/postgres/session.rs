@@ -82,10 +82,15 @@ impl PostgresSession {
         PostgresSession { conn: Some(conn) }
     }
 
-    fn conn(&mut self) -> Result<&mut PgConn, StoreError> {
+    pub(super) fn conn(&mut self) -> Result<&mut PgConn, StoreError> {
         self.conn
             .as_deref_mut()
             .ok_or_else(|| StoreError::Unavailable("the session has no connection".into()))
+    }
+
+    /// `CHECKPOINT` (`fsync`).
+    pub(super) async fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.conn()?.batch("CHECKPOINT").await
     }
 
     /// PostgreSQL's plan for a scan: the lines of `EXPLAIN` (with the values bound).

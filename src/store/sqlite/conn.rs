@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use deadpool::managed::{self, Metrics, RecycleResult};
+use rusqlite::trace::{TraceEvent, TraceEventCodes};
 use rusqlite::{ffi, Connection, ErrorCode, OpenFlags};
 
 use super::super::StoreError;
@@ -26,7 +27,7 @@ const STATEMENT_CACHE: usize = 64;
 
 /// Opens and configures one connection to the database file at `path`.
 pub(super) fn open_connection(path: &Path, busy_timeout: Duration) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(
+    let mut conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -37,6 +38,20 @@ pub(super) fn open_connection(path: &Path, busy_timeout: Duration) -> rusqlite::
     let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
     conn.execute_batch("PRAGMA synchronous = NORMAL")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // Each statement's text (placeholders, never values) goes to the command running it,
+    // for `currentOp` and the slow-operation log.
+    conn.trace_v2(
+        TraceEventCodes::SQLITE_TRACE_STMT,
+        Some(|event: TraceEvent<'_>| {
+            if let TraceEvent::Stmt(_, sql) = event {
+                if !sql.starts_with("--") {
+                    crate::compute::with_command_interrupt(|interrupt| {
+                        interrupt.statement_started(sql)
+                    });
+                }
+            }
+        }),
+    )?;
     Ok(conn)
 }
 
@@ -139,6 +154,15 @@ pub(super) fn db_err(e: rusqlite::Error) -> StoreError {
                 return StoreError::Unavailable(e.to_string())
             }
             ErrorCode::DiskFull => return StoreError::OutOfDiskSpace(e.to_string()),
+            // The command's interrupt stopped the statement (`killOp`): its reason.
+            ErrorCode::OperationInterrupted => {
+                if let Some(reason) =
+                    crate::compute::with_command_interrupt(|interrupt| interrupt.cancellation())
+                        .flatten()
+                {
+                    return StoreError::Interrupted(reason);
+                }
+            }
             ErrorCode::ConstraintViolation
                 if failure.extended_code == ffi::SQLITE_CONSTRAINT_UNIQUE
                     || failure.extended_code == ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>

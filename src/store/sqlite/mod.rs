@@ -155,4 +155,8 @@ impl Store for SqliteStore {
     async fn session(&self) -> Result<Box<dyn StoreSession>, StoreError> {
         Ok(Box::new(self.sqlite_session().await?))
     }
+
+    async fn checkpoint(&self) -> Result<(), StoreError> {
+        self.sqlite_session().await?.checkpoint().await
+    }
 }

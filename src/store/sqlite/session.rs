@@ -13,7 +13,9 @@
 //! in WAL mode a read never waits for a lock and such a statement takes microseconds, less
 //! than handing the worker's other tasks over to another thread would cost.
 //!
-//! Cancellation: a call cannot be interrupted under `block_in_place`. If the future of a
+//! Cancellation: a call cannot be interrupted under `block_in_place` by dropping its future;
+//! `killOp` of the command that runs it stops the statement with SQLite's interrupt handle
+//! (registered with the command's interrupt while the call runs). If the future of a
 //! `spawn_blocking` call is dropped, the connection is dropped when the blocking task ends
 //! (rolling back an open transaction, see `conn::PooledConn`) and this session answers
 //! `Unavailable` from then on.
@@ -86,7 +88,7 @@ impl SqliteSession {
     }
 
     /// Runs `f` on the connection without blocking the async runtime (see the module doc).
-    async fn run<R, F>(&mut self, f: F) -> Result<R, StoreError>
+    pub(super) async fn run<R, F>(&mut self, f: F) -> Result<R, StoreError>
     where
         R: Send + 'static,
         F: FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
@@ -95,6 +97,11 @@ impl SqliteSession {
         let result = match Handle::try_current().map(|h| h.runtime_flavor()) {
             Ok(RuntimeFlavor::MultiThread) => {
                 let conn = self.conn.as_deref().ok_or_else(lost)?;
+                // `killOp` of the command stops the statement (SQLITE_INTERRUPT).
+                let handle = conn.get_interrupt_handle();
+                let _cancel = crate::compute::with_command_interrupt(|interrupt| {
+                    interrupt.on_cancel(Box::new(move || handle.interrupt()))
+                });
                 tokio::task::block_in_place(|| f(conn))
             }
             Ok(_) => {
@@ -156,6 +163,15 @@ impl SqliteSession {
 }
 
 impl SqliteSession {
+    /// Copies the write-ahead log into the database file and truncates it (`fsync`).
+    pub(super) async fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.run(|conn| {
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                .map_err(db_err)
+        })
+        .await
+    }
+
     /// After a snapshot transaction: plain writes wait for the lock as long as the pool says.
     async fn end_snapshot(&mut self) {
         if std::mem::take(&mut self.in_snapshot) {

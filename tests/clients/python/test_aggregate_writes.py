@@ -536,8 +536,10 @@ def test_collection_less_errors(db):
     assert err.code == 40602, err.details
     err = failure(lambda: db.aggregate([{"$documents": 5}]))
     assert err.code == 5858203, err.details
-    err = failure(lambda: db.aggregate([{"$currentOp": {}}]))
+    err = failure(lambda: db.aggregate([{"$listSessions": {}}]))
     assert "not supported by docgate" in err.details["errmsg"]
+    err = failure(lambda: db.aggregate([{"$currentOp": {}}]))
+    assert err.code == 73 and "'admin' database" in err.details["errmsg"], err.details
     err = failure(lambda: db.command({"aggregate": 2, "pipeline": [], "cursor": {}}))
     assert err.code == 9, err.details
 

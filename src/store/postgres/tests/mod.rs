@@ -19,6 +19,7 @@ macro_rules! fresh_db {
     };
 }
 
+mod cancel;
 mod catalog;
 mod changes;
 mod indexes;

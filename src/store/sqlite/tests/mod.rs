@@ -2,6 +2,7 @@
 //! mocks). Shared helpers live here; one file per area. The tests every backend shares are in
 //! `store/conformance`.
 
+mod cancel;
 mod catalog;
 mod index_plans;
 mod indexes;
