@@ -7,7 +7,8 @@
 //!
 //! A dialect (`sqlite::sql`, `postgres::sql`) supplies the leaves through [`WhereClause`]:
 //! its spelling of true and false, how a key is bound, how a key set and a path equality
-//! are written, how an entries table is named. Values are always bound, never spliced.
+//! are written, how an entries table is named, how a text index's full-text engine is
+//! asked for documents with some terms. Values are always bound, never spliced.
 //!
 //! A cursor's resumption is here too: the rows strictly after a [`ScanPosition`] in the
 //! scan's order (a natural sequence number, an `_id` key, or an index key with the `_id` key
@@ -40,6 +41,9 @@ pub(super) trait WhereClause {
     fn push_path_in(&mut self, path: &[String], values: &[&PathValue]);
     /// How the entries table `table` (an `IndexRecord::table`) is written in SQL.
     fn entries_table(&self, table: &str) -> String;
+    /// `k` is a document with an entry in the text index `table` holding one of `tokens`
+    /// (at least one), asked of the backend's full-text engine.
+    fn push_text_terms(&mut self, table: &str, tokens: &[String]);
 }
 
 /// What a positioned scan reads before `doc` to know where each row leaves it, by the
@@ -168,6 +172,8 @@ pub(super) fn push_predicate<W: WhereClause>(predicate: &Predicate, sql: &mut W)
             push_bounds(column, lower, upper, sql);
             sql.text().push(')');
         }
+        Predicate::TextTerms { tokens, .. } if tokens.is_empty() => sql.text().push_str(W::FALSE),
+        Predicate::TextTerms { table, tokens } => sql.push_text_terms(table, tokens),
         Predicate::And(parts) => {
             let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
             push_balanced(&terms, " AND ", W::TRUE, sql);

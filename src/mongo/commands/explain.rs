@@ -306,7 +306,8 @@ fn uses_index(predicate: &Predicate) -> bool {
         Predicate::KeyEquals(_)
         | Predicate::KeyIn(_)
         | Predicate::KeyRange { .. }
-        | Predicate::IndexRange { .. } => true,
+        | Predicate::IndexRange { .. }
+        | Predicate::TextTerms { .. } => true,
         Predicate::And(parts) => parts.iter().any(uses_index),
         Predicate::Or(parts) => !parts.is_empty() && parts.iter().all(uses_index),
         Predicate::True | Predicate::PathEquals { .. } => false,
@@ -324,7 +325,7 @@ fn indexes_used(predicate: &Predicate, info: &CollectionInfo, out: &mut Vec<Stri
         Predicate::KeyEquals(_) | Predicate::KeyIn(_) | Predicate::KeyRange { .. } => {
             add("_id_".to_string())
         }
-        Predicate::IndexRange { table, .. } => {
+        Predicate::IndexRange { table, .. } | Predicate::TextTerms { table, .. } => {
             if let Some(index) = info.indexes.iter().find(|i| &i.record.table == table) {
                 add(index.record.name.clone());
             }
