@@ -804,6 +804,39 @@ mod tests {
     }
 
     #[test]
+    fn text_search_binds_to_the_text_index_and_asks_its_engine() {
+        let filter = Filter::parse(&doc! {"$text": {"$search": "coffee -tea"}, "n": 1}).unwrap();
+        let indexes = [
+            index("n_1", doc! {"n": 1}, false),
+            index("s_text", doc! {"s": "text"}, false),
+        ];
+        let sort = SortSpec::parse(&doc! {"score": {"$meta": "textScore"}}).unwrap();
+        let read = ReadPlan::new(filter, Some(sort), 0, Some(5), &indexes);
+        let Predicate::And(parts) = &read.scan.filter else {
+            panic!("{:?}", read.scan.filter)
+        };
+        assert!(parts.contains(&Predicate::TextTerms {
+            table: "t_s_text".into(),
+            tokens: vec![crate::query::text::tokenize::engine_token("coffe")],
+        }));
+        // The engine over-selects (negations, phrases): the $text is re-checked, the sort by
+        // score and the limit stay in Rust.
+        let residual = read.residual.as_ref().unwrap();
+        assert!(residual.matches(&doc! {"s": "Coffee", "n": 1}));
+        assert!(!residual.matches(&doc! {"s": "coffee and tea", "n": 1}));
+        assert!(read.sort.is_some() && read.limit == Some(5));
+        assert!(read.scan.order_index.is_none());
+    }
+
+    #[test]
+    fn text_search_without_a_text_index_pushes_nothing_and_matches_nothing() {
+        let filter = Filter::parse(&doc! {"$text": {"$search": "coffee"}}).unwrap();
+        let read = ReadPlan::new(filter, None, 0, None, &[index("s_1", doc! {"s": 1}, false)]);
+        assert_eq!(read.scan.filter, Predicate::True);
+        assert!(!read.residual.unwrap().matches(&doc! {"s": "coffee"}));
+    }
+
+    #[test]
     fn two_bounds_on_a_single_key_index_are_one_range() {
         let filter = Filter::parse(&doc! {"b": {"$gte": 5, "$lt": 10}}).unwrap();
         let (predicate, exact) =
