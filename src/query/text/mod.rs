@@ -34,9 +34,9 @@ pub const TEXT_SCORE_FIELD: &str = "\u{1}textScore";
 const MAX_WEIGHT: f64 = 1_000_000_000.0;
 /// The wildcard text field.
 const WILDCARD: &str = "$**";
-/// Longest chunk of engine tokens in one index entry (PostgreSQL's B-tree keys must stay
-/// under ~2.7 kB).
-const CHUNK_BYTES: usize = 1800;
+/// Longest chunk of engine tokens in one index entry: PostgreSQL's B-tree entries (the
+/// chunk and the `_id` key) must stay under ~2.7 kB.
+const CHUNK_BYTES: usize = 1000;
 
 /// A parsed text index specification.
 #[derive(Clone, Debug, PartialEq)]

@@ -138,7 +138,7 @@ fn entries_are_engine_token_chunks() {
     assert!(spec.entries(&doc! {"b": "x"}).unwrap().is_none());
     let long: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
     let entries = spec.entries(&doc! {"a": long.join(" ")}).unwrap().unwrap();
-    assert!(entries.keys.len() > 1 && entries.keys.iter().all(|k| k.len() <= 1800));
+    assert!(entries.keys.len() > 1 && entries.keys.iter().all(|k| k.len() <= 1000));
 }
 
 #[test]

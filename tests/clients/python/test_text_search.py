@@ -167,3 +167,12 @@ def test_drop_and_recreate(articles):
 def test_explain_names_the_text_index(articles):
     plan = articles.find({"$text": {"$search": "coffee"}}).explain()
     assert "subject_text" in str(plan["queryPlanner"]["winningPlan"])
+
+
+def test_a_long_document_is_indexed_whole(coll):
+    coll.create_index([("body", TEXT)])
+    words = [f"w{i}x" for i in range(5000)]
+    coll.insert_one({"_id": "a", "body": " ".join(words), "name": "n" * 1000})
+    coll.insert_one({"_id": "k" * 800, "body": " ".join(reversed(words))})
+    assert found(coll, "w4999x") == ["a", "k" * 800]
+    assert found(coll, "w0x -w2500x") == []
