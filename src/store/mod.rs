@@ -393,13 +393,19 @@ pub trait StoreSession: Send {
     /// key is space-separated words of ASCII letters and digits that the backend's
     /// full-text engine indexes (SQLite FTS5, PostgreSQL `tsvector` with GIN), searched by
     /// `Predicate::TextTerms`. Entries are then written and removed like any index's.
+    /// A backend without a full-text engine answers `Unsupported`.
     async fn create_text_index(
         &mut self,
         coll: &CollectionRecord,
         name: &str,
         spec: &Document,
         entries: &[(Vec<u8>, Vec<Vec<u8>>)],
-    ) -> Result<IndexRecord, StoreError>;
+    ) -> Result<IndexRecord, StoreError> {
+        let _ = (coll, name, spec, entries);
+        Err(StoreError::Unsupported(
+            "text indexes are not supported on this backend".into(),
+        ))
+    }
     /// Drops a secondary index and its entries. Bumps the catalog version.
     async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError>;
     /// Records that `index` became multikey. Bumps the catalog version.
