@@ -17,8 +17,9 @@
 #                                       with --tls-mode required; a plain mongosh is refused)
 #   9. node driver suite               (node --test tests/clients/node/crud_test.mjs,
 #                                       transactions_test.mjs: the driver's and Mongoose's
-#                                       transactions, and views_test.mjs: views, Mongoose's
-#                                       syncIndexes; one server for the three files)
+#                                       transactions; views_test.mjs: views, Mongoose's
+#                                       syncIndexes; mongoose_text_test.mjs: a schema with a
+#                                       text index; one server for the four files)
 #
 # Every server runs on 127.0.0.1 on a free port over fresh storage, and is killed at exit.
 # The last line is "N passed, N failed" (N counts suites); the exit code is 0 only if all passed.
@@ -529,7 +530,8 @@ suite_node() {
     local backend="$1" rc=0
     start_server "$backend" "node" || return 1
     DOCGATE_URI="$(server_uri)" timeout -k 10 "$CLIENT_TIMEOUT_S" \
-        node --test "$NODE_DIR/crud_test.mjs" "$NODE_DIR/transactions_test.mjs" "$NODE_DIR/views_test.mjs" || rc=$?
+        node --test "$NODE_DIR/crud_test.mjs" "$NODE_DIR/transactions_test.mjs" \
+        "$NODE_DIR/views_test.mjs" "$NODE_DIR/mongoose_text_test.mjs" || rc=$?
     stop_server || rc=1
     if [[ $rc -ne 0 ]]; then
         show_server_log

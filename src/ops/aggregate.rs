@@ -56,14 +56,7 @@ pub async fn run_pipeline(
         Some(info) => {
             let indexes = hinted_indexes(&info.indexes, hint)?;
             let collation = info.collation_for(collation)?;
-            let plan = ReadPlan::collated(
-                lead.filter,
-                lead.sort,
-                lead.skip,
-                lead.limit,
-                indexes,
-                collation.clone(),
-            );
+            let plan = plan_leading_read(pipeline, indexes, collation.clone())?;
             (
                 read::execute(session, &info.record, &plan).await?,
                 collation,
@@ -73,7 +66,43 @@ pub async fn run_pipeline(
     let foreign = read_foreign(catalog, session, db, pipeline).await?;
     // The stages run on the compute pool, never on the threads that answer other clients.
     let rest = pipeline.after(lead.stages);
-    Ok(crate::compute::run(move || collation.install(|| rest.run_with(input, &foreign))).await?)
+    let mut output =
+        crate::compute::run(move || collation.install(|| rest.run_with(input, &foreign))).await?;
+    output.iter_mut().for_each(read::strip_text_score);
+    Ok(output)
+}
+
+/// The plan of `pipeline`'s leading read over a collection with `indexes`. A `$text` (only
+/// in the first `$match`: else MongoDB's 17313; with a text index: else 27) leaves each
+/// document's score on it for `{$meta: "textScore"}` in the stages after it.
+fn plan_leading_read(
+    pipeline: &Pipeline,
+    indexes: &[crate::catalog::CollectionIndex],
+    collation: Collation,
+) -> Result<ReadPlan, OpError> {
+    let later_text = pipeline.stages.iter().skip(1).any(
+        |stage| matches!(stage, Stage::Match { filter, .. } if filter.text_search().is_some()),
+    );
+    if later_text {
+        return Err(crate::query::QueryError::location(
+            17313,
+            "$match with $text is only allowed as the first pipeline stage",
+        )
+        .into());
+    }
+    let lead = pipeline.leading_read();
+    read::check_text_index(&lead.filter, indexes)?;
+    let text_score = lead.filter.text_search().is_some();
+    let mut plan = ReadPlan::collated(
+        lead.filter,
+        lead.sort,
+        lead.skip,
+        lead.limit,
+        indexes,
+        collation,
+    );
+    plan.text_score = text_score;
+    Ok(plan)
 }
 
 /// The collections `$lookup`, `$unionWith` and `$graphLookup` read, whole (a missing one is
@@ -118,7 +147,7 @@ fn streaming_read(
     }
     let lead = pipeline.leading_read();
     let indexes = hinted_indexes(&info.indexes, hint)?;
-    let plan = ReadPlan::new(lead.filter, lead.sort, lead.skip, lead.limit, indexes);
+    let plan = plan_leading_read(pipeline, indexes, Collation::simple())?;
     if !ReadCursor::streams(&plan) {
         return Ok(None);
     }

@@ -236,17 +236,8 @@ async fn rebuild_index(
 ) -> Result<(), OpError> {
     let spec = &index.spec;
     let (entries, multikey) = super::indexes::index_entries(spec, documents)?;
-    let built = transaction
-        .session()
-        .create_index(
-            temp,
-            &spec.name,
-            &spec.document,
-            spec.enforces_unique(),
-            multikey,
-            &entries,
-        )
-        .await;
+    let built =
+        super::indexes::build_index(transaction.session(), temp, spec, multikey, &entries).await;
     match built {
         Ok(_) => Ok(()),
         Err(StoreError::IndexKeyConflict { .. }) => {

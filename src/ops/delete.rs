@@ -31,6 +31,7 @@ pub async fn run_statement(
     let record = &collection.record;
     let limit = statement.just_one.then_some(1);
     let collation = collection.collation_for(statement.collation)?;
+    read::check_text_index(&statement.filter, &collection.indexes)?;
     let plan = ReadPlan::collated(
         statement.filter,
         None,

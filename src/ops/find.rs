@@ -166,11 +166,16 @@ fn plan_find(
     } = request;
     let collation = info.collation_for(collation)?;
     let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
+    read::check_text_index(&filter, indexes)?;
+    let text_score = projection.as_ref().is_some_and(Projection::uses_text_score)
+        || sort.as_ref().is_some_and(SortSpec::uses_text_score);
+    read::check_text_score(&filter, text_score)?;
     let positional_filter = projection
         .as_ref()
         .filter(|p| p.is_positional())
         .map(|_| filter.clone());
-    let plan = ReadPlan::collated(filter, sort, skip, limit, indexes, collation);
+    let mut plan = ReadPlan::collated(filter, sort, skip, limit, indexes, collation);
+    plan.text_score = text_score;
     Ok((plan, projection, positional_filter))
 }
 
@@ -183,20 +188,22 @@ async fn whole_result(
     positional_filter: Option<&Filter>,
 ) -> Result<Vec<RawDocumentBuf>, OpError> {
     let mut session = scope.reader().await?;
-    let Some(projection) = projection else {
+    if projection.is_none() && !plan.text_score {
         return Ok(read::execute_raw(session.as_mut(), &info.record, plan).await?);
-    };
+    }
     let documents = read::execute(session.as_mut(), &info.record, plan).await?;
     // `$elemMatch` and positional projections compare under the read's collation.
-    let projected: Vec<Document> = plan.collation.install(|| {
+    let mut projected: Vec<Document> = plan.collation.install(|| {
         documents
-            .iter()
-            .map(|d| match positional_filter {
-                Some(filter) => projection.apply_with_query(d, filter),
-                None => projection.apply(d),
+            .into_iter()
+            .map(|d| match (projection, positional_filter) {
+                (None, _) => Ok(d),
+                (Some(projection), Some(filter)) => projection.apply_with_query(&d, filter),
+                (Some(projection), None) => projection.apply(&d),
             })
             .collect::<Result<_, _>>()
     })?;
+    projected.iter_mut().for_each(read::strip_text_score);
     encode_documents(&projected)
 }
 
@@ -209,6 +216,7 @@ pub async fn count(
     collation: Option<Collation>,
 ) -> Result<u64, OpError> {
     let indexes = hinted_indexes(&info.indexes, hint)?;
+    read::check_text_index(&filter, indexes)?;
     let collation = info.collation_for(collation)?;
     let mut session = scope.reader().await?;
     Ok(read::count(session.as_mut(), &info.record, indexes, filter, collation).await?)
@@ -225,6 +233,7 @@ pub async fn distinct(
     collation: Option<Collation>,
 ) -> Result<Vec<Bson>, OpError> {
     let indexes = hinted_indexes(&info.indexes, hint)?;
+    read::check_text_index(&filter, indexes)?;
     let collation = info.collation_for(collation)?;
     let mut session = scope.reader().await?;
     let plan = ReadPlan::collated(filter, None, 0, None, indexes, collation.clone());

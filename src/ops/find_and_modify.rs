@@ -87,6 +87,7 @@ pub async fn find_and_modify(
             let record = &collection.record;
             ServerCounters::add(&state.counters.op_delete, 1);
             let collation = collection.collation_for(collation)?;
+            read::check_text_index(&filter, &collection.indexes)?;
             let plan = ReadPlan::collated(filter, sort, 0, Some(1), &collection.indexes, collation);
             let found = read::execute_for_update(transaction.session(), record, &plan)
                 .await?

@@ -19,7 +19,7 @@ use crate::catalog::{CollectionInfo, NO_INDEXES};
 use crate::query::planner::ReadPlan;
 use crate::query::{encode_key, Filter, IndexSpec};
 use crate::state::AppState;
-use crate::store::StoreError;
+use crate::store::{CollectionRecord, IndexRecord, StoreError, StoreSession};
 
 /// Most indexes a collection may have, the `_id` index included (MongoDB's limit).
 const MAX_INDEXES: usize = 64;
@@ -74,17 +74,14 @@ pub async fn create_indexes(
         let documents = read::execute(transaction.session(), &info.record, &plan).await?;
         for spec in &to_build {
             let (entries, multikey) = index_entries(spec, &documents)?;
-            let built = transaction
-                .session()
-                .create_index(
-                    &info.record,
-                    &spec.name,
-                    &spec.document,
-                    spec.unique,
-                    multikey,
-                    &entries,
-                )
-                .await;
+            let built = build_index(
+                transaction.session(),
+                &info.record,
+                spec,
+                multikey,
+                &entries,
+            )
+            .await;
             match built {
                 Ok(_) => transaction.changed_catalog(),
                 Err(StoreError::IndexKeyConflict { .. }) => {
@@ -110,6 +107,36 @@ pub async fn create_indexes(
         after: before + to_build.len(),
         created_collection,
     })
+}
+
+/// Creates `spec`'s index on `coll` filled with `entries`: a text index searched by the
+/// backend's full-text engine, or an index of byte keys.
+pub(super) async fn build_index(
+    session: &mut dyn StoreSession,
+    coll: &CollectionRecord,
+    spec: &IndexSpec,
+    multikey: bool,
+    entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+) -> Result<IndexRecord, StoreError> {
+    match spec.text {
+        Some(_) => {
+            session
+                .create_text_index(coll, &spec.name, &spec.document, entries)
+                .await
+        }
+        None => {
+            session
+                .create_index(
+                    coll,
+                    &spec.name,
+                    &spec.document,
+                    spec.enforces_unique(),
+                    multikey,
+                    entries,
+                )
+                .await
+        }
+    }
 }
 
 /// Drops the indexes of `info` at `positions`, in one transaction.
@@ -155,6 +182,18 @@ fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSp
             }
             if spec.name == existing.name {
                 continue 'requested;
+            }
+            if spec.text.is_some() && existing.text.is_some() {
+                return Err(crate::query::QueryError::location(
+                    85,
+                    format!(
+                        "An equivalent index already exists with a different name and \
+                         options. Requested index: {}, existing index: {} (a collection has \
+                         at most one text index)",
+                        spec.document, existing.document
+                    ),
+                )
+                .into());
             }
         }
         to_build.push(spec.clone());

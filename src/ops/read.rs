@@ -9,6 +9,7 @@ use bson::raw::{RawBsonRef, RawDocument, RawDocumentBuf};
 use bson::{Bson, Document};
 
 use crate::query::planner::{IndexCandidate, ReadPlan};
+use crate::query::text::{TextSearch, TEXT_SCORE_FIELD};
 use crate::query::{Collation, Filter};
 use crate::query::{SortDirection, SortSpec};
 use crate::store::{CollectionRecord, StoreError, StoreSession};
@@ -83,12 +84,16 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
             break;
         }
         crate::interrupt::check()?;
-        let document = decode_document(&row)?;
+        let mut document = decode_document(&row)?;
         if plan
             .residual
             .as_ref()
             .is_none_or(|filter| filter.matches(&document))
         {
+            if let Some(search) = text_scored(plan) {
+                let score = search.score(&document);
+                document.insert(TEXT_SCORE_FIELD, score);
+            }
             documents.push(document);
         }
     }
@@ -98,6 +103,47 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
         check_sort_memory(&documents, plan, crate::query::memory::document_size)?;
     }
     Ok(skip_and_limit(documents, plan))
+}
+
+/// The `$text` search whose score each match carries, when the plan asks for scores.
+fn text_scored(plan: &ReadPlan) -> Option<&TextSearch> {
+    match plan.text_score {
+        true => plan.residual.as_ref().and_then(Filter::text_search),
+        false => None,
+    }
+}
+
+/// Removes the text score a `$text` read left on a document (before it leaves the core).
+pub fn strip_text_score(document: &mut Document) {
+    document.remove(TEXT_SCORE_FIELD);
+}
+
+/// MongoDB's IndexNotFound (27) for a `$text` filter on a collection without a text index
+/// among `indexes`.
+pub fn check_text_index<I: IndexCandidate>(
+    filter: &Filter,
+    indexes: &[I],
+) -> Result<(), crate::query::QueryError> {
+    if filter.text_search().is_none() || indexes.iter().any(|i| i.spec().text.is_some()) {
+        return Ok(());
+    }
+    Err(crate::query::QueryError {
+        code: 27,
+        code_name: "IndexNotFound",
+        message: "text index required for $text query".into(),
+    })
+}
+
+/// MongoDB's 40218 when a projection or sort asks for the text score of a read without
+/// `$text`.
+pub fn check_text_score(filter: &Filter, wanted: bool) -> Result<(), crate::query::QueryError> {
+    if wanted && filter.text_search().is_none() {
+        return Err(crate::query::QueryError::location(
+            40218,
+            "query requires text score metadata, but it is not available",
+        ));
+    }
+    Ok(())
 }
 
 /// [`finish`] keeping the documents in their stored bytes (see [`execute_raw`]).

@@ -100,7 +100,7 @@ pub struct ReadCursor {
 impl ReadCursor {
     /// Whether `plan` can stream: the store produces its order (nothing is sorted in Rust).
     pub fn streams(plan: &ReadPlan) -> bool {
-        plan.sort.is_none()
+        plan.sort.is_none() && !plan.text_score
     }
 
     /// A cursor at the start of `plan` over `info` (a plan that [streams](Self::streams)).

@@ -111,6 +111,7 @@ pub async fn apply_statement(
     let record = &collection.record;
     let limit = if statement.multi { None } else { Some(1) };
     let collation = collection.collation_for(statement.collation.clone())?;
+    read::check_text_index(&statement.filter, &collection.indexes).map_err(OpError::from)?;
     let plan = ReadPlan::collated(
         statement.filter.clone(),
         statement.sort.clone(),

@@ -37,6 +37,7 @@ mod projection;
 mod robustness_tests;
 pub mod scan;
 mod sort;
+pub mod text;
 mod update;
 mod value;
 

@@ -107,6 +107,9 @@ pub struct ReadPlan {
     pub limit: Option<u64>,
     /// The collation the residual and the sort are evaluated under.
     pub collation: Collation,
+    /// Each matching document carries its `$text` score (`query::text::TEXT_SCORE_FIELD`)
+    /// for the projection or sort that asks for it; set by the caller.
+    pub text_score: bool,
 }
 
 impl ReadPlan {
@@ -131,6 +134,8 @@ impl ReadPlan {
         indexes: &[I],
         collation: Collation,
     ) -> ReadPlan {
+        let mut filter = filter;
+        bind_text_search(&mut filter, indexes);
         // A collated index's string keys are sort keys: a simple read cannot use it (a
         // collated read pushes no string condition, so any index serves its others).
         let usable: Vec<&I> = indexes
@@ -221,6 +226,7 @@ impl ReadPlan {
                 skip: 0,
                 limit: None,
                 collation,
+                text_score: false,
             },
             // The store produces the order but not the filter: it walks in that order and
             // Rust keeps the matches, skips and limits, so no sort waits for the whole result.
@@ -236,6 +242,7 @@ impl ReadPlan {
                 skip,
                 limit,
                 collation,
+                text_score: false,
             },
             false => ReadPlan {
                 scan: ScanRequest {
@@ -247,6 +254,7 @@ impl ReadPlan {
                 skip,
                 limit,
                 collation,
+                text_score: false,
             },
         }
     }
@@ -254,6 +262,21 @@ impl ReadPlan {
     /// True when the store alone answers the read (no residual, sort, skip or limit in Rust).
     pub fn is_fully_pushed(&self) -> bool {
         self.residual.is_none() && self.sort.is_none() && self.skip == 0 && self.limit.is_none()
+    }
+}
+
+/// Binds the filter's `$text` search to the collection's text index (its fields, weights
+/// and languages, and the table of its entries). Without one the search stays unbound and
+/// matches nothing; the core answers IndexNotFound before planning such a read.
+fn bind_text_search<I: IndexCandidate>(filter: &mut Filter, indexes: &[I]) {
+    if filter.text_search().is_none() {
+        return;
+    }
+    let found = indexes
+        .iter()
+        .find_map(|index| Some((index.spec().text.clone()?, index.entries_table())));
+    if let Some((text, table)) = found {
+        filter.bind_text(&mut |search| search.bind(text.clone(), table));
     }
 }
 
@@ -300,6 +323,7 @@ fn scan_order<I: IndexCandidate>(
     indexes.iter().enumerate().find_map(|(position, index)| {
         let index_spec = index.spec();
         if index.is_multikey()
+            || index_spec.text.is_some()
             || index_spec.sparse
             || index_spec.partial_filter.is_some()
             || index_spec.hidden()
@@ -420,6 +444,15 @@ pub fn pushdown<I: IndexCandidate>(filter: &Filter, indexes: &[I]) -> Pushdown {
             }
             Pushdown::of(conjunction(pushed), exact)
         }
+        // The engine finds the documents holding one of the search's terms; phrases,
+        // negations and the sensitive forms are re-checked in Rust.
+        Filter::Text(search) => match search.table() {
+            Some(table) => Pushdown::Inexact(Predicate::TextTerms {
+                table: table.to_string(),
+                tokens: search.engine_tokens(),
+            }),
+            None => Pushdown::Unsupported,
+        },
         _ => Pushdown::Unsupported,
     }
 }
@@ -768,6 +801,39 @@ mod tests {
             table: format!("t_{name}"),
             multikey,
         }
+    }
+
+    #[test]
+    fn text_search_binds_to_the_text_index_and_asks_its_engine() {
+        let filter = Filter::parse(&doc! {"$text": {"$search": "coffee -tea"}, "n": 1}).unwrap();
+        let indexes = [
+            index("n_1", doc! {"n": 1}, false),
+            index("s_text", doc! {"s": "text"}, false),
+        ];
+        let sort = SortSpec::parse(&doc! {"score": {"$meta": "textScore"}}).unwrap();
+        let read = ReadPlan::new(filter, Some(sort), 0, Some(5), &indexes);
+        let Predicate::And(parts) = &read.scan.filter else {
+            panic!("{:?}", read.scan.filter)
+        };
+        assert!(parts.contains(&Predicate::TextTerms {
+            table: "t_s_text".into(),
+            tokens: vec![crate::query::text::tokenize::engine_token("coffe")],
+        }));
+        // The engine over-selects (negations, phrases): the $text is re-checked, the sort by
+        // score and the limit stay in Rust.
+        let residual = read.residual.as_ref().unwrap();
+        assert!(residual.matches(&doc! {"s": "Coffee", "n": 1}));
+        assert!(!residual.matches(&doc! {"s": "coffee and tea", "n": 1}));
+        assert!(read.sort.is_some() && read.limit == Some(5));
+        assert!(read.scan.order_index.is_none());
+    }
+
+    #[test]
+    fn text_search_without_a_text_index_pushes_nothing_and_matches_nothing() {
+        let filter = Filter::parse(&doc! {"$text": {"$search": "coffee"}}).unwrap();
+        let read = ReadPlan::new(filter, None, 0, None, &[index("s_1", doc! {"s": 1}, false)]);
+        assert_eq!(read.scan.filter, Predicate::True);
+        assert!(!read.residual.unwrap().matches(&doc! {"s": "coffee"}));
     }
 
     #[test]

@@ -46,6 +46,15 @@ pub enum Predicate {
         lower: Option<IndexBound>,
         upper: Option<IndexBound>,
     },
+    /// Documents with an entry in the text index stored in `table` that holds one of
+    /// `tokens` as a word, found by the backend's full-text engine (SQLite FTS5, PostgreSQL
+    /// `tsvector` and GIN). An entry is space-separated words of ASCII letters and digits
+    /// (`query::text::tokenize::engine_token`), so every engine splits it the same way.
+    /// Exact for the tokens; no tokens selects nothing. The caller re-checks the `$text`.
+    TextTerms {
+        table: String,
+        tokens: Vec<String>,
+    },
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
 }

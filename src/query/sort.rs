@@ -42,6 +42,17 @@ impl SortSpec {
                 ));
             }
             let direction = match value {
+                Bson::Document(meta)
+                    if meta.len() == 1
+                        && matches!(meta.get("$meta"), Some(Bson::String(k)) if k == "textScore") =>
+                {
+                    // Highest score first; the read leaves each document's score on it.
+                    keys.push((
+                        crate::query::text::TEXT_SCORE_FIELD.to_string(),
+                        SortDirection::Descending,
+                    ));
+                    continue;
+                }
                 Bson::Document(meta) if meta.contains_key("$meta") => {
                     return Err(QueryError::not_supported(format!(
                         "sorting by {{$meta: {}}} is not supported by docgate",
@@ -57,6 +68,13 @@ impl SortSpec {
             }
         }
         Ok(SortSpec { keys, natural })
+    }
+
+    /// Whether a key is `{$meta: "textScore"}`.
+    pub fn uses_text_score(&self) -> bool {
+        self.keys
+            .iter()
+            .any(|(path, _)| path == crate::query::text::TEXT_SCORE_FIELD)
     }
 
     /// Whether there is nothing to sort by.

@@ -91,6 +91,14 @@ pub struct IndexRecord {
     pub multikey: bool,
 }
 
+/// How an index's entry keys are searched: as ordered byte keys (B-tree ranges) or as
+/// words for the backend's full-text engine (a text index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntriesKind {
+    Keys,
+    Words,
+}
+
 /// What happened to a batch of inserts.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct InsertOutcome {
@@ -468,6 +476,23 @@ pub trait StoreSession: Send {
         multikey: bool,
         entries: &[(Vec<u8>, Vec<Vec<u8>>)],
     ) -> Result<IndexRecord, StoreError>;
+    /// Creates a text index on `coll`: like `create_index` (never unique), but each entry
+    /// key is space-separated words of ASCII letters and digits that the backend's
+    /// full-text engine indexes (SQLite FTS5, PostgreSQL `tsvector` with GIN), searched by
+    /// `Predicate::TextTerms`. Entries are then written and removed like any index's.
+    /// A backend without a full-text engine answers `Unsupported`.
+    async fn create_text_index(
+        &mut self,
+        coll: &CollectionRecord,
+        name: &str,
+        spec: &Document,
+        entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+    ) -> Result<IndexRecord, StoreError> {
+        let _ = (coll, name, spec, entries);
+        Err(StoreError::Unsupported(
+            "text indexes are not supported on this backend".into(),
+        ))
+    }
     /// Drops a secondary index and its entries. Bumps the catalog version.
     async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError>;
     /// Replaces the recorded specification of `index` (options that change neither its

@@ -7,7 +7,8 @@
 //!
 //! A dialect (`sqlite::sql`, `postgres::sql`, `oracle::sql`) supplies the leaves through [`WhereClause`]:
 //! its spelling of true and false, how a key is bound, how a key set and a path equality
-//! are written, how an entries table is named. Values are always bound, never spliced.
+//! are written, how an entries table is named, how a text index's full-text engine is
+//! asked for documents with some terms. Values are always bound, never spliced.
 //!
 //! A cursor's resumption is here too: the rows strictly after a [`ScanPosition`] in the
 //! scan's order (a natural sequence number, an `_id` key, or an index key with the `_id` key
@@ -51,6 +52,15 @@ pub(super) trait WhereClause {
         self.text().push_str(", ");
         self.bind_key(key);
         self.text().push(')');
+    }
+
+    /// `k` is a document with an entry in the text index `table` holding one of `tokens`
+    /// (at least one), asked of the backend's full-text engine. A dialect without one
+    /// selects every row (the caller re-checks the `$text`; such a backend refuses to build
+    /// text indexes anyway, see `StoreSession::create_text_index`).
+    fn push_text_terms(&mut self, table: &str, tokens: &[String]) {
+        let _ = (table, tokens);
+        self.text().push_str(Self::TRUE);
     }
 }
 
@@ -172,6 +182,8 @@ pub(super) fn push_predicate<W: WhereClause>(predicate: &Predicate, sql: &mut W)
             push_bounds(column, lower, upper, sql);
             sql.text().push(')');
         }
+        Predicate::TextTerms { tokens, .. } if tokens.is_empty() => sql.text().push_str(W::FALSE),
+        Predicate::TextTerms { table, tokens } => sql.push_text_terms(table, tokens),
         Predicate::And(parts) => {
             let terms: Vec<Term<'_>> = parts.iter().map(Term::Predicate).collect();
             push_balanced(&terms, " AND ", W::TRUE, sql);

@@ -315,10 +315,20 @@ fn uses_index(predicate: &Predicate) -> bool {
         Predicate::KeyEquals(_)
         | Predicate::KeyIn(_)
         | Predicate::KeyRange { .. }
-        | Predicate::IndexRange { .. } => true,
+        | Predicate::IndexRange { .. }
+        | Predicate::TextTerms { .. } => true,
         Predicate::And(parts) => parts.iter().any(uses_index),
         Predicate::Or(parts) => !parts.is_empty() && parts.iter().all(uses_index),
         Predicate::True | Predicate::PathEquals { .. } => false,
+    }
+}
+
+/// Whether the predicate asks a text index's full-text engine.
+fn uses_text_index(predicate: &Predicate) -> bool {
+    match predicate {
+        Predicate::TextTerms { .. } => true,
+        Predicate::And(parts) | Predicate::Or(parts) => parts.iter().any(uses_text_index),
+        _ => false,
     }
 }
 
@@ -333,7 +343,7 @@ fn indexes_used(predicate: &Predicate, info: &CollectionInfo, out: &mut Vec<Stri
         Predicate::KeyEquals(_) | Predicate::KeyIn(_) | Predicate::KeyRange { .. } => {
             add("_id_".to_string())
         }
-        Predicate::IndexRange { table, .. } => {
+        Predicate::IndexRange { table, .. } | Predicate::TextTerms { table, .. } => {
             if let Some(index) = info.indexes.iter().find(|i| &i.record.table == table) {
                 add(index.record.name.clone());
             }
@@ -373,14 +383,22 @@ fn describe_plan(plan: &ReadPlan, info: &CollectionInfo) -> Document {
             .find(|i| i.record.name == name)
             .map(|i| i.spec.key_pattern().clone())
             .unwrap_or_else(|| doc! {"_id": 1});
-        let mut fetch = doc! {
-            "stage": "FETCH",
-            "inputStage": {"stage": "IXSCAN", "indexName": &name, "keyPattern": key_pattern, "indexesUsed": names.clone()},
+        let scan = doc! {"stage": "IXSCAN", "indexName": &name, "keyPattern": key_pattern, "indexesUsed": names.clone()};
+        // A text index: the engine's term lookup (TEXT_OR), then the `$text` re-checked on
+        // the fetched documents (TEXT_MATCH), as MongoDB names those stages.
+        let text = uses_text_index(&plan.scan.filter);
+        let input = match text {
+            true => doc! {"stage": "TEXT_OR", "inputStage": scan},
+            false => scan,
         };
-        if plan.residual.is_some() {
+        let mut fetch = doc! {"stage": "FETCH", "inputStage": input};
+        if plan.residual.is_some() && !text {
             fetch.insert("filter", "residual (see docgate.residualFilter)");
         }
-        fetch
+        match text {
+            true => doc! {"stage": "TEXT_MATCH", "indexName": &name, "inputStage": fetch},
+            false => fetch,
+        }
     } else {
         doc! {"stage": "COLLSCAN", "direction": "forward"}
     };

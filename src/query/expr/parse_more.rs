@@ -4,8 +4,8 @@
 //! $regexFindAll (51103/31022/31023/31024), $zip (literal arrays of inputs and defaults),
 //! $percentile/$median (IDL-style fields, method "approximate"), $rand (an empty object or
 //! array), and the names docgate refuses with MongoDB's error rather than 168: $meta
-//! (17307/17308; 40218 for textScore, there being no text search; for the other metadata,
-//! docgate's "not supported" 2 BadValue) and $function (31264, there is no JavaScript
+//! (17307/17308; for metadata other than textScore, which reads the score a `$text` read
+//! left on the document, docgate's "not supported" 2 BadValue) and $function (31264, there is no JavaScript
 //! engine).
 //!
 //! Each parser answers the argument layout its evaluator in `expr/ops/` documents.
@@ -63,6 +63,12 @@ pub(super) fn parse(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryE
                 "invalid parameter: expected an object ($rand)",
             )),
         },
+        "$meta" if matches!(arg, Bson::String(kind) if kind == "textScore") => Ok(call(
+            MoreOperator::TextScore,
+            vec![Expression {
+                node: Node::FieldPath(vec![crate::query::text::TEXT_SCORE_FIELD.to_string()]),
+            }],
+        )),
         "$meta" => Err(refuse_meta(arg)),
         "$function" => Err(QueryError::location(
             31264,
@@ -477,10 +483,6 @@ fn refuse_meta(arg: &Bson) -> QueryError {
         return QueryError::location(17307, "$meta only supports string arguments");
     };
     match kind.as_str() {
-        "textScore" => QueryError::location(
-            40218,
-            "query requires text score metadata, but it is not available",
-        ),
         "randVal" | "searchScore" | "searchHighlights" | "searchScoreDetails"
         | "geoNearDistance" | "geoNearPoint" | "recordId" | "indexKey" | "sortKey"
         | "vectorSearchScore" => QueryError::not_supported(format!(

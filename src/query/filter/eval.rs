@@ -58,6 +58,7 @@ pub fn try_matches(filter: &Filter, doc: &Document) -> Result<bool, QueryError> 
             .unwrap_or(false),
         Filter::AlwaysTrue => true,
         Filter::AlwaysFalse => false,
+        Filter::Text(search) => search.matches(doc),
     })
 }
 

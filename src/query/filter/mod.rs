@@ -12,6 +12,7 @@ mod tests;
 
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
+use crate::query::text::TextSearch;
 use crate::query::value::regex_match::RegexPredicate;
 use bson::{Bson, Document};
 
@@ -38,6 +39,8 @@ pub enum Filter {
     AlwaysTrue,
     /// `$alwaysFalse`.
     AlwaysFalse,
+    /// `$text`: a text search, bound to the collection's text index by the planner.
+    Text(Box<TextSearch>),
 }
 
 /// One condition on the values at a path.
@@ -123,7 +126,68 @@ pub enum TypeSelector {
 impl Filter {
     /// Parses a filter document the way MongoDB does.
     pub fn parse(filter: &Document) -> Result<Filter, QueryError> {
-        parse_document(filter, 0)
+        let parsed = parse_document(filter, 0)?;
+        if parsed.text_count(false)? > 1 {
+            return Err(QueryError::bad_value("Too many text expressions"));
+        }
+        Ok(parsed)
+    }
+
+    /// The number of `$text` searches in the filter; an error where MongoDB allows none
+    /// (under `$nor`, `$elemMatch` or `$not`).
+    fn text_count(&self, refused: bool) -> Result<usize, QueryError> {
+        let count = match self {
+            Filter::And(parts) | Filter::Or(parts) => parts
+                .iter()
+                .map(|p| p.text_count(refused))
+                .sum::<Result<usize, _>>()?,
+            Filter::Nor(parts) => parts
+                .iter()
+                .map(|p| p.text_count(true))
+                .sum::<Result<usize, _>>()?,
+            Filter::Field { predicates, .. } => {
+                for predicate in predicates {
+                    let nested = match predicate {
+                        FieldPredicate::ElemMatch(ElemMatch::Document(inner)) => Some(inner),
+                        _ => None,
+                    };
+                    if let Some(inner) = nested {
+                        inner.text_count(true)?;
+                    }
+                }
+                0
+            }
+            Filter::Text(_) if refused => {
+                return Err(QueryError::bad_value(
+                    "$text is only allowed at the top level of a query, in $and or in $or",
+                ))
+            }
+            Filter::Text(_) => 1,
+            Filter::Expr(_) | Filter::AlwaysTrue | Filter::AlwaysFalse => 0,
+        };
+        Ok(count)
+    }
+
+    /// The `$text` search of the filter, when it has one (at most one: see `parse`).
+    pub fn text_search(&self) -> Option<&TextSearch> {
+        match self {
+            Filter::Text(search) => Some(search),
+            Filter::And(parts) | Filter::Or(parts) => parts.iter().find_map(Filter::text_search),
+            _ => None,
+        }
+    }
+
+    /// Binds the `$text` search of the filter with `bind`.
+    pub fn bind_text(&mut self, bind: &mut impl FnMut(&mut TextSearch)) {
+        match self {
+            Filter::Text(search) => bind(search),
+            Filter::And(parts) | Filter::Or(parts) => {
+                for part in parts {
+                    part.bind_text(bind);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Whether `doc` matches (see `filter/eval.rs`); an `$expr` error counts as no match.
@@ -140,6 +204,7 @@ impl Filter {
             }
             Filter::Expr(_) => true,
             Filter::Field { .. } | Filter::AlwaysTrue | Filter::AlwaysFalse => false,
+            Filter::Text(_) => false,
         }
     }
 
@@ -198,7 +263,8 @@ fn parse_entry(key: &str, value: &Bson, depth: usize) -> Result<Option<Filter>, 
         "$alwaysTrue" => Filter::AlwaysTrue,
         "$alwaysFalse" => Filter::AlwaysFalse,
         "$sampleRate" => Filter::Expr(Box::new(sample_rate(value)?)),
-        "$where" | "$text" | "$jsonSchema" | "$search" => {
+        "$text" => Filter::Text(Box::new(TextSearch::parse(value)?)),
+        "$where" | "$jsonSchema" | "$search" => {
             return Err(QueryError::not_supported(format!(
                 "{key} is not supported by docgate"
             )))

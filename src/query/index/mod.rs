@@ -10,8 +10,11 @@
 //!
 //! Key extraction lives in `keys.rs` of this folder, the tests in `tests.rs`.
 //!
+//! A text index (`{title: "text"}`) is specified here too, its text parts parsed by
+//! `query::text`; its entries are the document's terms, not byte keys.
+//!
 //! Not for: storing or scanning indexes (the store), choosing an index (the planner), or
-//! text, geo, hashed and wildcard indexes, which are refused as not supported.
+//! geo, hashed and wildcard indexes, which are refused as not supported.
 
 mod keys;
 #[cfg(test)]
@@ -19,12 +22,14 @@ mod tests;
 
 use crate::query::error::QueryError;
 use crate::query::filter::{FieldPredicate, Filter};
+use crate::query::text::TextIndex;
 use crate::query::value::collation::Collation;
 use crate::query::value::compare::compare_documents;
 use crate::query::value::number::Number;
 use bson::{Bson, Document};
 use keys::document_keys;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// The order of one indexed field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +62,9 @@ pub struct IndexSpec {
     /// `collation` as given (none: the collection's default applies when it is built). The
     /// keys of a collated index hold the collator's sort keys for strings.
     pub collation: Option<Collation>,
+    /// For a text index, its fields, weights and languages (`fields` is then empty: the
+    /// planner never walks it as a key range).
+    pub text: Option<Arc<TextIndex>>,
 }
 
 /// What one document contributes to one index.
@@ -76,6 +84,8 @@ const MAX_PARTIAL_DEPTH: usize = 4;
 /// The options createIndexes takes (`ns` and `dropDups` are accepted and dropped).
 const OPTIONS: &str = "key name v unique sparse background partialFilterExpression \
     expireAfterSeconds hidden prepareUnique collation storageEngine ns dropDups";
+/// Options of text indexes (refused on other indexes).
+const TEXT_OPTIONS: &str = "weights default_language language_override textIndexVersion";
 /// Options MongoDB knows that only matter to index kinds docgate does not build.
 const UNSUPPORTED_OPTIONS: &str = "weights default_language language_override \
     textIndexVersion 2dsphereIndexVersion bits min max bucketSize coarsestIndexedLevel \
@@ -191,6 +201,13 @@ impl IndexSpec {
                 return Ok(None);
             }
         }
+        if let Some(text) = &self.text {
+            let keys = text.entry_keys(doc)?;
+            return Ok((!keys.is_empty()).then_some(IndexEntries {
+                keys,
+                multikey: false,
+            }));
+        }
         self.collation()
             .install(|| document_keys(&self.fields, doc, self.sparse))
     }
@@ -203,7 +220,7 @@ impl IndexSpec {
     /// An index created without a collation on a collection with a default one takes the
     /// default, as MongoDB's do.
     pub fn inherit_collation(&mut self, default: &Collation) {
-        if self.collation.is_some() || self.is_id_index() {
+        if self.collation.is_some() || self.is_id_index() || self.text.is_some() {
             return;
         }
         if let Some(full) = default.to_document() {
@@ -233,6 +250,7 @@ impl IndexSpec {
         self.same_signature(other)
             && self.expire_after_seconds == other.expire_after_seconds
             && self.document.get("storageEngine") == other.document.get("storageEngine")
+            && self.text == other.text
     }
 
     /// The error createIndexes answers when `self` is requested while `existing` exists, or
@@ -374,6 +392,8 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
     let mut expire_after_seconds = None;
     let mut collation = None;
     let mut options = Document::new();
+    let text_key =
+        matches!(spec.get("key"), Some(Bson::Document(k)) if TextIndex::is_text_pattern(k));
     for (field, value) in spec {
         match field.as_str() {
             "key" => match value {
@@ -425,6 +445,7 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
             "storageEngine" if !matches!(value, Bson::Document(_)) => {
                 return Err(must_be("storageEngine", "an object", value))
             }
+            f if text_key && listed(TEXT_OPTIONS, f) => {}
             f if listed(UNSUPPORTED_OPTIONS, f) => {
                 refuse!("The index option '{f}' is not supported by docgate")
             }
@@ -433,7 +454,8 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
         if !matches!(
             field.as_str(),
             "key" | "name" | "v" | "ns" | "dropDups" | "collation"
-        ) {
+        ) && !listed(TEXT_OPTIONS, field)
+        {
             options.insert(field.clone(), value.clone());
         }
     }
@@ -444,8 +466,22 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
     };
     let name = name.unwrap_or_else(|| IndexSpec::default_name(&key));
     let unique = unique || is_id_pattern(&key);
-    let mut document = bson::doc! {"v": version, "key": key, "name": name.clone()};
+    let (text, shown_key, text_options) = if text_key {
+        if unique {
+            refuse!("text indexes cannot be unique in docgate");
+        }
+        if collation.is_some() {
+            refuse!("Index type 'text' does not support collation");
+        }
+        let (text, shown) = TextIndex::parse(&key, spec)?;
+        let fts_key = bson::doc! {"_fts": "text", "_ftsx": 1};
+        (Some(Arc::new(text)), fts_key, shown)
+    } else {
+        (None, key, Document::new())
+    };
+    let mut document = bson::doc! {"v": version, "key": shown_key, "name": name.clone()};
     document.extend(options);
+    document.extend(text_options);
     if let Some(full) = collation.as_ref().and_then(Collation::to_document) {
         document.insert("collation", full);
     }
@@ -458,6 +494,7 @@ fn parse_fields(spec: &Document) -> Result<IndexSpec, QueryError> {
         expire_after_seconds,
         document,
         collation,
+        text,
     })
 }
 
@@ -513,6 +550,7 @@ fn parse_key_pattern(key: &Document) -> Result<Vec<(String, IndexDirection)>, Qu
         Some("geoHaystack") => {
             refuse!("GeoHaystack indexes cannot be created in version 5.0 and above")
         }
+        Some("text") => return Ok(Vec::new()),
         Some(p) if PLUGINS.contains(&p) || p == "wildcard" => {
             refuse!("'{p}' indexes are not supported by docgate")
         }
@@ -634,6 +672,7 @@ fn check_partial(filter: &Filter, level: usize) -> Result<(), QueryError> {
         Filter::Expr(_) => refuse("$expr\n".into()),
         Filter::AlwaysTrue => refuse("$alwaysTrue\n".into()),
         Filter::AlwaysFalse => refuse("$alwaysFalse\n".into()),
+        Filter::Text(_) => refuse("TEXT\n".into()),
         Filter::Field { path, predicates } => {
             for predicate in predicates {
                 if let Some(tree) = unsupported_predicate(path, predicate) {

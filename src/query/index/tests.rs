@@ -121,7 +121,7 @@ fn key_pattern_errors() {
     assert_error(doc! {"key": {"a": "foo"}}, 67, "Unknown index plugin 'foo'");
     assert_error(doc! {"key": {"a": true}}, 67, "cannot be of type bool");
     assert_error(doc! {"key": {"a": ""}}, 67, "cannot be empty strings");
-    for plugin in ["text", "2dsphere", "2d", "hashed"] {
+    for plugin in ["2dsphere", "2d", "hashed"] {
         assert_error(doc! {"key": {"a": plugin}}, 67, "not supported by docgate");
     }
     assert_error(

@@ -51,6 +51,8 @@ pub struct Projection {
     /// False when `_id: 0` was given.
     include_id: bool,
     empty: bool,
+    /// A field is `{$meta: "textScore"}`.
+    text_score: bool,
 }
 
 impl Projection {
@@ -81,6 +83,7 @@ impl Projection {
             has_find_slice: false,
             has_elem_match: false,
             has_positional: false,
+            text_score: false,
         };
         for (path, value) in spec {
             builder.add(path, value)?;
@@ -105,7 +108,13 @@ impl Projection {
             fields: builder.fields,
             include_id: builder.include_id,
             empty: spec.is_empty(),
+            text_score: builder.text_score,
         })
+    }
+
+    /// Whether a field is `{$meta: "textScore"}` (the read must leave each document's score).
+    pub fn uses_text_score(&self) -> bool {
+        self.text_score
     }
 
     /// The mode (an `_id`-only or `$slice`-only projection counts as exclusion).
@@ -170,6 +179,14 @@ impl Projection {
                 if !self.include_id {
                     out.remove("_id");
                 }
+                // `{$meta: ...}` fields are added whatever the mode.
+                for (name, action) in &self.fields {
+                    if let Action::Computed(expression) = action {
+                        if let Some(value) = expression.evaluate_optional(doc)? {
+                            out.insert(name.clone(), value);
+                        }
+                    }
+                }
                 Ok(out)
             }
         }
@@ -185,6 +202,7 @@ struct Builder {
     has_find_slice: bool,
     has_elem_match: bool,
     has_positional: bool,
+    text_score: bool,
 }
 
 impl Builder {
@@ -372,12 +390,11 @@ impl Builder {
             )?));
         }
         if name == "$meta" {
-            // docgate keeps no metadata; the expression parser answers MongoDB's error for
-            // the kind asked (40218 textScore, 17308 unknown, …).
-            return Err(match Expression::parse(value) {
-                Err(e) => e,
-                Ok(_) => QueryError::not_supported("$meta projection is not supported by docgate"),
-            });
+            // Only textScore is kept (the expression parser answers MongoDB's error for the
+            // other kinds: 17308 unknown, …); it does not decide the projection's mode.
+            let expression = Expression::parse(value)?;
+            self.text_score = true;
+            return Ok(Action::Computed(expression));
         }
         if self.mode == Some(ProjectionMode::Exclusion) {
             return Err(QueryError::location(

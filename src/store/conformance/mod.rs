@@ -19,6 +19,7 @@ pub(crate) mod index_entries;
 mod indexes;
 mod meta;
 mod positioned_scans;
+mod text_indexes;
 mod timing;
 mod transactions;
 

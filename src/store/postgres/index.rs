@@ -9,7 +9,9 @@
 //!   k))` plus an index on `k` (maintenance by `_id` key: replace, delete) and, for a unique
 //!   index, `UNIQUE (ik)`. `ik` is the core's order-preserving index key, `k` the document's
 //!   `_id` key; bytea compares like `memcmp`, so the primary key walks index order for
-//!   `IndexRange` and `order_index` scans (`sql.rs`).
+//!   `IndexRange` and `order_index` scans (`sql.rs`). A text index's table (entries are
+//!   words, `EntriesKind::Words`) also has `tsv tsvector`, generated from `ik` with the
+//!   'simple' configuration, and a GIN index on it (`Predicate::TextTerms`).
 //!
 //! Against writers planning from a stale catalog (several processes may share the
 //! database): builds and drops take `LOCK TABLE <coll> IN SHARE MODE` first (before the
@@ -30,7 +32,7 @@
 
 use bson::{Document, RawDocument};
 
-use super::super::{CollectionRecord, IndexRecord, StoreError};
+use super::super::{CollectionRecord, EntriesKind, IndexRecord, StoreError};
 use super::catalog_row::{bump_version, corrupt, next_number, table_taken};
 use super::conn::{qualified, quote_ident, PgConn, LOCK_SHARE};
 
@@ -87,34 +89,44 @@ pub(super) async fn list_indexes(conn: &mut PgConn) -> Result<Vec<IndexRecord>, 
 pub(super) async fn create_index(
     conn: &mut PgConn,
     coll: &CollectionRecord,
-    name: &str,
-    spec: &Document,
-    unique: bool,
-    multikey: bool,
+    new: NewIndex<'_>,
     entries: &[(Vec<u8>, Vec<Vec<u8>>)],
 ) -> Result<IndexRecord, StoreError> {
-    let spec_bson = spec
-        .to_vec()
-        .map_err(|e| StoreError::Database(format!("index spec: {e}")))?;
     let scope = conn.open_scope();
-    let new = NewIndex {
-        name,
-        spec,
-        spec_bson,
-        unique,
-        multikey,
-    };
     let result = create_body(conn, coll, &new, entries).await;
     conn.close_scope(scope, result).await
 }
 
 /// What `create_index` records.
-struct NewIndex<'a> {
+pub(super) struct NewIndex<'a> {
     name: &'a str,
     spec: &'a Document,
     spec_bson: Vec<u8>,
     unique: bool,
     multikey: bool,
+    kind: EntriesKind,
+}
+
+impl<'a> NewIndex<'a> {
+    pub(super) fn new(
+        name: &'a str,
+        spec: &'a Document,
+        unique: bool,
+        multikey: bool,
+        kind: EntriesKind,
+    ) -> Result<NewIndex<'a>, StoreError> {
+        let spec_bson = spec
+            .to_vec()
+            .map_err(|e| StoreError::Database(format!("index spec: {e}")))?;
+        Ok(NewIndex {
+            name,
+            spec,
+            spec_bson,
+            unique,
+            multikey,
+            kind,
+        })
+    }
 }
 
 async fn create_body(
@@ -141,10 +153,19 @@ async fn create_body(
     }
     let table = free_table(conn, &[&schema]).await?;
     let full = qualified(&schema, &table);
+    // A text index's entries are words: a generated `tsvector` of them ('simple': no
+    // stemming or stop words, the core made the words), searched through a GIN index.
+    let words = match new.kind {
+        EntriesKind::Keys => "",
+        EntriesKind::Words => {
+            ", tsv tsvector GENERATED ALWAYS AS \
+             (to_tsvector('simple'::regconfig, encode(ik, 'escape'))) STORED"
+        }
+    };
     conn.batch(&format!(
         "CREATE TABLE {full} (
              ik bytea NOT NULL,
-             k bytea NOT NULL,
+             k bytea NOT NULL{words},
              PRIMARY KEY (ik, k){}
          )",
         if new.unique { ", UNIQUE (ik)" } else { "" }
@@ -171,6 +192,10 @@ async fn create_body(
         })?;
     }
     conn.batch(&format!("CREATE INDEX ON {full} (k)")).await?;
+    if new.kind == EntriesKind::Words {
+        conn.batch(&format!("CREATE INDEX ON {full} USING gin (tsv)"))
+            .await?;
+    }
     conn.execute(
         "INSERT INTO docgate.indexes
              (db, collection, name, spec, table_name, is_unique, multikey)

@@ -22,9 +22,9 @@ use tokio::runtime::Handle;
 
 use super::super::where_clause::PositionColumns;
 use super::super::{
-    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
-    PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession, StoredDocument,
-    WriteRecord,
+    CollectionRecord, CollectionStats, EntriesKind, IndexRecord, InsertOutcome, MetaRecord,
+    MetaWrite, PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession,
+    StoredDocument, WriteRecord,
 };
 use super::conn::{Manager, PgConn};
 use super::{catalog, catalog_row, index, meta, sql, write, write_record};
@@ -326,7 +326,19 @@ impl StoreSession for PostgresSession {
         multikey: bool,
         entries: &[(Vec<u8>, Vec<Vec<u8>>)],
     ) -> Result<IndexRecord, StoreError> {
-        index::create_index(self.conn()?, coll, name, spec, unique, multikey, entries).await
+        let new = index::NewIndex::new(name, spec, unique, multikey, EntriesKind::Keys)?;
+        index::create_index(self.conn()?, coll, new, entries).await
+    }
+
+    async fn create_text_index(
+        &mut self,
+        coll: &CollectionRecord,
+        name: &str,
+        spec: &Document,
+        entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+    ) -> Result<IndexRecord, StoreError> {
+        let new = index::NewIndex::new(name, spec, false, false, EntriesKind::Words)?;
+        index::create_index(self.conn()?, coll, new, entries).await
     }
 
     async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {

@@ -172,6 +172,15 @@ impl WhereClause for Sql {
     fn entries_table(&self, table: &str) -> String {
         table.to_string()
     }
+
+    /// The entries' `tsv` column (GIN-indexed, `index.rs`) against the tokens ORed.
+    fn push_text_terms(&mut self, table: &str, tokens: &[String]) {
+        self.text.push_str(&format!(
+            "k IN (SELECT k FROM {table} WHERE tsv @@ to_tsquery('simple', "
+        ));
+        self.bind(tokens.join(" | "), "::text");
+        self.text.push_str("))");
+    }
 }
 
 fn push_keys(keys: &[&Vec<u8>], sql: &mut Sql) {

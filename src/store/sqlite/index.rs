@@ -15,6 +15,13 @@
 //!   `<t>_k` on `(k)` serves deletes by `_id` key and the join back to documents; for a
 //!   unique index, unique index `<t>_u` on `(ik)`.
 //!
+//! A text index (`EntriesKind::Words`) keeps its entries in a rowid table instead, `(id
+//! INTEGER PRIMARY KEY, ik BLOB, k BLOB, UNIQUE (ik, k))` (the explicit `id` keeps rowids
+//! stable across VACUUM), with the same `<t>_k` index, and an FTS5 table `<t>_fts` over
+//! `ik` (external content, ASCII tokenizer, no positions) kept in step by insert and delete
+//! triggers, so the write paths below serve both kinds; `Predicate::TextTerms` asks
+//! `<t>_fts` (`sql.rs`).
+//!
 //! Entry rows are written `ON CONFLICT (ik, k) DO NOTHING` (a key listed twice for one
 //! document is harmless); only `<t>_u` can reject a row, reported as
 //! `StoreError::IndexKeyConflict` with the index name. Every catalog change bumps the catalog
@@ -27,7 +34,7 @@ use bson::{Document, RawDocument};
 use rusqlite::types::ToSql;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::super::{CollectionRecord, IndexRecord, StoreError};
+use super::super::{CollectionRecord, EntriesKind, IndexRecord, StoreError};
 use super::catalog_row::{bump_version, next_table_number};
 use super::conn::{db_err, write_tx};
 use super::sql::quote_ident;
@@ -123,17 +130,36 @@ pub(super) fn list_indexes(conn: &Connection) -> Result<Vec<IndexRecord>, StoreE
     Ok(out)
 }
 
+/// What `create_index` records.
+#[derive(Clone, Copy)]
+pub(super) struct NewIndex<'a> {
+    pub(super) name: &'a str,
+    pub(super) spec: &'a Document,
+    pub(super) unique: bool,
+    pub(super) multikey: bool,
+    pub(super) kind: EntriesKind,
+}
+
+/// The FTS5 table over a text index's entries table.
+pub(super) fn fts_table(table: &str) -> String {
+    format!("{table}_fts")
+}
+
 /// Creates the entries table of a new index on `coll`, fills it with `entries` (`_id` key,
 /// index keys of that document) and records it. See `StoreSession::create_index`.
 pub(super) fn create_index(
     conn: &Connection,
     coll: &CollectionRecord,
-    name: &str,
-    spec: &Document,
-    unique: bool,
-    multikey: bool,
+    new: &NewIndex<'_>,
     entries: &[(Vec<u8>, Vec<Vec<u8>>)],
 ) -> Result<IndexRecord, StoreError> {
+    let NewIndex {
+        name,
+        spec,
+        unique,
+        multikey,
+        kind,
+    } = *new;
     let spec_bson = spec
         .to_vec()
         .map_err(|e| StoreError::Database(format!("index spec: {e}")))?;
@@ -165,12 +191,15 @@ pub(super) fn create_index(
         }
         let table = format!("dgi_{}", next_table_number(conn)?);
         let quoted = quote_ident(&table);
-        let mut ddl = format!(
-            "CREATE TABLE {quoted} (ik BLOB NOT NULL, k BLOB NOT NULL, PRIMARY KEY (ik, k))
-                 WITHOUT ROWID;
-             CREATE INDEX {} ON {quoted} (k);",
-            quote_ident(&format!("{table}_k")),
-        );
+        let mut ddl = match kind {
+            EntriesKind::Keys => format!(
+                "CREATE TABLE {quoted} (ik BLOB NOT NULL, k BLOB NOT NULL, PRIMARY KEY (ik, k))
+                     WITHOUT ROWID;
+                 CREATE INDEX {} ON {quoted} (k);",
+                quote_ident(&format!("{table}_k")),
+            ),
+            EntriesKind::Words => words_ddl(&table),
+        };
         if unique {
             ddl.push_str(&format!(
                 "CREATE UNIQUE INDEX {} ON {quoted} (ik);",
@@ -209,6 +238,36 @@ pub(super) fn create_index(
     })
 }
 
+/// The tables of a text index: entries with stable rowids, the FTS5 table over them and
+/// the triggers that keep it in step (see the module doc).
+fn words_ddl(table: &str) -> String {
+    let quoted = quote_ident(table);
+    let fts = quote_ident(&fts_table(table));
+    let trigger = |suffix: &str| quote_ident(&format!("{table}_{suffix}"));
+    format!(
+        "CREATE TABLE {quoted} (id INTEGER PRIMARY KEY, ik BLOB NOT NULL, k BLOB NOT NULL,
+             UNIQUE (ik, k));
+         CREATE INDEX {k_index} ON {quoted} (k);
+         CREATE VIRTUAL TABLE {fts} USING fts5(ik, content={content}, content_rowid='id',
+             tokenize='ascii', detail='none', columnsize=0);
+         CREATE TRIGGER {ai} AFTER INSERT ON {quoted} BEGIN
+             INSERT INTO {fts} (rowid, ik) VALUES (new.id, new.ik);
+         END;
+         CREATE TRIGGER {ad} AFTER DELETE ON {quoted} BEGIN
+             INSERT INTO {fts} ({fts}, rowid, ik) VALUES ('delete', old.id, old.ik);
+         END;",
+        k_index = trigger("k"),
+        content = quote_literal(table),
+        ai = trigger("ai"),
+        ad = trigger("ad"),
+    )
+}
+
+/// `'text'` with quotes doubled (table names are docgate's own, `dgi_<n>`).
+fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 fn already_exists(coll: &CollectionRecord, name: &str) -> StoreError {
     StoreError::AlreadyExists(format!("index {name} of {}.{}", coll.db, coll.name))
 }
@@ -226,13 +285,19 @@ pub(super) fn drop_index(conn: &Connection, index: &IndexRecord) -> Result<(), S
         if removed == 0 {
             return Ok(());
         }
-        conn.execute_batch(&format!(
-            "DROP TABLE IF EXISTS {}",
-            quote_ident(&index.table)
-        ))
-        .map_err(db_err)?;
+        drop_tables(conn, &index.table)?;
         bump_version(conn)
     })
+}
+
+/// Drops an index's entries table and, for a text index, its FTS5 table.
+fn drop_tables(conn: &Connection, table: &str) -> Result<(), StoreError> {
+    conn.execute_batch(&format!(
+        "DROP TABLE IF EXISTS {}; DROP TABLE IF EXISTS {};",
+        quote_ident(table),
+        quote_ident(&fts_table(table))
+    ))
+    .map_err(db_err)
 }
 
 /// Sets the multikey flag; bumps the catalog version when the flag changed.
@@ -259,11 +324,7 @@ pub(super) fn drop_collection_indexes(
     coll_table: &str,
 ) -> Result<(), StoreError> {
     for index in collection_indexes(conn, coll_table)? {
-        conn.execute_batch(&format!(
-            "DROP TABLE IF EXISTS {}",
-            quote_ident(&index.table)
-        ))
-        .map_err(db_err)?;
+        drop_tables(conn, &index.table)?;
     }
     conn.execute("DELETE FROM dg_indexes WHERE coll_table = ?1", [coll_table])
         .map_err(db_err)

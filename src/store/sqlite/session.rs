@@ -32,9 +32,9 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::super::where_clause::PositionColumns;
 use super::super::{
-    CollectionRecord, CollectionStats, IndexRecord, InsertOutcome, MetaRecord, MetaWrite,
-    PositionedRow, Predicate, ScanPosition, ScanRequest, StoreCounters, StoreError, StoreSession,
-    StoredDocument, WriteRecord,
+    CollectionRecord, CollectionStats, EntriesKind, IndexRecord, InsertOutcome, MetaRecord,
+    MetaWrite, PositionedRow, Predicate, ScanPosition, ScanRequest, StoreCounters, StoreError,
+    StoreSession, StoredDocument, WriteRecord,
 };
 use super::conn::{db_err, PooledConn};
 use super::{catalog, catalog_row, index, meta, sql, write, write_record};
@@ -432,7 +432,36 @@ impl StoreSession for SqliteSession {
         let (coll, name, spec) = (coll.clone(), name.to_owned(), spec.clone());
         let entries = entries.to_vec();
         self.run(move |conn| {
-            index::create_index(conn, &coll, &name, &spec, unique, multikey, &entries)
+            let new = index::NewIndex {
+                name: &name,
+                spec: &spec,
+                unique,
+                multikey,
+                kind: EntriesKind::Keys,
+            };
+            index::create_index(conn, &coll, &new, &entries)
+        })
+        .await
+    }
+
+    async fn create_text_index(
+        &mut self,
+        coll: &CollectionRecord,
+        name: &str,
+        spec: &Document,
+        entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+    ) -> Result<IndexRecord, StoreError> {
+        let (coll, name, spec) = (coll.clone(), name.to_owned(), spec.clone());
+        let entries = entries.to_vec();
+        self.run(move |conn| {
+            let new = index::NewIndex {
+                name: &name,
+                spec: &spec,
+                unique: false,
+                multikey: false,
+                kind: EntriesKind::Words,
+            };
+            index::create_index(conn, &coll, &new, &entries)
         })
         .await
     }

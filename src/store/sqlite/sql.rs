@@ -160,6 +160,18 @@ impl WhereClause for Sql {
     fn entries_table(&self, table: &str) -> String {
         quote_ident(table)
     }
+
+    /// The FTS5 table over the entries (`index.rs`): `MATCH` with the tokens ORed, each a
+    /// quoted string (FTS5 query syntax reads nothing in it).
+    fn push_text_terms(&mut self, table: &str, tokens: &[String]) {
+        let words: Vec<String> = tokens.iter().map(|t| format!("\"{t}\"")).collect();
+        self.text.push_str(&format!(
+            "k IN (SELECT k FROM {} WHERE rowid IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?))",
+            quote_ident(table),
+            fts = quote_ident(&super::index::fts_table(table)),
+        ));
+        self.params.push(Value::Text(words.join(" OR ")));
+    }
 }
 
 fn push_key_in(keys: &[&Vec<u8>], sql: &mut Sql) {

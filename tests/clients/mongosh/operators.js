@@ -2,7 +2,7 @@
 // $lte $in $nin, with null and arrays), logical ($and $or $nor $not), $exists, $type, $regex,
 // $mod, $expr, $all, $elemMatch, $size, $bits*, $comment, dotted paths through arrays, null vs
 // missing; projection ($slice, $elemMatch, positional $, inclusion/exclusion); sort across
-// BSON types; explain() of an indexed query (IXSCAN); $where and $text answer an error.
+// BSON types; explain() of an indexed query (IXSCAN); $where and $text without a text index answer an error.
 // Small fixed data; each check compares the exact list of _id values.
 // Run: mongosh "mongodb://127.0.0.1:PORT/test?directConnection=true" --quiet --file operators.js
 load(require('path').join(__dirname, '_lib.js'));

@@ -94,8 +94,7 @@ pub fn apply_more(
             trigonometry::apply_more(op, args)
         }
         BitAnd | BitOr | BitXor | BitNot => bitwise::apply_more(op, args),
-        BsonSize | BinarySize | TsSecond | TsIncrement | ToObjectId | Rand | ToHashedIndexKey => {
-            value_parts::apply_more(op, args)
-        }
+        BsonSize | BinarySize | TsSecond | TsIncrement | ToObjectId | Rand | ToHashedIndexKey
+        | TextScore => value_parts::apply_more(op, args),
     }
 }

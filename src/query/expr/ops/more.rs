@@ -134,6 +134,8 @@ pub enum MoreOperator {
     ToObjectId,
     /// `$rand`
     Rand,
+    /// `{$meta: "textScore"}`: its argument is the document's text score field.
+    TextScore,
     /// `$toHashedIndexKey`
     ToHashedIndexKey,
 }

@@ -1,7 +1,8 @@
 //! Operators that read a part or a measure of one BSON value: $bsonSize (encoded size of a
 //! document), $binarySize (bytes of a string or BinData), $tsSecond and $tsIncrement (the
 //! halves of a Timestamp, as longs), $toObjectId, $toHashedIndexKey (through
-//! `hashed_key.rs`; null hashes too) and $rand (no argument: a double in [0, 1)). Null and missing give null; a wrong type answers MongoDB's code (31393, 51276,
+//! `hashed_key.rs`; null hashes too), $rand (no argument: a double in [0, 1)) and
+//! `{$meta: "textScore"}` (the score a `$text` read left on the document; 40218 without). Null and missing give null; a wrong type answers MongoDB's code (31393, 51276,
 //! 5687301, 5687302; 241 ConversionFailure for $toObjectId).
 //!
 //! Not for: `$convert` with `onError`/`onNull` (`expr/mod.rs` around `convert.rs`) or the
@@ -21,6 +22,15 @@ pub(super) fn apply_more(
         return Ok(Some(Bson::Double(rand::random::<f64>())));
     }
     let value = args.first().and_then(Option::as_ref);
+    if op == MoreOperator::TextScore {
+        return match value {
+            Some(score) => Ok(Some(score.clone())),
+            None => Err(QueryError::location(
+                40218,
+                "query requires text score metadata, but it is not available",
+            )),
+        };
+    }
     if op == MoreOperator::ToHashedIndexKey {
         return Ok(Some(Bson::Int64(super::hashed_key::hashed_index_key(
             value,
