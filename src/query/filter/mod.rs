@@ -6,6 +6,8 @@
 //! aggregation expressions (`expr/mod.rs`, reached through `$expr`).
 
 pub mod eval;
+pub mod json_schema;
+mod json_schema_check;
 pub mod positional;
 #[cfg(test)]
 mod tests;
@@ -34,6 +36,8 @@ pub enum Filter {
     },
     /// `$expr`: an aggregation expression judged truthy.
     Expr(Box<Expression>),
+    /// `$jsonSchema`: the document meets a JSON Schema.
+    JsonSchema(Box<json_schema::JsonSchema>),
     /// `$alwaysTrue`.
     AlwaysTrue,
     /// `$alwaysFalse`.
@@ -139,7 +143,10 @@ impl Filter {
                 parts.iter().any(Filter::evaluates_expressions)
             }
             Filter::Expr(_) => true,
-            Filter::Field { .. } | Filter::AlwaysTrue | Filter::AlwaysFalse => false,
+            Filter::Field { .. }
+            | Filter::JsonSchema(_)
+            | Filter::AlwaysTrue
+            | Filter::AlwaysFalse => false,
         }
     }
 
@@ -198,7 +205,10 @@ fn parse_entry(key: &str, value: &Bson, depth: usize) -> Result<Option<Filter>, 
         "$alwaysTrue" => Filter::AlwaysTrue,
         "$alwaysFalse" => Filter::AlwaysFalse,
         "$sampleRate" => Filter::Expr(Box::new(sample_rate(value)?)),
-        "$where" | "$text" | "$jsonSchema" | "$search" => {
+        "$jsonSchema" => Filter::JsonSchema(Box::new(json_schema::JsonSchema::parse_operand(
+            value,
+        )?)),
+        "$where" | "$text" | "$search" => {
             return Err(QueryError::not_supported(format!(
                 "{key} is not supported by docgate"
             )))
