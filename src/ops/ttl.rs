@@ -98,6 +98,7 @@ mod tests {
 
     use crate::catalog::MetadataCacheSettings;
     use crate::ops::prepare::prepare_for_storage;
+    use crate::ops::validation::{DocumentValidation, ValidationCheck};
     use crate::ops::read::decode_document;
     use crate::query::scan::ScanRequest;
     use crate::query::IndexSpec;
@@ -126,7 +127,10 @@ mod tests {
         let info = catalog.collection_info("db", name).await.unwrap().unwrap();
         let stored: Vec<_> = docs
             .into_iter()
-            .map(|d| prepare_for_storage(d, &info.indexes).unwrap().stored)
+            .map(|d| {
+                let check = ValidationCheck::new_document(None, DocumentValidation::Enforce);
+                prepare_for_storage(d, &info.indexes, &check).unwrap().stored
+            })
             .collect();
         session.insert(&record, &stored, true).await.unwrap();
     }

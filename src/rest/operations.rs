@@ -17,6 +17,7 @@ use bson::{doc, Bson, Document};
 use super::error::{RestError, RestResult};
 use crate::catalog::CollectionInfo;
 use crate::ops;
+use crate::ops::validation::DocumentValidation;
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::find::FindRequest;
 use crate::ops::insert::InsertMode;
@@ -175,6 +176,7 @@ async fn insert_once(
         name,
         batch,
         InsertMode::AllOrNothing,
+        DocumentValidation::Enforce,
     )
     .await?;
     Ok(outcome.ids)
@@ -223,6 +225,7 @@ async fn update_once(
         multi: false,
         sort: None,
         collation: None,
+        validation: DocumentValidation::Enforce,
     };
     let namespace = format!("{db}.{name}");
     let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;

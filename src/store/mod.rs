@@ -289,6 +289,13 @@ pub trait StoreSession: Send {
     ) -> Result<CollectionRecord, StoreError>;
     /// Drops the table and its record. Bumps the catalog version.
     async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError>;
+    /// Replaces the options recorded for a collection (`collMod`'s validation options).
+    /// Bumps the catalog version.
+    async fn set_collection_options(
+        &mut self,
+        coll: &CollectionRecord,
+        options: &Document,
+    ) -> Result<(), StoreError>;
     /// Moves a collection to another (db, name), keeping its data. `AlreadyExists` if the
     /// target is taken. Bumps the catalog version.
     async fn rename_collection(

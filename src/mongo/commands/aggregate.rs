@@ -13,6 +13,7 @@ use super::cursor_reply::{cursor_batch_size, cursor_reply, encode_documents, fir
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
+use crate::ops::validation::DocumentValidation;
 use crate::ops::aggregate::{
     collectionless_input, open_stream, read_foreign, run_grouped, run_pipeline,
 };
@@ -36,9 +37,11 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         crate::compute::current_interrupt()
             .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
     }
-    // Honoured by doing nothing: no collection has a validator to bypass (`create` refuses
-    // validators).
-    arguments.without_effect("bypassDocumentValidation");
+    // For `$out`/`$merge`; its privilege is checked before the command runs
+    // (`auth::authorize`).
+    let validation = DocumentValidation::from_bypass_flag(
+        arguments.bool("bypassDocumentValidation")?.unwrap_or(false),
+    );
     arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name =
@@ -234,7 +237,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let results = match pipeline.output() {
         Some(output) => {
             let mut scope = context.scope();
-            write_output(&mut scope, &request.db, output, results).await?;
+            write_output(&mut scope, &request.db, output, results, validation).await?;
             Vec::new()
         }
         None => results,

@@ -291,6 +291,40 @@ async fn create_body(
     })
 }
 
+pub(super) async fn set_collection_options(
+    conn: &mut PgConn,
+    coll: &CollectionRecord,
+    options: &Document,
+) -> Result<(), StoreError> {
+    let options_bson = options
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
+    let scope = conn.open_scope();
+    let result = async {
+        let changed = conn
+            .execute(
+                "UPDATE docgate.collections SET options = $4
+                 WHERE db = $1 AND name = $2 AND uuid = $3",
+                &params![
+                    coll.db.clone(),
+                    coll.name.clone(),
+                    coll.uuid.clone(),
+                    options_bson
+                ],
+            )
+            .await?;
+        if changed == 0 {
+            return Err(StoreError::Database(format!(
+                "collection {}.{} no longer exists",
+                coll.db, coll.name
+            )));
+        }
+        bump_version(conn).await.map(|_| ())
+    }
+    .await;
+    conn.close_scope(scope, result).await
+}
+
 pub(super) async fn drop_collection(
     conn: &mut PgConn,
     coll: &CollectionRecord,

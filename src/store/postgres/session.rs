@@ -210,6 +210,14 @@ impl StoreSession for PostgresSession {
         catalog::drop_collection(self.conn()?, coll).await
     }
 
+    async fn set_collection_options(
+        &mut self,
+        coll: &CollectionRecord,
+        options: &Document,
+    ) -> Result<(), StoreError> {
+        catalog::set_collection_options(self.conn()?, coll, options).await
+    }
+
     async fn rename_collection(
         &mut self,
         coll: &CollectionRecord,

@@ -171,6 +171,32 @@ pub(super) fn drop_collection(
     })
 }
 
+pub(super) fn set_collection_options(
+    conn: &Connection,
+    coll: &CollectionRecord,
+    options: &Document,
+) -> Result<(), StoreError> {
+    let options_bson = options
+        .to_vec()
+        .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
+    write_tx(conn, |conn| {
+        let changed = conn
+            .execute(
+                "UPDATE dg_collections SET options = ?4
+                 WHERE db = ?1 AND name = ?2 AND table_name = ?3",
+                params![coll.db, coll.name, coll.table, options_bson],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::Database(format!(
+                "collection {}.{} no longer exists",
+                coll.db, coll.name
+            )));
+        }
+        bump_version(conn)
+    })
+}
+
 pub(super) fn rename_collection(
     conn: &Connection,
     coll: &CollectionRecord,

@@ -263,6 +263,16 @@ impl StoreSession for SqliteSession {
             .await
     }
 
+    async fn set_collection_options(
+        &mut self,
+        coll: &CollectionRecord,
+        options: &Document,
+    ) -> Result<(), StoreError> {
+        let (coll, options) = (coll.clone(), options.clone());
+        self.run(move |conn| catalog::set_collection_options(conn, &coll, &options))
+            .await
+    }
+
     async fn rename_collection(
         &mut self,
         coll: &CollectionRecord,
