@@ -198,3 +198,7 @@ pub async fn set_validation_options(
     transaction.changed_catalog();
     transaction.commit().await
 }
+
+#[cfg(test)]
+#[path = "validation_tests.rs"]
+mod tests;
