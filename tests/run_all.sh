@@ -15,9 +15,10 @@
 #   7. mongosh scripts                 (each script, and the `show` helpers, on a fresh server)
 #   8. mongosh over TLS                (tests/clients/mongosh/tls/*.js with --tls on a server
 #                                       with --tls-mode required; a plain mongosh is refused)
-#   9. node driver suite               (node --test tests/clients/node/crud_test.mjs and
-#                                       transactions_test.mjs: the driver's and Mongoose's
-#                                       transactions; one server for both files)
+#   9. node driver suite               (node --test tests/clients/node/crud_test.mjs,
+#                                       transactions_test.mjs and validation_test.mjs: the
+#                                       driver's and Mongoose's transactions and schema
+#                                       validation; one server for the three files)
 #
 # Every server runs on 127.0.0.1 on a free port over fresh storage, and is killed at exit.
 # The last line is "N passed, N failed" (N counts suites); the exit code is 0 only if all passed.
@@ -527,7 +528,8 @@ suite_node() {
     local backend="$1" rc=0
     start_server "$backend" "node" || return 1
     DOCGATE_URI="$(server_uri)" timeout -k 10 "$CLIENT_TIMEOUT_S" \
-        node --test "$NODE_DIR/crud_test.mjs" "$NODE_DIR/transactions_test.mjs" || rc=$?
+        node --test "$NODE_DIR/crud_test.mjs" "$NODE_DIR/transactions_test.mjs" \
+        "$NODE_DIR/validation_test.mjs" || rc=$?
     stop_server || rc=1
     if [[ $rc -ne 0 ]]; then
         show_server_log
