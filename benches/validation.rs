@@ -90,7 +90,13 @@ async fn main() {
     }
 }
 
-async fn run(backend: &Backend, dir: &std::path::Path, docs: &[Document], singles: usize, rounds: usize) {
+async fn run(
+    backend: &Backend,
+    dir: &std::path::Path,
+    docs: &[Document],
+    singles: usize,
+    rounds: usize,
+) {
     let server = Server::start(backend, dir, &[]);
     let client = server.client().await;
     let db = client.database(DB);
@@ -118,7 +124,9 @@ async fn run(backend: &Backend, dir: &std::path::Path, docs: &[Document], single
             let offset = docs.len() as i64;
             let started = Instant::now();
             for i in 0..singles as i64 {
-                coll.insert_one(sample_doc(offset + i)).await.expect("insert_one");
+                coll.insert_one(sample_doc(offset + i))
+                    .await
+                    .expect("insert_one");
             }
             totals[1][side] += started.elapsed();
         }

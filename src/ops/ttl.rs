@@ -98,8 +98,8 @@ mod tests {
 
     use crate::catalog::MetadataCacheSettings;
     use crate::ops::prepare::prepare_for_storage;
-    use crate::ops::validation::{DocumentValidation, ValidationCheck};
     use crate::ops::read::decode_document;
+    use crate::ops::validation::{DocumentValidation, ValidationCheck};
     use crate::query::scan::ScanRequest;
     use crate::query::IndexSpec;
     use crate::store::postgres::{PostgresOptions, PostgresStore};
@@ -129,7 +129,9 @@ mod tests {
             .into_iter()
             .map(|d| {
                 let check = ValidationCheck::new_document(None, DocumentValidation::Enforce);
-                prepare_for_storage(d, &info.indexes, &check).unwrap().stored
+                prepare_for_storage(d, &info.indexes, &check)
+                    .unwrap()
+                    .stored
             })
             .collect();
         session.insert(&record, &stored, true).await.unwrap();

@@ -17,9 +17,7 @@ use bson::{Bson, Document};
 use super::transaction::Transaction;
 use super::OpError;
 use crate::catalog::CollectionInfo;
-use crate::query::validator::{
-    CollectionValidator, ValidationAction, ValidationLevel,
-};
+use crate::query::validator::{CollectionValidator, ValidationAction, ValidationLevel};
 use crate::state::AppState;
 
 /// Whether a write is validated (`bypassDocumentValidation` of the write commands).
@@ -87,7 +85,9 @@ impl<'a> ValidationCheck<'a> {
             return Ok(());
         }
         if validator.level == ValidationLevel::Moderate
-            && self.original.is_some_and(|original| !validator.admits(original))
+            && self
+                .original
+                .is_some_and(|original| !validator.admits(original))
         {
             return Ok(());
         }
@@ -149,10 +149,14 @@ pub fn validation_options(
         }
     }
     if let Some(level) = level {
-        options.entry("validationLevel".to_string()).or_insert(level);
+        options
+            .entry("validationLevel".to_string())
+            .or_insert(level);
     }
     if let Some(action) = action {
-        options.entry("validationAction".to_string()).or_insert(action);
+        options
+            .entry("validationAction".to_string())
+            .or_insert(action);
     }
     Ok(options)
 }

@@ -70,16 +70,34 @@ async fn set_validation_options_changes_what_writes_must_meet() {
     let dir = tempfile::tempdir().unwrap();
     let state = state(dir.path()).await;
     // As `create` makes it: a validator on `a`.
-    let options = validation_options("create", "db", "c", Some(&doc! {"a": {"$type": "int"}}), None, None)
-        .unwrap();
-    assert!(crate::ops::collections::create_collection(&state, "db", "c", &options).await.unwrap());
+    let options = validation_options(
+        "create",
+        "db",
+        "c",
+        Some(&doc! {"a": {"$type": "int"}}),
+        None,
+        None,
+    )
+    .unwrap();
+    assert!(
+        crate::ops::collections::create_collection(&state, "db", "c", &options)
+            .await
+            .unwrap()
+    );
     assert_eq!(code(insert_one(&state, doc! {"a": "x"}).await), 121);
     insert_one(&state, doc! {"a": 1}).await.unwrap();
 
     // A new validator replaces it at once (the catalog recompiles it).
-    set_validation_options(&state, "db", "c", Some(&doc! {"b": {"$exists": true}}), None, None)
-        .await
-        .unwrap();
+    set_validation_options(
+        &state,
+        "db",
+        "c",
+        Some(&doc! {"b": {"$exists": true}}),
+        None,
+        None,
+    )
+    .await
+    .unwrap();
     insert_one(&state, doc! {"a": "x", "b": 1}).await.unwrap();
     assert_eq!(code(insert_one(&state, doc! {"a": 1}).await), 121);
     let record = state.catalog.collection("db", "c").await.unwrap().unwrap();
@@ -90,7 +108,9 @@ async fn set_validation_options_changes_what_writes_must_meet() {
 
     // The action alone: warn lets the document through.
     let warn = Bson::from("warn");
-    set_validation_options(&state, "db", "c", None, None, Some(&warn)).await.unwrap();
+    set_validation_options(&state, "db", "c", None, None, Some(&warn))
+        .await
+        .unwrap();
     insert_one(&state, doc! {"a": 1}).await.unwrap();
     // The level alone: off.
     set_validation_options(&state, "db", "c", None, Some(&Bson::from("off")), None)
@@ -101,17 +121,26 @@ async fn set_validation_options_changes_what_writes_must_meet() {
     assert_eq!(record.options.get_str("validationAction").unwrap(), "warn");
 
     // `validator: {}` removes the validator.
-    set_validation_options(&state, "db", "c", Some(&Document::new()), Some(&Bson::from("strict")), Some(&Bson::from("error")))
-        .await
-        .unwrap();
+    set_validation_options(
+        &state,
+        "db",
+        "c",
+        Some(&Document::new()),
+        Some(&Bson::from("strict")),
+        Some(&Bson::from("error")),
+    )
+    .await
+    .unwrap();
     insert_one(&state, doc! {"z": 1}).await.unwrap();
 
     // The same checks as create; nothing changes when they fail.
-    let bad = set_validation_options(&state, "db", "c", Some(&doc! {"$where": "1"}), None, None).await;
+    let bad =
+        set_validation_options(&state, "db", "c", Some(&doc! {"$where": "1"}), None, None).await;
     assert_eq!(bad.unwrap_err().code(), 224);
     let bad = set_validation_options(&state, "db", "c", None, Some(&Bson::from("lax")), None).await;
     assert_eq!(bad.unwrap_err().code(), 2);
-    let missing = set_validation_options(&state, "db", "nope", Some(&doc! {"a": 1}), None, None).await;
+    let missing =
+        set_validation_options(&state, "db", "nope", Some(&doc! {"a": 1}), None, None).await;
     assert_eq!(missing.unwrap_err().code(), 26);
     insert_one(&state, doc! {"z": 2}).await.unwrap();
 }

@@ -250,7 +250,8 @@ fn explain_entry(key: &str, value: &Bson, document: &Document, inverted: bool) -
                 "operatorName": "$expr",
                 "specifiedAs": {"$expr": value.clone()},
             };
-            match super::expr::Expression::parse(value).and_then(|e| e.evaluate_optional(document)) {
+            match super::expr::Expression::parse(value).and_then(|e| e.evaluate_optional(document))
+            {
                 Ok(result) => {
                     details.insert("reason", reason("$expr", inverted));
                     details.insert("expressionResult", result.unwrap_or(Bson::Null));
@@ -273,14 +274,23 @@ fn explain_entry(key: &str, value: &Bson, document: &Document, inverted: bool) -
         (path, Bson::Document(operators)) if super::filter::is_operator_document(operators) => {
             explain_field(path, operators, document, inverted)
         }
-        (path, literal) => {
-            explain_leaf(path, "$eq", doc! {path: literal.clone()}, document, inverted)
-        }
+        (path, literal) => explain_leaf(
+            path,
+            "$eq",
+            doc! {path: literal.clone()},
+            document,
+            inverted,
+        ),
     }
 }
 
 /// Details for `{path: {$op: …, …}}`: one operator explains itself; several are an `$and`.
-fn explain_field(path: &str, operators: &Document, document: &Document, inverted: bool) -> Document {
+fn explain_field(
+    path: &str,
+    operators: &Document,
+    document: &Document,
+    inverted: bool,
+) -> Document {
     // `$options` belongs to `$regex`.
     let parts: Vec<Document> = operators
         .iter()
@@ -299,12 +309,14 @@ fn explain_field(path: &str, operators: &Document, document: &Document, inverted
         let op = spec.keys().next().map(String::as_str).unwrap_or("$eq");
         if op == "$not" {
             let inner = match spec.get("$not") {
-                Some(Bson::Document(inner)) => {
-                    explain_field(path, inner, document, !inverted)
-                }
-                Some(regex) => {
-                    explain_leaf(path, "$regex", doc! {path: regex.clone()}, document, !inverted)
-                }
+                Some(Bson::Document(inner)) => explain_field(path, inner, document, !inverted),
+                Some(regex) => explain_leaf(
+                    path,
+                    "$regex",
+                    doc! {path: regex.clone()},
+                    document,
+                    !inverted,
+                ),
                 None => Document::new(),
             };
             return doc! {"operatorName": "$not", "details": inner};
@@ -330,11 +342,20 @@ fn explain_field(path: &str, operators: &Document, document: &Document, inverted
 /// MongoDB's reason for a failing (or, inverted, matching) operator.
 fn reason(op: &str, inverted: bool) -> &'static str {
     let (normal, flipped) = match op {
-        "$in" => ("no matching value found in array", "matching value found in array"),
-        "$nin" => ("matching value found in array", "no matching value found in array"),
+        "$in" => (
+            "no matching value found in array",
+            "matching value found in array",
+        ),
+        "$nin" => (
+            "matching value found in array",
+            "no matching value found in array",
+        ),
         "$exists" => ("path does not exist", "path does exist"),
         "$type" => ("type did not match", "type did match"),
-        "$regex" => ("regular expression did not match", "regular expression did match"),
+        "$regex" => (
+            "regular expression did not match",
+            "regular expression did match",
+        ),
         "$size" => (
             "array length was not equal to given size",
             "array length was equal to given size",
@@ -406,9 +427,8 @@ fn explain_leaf(
             }
         }
         Some(values) => {
-            let type_mismatch = expected_types(op).is_some_and(|types| {
-                !values.iter().any(|v| types.contains(&bson_type_name(v)))
-            });
+            let type_mismatch = expected_types(op)
+                .is_some_and(|types| !values.iter().any(|v| types.contains(&bson_type_name(v))));
             if type_mismatch && !inverted {
                 details.insert("reason", "type did not match");
                 append_considered_types(&mut details, values);
@@ -452,7 +472,13 @@ fn append_considered_types(details: &mut Document, values: &[Bson]) {
 /// The values at `path` (arrays met mid-path traversed; an array at the end replaced by its
 /// elements unless `whole_arrays`); `None` when the path does not exist.
 fn considered_values(document: &Document, path: &str, whole_arrays: bool) -> Option<Vec<Bson>> {
-    fn walk(value: &Bson, rest: &[&str], whole_arrays: bool, out: &mut Vec<Bson>, found: &mut bool) {
+    fn walk(
+        value: &Bson,
+        rest: &[&str],
+        whole_arrays: bool,
+        out: &mut Vec<Bson>,
+        found: &mut bool,
+    ) {
         let Some((next, tail)) = rest.split_first() else {
             *found = true;
             match value {

@@ -33,7 +33,10 @@ fn json_schema_details_follow_mongodb_shapes() {
     assert_eq!(info.get("failingDocumentId"), Some(&Bson::Int32(1)));
     let details = info.get_document("details").unwrap();
     assert_eq!(details.get_str("operatorName").unwrap(), "$jsonSchema");
-    assert_eq!(details.get_str("title").unwrap(), "Student Object Validation");
+    assert_eq!(
+        details.get_str("title").unwrap(),
+        "Student Object Validation"
+    );
     let rules = details.get_array("schemaRulesNotSatisfied").unwrap();
     assert_eq!(
         rules[0],
@@ -61,23 +64,36 @@ fn json_schema_details_follow_mongodb_shapes() {
         })
     );
     assert_eq!(rules.len(), 2);
-    let fine = doc! {"_id": 2, "name": "Bob", "year": 2020, "major": "Math", "address": {}, "gpa": 3.5};
+    let fine =
+        doc! {"_id": 2, "name": "Bob", "year": 2020, "major": "Math", "address": {}, "gpa": 3.5};
     assert!(v.admits(&fine));
 }
 
 #[test]
 fn query_operator_details() {
     let v = validator(doc! {"validator": {"a": {"$gt": 5}}});
-    let details = v.error_info(&doc! {"_id": 1, "a": 2}).get_document("details").unwrap().clone();
+    let details = v
+        .error_info(&doc! {"_id": 1, "a": 2})
+        .get_document("details")
+        .unwrap()
+        .clone();
     assert_eq!(
         details,
         doc! {"operatorName": "$gt", "specifiedAs": {"a": {"$gt": 5}}, "reason": "comparison failed", "consideredValue": 2}
     );
-    let missing = v.error_info(&doc! {"_id": 1}).get_document("details").unwrap().clone();
+    let missing = v
+        .error_info(&doc! {"_id": 1})
+        .get_document("details")
+        .unwrap()
+        .clone();
     assert_eq!(missing.get_str("reason").unwrap(), "field was missing");
 
     let v = validator(doc! {"validator": {"a": {"$type": "string"}, "b": {"$exists": true}}});
-    let details = v.error_info(&doc! {"_id": 1, "a": 1, "b": 2}).get_document("details").unwrap().clone();
+    let details = v
+        .error_info(&doc! {"_id": 1, "a": 1, "b": 2})
+        .get_document("details")
+        .unwrap()
+        .clone();
     assert_eq!(
         details,
         doc! {"operatorName": "$and", "clausesNotSatisfied": [{"index": 0, "details": {
@@ -87,7 +103,11 @@ fn query_operator_details() {
     );
 
     let v = validator(doc! {"validator": {"$or": [{"a": 1}, {"b": {"$in": [1, 2]}}]}});
-    let details = v.error_info(&doc! {"_id": 1, "a": 2, "b": [3, 4]}).get_document("details").unwrap().clone();
+    let details = v
+        .error_info(&doc! {"_id": 1, "a": 2, "b": [3, 4]})
+        .get_document("details")
+        .unwrap()
+        .clone();
     assert_eq!(details.get_str("operatorName").unwrap(), "$or");
     let clauses = details.get_array("clausesNotSatisfied").unwrap();
     assert_eq!(clauses.len(), 2);
@@ -100,7 +120,11 @@ fn query_operator_details() {
     );
 
     let v = validator(doc! {"validator": {"$nor": [{"a": 1}]}});
-    let details = v.error_info(&doc! {"_id": 1, "a": 1}).get_document("details").unwrap().clone();
+    let details = v
+        .error_info(&doc! {"_id": 1, "a": 1})
+        .get_document("details")
+        .unwrap()
+        .clone();
     assert_eq!(
         details,
         doc! {"operatorName": "$nor", "clausesNotSatisfied": [{"index": 0, "details": {
@@ -139,41 +163,85 @@ fn json_schema_keywords() {
     assert!(!ok(doc! {"t": [1], "s": "ab", "n": 2}), "oneOf: both");
     assert!(!ok(doc! {"x": 1}), "oneOf: neither");
     assert!(!ok(doc! {"t": [1], "forbidden": 1}), "not");
-    assert!(ok(doc! {"t": [1], "e": {"j": 2, "k": 1.0}}), "enum ignores field order");
+    assert!(
+        ok(doc! {"t": [1], "e": {"j": 2, "k": 1.0}}),
+        "enum ignores field order"
+    );
     assert!(!ok(doc! {"t": [1], "e": "y"}), "enum");
-    assert!(!ok(doc! {"t": [1], "o": {"p": 1, "q": 2}}), "additionalProperties");
+    assert!(
+        !ok(doc! {"t": [1], "o": {"p": 1, "q": 2}}),
+        "additionalProperties"
+    );
     let info = v.error_info(&doc! {"_id": 3, "t": [1], "o": {"p": 1, "q": 2}});
-    let rules = info.get_document("details").unwrap().get_array("schemaRulesNotSatisfied").unwrap().clone();
+    let rules = info
+        .get_document("details")
+        .unwrap()
+        .get_array("schemaRulesNotSatisfied")
+        .unwrap()
+        .clone();
     assert_eq!(
         rules[0],
-        Bson::Document(doc! {"operatorName": "properties", "propertiesNotSatisfied": [{
-            "propertyName": "o",
-            "details": [{"operatorName": "additionalProperties", "specifiedAs": {"additionalProperties": false}, "additionalProperties": ["q"]}],
-        }]})
+        Bson::Document(
+            doc! {"operatorName": "properties", "propertiesNotSatisfied": [{
+                "propertyName": "o",
+                "details": [{"operatorName": "additionalProperties", "specifiedAs": {"additionalProperties": false}, "additionalProperties": ["q"]}],
+            }]}
+        )
     );
 }
 
 #[test]
 fn options_are_checked() {
     let error = |options: Document| CollectionValidator::from_options(&options).unwrap_err();
-    assert_eq!(error(doc! {"validator": {"$jsonSchema": {"$ref": "#/x"}}}).code, 9);
-    assert_eq!(error(doc! {"validator": {"$jsonSchema": {"bogus": 1}}}).code, 9);
-    assert_eq!(error(doc! {"validator": {"$jsonSchema": {"type": "object", "bsonType": "object"}}}).code, 9);
-    assert_eq!(error(doc! {"validator": {"$jsonSchema": {"type": "integer"}}}).code, 2);
-    assert_eq!(error(doc! {"validator": {"$jsonSchema": {"required": []}}}).code, 2);
+    assert_eq!(
+        error(doc! {"validator": {"$jsonSchema": {"$ref": "#/x"}}}).code,
+        9
+    );
+    assert_eq!(
+        error(doc! {"validator": {"$jsonSchema": {"bogus": 1}}}).code,
+        9
+    );
+    assert_eq!(
+        error(doc! {"validator": {"$jsonSchema": {"type": "object", "bsonType": "object"}}}).code,
+        9
+    );
+    assert_eq!(
+        error(doc! {"validator": {"$jsonSchema": {"type": "integer"}}}).code,
+        2
+    );
+    assert_eq!(
+        error(doc! {"validator": {"$jsonSchema": {"required": []}}}).code,
+        2
+    );
     assert_eq!(error(doc! {"validator": {"$where": "true"}}).code, 224);
-    assert_eq!(error(doc! {"validator": {"a": {"$near": [0, 0]}}}).code, 224);
-    assert_eq!(error(doc! {"validator": {"a": 1}, "validationLevel": "lax"}).code, 2);
-    assert_eq!(error(doc! {"validator": {"a": 1}, "validationAction": 1}).code, 14);
-    assert!(CollectionValidator::from_options(&doc! {"validator": {}}).unwrap().is_none());
-    assert!(CollectionValidator::from_options(&doc! {"validator": {"a": 1}, "validationLevel": "off"})
+    assert_eq!(
+        error(doc! {"validator": {"a": {"$near": [0, 0]}}}).code,
+        224
+    );
+    assert_eq!(
+        error(doc! {"validator": {"a": 1}, "validationLevel": "lax"}).code,
+        2
+    );
+    assert_eq!(
+        error(doc! {"validator": {"a": 1}, "validationAction": 1}).code,
+        14
+    );
+    assert!(CollectionValidator::from_options(&doc! {"validator": {}})
         .unwrap()
         .is_none());
+    assert!(CollectionValidator::from_options(
+        &doc! {"validator": {"a": 1}, "validationLevel": "off"}
+    )
+    .unwrap()
+    .is_none());
 }
 
 #[test]
 fn json_schema_is_a_query_operator() {
-    let filter = Filter::parse(&doc! {"$jsonSchema": {"required": ["a"], "properties": {"a": {"bsonType": "int"}}}}).unwrap();
+    let filter = Filter::parse(
+        &doc! {"$jsonSchema": {"required": ["a"], "properties": {"a": {"bsonType": "int"}}}},
+    )
+    .unwrap();
     assert!(filter.matches(&doc! {"a": 1}));
     assert!(!filter.matches(&doc! {"a": "1"}));
     assert!(!filter.matches(&doc! {"b": 1}));

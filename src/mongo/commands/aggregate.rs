@@ -13,12 +13,12 @@ use super::cursor_reply::{cursor_batch_size, cursor_reply, encode_documents, fir
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
-use crate::ops::validation::DocumentValidation;
 use crate::ops::aggregate::{
     collectionless_input, open_stream, read_foreign, run_grouped, run_pipeline,
 };
 use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
+use crate::ops::validation::DocumentValidation;
 use crate::query::{parse_with_variables, Pipeline, Stage};
 use crate::state::ServerCounters;
 

@@ -333,7 +333,10 @@ fn extra_privileges(command: Command, request: &CommandRequest) -> Vec<(Action, 
     let mut needed = privileges_of_arguments(command, request);
     // `bypassDocumentValidation: true` needs its own action where the command writes (the
     // built-in dbAdmin, dbOwner, dbAdminAnyDatabase and root have it).
-    let bypasses = matches!(request.body.get("bypassDocumentValidation"), Some(Bson::Boolean(true)));
+    let bypasses = matches!(
+        request.body.get("bypassDocumentValidation"),
+        Some(Bson::Boolean(true))
+    );
     if bypasses
         && matches!(
             command,
@@ -344,7 +347,10 @@ fn extra_privileges(command: Command, request: &CommandRequest) -> Vec<(Action, 
         dbs.push(request.db.clone());
         dbs.sort();
         dbs.dedup();
-        needed.extend(dbs.into_iter().map(|db| (Action::BypassDocumentValidation, db)));
+        needed.extend(
+            dbs.into_iter()
+                .map(|db| (Action::BypassDocumentValidation, db)),
+        );
     }
     needed
 }

@@ -11,8 +11,8 @@ use super::update::{parse_array_filters, parse_update};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
-use crate::ops::validation::DocumentValidation;
 use crate::ops::find_and_modify::{self, FindAndModify, Modification};
+use crate::ops::validation::DocumentValidation;
 use crate::query::{parse_with_variables, Filter, Projection, SortSpec};
 
 /// `findAndModify` (also spelled `findandmodify`).

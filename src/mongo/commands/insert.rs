@@ -22,8 +22,9 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
         .array("documents")?
         .ok_or_else(|| OpError::missing_field("insert.documents"))?;
     // Its privilege is checked before the command runs (`auth::authorize`).
-    let validation =
-        DocumentValidation::from_bypass_flag(arguments.bool("bypassDocumentValidation")?.unwrap_or(false));
+    let validation = DocumentValidation::from_bypass_flag(
+        arguments.bool("bypassDocumentValidation")?.unwrap_or(false),
+    );
     arguments.finish()?;
     let name = request.collection()?;
     if documents.is_empty() {

@@ -23,7 +23,8 @@ use crate::query::value::number::Number;
 use crate::query::value::regex_match::RegexPredicate;
 
 /// Keywords of JSON Schema MongoDB does not implement; naming one is FailedToParse.
-const UNSUPPORTED_KEYWORDS: &[&str] = &["$ref", "$schema", "default", "definitions", "format", "id"];
+const UNSUPPORTED_KEYWORDS: &[&str] =
+    &["$ref", "$schema", "default", "definitions", "format", "id"];
 
 /// One parsed schema (the top-level one or a nested subschema).
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -388,7 +389,11 @@ fn parse_types(keyword: &str, value: &Bson) -> Result<TypeKeyword, QueryError> {
         other => vec![one(other)?],
     };
     Ok(TypeKeyword {
-        keyword: if keyword == "type" { "type" } else { "bsonType" },
+        keyword: if keyword == "type" {
+            "type"
+        } else {
+            "bsonType"
+        },
         specified: value.clone(),
         accepted,
     })

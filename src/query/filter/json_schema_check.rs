@@ -135,7 +135,11 @@ impl JsonSchema {
         if let Bson::String(text) = value {
             let length = text.chars().count() as u64;
             for (keyword, limit, fails) in [
-                ("maxLength", &self.max_length, length_over as fn(u64, u64) -> bool),
+                (
+                    "maxLength",
+                    &self.max_length,
+                    length_over as fn(u64, u64) -> bool,
+                ),
                 ("minLength", &self.min_length, length_under),
             ] {
                 if let Some(limit) = limit {
@@ -225,7 +229,11 @@ impl JsonSchema {
         }
         let count = items.len() as u64;
         for (keyword, limit, fails) in [
-            ("maxItems", &self.max_items, length_over as fn(u64, u64) -> bool),
+            (
+                "maxItems",
+                &self.max_items,
+                length_over as fn(u64, u64) -> bool,
+            ),
             ("minItems", &self.min_items, length_under),
         ] {
             if let Some(limit) = limit {
@@ -296,7 +304,11 @@ impl JsonSchema {
         }
         let count = fields.len() as u64;
         for (keyword, limit, fails) in [
-            ("maxProperties", &self.max_properties, length_over as fn(u64, u64) -> bool),
+            (
+                "maxProperties",
+                &self.max_properties,
+                length_over as fn(u64, u64) -> bool,
+            ),
             ("minProperties", &self.min_properties, length_under),
         ] {
             if let Some(limit) = limit {
@@ -338,9 +350,7 @@ impl JsonSchema {
             }
         }
         if !failing.is_empty() {
-            out.push(
-                doc! {"operatorName": "dependencies", "failingDependencies": failing}.into(),
-            );
+            out.push(doc! {"operatorName": "dependencies", "failingDependencies": failing}.into());
         }
     }
 
@@ -462,9 +472,7 @@ impl JsonSchema {
         }
         if let Some(schema) = &self.not {
             if schema.holds(subject) {
-                out.push(
-                    doc! {"operatorName": "not", "reason": "child expression matched"}.into(),
-                );
+                out.push(doc! {"operatorName": "not", "reason": "child expression matched"}.into());
             }
         }
         if let Some(values) = &self.enumeration {
@@ -565,10 +573,14 @@ fn first_failing_item(
     items: &[Bson],
     from: usize,
 ) -> Option<(usize, Vec<Bson>)> {
-    items.iter().enumerate().skip(from).find_map(|(index, item)| {
-        let details = schema.failures(Subject::Value(item), false);
-        (!details.is_empty()).then_some((index, details))
-    })
+    items
+        .iter()
+        .enumerate()
+        .skip(from)
+        .find_map(|(index, item)| {
+            let details = schema.failures(Subject::Value(item), false);
+            (!details.is_empty()).then_some((index, details))
+        })
 }
 
 fn unmet_schemas(schemas: &[JsonSchema], subject: Subject<'_>) -> Vec<Bson> {

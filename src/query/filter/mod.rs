@@ -205,9 +205,9 @@ fn parse_entry(key: &str, value: &Bson, depth: usize) -> Result<Option<Filter>, 
         "$alwaysTrue" => Filter::AlwaysTrue,
         "$alwaysFalse" => Filter::AlwaysFalse,
         "$sampleRate" => Filter::Expr(Box::new(sample_rate(value)?)),
-        "$jsonSchema" => Filter::JsonSchema(Box::new(json_schema::JsonSchema::parse_operand(
-            value,
-        )?)),
+        "$jsonSchema" => {
+            Filter::JsonSchema(Box::new(json_schema::JsonSchema::parse_operand(value)?))
+        }
         "$where" | "$text" | "$search" => {
             return Err(QueryError::not_supported(format!(
                 "{key} is not supported by docgate"
