@@ -54,8 +54,8 @@ impl JsonSchema {
     /// `first_only` it stops at the first.
     fn failures(&self, subject: Subject<'_>, first_only: bool) -> Vec<Bson> {
         let mut out = Vec::new();
+        // MongoDB's order: scalar, array, object and logical keywords, then the type.
         let checks: [&dyn Fn(&mut Vec<Bson>); 5] = [
-            &|out| self.check_type(subject, out),
             &|out| {
                 if let Subject::Value(value) = subject {
                     self.check_scalar(value, out)
@@ -68,6 +68,7 @@ impl JsonSchema {
             },
             &|out| self.check_object(subject, out),
             &|out| self.check_logical(subject, out),
+            &|out| self.check_type(subject, out),
         ];
         for check in checks {
             check(&mut out);
@@ -100,6 +101,19 @@ impl JsonSchema {
 
     fn check_scalar(&self, value: &Bson, out: &mut Vec<Bson>) {
         if let Some(number) = Number::from_bson(value) {
+            if let Some(divisor) = &self.multiple_of {
+                if !is_multiple(number, divisor) {
+                    out.push(
+                        doc! {
+                            "operatorName": "multipleOf",
+                            "specifiedAs": {"multipleOf": divisor.clone()},
+                            "reason": "considered value is not a multiple of the specified value",
+                            "consideredValue": value.clone(),
+                        }
+                        .into(),
+                    );
+                }
+            }
             for (keyword, bound, fails_when) in [
                 ("maximum", &self.maximum, Ordering::Greater),
                 ("minimum", &self.minimum, Ordering::Less),
@@ -118,21 +132,21 @@ impl JsonSchema {
                     }
                 }
             }
-            if let Some(divisor) = &self.multiple_of {
-                if !is_multiple(number, divisor) {
+        }
+        if let Bson::String(text) = value {
+            if let Some((regex, specified)) = &self.pattern {
+                if !regex.is_match(text) {
                     out.push(
                         doc! {
-                            "operatorName": "multipleOf",
-                            "specifiedAs": {"multipleOf": divisor.clone()},
-                            "reason": "considered value is not a multiple of the specified value",
+                            "operatorName": "pattern",
+                            "specifiedAs": {"pattern": specified.clone()},
+                            "reason": "regular expression did not match",
                             "consideredValue": value.clone(),
                         }
                         .into(),
                     );
                 }
             }
-        }
-        if let Bson::String(text) = value {
             let length = text.chars().count() as u64;
             for (keyword, limit, fails) in [
                 (
@@ -153,24 +167,51 @@ impl JsonSchema {
                     }
                 }
             }
-            if let Some((regex, specified)) = &self.pattern {
-                if !regex.is_match(text) {
-                    out.push(
-                        doc! {
-                            "operatorName": "pattern",
-                            "specifiedAs": {"pattern": specified.clone()},
-                            "reason": "regular expression did not match",
-                            "consideredValue": value.clone(),
-                        }
-                        .into(),
-                    );
-                }
-            }
         }
     }
 
     fn check_array(&self, value: &Bson, out: &mut Vec<Bson>) {
         let Bson::Array(items) = value else { return };
+        let count = items.len() as u64;
+        for (keyword, limit, fails) in [
+            (
+                "minItems",
+                &self.min_items,
+                length_under as fn(u64, u64) -> bool,
+            ),
+            ("maxItems", &self.max_items, length_over),
+        ] {
+            if let Some(limit) = limit {
+                if fails(count, limit.limit) {
+                    out.push(
+                        limit_detail(keyword, limit)
+                            .with("reason", "array did not match specified length")
+                            .with("consideredValue", value.clone())
+                            .with("numberOfItems", count as i32)
+                            .into(),
+                    );
+                }
+            }
+        }
+        if self.unique_items {
+            if let Some(duplicate) = first_duplicate(items) {
+                out.push(
+                    doc! {
+                        "operatorName": "uniqueItems",
+                        "specifiedAs": {"uniqueItems": true},
+                        "reason": "found a duplicate item",
+                        "consideredValue": value.clone(),
+                        "duplicatedValue": duplicate.clone(),
+                    }
+                    .into(),
+                );
+            }
+        }
+        self.check_items(items, out);
+    }
+
+    /// `items` and `additionalItems`.
+    fn check_items(&self, items: &[Bson], out: &mut Vec<Bson>) {
         match &self.items {
             Some(Items::Each(schema)) => {
                 if let Some((index, details)) = first_failing_item(schema, items, 0) {
@@ -227,41 +268,6 @@ impl JsonSchema {
             }
             None => {}
         }
-        let count = items.len() as u64;
-        for (keyword, limit, fails) in [
-            (
-                "maxItems",
-                &self.max_items,
-                length_over as fn(u64, u64) -> bool,
-            ),
-            ("minItems", &self.min_items, length_under),
-        ] {
-            if let Some(limit) = limit {
-                if fails(count, limit.limit) {
-                    out.push(
-                        limit_detail(keyword, limit)
-                            .with("reason", "array did not match specified length")
-                            .with("consideredValue", value.clone())
-                            .with("numberOfItems", count as i32)
-                            .into(),
-                    );
-                }
-            }
-        }
-        if self.unique_items {
-            if let Some(duplicate) = first_duplicate(items) {
-                out.push(
-                    doc! {
-                        "operatorName": "uniqueItems",
-                        "specifiedAs": {"uniqueItems": true},
-                        "reason": "found a duplicate item",
-                        "consideredValue": value.clone(),
-                        "duplicatedValue": duplicate.clone(),
-                    }
-                    .into(),
-                );
-            }
-        }
     }
 
     fn check_object(&self, subject: Subject<'_>, out: &mut Vec<Bson>) {
@@ -305,11 +311,11 @@ impl JsonSchema {
         let count = fields.len() as u64;
         for (keyword, limit, fails) in [
             (
-                "maxProperties",
-                &self.max_properties,
-                length_over as fn(u64, u64) -> bool,
+                "minProperties",
+                &self.min_properties,
+                length_under as fn(u64, u64) -> bool,
             ),
-            ("minProperties", &self.min_properties, length_under),
+            ("maxProperties", &self.max_properties, length_over),
         ] {
             if let Some(limit) = limit {
                 if fails(count, limit.limit) {
