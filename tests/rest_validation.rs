@@ -31,10 +31,16 @@ async fn rest_writes_meet_the_collection_validator() {
     let rest = Rest::new(server.rest_base());
     let coll = format!("{SODA}/products");
 
-    let refused = rest.post(&coll, &json!({"price": 3})).await.expect_error(400);
+    let refused = rest
+        .post(&coll, &json!({"price": 3}))
+        .await
+        .expect_error(400);
     assert!(refused.contains("Document failed validation"), "{refused}");
     let refused = rest
-        .post(&format!("{coll}?action=insert"), &json!([{"sku": "a"}, {"sku": 1}]))
+        .post(
+            &format!("{coll}?action=insert"),
+            &json!([{"sku": "a"}, {"sku": 1}]),
+        )
         .await
         .expect_error(400);
     assert!(refused.contains("Document failed validation"), "{refused}");

@@ -391,6 +391,11 @@ fn reason(op: &str, inverted: bool) -> &'static str {
     }
 }
 
+/// How many `consideredValues` a leaf lists (MongoDB's
+/// `internalQueryMaxDocValidationErrorConsideredValues`, 10); past it the list is cut and
+/// `consideredValuesTruncated: true` says so.
+const MAX_CONSIDERED_VALUES: usize = 10;
+
 /// Types an operator works on; a path holding none of them is "type did not match".
 fn expected_types(op: &str) -> Option<&'static [&'static str]> {
     const NUMBERS: &[&str] = &["decimal", "double", "int", "long"];
@@ -443,9 +448,17 @@ fn explain_leaf(
                 details.insert("reason", reason(op, inverted));
             }
             match values.as_slice() {
-                [single] => details.insert("consideredValue", single.clone()),
-                many => details.insert("consideredValues", many.to_vec()),
-            };
+                [single] => {
+                    details.insert("consideredValue", single.clone());
+                }
+                many if many.len() > MAX_CONSIDERED_VALUES => {
+                    details.insert("consideredValues", many[..MAX_CONSIDERED_VALUES].to_vec());
+                    details.insert("consideredValuesTruncated", true);
+                }
+                many => {
+                    details.insert("consideredValues", many.to_vec());
+                }
+            }
             if op == "$type" {
                 append_considered_types(&mut details, values);
             }

@@ -134,6 +134,19 @@ fn query_operator_details() {
 }
 
 #[test]
+fn considered_values_are_cut_at_ten() {
+    let v = validator(doc! {"validator": {"a": {"$gt": 100}}});
+    let many: Vec<i32> = (0..12).collect();
+    let details = v
+        .error_info(&doc! {"_id": 1, "a": many})
+        .get_document("details")
+        .unwrap()
+        .clone();
+    assert_eq!(details.get_array("consideredValues").unwrap().len(), 10);
+    assert_eq!(details.get_bool("consideredValuesTruncated").unwrap(), true);
+}
+
+#[test]
 fn json_schema_keywords() {
     let v = validator(doc! {"validator": {"$jsonSchema": {
         "properties": {
