@@ -185,10 +185,25 @@ fn entry_matches(key: &str, value: &Bson, document: &Document) -> bool {
         .unwrap_or(false)
 }
 
-/// Details for a filter document: one clause alone explains itself; several are an implicit
-/// `$and` listing the clauses that failed (or, inverted, that matched).
+/// Details for a filter document. Its clauses are MongoDB's: each top-level entry, except
+/// that the operators of one field (`{a: {$gt: 1, $lt: 5}}`) are clauses of their own (its
+/// parser adds them to the same `$and`). One clause alone explains itself; several are an
+/// `$and` listing the clauses that failed (or, inverted, that matched) by position.
 fn explain_clauses(clauses: &Document, document: &Document, inverted: bool) -> Document {
-    let entries: Vec<(&String, &Bson)> = clauses.iter().filter(|(k, _)| *k != "$comment").collect();
+    let mut entries: Vec<(&str, Bson)> = Vec::new();
+    for (key, value) in clauses {
+        match value {
+            _ if key == "$comment" => {}
+            Bson::Document(operators)
+                if !key.starts_with('$') && super::filter::is_operator_document(operators) =>
+            {
+                for spec in operator_clauses(operators) {
+                    entries.push((key, Bson::Document(spec)));
+                }
+            }
+            other => entries.push((key, other.clone())),
+        }
+    }
     if let [(key, value)] = entries.as_slice() {
         return explain_entry(key, value, document, inverted);
     }
@@ -203,7 +218,27 @@ fn explain_clauses(clauses: &Document, document: &Document, inverted: bool) -> D
             })
         })
         .collect::<Vec<_>>();
-    doc! {"operatorName": "$and", clauses_field(inverted): failing}
+    let mut details = doc! {"operatorName": "$and"};
+    details.insert(clauses_field(inverted), failing);
+    details
+}
+
+/// The operators of one field, one document each (`$options` stays with its `$regex`).
+fn operator_clauses(operators: &Document) -> Vec<Document> {
+    operators
+        .iter()
+        .filter(|(op, _)| *op != "$options")
+        .map(|(op, arg)| {
+            let mut spec = Document::new();
+            spec.insert(op.clone(), arg.clone());
+            if op == "$regex" {
+                if let Some(options) = operators.get("$options") {
+                    spec.insert("$options", options.clone());
+                }
+            }
+            spec
+        })
+        .collect()
 }
 
 fn clauses_field(inverted: bool) -> &'static str {
@@ -239,7 +274,11 @@ fn explain_entry(key: &str, value: &Bson, document: &Document, inverted: bool) -
                     })
                 })
                 .collect();
-            doc! {"operatorName": key, clauses_field(inverted && key != "$nor"): reported}
+            // A failing `$nor` lists the clauses that matched (`clausesSatisfied`): MongoDB
+            // flips the sense of its frame before naming them.
+            let mut details = doc! {"operatorName": key};
+            details.insert(clauses_field(inverted != (key == "$nor")), reported);
+            details
         }
         ("$jsonSchema", _) => match super::filter::json_schema::JsonSchema::parse_operand(value) {
             Ok(schema) if !inverted => schema.explain_document(document),
@@ -291,20 +330,7 @@ fn explain_field(
     document: &Document,
     inverted: bool,
 ) -> Document {
-    // `$options` belongs to `$regex`.
-    let parts: Vec<Document> = operators
-        .iter()
-        .filter(|(op, _)| *op != "$options")
-        .map(|(op, arg)| {
-            let mut spec = doc! {op.clone(): arg.clone()};
-            if op == "$regex" {
-                if let Some(options) = operators.get("$options") {
-                    spec.insert("$options", options.clone());
-                }
-            }
-            spec
-        })
-        .collect();
+    let parts = operator_clauses(operators);
     let explain_one = |spec: &Document| -> Document {
         let op = spec.keys().next().map(String::as_str).unwrap_or("$eq");
         if op == "$not" {
@@ -336,7 +362,9 @@ fn explain_field(
             Bson::Document(doc! {"index": index as i32, "details": explain_one(spec)})
         })
         .collect();
-    doc! {"operatorName": "$and", clauses_field(inverted): reported}
+    let mut details = doc! {"operatorName": "$and"};
+    details.insert(clauses_field(inverted), reported);
+    details
 }
 
 /// MongoDB's reason for a failing (or, inverted, matching) operator.

@@ -127,9 +127,40 @@ fn query_operator_details() {
         .clone();
     assert_eq!(
         details,
-        doc! {"operatorName": "$nor", "clausesNotSatisfied": [{"index": 0, "details": {
+        doc! {"operatorName": "$nor", "clausesSatisfied": [{"index": 0, "details": {
             "operatorName": "$eq", "specifiedAs": {"a": 1}, "reason": "comparison succeeded", "consideredValue": 1,
         }}]}
+    );
+}
+
+#[test]
+fn operators_of_one_field_are_clauses_of_the_top_level_and() {
+    let v = validator(doc! {"validator": {"a": {"$gt": 1, "$lt": 5}, "b": 1}});
+    let details = v
+        .error_info(&doc! {"_id": 1, "a": 9, "b": 2})
+        .get_document("details")
+        .unwrap()
+        .clone();
+    let clauses = details.get_array("clausesNotSatisfied").unwrap();
+    let indexes: Vec<i32> = clauses
+        .iter()
+        .map(|c| c.as_document().unwrap().get_i32("index").unwrap())
+        .collect();
+    assert_eq!(indexes, [1, 2]);
+    assert_eq!(
+        clauses[0]
+            .as_document()
+            .unwrap()
+            .get_document("details")
+            .unwrap(),
+        &doc! {"operatorName": "$lt", "specifiedAs": {"a": {"$lt": 5}}, "reason": "comparison failed", "consideredValue": 9}
+    );
+    let v = validator(doc! {"validator": {"a": {"$ne": 1}}});
+    assert_eq!(
+        v.error_info(&doc! {"_id": 1, "a": 1})
+            .get_document("details")
+            .unwrap(),
+        &doc! {"operatorName": "$ne", "specifiedAs": {"a": {"$ne": 1}}, "reason": "comparison succeeded", "consideredValue": 1}
     );
 }
 
