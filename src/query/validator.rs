@@ -2,8 +2,8 @@
 //! a collection, checked as MongoDB checks them and compiled once (the catalog keeps the
 //! result with the collection), and the `details` of error 121 DocumentValidationFailure for a
 //! document that fails — MongoDB 7.0's shapes: `$jsonSchema` with `schemaRulesNotSatisfied`,
-//! `$and`/`$or`/`$nor` with `clausesNotSatisfied`, `$not` with `details`, and leaf operators
-//! with `specifiedAs`, `reason` and `consideredValue(s)`.
+//! `$and`/`$or` with `clausesNotSatisfied`, `$nor` with `clausesSatisfied`, `$not` with
+//! `details`, and leaf operators with `specifiedAs`, `reason` and `consideredValue(s)`.
 //!
 //! Not for: when a write is validated (`ops::validation`) or the filter semantics themselves
 //! (`filter/`).
