@@ -174,7 +174,7 @@ fn considered_values_are_cut_at_ten() {
         .unwrap()
         .clone();
     assert_eq!(details.get_array("consideredValues").unwrap().len(), 10);
-    assert_eq!(details.get_bool("consideredValuesTruncated").unwrap(), true);
+    assert!(details.get_bool("consideredValuesTruncated").unwrap());
 }
 
 #[test]

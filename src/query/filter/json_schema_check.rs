@@ -55,23 +55,15 @@ impl JsonSchema {
     fn failures(&self, subject: Subject<'_>, first_only: bool) -> Vec<Bson> {
         let mut out = Vec::new();
         // MongoDB's order: scalar, array, object and logical keywords, then the type.
-        let checks: [&dyn Fn(&mut Vec<Bson>); 5] = [
-            &|out| {
-                if let Subject::Value(value) = subject {
-                    self.check_scalar(value, out)
-                }
-            },
-            &|out| {
-                if let Subject::Value(value) = subject {
-                    self.check_array(value, out)
-                }
-            },
-            &|out| self.check_object(subject, out),
-            &|out| self.check_logical(subject, out),
-            &|out| self.check_type(subject, out),
-        ];
-        for check in checks {
-            check(&mut out);
+        for group in 0..5 {
+            match (group, subject) {
+                (0, Subject::Value(value)) => self.check_scalar(value, &mut out),
+                (1, Subject::Value(value)) => self.check_array(value, &mut out),
+                (2, _) => self.check_object(subject, &mut out),
+                (3, _) => self.check_logical(subject, &mut out),
+                (4, _) => self.check_type(subject, &mut out),
+                _ => {}
+            }
             if first_only && !out.is_empty() {
                 break;
             }
