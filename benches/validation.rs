@@ -11,7 +11,8 @@
 //! ranges, string lengths, a `pattern` on the e-mail, `enum`-free nested `properties` for the
 //! address, `items` for the tags, `additionalProperties: false`. The query validator checks
 //! four fields with `$type`, `$gte`/`$lt` and `$exists`. Every round uses fresh collections
-//! and rotates which side goes first. Printed per backend and phase: seconds per side (mean
+//! and rotates which side goes first, after one unmeasured warm-up insert. First, in process,
+//! the check alone: microseconds per document for each validator. Printed per backend and phase: seconds per side (mean
 //! over `DOCGATE_BENCH_ROUNDS`, default 3), documents per second, and the ratios
 //! validated/plain (1.00x = validation costs nothing). Nothing is asserted.
 //!
@@ -85,9 +86,40 @@ async fn main() {
          without a validator vs a $jsonSchema vs a query-operator validator"
     );
     let docs: Vec<Document> = (0..n as i64).map(sample_doc).collect();
+    check_cost(&docs);
     for backend in &backends {
         run(backend, dir.path(), &docs, singles, rounds).await;
     }
+}
+
+/// The check itself, in process (no server, no I/O): microseconds per document for each
+/// validator, as compiled by the catalog — what validation adds to a write's CPU.
+fn check_cost(docs: &[Document]) {
+    let mut rows = Vec::new();
+    for (name, validator) in sides().into_iter().skip(1) {
+        let options = doc! {"validator": validator.expect("a validator")};
+        let compiled = docgate::query::validator::CollectionValidator::from_options(&options)
+            .expect("compiles")
+            .expect("a validator");
+        let started = Instant::now();
+        let mut admitted = 0usize;
+        for _ in 0..5 {
+            admitted += docs.iter().filter(|d| compiled.admits(d)).count();
+        }
+        let took = started.elapsed();
+        assert_eq!(
+            admitted,
+            docs.len() * 5,
+            "every sample document meets {name}"
+        );
+        rows.push(vec![
+            name.to_string(),
+            format!("{:.2}", took.as_secs_f64() * 1e6 / (docs.len() * 5) as f64),
+        ]);
+    }
+    println!();
+    println!("in process: the validator's check per document");
+    print_table(&["validator", "µs/document"], &rows);
 }
 
 async fn run(
@@ -101,6 +133,11 @@ async fn run(
     let client = server.client().await;
     let db = client.database(DB);
     let sides = sides();
+    // One unmeasured insert_many first, so that no side pays the server's warm-up.
+    let warm = db.collection::<Document>("warm_up");
+    warm.drop().await.expect("drop");
+    warm.insert_many(docs.to_vec()).await.expect("warm up");
+    warm.drop().await.expect("drop");
     // [phase][side]
     let mut totals = [[Duration::ZERO; 3]; 2];
     for round in 0..rounds {
