@@ -19,7 +19,8 @@
 #                                       transactions_test.mjs: the driver's and Mongoose's
 #                                       transactions; views_test.mjs: views, Mongoose's
 #                                       syncIndexes; mongoose_text_test.mjs: a schema with a
-#                                       text index; one server for the four files)
+#                                       text index; validation_test.mjs: schema validation;
+#                                       one server for the five files)
 #
 # Every server runs on 127.0.0.1 on a free port over fresh storage, and is killed at exit.
 # The last line is "N passed, N failed" (N counts suites); the exit code is 0 only if all passed.
@@ -531,7 +532,8 @@ suite_node() {
     start_server "$backend" "node" || return 1
     DOCGATE_URI="$(server_uri)" timeout -k 10 "$CLIENT_TIMEOUT_S" \
         node --test "$NODE_DIR/crud_test.mjs" "$NODE_DIR/transactions_test.mjs" \
-        "$NODE_DIR/views_test.mjs" "$NODE_DIR/mongoose_text_test.mjs" || rc=$?
+        "$NODE_DIR/views_test.mjs" "$NODE_DIR/mongoose_text_test.mjs" \
+        "$NODE_DIR/validation_test.mjs" || rc=$?
     stop_server || rc=1
     if [[ $rc -ne 0 ]]; then
         show_server_log

@@ -22,6 +22,7 @@ use std::time::Duration;
 use moka::future::Cache;
 
 use crate::query::planner::IndexCandidate;
+use crate::query::validator::CollectionValidator;
 use crate::query::{Collation, IndexSpec};
 use crate::store::{
     CollectionRecord, IndexRecord, MetaRecord, MetaWrite, Store, StoreError, StoreSession,
@@ -75,14 +76,35 @@ impl IndexCandidate for CollectionIndex {
     }
 }
 
-/// A collection with its secondary indexes, as commands need it.
+/// A collection with its secondary indexes and its compiled validator, as commands need it.
 #[derive(Clone, Debug)]
 pub struct CollectionInfo {
     pub record: CollectionRecord,
     pub indexes: Vec<CollectionIndex>,
+    /// The `validator` of its options, compiled once with its level and action; `None`
+    /// when it has none (or `validationLevel: "off"`).
+    pub validator: Option<Arc<CollectionValidator>>,
 }
 
 impl CollectionInfo {
+    /// A collection without secondary indexes, its validator compiled from its options;
+    /// stored options that no longer compile are corrupt (writes would stop validating).
+    pub fn without_indexes(record: CollectionRecord) -> Result<CollectionInfo, StoreError> {
+        let validator = CollectionValidator::from_options(&record.options)
+            .map_err(|e| {
+                StoreError::Corrupt(format!(
+                    "stored validator of {}.{} does not parse: {e}",
+                    record.db, record.name
+                ))
+            })?
+            .map(Arc::new);
+        Ok(CollectionInfo {
+            record,
+            indexes: Vec::new(),
+            validator,
+        })
+    }
+
     /// The collation an operation on this collection runs under: its own when it gave one,
     /// else the collection's default (`create` with `collation`), else simple.
     pub fn collation_for(
@@ -116,15 +138,9 @@ impl CatalogSnapshot {
             .into_iter()
             .map(|record| {
                 let key = (record.db.clone(), record.name.clone());
-                (
-                    key,
-                    CollectionInfo {
-                        record,
-                        indexes: Vec::new(),
-                    },
-                )
+                CollectionInfo::without_indexes(record).map(|info| (key, info))
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         for record in index_records {
             let spec = IndexSpec::parse(&record.spec).map_err(|e| {
                 StoreError::Corrupt(format!("stored index {} does not parse: {e}", record.name))

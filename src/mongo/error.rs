@@ -18,6 +18,9 @@ impl OpError {
             "code": self.code(),
             "codeName": self.code_name(),
         };
+        if let OpError::DocumentValidationFailure(info) = self {
+            reply.insert("errInfo", info.as_ref().clone());
+        }
         if let OpError::DuplicateKey(entry) = self {
             for field in ["keyPattern", "keyValue"] {
                 if let Some(value) = entry.get(field) {

@@ -19,6 +19,7 @@ use super::namespace::{check_collection_name, check_db_name};
 use super::prepare::{prepare_for_storage, DocumentLimits};
 use super::read;
 use super::transaction::{OpScope, Transaction};
+use super::validation::{DocumentValidation, ValidationCheck};
 use super::write::{collection_for_write, mark_multikey};
 use super::write_errors::{duplicate_id_error, duplicate_index_error};
 use super::OpError;
@@ -36,6 +37,7 @@ pub async fn write_output(
     db: &str,
     output: &OutputStage,
     documents: Vec<Document>,
+    validation: DocumentValidation,
 ) -> Result<(), OpError> {
     if scope.in_transaction() {
         return Err(OpError::NotInTransaction(format!(
@@ -73,7 +75,16 @@ pub async fn write_output(
     check_collection_name(target_db, &target.coll)?;
     let limits = scope.state.settings.documents;
     let mut transaction = scope.begin().await?;
-    match write_in(&mut transaction, target_db, output, documents, limits).await {
+    match write_in(
+        &mut transaction,
+        target_db,
+        output,
+        documents,
+        limits,
+        validation,
+    )
+    .await
+    {
         Ok(()) => transaction.commit().await,
         Err(error) => {
             transaction.rollback().await?;
@@ -94,6 +105,7 @@ async fn write_in(
     output: &OutputStage,
     documents: Vec<Document>,
     limits: DocumentLimits,
+    validation: DocumentValidation,
 ) -> Result<(), OpError> {
     let coll = &output.target().coll;
     let existing = crate::catalog::read_snapshot(transaction.session())
@@ -112,13 +124,23 @@ async fn write_in(
                 existing.as_deref(),
                 documents,
                 limits,
+                validation,
             )
             .await?;
         }
         OutputStage::Merge(spec) => {
             let info = collection_for_write(transaction, target_db, coll).await?;
             let namespace = format!("{target_db}.{coll}");
-            merge_all(transaction, &info, &namespace, spec, documents, limits).await?;
+            merge_all(
+                transaction,
+                &info,
+                &namespace,
+                spec,
+                documents,
+                limits,
+                validation,
+            )
+            .await?;
         }
     }
     Ok(())
@@ -162,6 +184,7 @@ async fn replace_collection(
     existing: Option<&CollectionInfo>,
     documents: Vec<Document>,
     limits: DocumentLimits,
+    validation: DocumentValidation,
 ) -> Result<u64, OpError> {
     let namespace = format!("{db}.{coll}");
     let temp_name = format!("tmp.agg_out.{}", bson::oid::ObjectId::new().to_hex());
@@ -173,9 +196,12 @@ async fn replace_collection(
         .create_collection(db, &temp_name, &options)
         .await?;
     transaction.changed_catalog();
+    // The new content meets the target's validator (the temporary collection takes its
+    // options), as MongoDB's `$out` validates it.
+    let check = ValidationCheck::new_document(existing, validation);
     let mut prepared = Vec::with_capacity(documents.len());
     for document in documents {
-        prepared.push(prepare_for_storage(document, &[], limits)?);
+        prepared.push(prepare_for_storage(document, &[], limits, &check)?);
     }
     let stored: Vec<_> = prepared.iter().map(|p| p.stored.clone()).collect();
     let outcome = transaction.session().insert(&temp, &stored, true).await?;
@@ -289,6 +315,7 @@ async fn merge_all(
     spec: &MergeSpec,
     documents: Vec<Document>,
     limits: DocumentLimits,
+    validation: DocumentValidation,
 ) -> Result<u64, OpError> {
     if !spec.on_is_id() && !has_unique_index_on(&info.indexes, &spec.on) {
         return Err(OpError::Query(QueryError::location(
@@ -323,8 +350,10 @@ async fn merge_all(
         for document in read::execute_for_update(transaction.session(), &info.record, &plan).await?
         {
             if let Some(key) = on_key(spec, &document) {
+                let original = info.validator.is_some().then(|| document.clone());
                 target.entry(key).or_insert(MergedDocument {
                     document,
+                    original,
                     existed: true,
                     changed: false,
                 });
@@ -361,6 +390,7 @@ async fn merge_all(
                         key,
                         MergedDocument {
                             document: result,
+                            original: None,
                             existed: false,
                             changed: true,
                         },
@@ -381,14 +411,19 @@ async fn merge_all(
     let mut new_multikey = BTreeSet::new();
     let mut replaced = Vec::new();
     for merged in target.values().filter(|m| m.existed && m.changed) {
-        let prepared = prepare_for_storage(merged.document.clone(), &info.indexes, limits)?;
+        let check = match &merged.original {
+            Some(original) => ValidationCheck::updated_document(info, validation, original),
+            None => ValidationCheck::new_document(Some(info), validation),
+        };
+        let prepared = prepare_for_storage(merged.document.clone(), &info.indexes, limits, &check)?;
         new_multikey.extend(prepared.new_multikey.iter().copied());
         replaced.push(prepared);
     }
     let mut inserted = Vec::with_capacity(inserted_keys.len());
     for key in &inserted_keys {
         if let Some(merged) = target.remove(key) {
-            let prepared = prepare_for_storage(merged.document, &info.indexes, limits)?;
+            let check = ValidationCheck::new_document(Some(info), validation);
+            let prepared = prepare_for_storage(merged.document, &info.indexes, limits, &check)?;
             new_multikey.extend(prepared.new_multikey.iter().copied());
             inserted.push(prepared);
         }
@@ -437,6 +472,9 @@ const MATCH_CHUNK: usize = 1000;
 /// A target document as the merge has left it so far.
 struct MergedDocument {
     document: Document,
+    /// The target document as it was, kept when the target has a validator (its
+    /// `moderate` level looks at it).
+    original: Option<Document>,
     /// It was in the target before the merge (replaced), or the merge inserts it.
     existed: bool,
     changed: bool,

@@ -49,6 +49,10 @@ pub enum OpError {
     /// entry that describes it (`errmsg`, `keyPattern`, `keyValue`).
     #[error("{}", .0.get_str("errmsg").unwrap_or("E11000 duplicate key error"))]
     DuplicateKey(Box<Document>),
+    /// 121 DocumentValidationFailure: a document did not meet its collection's validator;
+    /// the `errInfo` (`failingDocumentId`, `details`).
+    #[error("Document failed validation")]
+    DocumentValidationFailure(Box<Document>),
     /// A field the command does not know (MongoDB's IDL error 40415).
     #[error("BSON field '{0}' is an unknown field.")]
     UnknownField(String),
@@ -170,6 +174,7 @@ impl OpError {
             OpError::UnknownField(_) => 40415,
             OpError::InvalidLength(_) => 16,
             OpError::DuplicateKey(_) => 11000,
+            OpError::DocumentValidationFailure(_) => 121,
             OpError::Query(e) => e.code,
             OpError::Store(e) => store_error_code(e).0,
             OpError::Auth(e) => e.code(),
@@ -218,6 +223,7 @@ impl OpError {
             OpError::UnknownField(_) => "Location40415",
             OpError::InvalidLength(_) => "InvalidLength",
             OpError::DuplicateKey(_) => "DuplicateKey",
+            OpError::DocumentValidationFailure(_) => "DocumentValidationFailure",
             OpError::Query(e) => e.code_name,
             OpError::Store(e) => store_error_code(e).1,
             OpError::Auth(e) => e.code_name(),

@@ -10,6 +10,7 @@ use bson::{Bson, Document};
 use super::read;
 use super::transaction::OpScope;
 use super::update::{apply_statement, StatementFailure, UpdateStatement};
+use super::validation::DocumentValidation;
 use super::write::{collection_for_write, mark_multikey};
 use super::write_errors::duplicate_id_error;
 use super::OpError;
@@ -30,6 +31,8 @@ pub enum Modification {
         upsert: bool,
         /// Answer the document after the update instead of before.
         return_new: bool,
+        /// Whether the document written is validated (`bypassDocumentValidation`).
+        validation: DocumentValidation,
     },
 }
 
@@ -108,6 +111,7 @@ pub async fn find_and_modify(
             context,
             upsert,
             return_new,
+            validation,
         } => {
             ServerCounters::add(&state.counters.op_update, 1);
             let statement = UpdateStatement {
@@ -118,6 +122,7 @@ pub async fn find_and_modify(
                 multi: false,
                 sort,
                 collation,
+                validation,
             };
             let applied = match apply_statement(
                 transaction.session(),

@@ -13,6 +13,7 @@ use bson::{Bson, Document};
 
 use super::prepare::{prepare_for_storage, PreparedDocument};
 use super::transaction::OpScope;
+use super::validation::{DocumentValidation, ValidationCheck};
 use super::write::{collection_for_write, mark_multikey};
 use super::write_errors::{command_write_error, duplicate_id_error, duplicate_index_error};
 use super::OpError;
@@ -43,13 +44,15 @@ pub struct InsertOutcome {
 }
 
 /// Inserts `documents` into `db.name`, created if missing as MongoDB's `insert` does. A
-/// batch item that is not a document fails as MongoDB's `insert` fails it.
+/// batch item that is not a document fails as MongoDB's `insert` fails it, and so does one
+/// the collection's validator refuses (unless `validation` bypasses it).
 pub async fn insert(
     scope: &mut OpScope<'_>,
     db: &str,
     name: &str,
     documents: Vec<Bson>,
     mode: InsertMode,
+    validation: DocumentValidation,
 ) -> Result<InsertOutcome, OpError> {
     let namespace = format!("{db}.{name}");
     // The indexes the catalog knows decide the keys each document contributes; a write
@@ -59,6 +62,7 @@ pub async fn insert(
     let indexes = known
         .as_ref()
         .map_or(&[][..], |info| info.indexes.as_slice());
+    let check = ValidationCheck::new_document(known.as_deref(), validation);
 
     // Validate and encode everything first; invalid documents become write errors.
     let mut prepared: Vec<(usize, PreparedDocument)> = Vec::with_capacity(documents.len());
@@ -66,7 +70,7 @@ pub async fn insert(
     for (index, value) in documents.into_iter().enumerate() {
         let result = match value {
             Bson::Document(document) => {
-                prepare_for_storage(document, indexes, state.settings.documents)
+                prepare_for_storage(document, indexes, state.settings.documents, &check)
             }
             _ => Err(OpError::TypeMismatch(
                 "insert documents must be objects".into(),

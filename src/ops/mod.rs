@@ -13,6 +13,9 @@
 //! - `sessions`: logical sessions, multi-document transactions, retryable writes;
 //! - `collections`: create, drop and rename collections;
 //! - `write`: the collection of a write (created implicitly), multikey marking;
+//! - `validation`: document validation of every write (`validator`, `validationLevel`,
+//!   `validationAction`, `bypassDocumentValidation`) and changing a collection's validation
+//!   options;
 //! - `insert`: a batch of documents, ordered, unordered or all or nothing;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
@@ -57,6 +60,7 @@ pub mod sessions;
 pub mod transaction;
 pub mod ttl;
 pub mod update;
+pub mod validation;
 pub mod views;
 pub mod write;
 pub mod write_errors;

@@ -8,6 +8,7 @@
 
 use bson::{Bson, Document};
 
+use super::validation::ValidationCheck;
 use super::OpError;
 use crate::catalog::CollectionIndex;
 use crate::store::{DocumentIndexKeys, StoredDocument};
@@ -103,11 +104,13 @@ pub struct PreparedDocument {
 }
 
 /// Makes a document ready to store: `_id` first (an ObjectId added when missing), size and
-/// nesting checked, encoded, and its keys computed for every secondary index.
+/// nesting checked, validated against its collection's validator as `validation` says,
+/// encoded, and its keys computed for every secondary index.
 pub fn prepare_for_storage(
     document: Document,
     indexes: &[CollectionIndex],
     limits: DocumentLimits,
+    validation: &ValidationCheck<'_>,
 ) -> Result<PreparedDocument, OpError> {
     let mut ordered = Document::new();
     let id = match document.get("_id") {
@@ -127,6 +130,7 @@ pub fn prepare_for_storage(
             limits.max_depth
         )));
     }
+    validation.check(&ordered)?;
     let mut index_keys = Vec::with_capacity(indexes.len());
     let mut new_multikey = Vec::new();
     for (position, index) in indexes.iter().enumerate() {

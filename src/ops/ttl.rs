@@ -99,6 +99,7 @@ mod tests {
     use crate::catalog::MetadataCacheSettings;
     use crate::ops::prepare::prepare_for_storage;
     use crate::ops::read::decode_document;
+    use crate::ops::validation::{DocumentValidation, ValidationCheck};
     use crate::query::scan::ScanRequest;
     use crate::query::IndexSpec;
     use crate::store::postgres::{PostgresOptions, PostgresStore};
@@ -127,7 +128,8 @@ mod tests {
         let stored: Vec<_> = docs
             .into_iter()
             .map(|d| {
-                prepare_for_storage(d, &info.indexes, Default::default())
+                let check = ValidationCheck::new_document(None, DocumentValidation::Enforce);
+                prepare_for_storage(d, &info.indexes, Default::default(), &check)
                     .unwrap()
                     .stored
             })

@@ -12,6 +12,7 @@ use bson::{Bson, Document};
 
 use super::prepare::{prepare_for_storage, DocumentLimits};
 use super::read;
+use super::validation::{DocumentValidation, ValidationCheck};
 use super::write_errors::{command_write_error, duplicate_id_error, duplicate_index_error};
 use super::OpError;
 use crate::catalog::CollectionInfo;
@@ -32,6 +33,8 @@ pub struct UpdateStatement {
     pub sort: Option<SortSpec>,
     /// The statement's own collation (none: the collection's default).
     pub collation: Option<Collation>,
+    /// Whether the documents it writes are validated (`bypassDocumentValidation`).
+    pub validation: DocumentValidation,
 }
 
 /// Why a statement failed: a write error for the client, or a store failure that aborts the
@@ -139,7 +142,10 @@ pub async fn apply_statement(
                 statement.update.apply_with_context(&mut document, &context)
             })?;
             if changed_here {
-                let prepared = prepare_for_storage(document.clone(), &collection.indexes, limits)?;
+                let check =
+                    ValidationCheck::updated_document(collection, statement.validation, original);
+                let prepared =
+                    prepare_for_storage(document.clone(), &collection.indexes, limits, &check)?;
                 let original_id = original.get("_id").cloned().unwrap_or(Bson::Null);
                 if prepared.stored.key != encode_key(&original_id) {
                     return Err(StatementFailure::Error(OpError::Query(
@@ -168,7 +174,8 @@ pub async fn apply_statement(
         if applied.matched.is_empty() && statement.upsert {
             let seed = upsert_seed(&statement.filter)?;
             let document = statement.update.apply_for_upsert(seed)?;
-            let prepared = prepare_for_storage(document, &collection.indexes, limits)?;
+            let check = ValidationCheck::new_document(Some(collection), statement.validation);
+            let prepared = prepare_for_storage(document, &collection.indexes, limits, &check)?;
             let inserted = session
                 .insert(record, std::slice::from_ref(&prepared.stored), true)
                 .await?;

@@ -31,10 +31,7 @@ pub async fn collection_for_write(
     {
         Ok(record) => {
             transaction.changed_catalog();
-            Ok(Arc::new(CollectionInfo {
-                record,
-                indexes: Vec::new(),
-            }))
+            Ok(Arc::new(CollectionInfo::without_indexes(record)?))
         }
         Err(crate::store::StoreError::AlreadyExists(_)) => {
             // Created by someone else since our snapshot: read it inside this transaction.

@@ -26,12 +26,21 @@ pub fn duplicate_id_error(index: usize, namespace: &str, id: &Bson) -> Document 
     entry
 }
 
-/// The `writeErrors` entry for a failed statement.
+/// The `writeErrors` entry for a failed statement (a validation failure carries its
+/// `errInfo`, between `code` and `errmsg` as MongoDB orders them).
 pub fn command_write_error(index: usize, error: &OpError) -> Document {
     let message = match error {
         OpError::Store(store) => store.client_message(),
         other => other.to_string(),
     };
+    if let OpError::DocumentValidationFailure(info) = error {
+        return doc! {
+            "index": index as i32,
+            "code": error.code(),
+            "errInfo": info.as_ref().clone(),
+            "errmsg": message,
+        };
+    }
     write_error(index, error.code(), message)
 }
 

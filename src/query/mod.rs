@@ -16,6 +16,8 @@
 //! - `filter/` — the filter AST, its parser, matching and positional `$`;
 //! - `projection/`, `aggregate/` (accumulators, stages), `update/` (operators, paths,
 //!   pipeline updates run through `aggregate`), `index/` (index specifications and keys);
+//! - `validator.rs` — collection validators (`validator`, `validationLevel`,
+//!   `validationAction`) and the details of error 121;
 //! - `planner.rs`, `index_ranges.rs`, `scan.rs` — a filter, sort, skip and limit become a
 //!   [`scan::ScanRequest`] (`scan.rs` is the pushdown vocabulary the store executes) plus a
 //!   residual checked here in Rust. Nothing here performs I/O: the core (`ops/read.rs`) runs
@@ -39,6 +41,7 @@ pub mod scan;
 mod sort;
 pub mod text;
 mod update;
+pub mod validator;
 mod value;
 
 pub use aggregate::{collectionless, output as output_stage, Stage};

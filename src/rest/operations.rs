@@ -25,6 +25,7 @@ use crate::ops::retry::refreshed_after_stale;
 use crate::ops::transaction::OpScope;
 use crate::ops::transaction::Transaction;
 use crate::ops::update::{apply_statement, StatementFailure, UpdateStatement};
+use crate::ops::validation::DocumentValidation;
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::Filter;
 use crate::query::SortSpec;
@@ -219,6 +220,7 @@ async fn insert_once(
         name,
         batch,
         InsertMode::AllOrNothing,
+        DocumentValidation::Enforce,
     )
     .await?;
     Ok(outcome.ids)
@@ -267,6 +269,7 @@ async fn update_once(
         multi: false,
         sort: None,
         collation: None,
+        validation: DocumentValidation::Enforce,
     };
     let namespace = format!("{db}.{name}");
     let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;

@@ -18,6 +18,7 @@ use crate::ops::aggregate::{
 };
 use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
+use crate::ops::validation::DocumentValidation;
 use crate::query::{parse_with_variables, Pipeline, Stage};
 use crate::state::ServerCounters;
 
@@ -36,9 +37,11 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         crate::compute::current_interrupt()
             .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
     }
-    // Honoured by doing nothing: no collection has a validator to bypass (`create` refuses
-    // validators).
-    arguments.without_effect("bypassDocumentValidation");
+    // For `$out`/`$merge`; its privilege is checked before the command runs
+    // (`auth::authorize`).
+    let validation = DocumentValidation::from_bypass_flag(
+        arguments.bool("bypassDocumentValidation")?.unwrap_or(false),
+    );
     arguments.finish()?;
     ServerCounters::add(&context.server.state.counters.op_query, 1);
     let name =
@@ -271,7 +274,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let results = match pipeline.output() {
         Some(output) => {
             let mut scope = context.scope();
-            write_output(&mut scope, &request.db, output, results).await?;
+            write_output(&mut scope, &request.db, output, results, validation).await?;
             Vec::new()
         }
         None => results,

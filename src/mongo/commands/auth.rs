@@ -330,6 +330,33 @@ pub fn visible_databases(context: &CommandContext<'_>) -> Option<Vec<String>> {
 
 /// Privileges a command needs beyond its base one, from its arguments: `(action, database)`.
 fn extra_privileges(command: Command, request: &CommandRequest) -> Vec<(Action, String)> {
+    let mut needed = privileges_of_arguments(command, request);
+    // `bypassDocumentValidation: true` needs its own action where the command writes (the
+    // built-in dbAdmin, dbOwner, dbAdminAnyDatabase and root have it).
+    let bypasses = matches!(
+        request.body.get("bypassDocumentValidation"),
+        Some(Bson::Boolean(true))
+    );
+    if bypasses
+        && matches!(
+            command,
+            Command::Insert | Command::Update | Command::FindAndModify | Command::Aggregate
+        )
+    {
+        let mut dbs: Vec<String> = needed.iter().map(|(_, db)| db.clone()).collect();
+        dbs.push(request.db.clone());
+        dbs.sort();
+        dbs.dedup();
+        needed.extend(
+            dbs.into_iter()
+                .map(|db| (Action::BypassDocumentValidation, db)),
+        );
+    }
+    needed
+}
+
+/// What a command needs beyond its base privilege, by its arguments.
+fn privileges_of_arguments(command: Command, request: &CommandRequest) -> Vec<(Action, String)> {
     let db = || request.db.clone();
     let flag = |body: &Document, key: &str| matches!(body.get(key), Some(Bson::Boolean(true)));
     match command {

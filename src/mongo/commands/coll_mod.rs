@@ -7,8 +7,8 @@
 //! `ops::coll_mod::modify_index`).
 //!
 //! The validation settings (`validator`, `validationLevel`, `validationAction`) are read in
-//! one place, [`ValidationChange::take`], and answered with an error until the validation
-//! core applies them.
+//! one place, [`ValidationChange::take`], and applied by the validation core
+//! (`ops::validation::set_validation_options`) with `create`'s checks.
 //!
 //! Not for: `create`'s options (`namespaces`), what a view or an index does (`ops`).
 
@@ -40,8 +40,8 @@ fn only_on_a_view(option: &str) -> OpError {
 #[derive(Debug, Default)]
 pub struct ValidationChange {
     pub validator: Option<Document>,
-    pub level: Option<String>,
-    pub action: Option<String>,
+    pub level: Option<Bson>,
+    pub action: Option<Bson>,
 }
 
 impl ValidationChange {
@@ -49,8 +49,8 @@ impl ValidationChange {
     pub fn take(arguments: &mut Arguments<'_>) -> Result<ValidationChange, OpError> {
         Ok(ValidationChange {
             validator: arguments.document("validator")?.cloned(),
-            level: arguments.str("validationLevel")?.map(str::to_owned),
-            action: arguments.str("validationAction")?.map(str::to_owned),
+            level: arguments.value("validationLevel").cloned(),
+            action: arguments.value("validationAction").cloned(),
         })
     }
 
@@ -197,9 +197,15 @@ pub async fn coll_mod(context: &mut CommandContext<'_>, request: &CommandRequest
         if view {
             return Err(not_on_a_view(option));
         }
-        return Err(OpError::NotSupported(format!(
-            "collMod option '{option}' is not supported by docgate yet"
-        )));
+        // Checked before anything changes, so a bad setting leaves the index alone.
+        ops::validation::validation_options(
+            "collMod",
+            &request.db,
+            name,
+            validation.validator.as_ref(),
+            validation.level.as_ref(),
+            validation.action.as_ref(),
+        )?;
     }
     if pipeline.is_some() && !view {
         return Err(only_on_a_view("pipeline"));
@@ -238,6 +244,7 @@ pub async fn coll_mod(context: &mut CommandContext<'_>, request: &CommandRequest
         return Ok(Document::new());
     }
     let Some(mut index) = index else {
+        apply_validation(context, request, name, &validation).await?;
         return Ok(Document::new());
     };
     if index.force_non_unique == Some(false) {
@@ -259,5 +266,31 @@ pub async fn coll_mod(context: &mut CommandContext<'_>, request: &CommandRequest
         ));
     }
     index.change.dry_run = dry_run;
-    ops::coll_mod::modify_index(state, &info, &index.selector, &index.change).await
+    let reply = ops::coll_mod::modify_index(state, &info, &index.selector, &index.change).await?;
+    if !dry_run {
+        apply_validation(context, request, name, &validation).await?;
+    }
+    Ok(reply)
+}
+
+/// Replaces the collection's validation settings when the command gave any (after the
+/// index change, which is the part that can be refused by the data).
+async fn apply_validation(
+    context: &CommandContext<'_>,
+    request: &CommandRequest,
+    name: &str,
+    validation: &ValidationChange,
+) -> Result<(), OpError> {
+    if validation.first_given().is_none() {
+        return Ok(());
+    }
+    ops::validation::set_validation_options(
+        &context.server.state,
+        &request.db,
+        name,
+        validation.validator.as_ref(),
+        validation.level.as_ref(),
+        validation.action.as_ref(),
+    )
+    .await
 }

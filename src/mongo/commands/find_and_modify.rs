@@ -12,6 +12,7 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops::find_and_modify::{self, FindAndModify, Modification};
+use crate::ops::validation::DocumentValidation;
 use crate::query::{parse_with_variables, Filter, Projection, SortSpec};
 
 /// `findAndModify` (also spelled `findandmodify`).
@@ -34,10 +35,12 @@ pub async fn find_and_modify(
     let fields = arguments.document("fields")?;
     let array_filters = arguments.array("arrayFilters")?;
     // MongoDB uses the hint to pick an index; docgate's planner picks its own, which never
-    // changes which document is found (the sort decides). No collection has a validator to
-    // bypass (`validator` is refused by `create`).
+    // changes which document is found (the sort decides).
     arguments.without_effect("hint");
-    arguments.without_effect("bypassDocumentValidation");
+    // Its privilege is checked before the command runs (`auth::authorize`).
+    let validation = DocumentValidation::from_bypass_flag(
+        arguments.bool("bypassDocumentValidation")?.unwrap_or(false),
+    );
     arguments.finish()?;
     let name = request.collection()?;
     let db = request.db.as_str();
@@ -78,6 +81,7 @@ pub async fn find_and_modify(
             context: parse_array_filters(array_filters)?,
             upsert,
             return_new,
+            validation,
         },
     };
     let request = FindAndModify {

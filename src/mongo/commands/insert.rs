@@ -12,6 +12,7 @@ use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops;
 use crate::ops::insert::InsertMode;
+use crate::ops::validation::DocumentValidation;
 
 /// `insert`.
 pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
@@ -20,8 +21,10 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let documents = arguments
         .array("documents")?
         .ok_or_else(|| OpError::missing_field("insert.documents"))?;
-    // No collection has a validator to bypass (`validator` is refused by `create`).
-    arguments.without_effect("bypassDocumentValidation");
+    // Its privilege is checked before the command runs (`auth::authorize`).
+    let validation = DocumentValidation::from_bypass_flag(
+        arguments.bool("bypassDocumentValidation")?.unwrap_or(false),
+    );
     arguments.finish()?;
     let name = request.collection()?;
     if documents.is_empty() {
@@ -47,6 +50,7 @@ pub async fn insert(context: &mut CommandContext<'_>, request: &CommandRequest) 
         name,
         documents.clone(),
         mode,
+        validation,
     )
     .await?;
     Ok(with_write_errors(

@@ -126,7 +126,6 @@ const UNSUPPORTED_CREATE_OPTIONS: &[&str] = &[
     "size",
     "max",
     "timeseries",
-    "validator",
     "clusteredIndex",
     "expireAfterSeconds",
     "changeStreamPreAndPostImages",
@@ -152,18 +151,21 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     if let Some(view) = super::views::view_definition(view_on, pipeline, collation.as_ref())? {
         return create_view(context, request, arguments, name, view).await;
     }
-    // Kept in the collection's options, as MongoDB keeps them (validation settings have no
-    // effect while `validator` is refused).
-    const KEPT_OPTIONS: [&str; 5] = [
-        "storageEngine",
-        "indexOptionDefaults",
-        "validationLevel",
-        "validationAction",
-        "collation",
-    ];
+    // Kept in the collection's options, as MongoDB keeps them.
+    const KEPT_OPTIONS: [&str; 3] = ["storageEngine", "indexOptionDefaults", "collation"];
     for kept in KEPT_OPTIONS {
         arguments.value(kept);
     }
+    // Document validation: checked here, compiled by the catalog, applied by every write.
+    let validator = arguments.document("validator")?;
+    let validation = ops::validation::validation_options(
+        "create",
+        &request.db,
+        name,
+        validator,
+        arguments.value("validationLevel"),
+        arguments.value("validationAction"),
+    )?;
     match arguments.document("idIndex")? {
         Some(spec) if spec.get_document("key").ok() != Some(&doc! {"_id": 1}) => {
             return Err(OpError::NotSupported(
@@ -191,6 +193,7 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
             options.insert(key.clone(), value.clone());
         }
     }
+    options.extend(validation);
     if ops::collections::create_collection(&context.server.state, &request.db, name, &options)
         .await?
     {

@@ -17,6 +17,7 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::CommandRequest;
 use crate::ops::update::{apply_statement, AppliedStatement, StatementFailure, UpdateStatement};
+use crate::ops::validation::DocumentValidation;
 use crate::ops::write::{collection_for_write, mark_multikey};
 use crate::query::Filter;
 use crate::query::UpdateContext;
@@ -66,7 +67,11 @@ pub(super) fn parse_array_filters(filters: Option<&Vec<Bson>>) -> Result<UpdateC
 
 /// Parses one statement with the command's `let` variables in scope of its filter and
 /// update; the statement's own constants `c` apply to its update pipeline only.
-fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<UpdateStatement, OpError> {
+fn parse_statement(
+    value: &Bson,
+    variables: &[(String, Bson)],
+    validation: DocumentValidation,
+) -> Result<UpdateStatement, OpError> {
     let Bson::Document(statement) = value else {
         return Err(OpError::TypeMismatch(
             "update statements must be objects".into(),
@@ -113,6 +118,7 @@ fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<UpdateS
         multi,
         sort: None,
         collation,
+        validation,
     })
 }
 
@@ -124,8 +130,10 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let statements = arguments
         .array("updates")?
         .ok_or_else(|| OpError::missing_field("update.updates"))?;
-    // No collection has a validator to bypass (`validator` is refused by `create`).
-    arguments.without_effect("bypassDocumentValidation");
+    // Its privilege is checked before the command runs (`auth::authorize`).
+    let validation = DocumentValidation::from_bypass_flag(
+        arguments.bool("bypassDocumentValidation")?.unwrap_or(false),
+    );
     arguments.finish()?;
     let name = request.collection()?;
     let namespace = format!("{}.{name}", request.db);
@@ -163,7 +171,7 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let mut errors: Vec<Document> = Vec::new();
 
     for (index, value) in statements.iter().enumerate() {
-        let result = match parse_statement(value, &variables) {
+        let result = match parse_statement(value, &variables, validation) {
             Ok(statement) => {
                 if statement.upsert && collection.is_none() {
                     collection =

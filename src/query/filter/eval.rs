@@ -56,6 +56,7 @@ pub fn try_matches(filter: &Filter, doc: &Document) -> Result<bool, QueryError> 
             .as_ref()
             .map(crate::query::value::truthy::truthy)
             .unwrap_or(false),
+        Filter::JsonSchema(schema) => schema.matches_document(doc),
         Filter::AlwaysTrue => true,
         Filter::AlwaysFalse => false,
         Filter::Text(search) => search.matches(doc),
@@ -220,7 +221,7 @@ pub fn type_code(v: &Bson) -> i32 {
     }
 }
 
-fn has_type(v: &Bson, selector: TypeSelector) -> bool {
+pub(super) fn has_type(v: &Bson, selector: TypeSelector) -> bool {
     match selector {
         TypeSelector::Number => Number::from_bson(v).is_some(),
         TypeSelector::Code(code) => type_code(v) == code,

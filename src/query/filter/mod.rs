@@ -6,6 +6,8 @@
 //! aggregation expressions (`expr/mod.rs`, reached through `$expr`).
 
 pub mod eval;
+pub mod json_schema;
+mod json_schema_check;
 pub mod positional;
 #[cfg(test)]
 mod tests;
@@ -35,6 +37,8 @@ pub enum Filter {
     },
     /// `$expr`: an aggregation expression judged truthy.
     Expr(Box<Expression>),
+    /// `$jsonSchema`: the document meets a JSON Schema.
+    JsonSchema(Box<json_schema::JsonSchema>),
     /// `$alwaysTrue`.
     AlwaysTrue,
     /// `$alwaysFalse`.
@@ -163,7 +167,7 @@ impl Filter {
                 ))
             }
             Filter::Text(_) => 1,
-            Filter::Expr(_) | Filter::AlwaysTrue | Filter::AlwaysFalse => 0,
+            Filter::Expr(_) | Filter::JsonSchema(_) | Filter::AlwaysTrue | Filter::AlwaysFalse => 0,
         };
         Ok(count)
     }
@@ -203,7 +207,10 @@ impl Filter {
                 parts.iter().any(Filter::evaluates_expressions)
             }
             Filter::Expr(_) => true,
-            Filter::Field { .. } | Filter::AlwaysTrue | Filter::AlwaysFalse => false,
+            Filter::Field { .. }
+            | Filter::JsonSchema(_)
+            | Filter::AlwaysTrue
+            | Filter::AlwaysFalse => false,
             Filter::Text(_) => false,
         }
     }
@@ -264,7 +271,10 @@ fn parse_entry(key: &str, value: &Bson, depth: usize) -> Result<Option<Filter>, 
         "$alwaysFalse" => Filter::AlwaysFalse,
         "$sampleRate" => Filter::Expr(Box::new(sample_rate(value)?)),
         "$text" => Filter::Text(Box::new(TextSearch::parse(value)?)),
-        "$where" | "$jsonSchema" | "$search" => {
+        "$jsonSchema" => {
+            Filter::JsonSchema(Box::new(json_schema::JsonSchema::parse_operand(value)?))
+        }
+        "$where" | "$search" => {
             return Err(QueryError::not_supported(format!(
                 "{key} is not supported by docgate"
             )))

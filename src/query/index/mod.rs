@@ -670,6 +670,7 @@ fn check_partial(filter: &Filter, level: usize) -> Result<(), QueryError> {
         }
         Filter::Nor(_) => refuse("$nor\n".into()),
         Filter::Expr(_) => refuse("$expr\n".into()),
+        Filter::JsonSchema(_) => refuse("$jsonSchema\n".into()),
         Filter::AlwaysTrue => refuse("$alwaysTrue\n".into()),
         Filter::AlwaysFalse => refuse("$alwaysFalse\n".into()),
         Filter::Text(_) => refuse("TEXT\n".into()),

@@ -1,4 +1,5 @@
-//! Catalog tests on every backend: create, list, drop, rename, views and changed options, the
+//! Catalog tests on every backend: create, list, drop, rename, views and changed options
+//! (a view's definition, a collection's validation options, an index's specification), the
 //! catalog version, a new store on the same data, stats, DDL inside a transaction, concurrent
 //! bootstraps of an empty database. The physical names each backend chooses are checked per backend; odd names,
 //! foreign objects, statement caches and opening errors stay in the backends' own tests.
@@ -307,6 +308,33 @@ async fn views_and_changed_options() {
         assert!(s.set_collection_options(&view, &definition).await.is_err());
         ok(s.drop_collection(&base).await);
         assert!(s.set_index_spec(&index, &hidden).await.is_err());
+        drop((s, store));
+        backend.finish().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn collection_options_are_replaced() {
+    for backend in backends().await {
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        let record = ok(s
+            .create_collection("app", "opts", &doc! {"validator": {"a": 1}})
+            .await);
+        let v0 = ok(s.catalog_version().await);
+        let options = doc! {"validator": {"b": {"$exists": true}}, "validationLevel": "moderate"};
+        ok(s.set_collection_options(&record, &options).await);
+        assert!(ok(s.catalog_version().await) > v0);
+        let listed = ok(s.list_collections().await);
+        let changed = listed.iter().find(|c| c.name == "opts").expect("listed");
+        assert_eq!(changed.options, options);
+        assert_eq!(
+            (&changed.table, &changed.uuid),
+            (&record.table, &record.uuid)
+        );
+        // A record of a dropped collection changes nothing.
+        ok(s.drop_collection(&record).await);
+        assert!(s.set_collection_options(&record, &doc! {}).await.is_err());
         drop((s, store));
         backend.finish().await;
     }
