@@ -362,3 +362,41 @@ def test_bypass_needs_its_privilege(tmp_path_factory):
             assert admin.shop["items"].count_documents({}) == 2
     finally:
         srv.stop()
+
+
+def test_coll_mod_adds_changes_and_removes_a_validator(db):
+    # The manual's "Modify a Collection's Validation Rules": collMod sets the validator of an
+    # existing collection, later writes are checked, and `validator: {}` removes it.
+    people = db["people_mod"]
+    people.insert_one({"_id": 1, "name": "no age"})
+    db.command("collMod", "people_mod", validator={"age": {"$gte": 0}})
+    info = next(db.list_collections(filter={"name": "people_mod"}))
+    assert info["options"]["validator"] == {"age": {"$gte": 0}}
+    assert info["options"]["validationLevel"] == "strict"
+    with pytest.raises(WriteError) as refused:
+        people.insert_one({"_id": 2, "age": -1})
+    assert refused.value.code == 121
+    people.insert_one({"_id": 3, "age": 30})
+
+    # moderate: an update of a document that was already invalid goes through.
+    db.command("collMod", "people_mod", validationLevel="moderate")
+    people.update_one({"_id": 1}, {"$set": {"name": "still no age"}})
+    assert people.find_one({"_id": 1})["name"] == "still no age"
+
+    # A bad setting changes nothing.
+    with pytest.raises(OperationFailure):
+        db.command("collMod", "people_mod", validationAction="shout")
+    info = next(db.list_collections(filter={"name": "people_mod"}))
+    assert info["options"]["validationAction"] == "error"
+
+    db.command("collMod", "people_mod", validator={})
+    people.insert_one({"_id": 4, "age": -5})
+    assert people.count_documents({}) == 3
+    info = next(db.list_collections(filter={"name": "people_mod"}))
+    assert "validator" not in info["options"]
+
+
+def test_coll_mod_validator_on_a_missing_collection_is_26(db):
+    with pytest.raises(OperationFailure) as missing:
+        db.command("collMod", "nowhere", validator={"a": {"$exists": True}})
+    assert missing.value.code == 26
