@@ -99,6 +99,8 @@ pub struct AppState {
     pub cluster_time: crate::ops::cluster_time::ClusterClock,
     pub started: Instant,
     pub started_at: SystemTime,
+    /// Inserts into capped collections, announced to tailable `awaitData` cursors.
+    pub capped_inserts: crate::ops::capped::CappedInserts,
 }
 
 impl AppState {
@@ -138,6 +140,7 @@ impl AppState {
             cluster_time: crate::ops::cluster_time::ClusterClock::new(),
             started: Instant::now(),
             started_at: SystemTime::now(),
+            capped_inserts: crate::ops::capped::CappedInserts::default(),
         }))
     }
 }

@@ -174,11 +174,20 @@ async fn within_deadline(
 
 /// A `getMore`'s time limit: what its cursor's opening command left of its `maxTimeMS`
 /// (MongoDB's limit covers every batch of a cursor). `maxTimeMS` on the `getMore` itself is
-/// only for tailable `awaitData` cursors, which docgate does not open: BadValue.
+/// only for tailable `awaitData` cursors (how long it waits for new documents, read by
+/// `getMore`; such a cursor has no overall limit); on any other cursor: BadValue.
 fn get_more_time_limit(
     server: &MongoServer,
     request: &CommandRequest,
 ) -> Result<Option<std::time::Duration>, OpError> {
+    let id = match request.target() {
+        Bson::Int64(id) => Some(*id),
+        _ => None,
+    };
+    if id.is_some_and(|id| server.cursors.awaits_data(id)) {
+        time_limit(server, request)?;
+        return Ok(None);
+    }
     if request.body.contains_key("maxTimeMS") && time_limit(server, request)?.is_some() {
         return Err(OpError::BadValue(
             "cannot set maxTimeMS on getMore command for a non-awaitData cursor".into(),

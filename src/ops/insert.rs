@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use bson::{Bson, Document};
 
+use super::capped::{self, CappedLimits};
 use super::prepare::{prepare_for_storage, PreparedDocument};
 use super::transaction::OpScope;
 use super::write::{collection_for_write, mark_multikey};
@@ -59,13 +60,26 @@ pub async fn insert(
     let indexes = known
         .as_ref()
         .map_or(&[][..], |info| info.indexes.as_slice());
+    let capped = known
+        .as_ref()
+        .and_then(|info| CappedLimits::of(&info.record));
+    if let (Some(info), Some(_), true) = (&known, capped, scope.in_multi_document_transaction()) {
+        return Err(capped::write_in_transaction(&info.record));
+    }
 
     // Validate and encode everything first; invalid documents become write errors.
     let mut prepared: Vec<(usize, PreparedDocument)> = Vec::with_capacity(documents.len());
     let mut invalid: Vec<(usize, OpError)> = Vec::new();
     for (index, value) in documents.into_iter().enumerate() {
         let result = match value {
-            Bson::Document(document) => prepare_for_storage(document, indexes),
+            Bson::Document(document) => {
+                prepare_for_storage(document, indexes).and_then(|prepared| match &capped {
+                    Some(limits) => {
+                        capped::check_fits(limits, prepared.stored.bson.len()).map(|()| prepared)
+                    }
+                    None => Ok(prepared),
+                })
+            }
             _ => Err(OpError::TypeMismatch(
                 "insert documents must be objects".into(),
             )),
@@ -85,11 +99,20 @@ pub async fn insert(
 
     let mut transaction = scope.begin().await?;
     let info = collection_for_write(&mut transaction, db, name).await?;
+    // The limits as this transaction sees the collection (the catalog read before may be
+    // stale; a capped collection is never created implicitly).
+    let capped = CappedLimits::of(&info.record);
+    if capped.is_some() {
+        capped::before_insert(&mut transaction, &info.record).await?;
+    }
     let batch: Vec<StoredDocument> = prepared.iter().map(|(_, p)| p.stored.clone()).collect();
     let outcome = transaction
         .session()
         .insert(&info.record, &batch, mode != InsertMode::Unordered)
         .await?;
+    if let Some(limits) = &capped {
+        capped::make_room(&mut transaction, &info.record, limits).await?;
+    }
 
     let mut errors: Vec<(usize, Document)> = Vec::new();
     for position in &outcome.conflicts {
@@ -120,6 +143,9 @@ pub async fn insert(
     mark_multikey(&mut transaction, &info.indexes, &new_multikey).await?;
     transaction.commit().await?;
     ServerCounters::add(&state.counters.op_insert, outcome.inserted);
+    if capped.is_some() && outcome.inserted > 0 {
+        state.capped_inserts.announce(&info.record.uuid);
+    }
 
     // An ordered batch that stopped at a conflict never reached a later invalid document.
     let stopped_by_conflict = mode == InsertMode::Ordered && !errors.is_empty();

@@ -12,6 +12,8 @@
 //!   invalidation after it commits;
 //! - `sessions`: logical sessions, multi-document transactions, retryable writes;
 //! - `collections`: create, drop and rename collections;
+//! - `capped`: capped collections' options and limits, the room an insert makes, the
+//!   signal that wakes tailable cursors;
 //! - `write`: the collection of a write (created implicitly), multikey marking;
 //! - `insert`: a batch of documents, ordered, unordered or all or nothing;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
@@ -32,6 +34,7 @@
 
 pub mod aggregate;
 pub mod aggregate_writes;
+pub mod capped;
 pub mod cluster_time;
 pub mod collections;
 pub mod cursors;

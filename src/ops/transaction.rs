@@ -38,6 +38,8 @@ pub struct SessionTransaction {
     /// cursors read their whole result in it, since later batches could not see the
     /// same snapshot.
     whole_results: bool,
+    /// The transaction of one retryable write, not of several commands.
+    single_write: bool,
 }
 
 impl SessionTransaction {
@@ -50,6 +52,7 @@ impl SessionTransaction {
             session: std::sync::Mutex::new(session),
             catalog_changed: false,
             whole_results: false,
+            single_write: false,
         })
     }
 
@@ -70,6 +73,7 @@ impl SessionTransaction {
             session: std::sync::Mutex::new(session),
             catalog_changed: false,
             whole_results: false,
+            single_write: true,
         })
     }
 
@@ -140,6 +144,14 @@ impl<'s> OpScope<'s> {
     /// Whether the operation runs inside a transaction that spans several commands.
     pub fn in_transaction(&self) -> bool {
         self.joined.is_some()
+    }
+
+    /// Whether the operation runs inside a transaction of several commands (a MongoDB
+    /// multi-document transaction or a snapshot read), not a retryable write's own.
+    pub fn in_multi_document_transaction(&self) -> bool {
+        self.joined
+            .as_ref()
+            .is_some_and(|joined| !joined.single_write)
     }
 
     /// Whether a cursor must read its whole result now (a snapshot read outside a
