@@ -16,9 +16,8 @@ use std::sync::Mutex;
 use bson::{Bson, Document};
 use tokio::sync::watch;
 
-use super::transaction::Transaction;
 use super::OpError;
-use crate::store::CollectionRecord;
+use crate::store::{CollectionRecord, StoreSession};
 
 /// MongoDB's upper bound on `size`: 1 PB.
 const MAX_CAPPED_BYTES: i64 = 1024 * 1024 * 1024 * 1024 * 1024;
@@ -140,27 +139,24 @@ pub fn write_in_transaction(record: &CollectionRecord) -> OpError {
     ))
 }
 
-/// Before an insert into a capped collection: other writers of it wait until this
-/// transaction ends (insertion order is then commit order).
+/// Before an insert into a capped collection, in the insert's transaction: other writers
+/// of it wait until this transaction ends (insertion order is then commit order).
 pub async fn before_insert(
-    transaction: &mut Transaction<'_>,
+    session: &mut dyn StoreSession,
     record: &CollectionRecord,
 ) -> Result<(), OpError> {
-    transaction
-        .session()
-        .serialize_capped_writes(record)
-        .await?;
+    session.serialize_capped_writes(record).await?;
     Ok(())
 }
 
-/// After an insert into a capped collection, in its transaction: removes the oldest
-/// documents until the rest fit the limits. Answers how many were removed.
+/// After an insert into a capped collection (by `insert`, an upsert or `$merge`), in its
+/// transaction: removes the oldest documents until the rest fit the limits. Answers how
+/// many were removed.
 pub async fn make_room(
-    transaction: &mut Transaction<'_>,
+    session: &mut dyn StoreSession,
     record: &CollectionRecord,
     limits: &CappedLimits,
 ) -> Result<u64, OpError> {
-    let session = transaction.session();
     let oldest = session
         .capped_overflow(record, limits.max_bytes, limits.max_documents)
         .await?;

@@ -103,7 +103,7 @@ pub async fn insert(
     // stale; a capped collection is never created implicitly).
     let capped = CappedLimits::of(&info.record);
     if capped.is_some() {
-        capped::before_insert(&mut transaction, &info.record).await?;
+        capped::before_insert(transaction.session(), &info.record).await?;
     }
     let batch: Vec<StoredDocument> = prepared.iter().map(|(_, p)| p.stored.clone()).collect();
     let outcome = transaction
@@ -111,7 +111,7 @@ pub async fn insert(
         .insert(&info.record, &batch, mode != InsertMode::Unordered)
         .await?;
     if let Some(limits) = &capped {
-        capped::make_room(&mut transaction, &info.record, limits).await?;
+        capped::make_room(transaction.session(), &info.record, limits).await?;
     }
 
     let mut errors: Vec<(usize, Document)> = Vec::new();

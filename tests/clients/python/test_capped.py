@@ -28,6 +28,12 @@ from pymongo import CursorType
 from pymongo.errors import OperationFailure, WriteError
 
 
+@pytest.fixture(autouse=True)
+def _empty_database(client, db):
+    """A database left by an earlier run on the same PostgreSQL cluster starts empty."""
+    client.drop_database(db.name)
+
+
 def test_create_options_are_listed_as_mongodb_records_them(db):
     db.create_collection("log", capped=True, size=1000, max=5)
     assert db["log"].options() == {"capped": True, "size": 1024, "max": 5}
@@ -103,6 +109,19 @@ def test_updates_and_deletes_are_allowed(db):
     assert log.delete_one({"_id": 1}).deleted_count == 1
     assert log.update_one({"_id": 2}, {"$set": {"v": 20}}).modified_count == 1
     assert [(d["_id"], d["v"]) for d in log.find()] == [(0, 0), (2, 20), (3, 3)]
+
+
+def test_upserts_and_merge_make_room_too(db):
+    log = db.create_collection("log", capped=True, size=100_000, max=2)
+    log.insert_many([{"_id": 1}, {"_id": 2}])
+    log.update_one({"_id": 3}, {"$set": {"v": 3}}, upsert=True)
+    assert [d["_id"] for d in log.find()] == [2, 3]
+    db["src"].insert_many([{"_id": 4}, {"_id": 5}])
+    list(db["src"].aggregate([{"$merge": {"into": "log"}}]))
+    assert [d["_id"] for d in log.find()] == [4, 5]
+    with pytest.raises(OperationFailure) as refused:
+        list(db["src"].aggregate([{"$out": "log"}]))
+    assert refused.value.code == 17152
 
 
 def test_writes_in_a_transaction_are_refused(client, db):
