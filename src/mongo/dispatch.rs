@@ -15,8 +15,8 @@ use bson::{Bson, Document, RawDocumentBuf};
 use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
-    aggregate, auth, delete, diagnostics, explain, fail_points, find, find_and_modify, handshake,
-    indexes, insert, namespaces, replication, stats, update, users,
+    aggregate, auth, capped, delete, diagnostics, explain, fail_points, find, find_and_modify,
+    handshake, indexes, insert, namespaces, replication, stats, update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -343,6 +343,10 @@ async fn run(
         Command::CreateIndexes => document(indexes::create_indexes(context, request).await),
         Command::DropIndexes => document(indexes::drop_indexes(context, request).await),
         Command::Create => document(namespaces::create(context, request).await),
+        Command::ConvertToCapped => document(capped::convert_to_capped(context, request).await),
+        Command::CloneCollectionAsCapped => {
+            document(capped::clone_collection_as_capped(context, request).await)
+        }
         Command::Drop => document(namespaces::drop(context, request).await),
         Command::DropDatabase => document(namespaces::drop_database(context, request).await),
         Command::RenameCollection => {

@@ -166,6 +166,93 @@ pub async fn make_room(
     Ok(session.delete(record, &oldest).await?)
 }
 
+/// `convertToCapped` (`replace: true`: the source becomes the capped collection) and
+/// `cloneCollectionAsCapped` (a new capped collection `target` beside the source): the
+/// newest documents of `source` that fit in `size` bytes, in natural order, copied into a
+/// new capped collection with only the `_id` index (MongoDB copies no other index), in one
+/// transaction; the source's other options (its collation) are kept. Writers of the source
+/// wait while it is read.
+pub async fn copy_as_capped(
+    state: &crate::state::AppState,
+    source: (&str, &str),
+    target: &str,
+    size: Option<&Bson>,
+    replace: bool,
+) -> Result<(), OpError> {
+    let (db, name) = source;
+    if !state.store.supports_capped() {
+        return Err(OpError::NotSupported(format!(
+            "capped collections are not supported on the {} backend",
+            state.store.backend_name()
+        )));
+    }
+    let capped = create_options(Some(&Bson::Boolean(true)), size, None)?
+        .ok_or_else(|| OpError::missing_field("size"))?;
+    super::namespace::check_collection_name(db, target)?;
+    let mut transaction =
+        super::transaction::Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let snapshot = crate::catalog::read_snapshot(transaction.session()).await?;
+    let Some(info) = snapshot.info(db, name).cloned() else {
+        return Err(OpError::NamespaceNotFound(format!(
+            "source collection {db}.{name} does not exist"
+        )));
+    };
+    if !replace && snapshot.info(db, target).is_some() {
+        return Err(OpError::NamespaceExists(format!(
+            "collection {db}.{target} already exists"
+        )));
+    }
+    let mut options = capped;
+    for (key, value) in &info.record.options {
+        if !matches!(key.as_str(), "capped" | "size" | "max") {
+            options.insert(key.clone(), value.clone());
+        }
+    }
+    let limits = CappedLimits::of(&CollectionRecord {
+        options: options.clone(),
+        ..info.record.clone()
+    })
+    .ok_or_else(|| OpError::BadValue("the capped options could not be read back".into()))?;
+    let session = transaction.session();
+    session
+        .lock_collection_for_index_build(&info.record)
+        .await?;
+    let rows = session
+        .scan(&info.record, &crate::store::ScanRequest::all())
+        .await?;
+    // The newest documents that fit, as inserting them all in order would leave.
+    let mut bytes = 0u64;
+    let mut first_kept = rows.len();
+    for (at, row) in rows.iter().enumerate().rev() {
+        bytes += u64::try_from(row.len()).unwrap_or(u64::MAX);
+        if bytes > limits.max_bytes {
+            break;
+        }
+        first_kept = at;
+    }
+    let mut stored = Vec::with_capacity(rows.len() - first_kept);
+    for row in &rows[first_kept..] {
+        let document = super::read::decode_document(row)?;
+        stored.push(super::prepare::prepare_for_storage(document, &[])?.stored);
+    }
+    let temporary = if replace {
+        format!(
+            "tmp.convertToCapped.{}",
+            bson::oid::ObjectId::new().to_hex()
+        )
+    } else {
+        target.to_string()
+    };
+    let created = session.create_collection(db, &temporary, &options).await?;
+    session.insert(&created, &stored, true).await?;
+    if replace {
+        session.drop_collection(&info.record).await?;
+        session.rename_collection(&created, db, name).await?;
+    }
+    transaction.changed_catalog();
+    transaction.commit().await
+}
+
 /// Per capped collection (by UUID), a counter bumped after every committed insert into it,
 /// which tailable `awaitData` cursors of this process watch. Another process writing to
 /// the same database (PostgreSQL) is not seen here: waiting cursors also look again at

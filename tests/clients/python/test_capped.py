@@ -124,6 +124,37 @@ def test_upserts_and_merge_make_room_too(db):
     assert refused.value.code == 17152
 
 
+def test_convert_to_capped_keeps_the_newest_documents_that_fit(db):
+    plain = db["plain"]
+    plain.insert_many([{"_id": i, "pad": "z" * 200} for i in range(10)])
+    plain.create_index("pad")
+    old_uuid = next(db.list_collections(filter={"name": "plain"}))["info"]["uuid"]
+    db.command({"convertToCapped": "plain", "size": 1000})
+    info = next(db.list_collections(filter={"name": "plain"}))
+    assert info["options"] == {"capped": True, "size": 1024}
+    assert info["info"]["uuid"] != old_uuid
+    kept = [d["_id"] for d in plain.find()]
+    assert kept == list(range(10 - len(kept), 10)) and 0 < len(kept) < 10
+    # Only the _id index is copied, as in MongoDB.
+    assert [i["name"] for i in plain.list_indexes()] == ["_id_"]
+    plain.insert_one({"_id": 10, "pad": "z" * 200})
+    assert [d["_id"] for d in plain.find()][-1] == 10
+    with pytest.raises(OperationFailure) as missing:
+        db.command({"convertToCapped": "nowhere", "size": 4096})
+    assert missing.value.code == 26
+
+
+def test_clone_collection_as_capped(db):
+    db["src"].insert_many([{"_id": i} for i in range(5)])
+    db.command({"cloneCollectionAsCapped": "src", "toCollection": "dst", "size": 4096})
+    assert db["dst"].options() == {"capped": True, "size": 4096}
+    assert [d["_id"] for d in db["dst"].find()] == [0, 1, 2, 3, 4]
+    assert db["src"].options() == {}
+    with pytest.raises(OperationFailure) as exists:
+        db.command({"cloneCollectionAsCapped": "src", "toCollection": "dst", "size": 4096})
+    assert exists.value.code == 48
+
+
 def test_writes_in_a_transaction_are_refused(client, db):
     log = db.create_collection("log", capped=True, size=4096)
     with client.start_session() as session:
