@@ -232,6 +232,44 @@ def test_await_data_answers_an_empty_batch_after_max_await(db):
     db.command({"killCursors": "log", "cursors": [Int64(cursor_id), Int64(plain)]})
 
 
+def test_a_tailing_reader_sees_concurrent_writers_documents_once_each(server, db):
+    """Inserts from several connections at once: insertion order is commit order, so a
+    tailable cursor that resumes after the last document it saw misses none."""
+    log = db.create_collection("log", capped=True, size=10_000_000)
+    log.insert_one({"w": -1, "n": -1})
+    cursor = log.find(cursor_type=CursorType.TAILABLE_AWAIT).max_await_time_ms(500)
+    assert cursor.next()["w"] == -1
+    writers, per_writer = 4, 25
+
+    def write(w):
+        with server.client() as own:
+            target = own[db.name]["log"]
+            for n in range(per_writer):
+                target.insert_one({"w": w, "n": n})
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    seen = []
+    deadline = time.monotonic() + 60
+    while len(seen) < writers * per_writer and time.monotonic() < deadline:
+        try:
+            document = cursor.next()
+        except StopIteration:
+            assert cursor.alive
+            continue
+        seen.append((document["w"], document["n"]))
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(seen) == [(w, n) for w in range(writers) for n in range(per_writer)]
+    # Each writer's documents in the order it wrote them, and in natural order too.
+    for w in range(writers):
+        assert [n for (ww, n) in seen if ww == w] == list(range(per_writer))
+    natural = [(d["w"], d["n"]) for d in log.find({"w": {"$gte": 0}})]
+    assert natural == seen
+    cursor.close()
+
+
 def test_overwritten_position_is_capped_position_lost(db):
     log = db.create_collection("log", capped=True, size=100_000, max=2)
     log.insert_many([{"i": 0}, {"i": 1}])
