@@ -130,13 +130,22 @@ pub fn check_fits(limits: &CappedLimits, document_bytes: usize) -> Result<(), Op
     Ok(())
 }
 
-/// MongoDB's refusal of a write to a capped collection inside a multi-document
-/// transaction (263).
-pub fn write_in_transaction(record: &CollectionRecord) -> OpError {
-    OpError::NotInTransaction(format!(
-        "Collection '{}.{}' is a capped collection. Writes in transactions are not allowed on capped collections.",
-        record.db, record.name
-    ))
+/// MongoDB's refusal (263) of a write to a capped collection inside a multi-document
+/// transaction: `in_transaction` says whether the write runs in one
+/// (`OpScope::in_multi_document_transaction`), `collection` is its target if it exists.
+pub fn check_transaction_write(
+    in_transaction: bool,
+    collection: Option<&crate::catalog::CollectionInfo>,
+) -> Result<(), OpError> {
+    match collection {
+        Some(info) if in_transaction && is_capped(&info.record) => {
+            Err(OpError::NotInTransaction(format!(
+                "Collection '{}.{}' is a capped collection. Writes in transactions are not allowed on capped collections.",
+                info.record.db, info.record.name
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Before an insert into a capped collection, in the insert's transaction: other writers

@@ -63,9 +63,7 @@ pub async fn insert(
     let capped = known
         .as_ref()
         .and_then(|info| CappedLimits::of(&info.record));
-    if let (Some(info), Some(_), true) = (&known, capped, scope.in_multi_document_transaction()) {
-        return Err(capped::write_in_transaction(&info.record));
-    }
+    capped::check_transaction_write(scope.in_multi_document_transaction(), known.as_deref())?;
 
     // Validate and encode everything first; invalid documents become write errors.
     let mut prepared: Vec<(usize, PreparedDocument)> = Vec::with_capacity(documents.len());

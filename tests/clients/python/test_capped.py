@@ -10,7 +10,8 @@ create) and its command definitions:
 - the oldest documents make room for new ones once `max` documents or `size` bytes are
   exceeded; `find` without a sort answers insertion order, `{$natural: -1}` the reverse; a
   document larger than `size` is BadValue; deletes and updates are allowed;
-- writes to a capped collection inside a transaction are 263;
+- writes to a capped collection inside a transaction (insert, update, delete, findAndModify)
+  are 263;
 - a tailable cursor needs a capped collection (2 BadValue), stays open at the end of the data
   and later returns what was inserted; with awaitData a getMore waits up to maxAwaitTimeMS for
   an insert (here another thread's); a cursor whose position was overwritten answers 136
@@ -157,12 +158,24 @@ def test_clone_collection_as_capped(db):
 
 def test_writes_in_a_transaction_are_refused(client, db):
     log = db.create_collection("log", capped=True, size=4096)
+    log.insert_one({"_id": 1, "a": 0})
+    writes = [
+        lambda s: log.insert_one({"a": 1}, session=s),
+        lambda s: log.update_one({"_id": 1}, {"$set": {"a": 2}}, session=s),
+        lambda s: log.delete_one({"_id": 1}, session=s),
+        lambda s: log.find_one_and_update({"_id": 1}, {"$set": {"a": 3}}, session=s),
+    ]
+    for write in writes:
+        with client.start_session() as session:
+            with pytest.raises(OperationFailure) as refused:
+                with session.start_transaction():
+                    write(session)
+        assert refused.value.code == 263
+    assert list(log.find()) == [{"_id": 1, "a": 0}]
+    # Outside a transaction (a retryable write has a transaction of its own) they work.
     with client.start_session() as session:
-        with pytest.raises(OperationFailure) as refused:
-            with session.start_transaction():
-                log.insert_one({"a": 1}, session=session)
-    assert refused.value.code == 263
-    assert log.count_documents({}) == 0
+        log.insert_one({"_id": 2}, session=session)
+    assert log.count_documents({}) == 2
 
 
 def test_tailable_needs_a_capped_collection(db):
