@@ -245,6 +245,18 @@ def test_await_data_answers_an_empty_batch_after_max_await(db):
     db.command({"killCursors": "log", "cursors": [Int64(cursor_id), Int64(plain)]})
 
 
+def test_a_deleted_position_is_lost_even_when_a_newer_document_follows(db):
+    log = db.create_collection("log", capped=True, size=4096)
+    log.insert_many([{"_id": 1}, {"_id": 2}])
+    reply = db.command({"find": "log", "tailable": True})
+    assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == [1, 2]
+    log.delete_one({"_id": 2})
+    log.insert_one({"_id": 3})
+    with pytest.raises(OperationFailure) as lost:
+        db.command({"getMore": Int64(reply["cursor"]["id"]), "collection": "log"})
+    assert lost.value.code == 136
+
+
 def test_a_tailing_reader_sees_concurrent_writers_documents_once_each(server, db):
     """Inserts from several connections at once: insertion order is commit order, so a
     tailable cursor that resumes after the last document it saw misses none."""
