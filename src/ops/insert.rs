@@ -142,7 +142,7 @@ pub async fn insert(
     transaction.commit().await?;
     ServerCounters::add(&state.counters.op_insert, outcome.inserted);
     if capped.is_some() && outcome.inserted > 0 {
-        state.capped_inserts.announce(&info.record.uuid);
+        scope.announce_capped_insert(&info.record.uuid);
     }
 
     // An ordered batch that stopped at a conflict never reached a later invalid document.
