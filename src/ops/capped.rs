@@ -29,7 +29,8 @@ const NO_DOCUMENT_LIMIT: i64 = 0x7fff_ffff;
 pub struct CappedLimits {
     /// The most bytes (sum of BSON sizes) its documents may take.
     pub max_bytes: u64,
-    /// The most documents it may hold, if limited.
+    /// The most documents it may hold, if `max` was given (2^31-1 for a `max` of 0 or less,
+    /// as MongoDB records it).
     pub max_documents: Option<u64>,
 }
 
@@ -44,7 +45,7 @@ impl CappedLimits {
         let number = |field: &str| options.get(field).and_then(as_number);
         let max_bytes = number("size").and_then(|n| u64::try_from(n).ok())?;
         let max_documents = number("max")
-            .filter(|n| *n > 0 && *n < NO_DOCUMENT_LIMIT)
+            .filter(|n| *n > 0)
             .and_then(|n| u64::try_from(n).ok());
         Some(CappedLimits {
             max_bytes,

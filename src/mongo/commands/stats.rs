@@ -117,9 +117,9 @@ fn storage_document(
         "indexSizes": index_sizes,
         "scaleFactor": scale,
     };
-    // A capped collection's limits: `max` (documents; 2^31-1 when unlimited) and `maxSize`.
+    // A capped collection's limits: `max` (documents; 0 when none was given) and `maxSize`.
     if let Some(limits) = capped {
-        let max = limits.max_documents.map_or(0x7fff_ffff, as_i64);
+        let max = limits.max_documents.map_or(0, as_i64);
         document.insert("max", size_bson(max));
         document.insert("maxSize", size_bson(as_i64(limits.max_bytes) / scale));
     }

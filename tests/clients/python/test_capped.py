@@ -51,6 +51,11 @@ def test_create_options_are_listed_as_mongodb_records_them(db):
     assert refused.value.code == 48
     db.create_collection("plain")
     assert db.command("collStats", "plain")["capped"] is False
+    db.create_collection("unlimited", capped=True, size=4096)
+    assert db.command("collStats", "unlimited")["max"] == 0
+    db.create_collection("zero", capped=True, size=4096, max=0)
+    assert db["zero"].options() == {"capped": True, "size": 4096, "max": 2**31 - 1}
+    assert db.command("collStats", "zero")["max"] == 2**31 - 1
 
 
 @pytest.mark.parametrize(
