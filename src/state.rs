@@ -115,6 +115,8 @@ pub struct AppState {
     pub operations: crate::ops::operations::OperationRegistry,
     /// The profiler's settings and `system.profile`, and the slow-operation threshold.
     pub profiler: crate::ops::profiler::Profiler,
+    /// Inserts into capped collections, announced to tailable `awaitData` cursors.
+    pub capped_inserts: crate::ops::capped::CappedInserts,
 }
 
 impl AppState {
@@ -158,6 +160,7 @@ impl AppState {
             started: Instant::now(),
             started_at: SystemTime::now(),
             operations: Default::default(),
+            capped_inserts: crate::ops::capped::CappedInserts::default(),
         }))
     }
 }

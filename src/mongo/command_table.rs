@@ -23,10 +23,12 @@ pub enum Command {
     Authenticate,
     BuildInfo,
     CollMod,
+    CloneCollectionAsCapped,
     CollStats,
     CommitTransaction,
     ConfigureFailPoint,
     ConnectionStatus,
+    ConvertToCapped,
     Count,
     Create,
     CreateIndexes,
@@ -106,6 +108,8 @@ impl Command {
                 | Command::DropDatabase
                 | Command::DropIndexes
                 | Command::RenameCollection
+                | Command::ConvertToCapped
+                | Command::CloneCollectionAsCapped
         )
     }
 }
@@ -155,10 +159,12 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("aggregate", &[], Command::Aggregate, needs(&[Find]), "Runs an aggregation pipeline ($match, $group, $sort, $skip, $limit, $count, $project, ...)."),
     spec("buildInfo", &["buildinfo"], Command::BuildInfo, Open, "Build details of this server."),
     spec("collMod", &[], Command::CollMod, needs(&[CollMod]), "Redefines a view or changes an index (hidden, expireAfterSeconds)."),
+    spec("cloneCollectionAsCapped", &[], Command::CloneCollectionAsCapped, needs(&[Find, Insert, CreateCollection]), "Copies the newest documents of a collection that fit into a new capped collection."),
     spec("collStats", &["collstats"], Command::CollStats, needs(&[CollStats]), "Size and count of a collection."),
     spec("commitTransaction", &[], Command::CommitTransaction, Authenticated, "Commits the session's multi-document transaction."),
     spec("configureFailPoint", &[], Command::ConfigureFailPoint, needs(&[SetParameter]), "Sets the failCommand fail point (only with --enable-test-commands)."),
     spec("connectionStatus", &[], Command::ConnectionStatus, Open, "Authentication state of this connection."),
+    spec("convertToCapped", &[], Command::ConvertToCapped, needs(&[ConvertToCapped]), "Replaces a collection by a capped one holding its newest documents that fit."),
     spec("count", &[], Command::Count, needs(&[Find]), "Counts the documents matching a query."),
     spec("create", &[], Command::Create, needs(&[CreateCollection]), "Creates a collection."),
     spec("createRole", &[], Command::CreateRole, needs(&[CreateRole]), "Creates a role that bundles built-in roles."),

@@ -15,9 +15,9 @@ use bson::{Bson, Document, RawDocumentBuf};
 use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
-    aggregate, auth, coll_mod, delete, diagnostics, explain, fail_points, find, find_and_modify,
-    fsync, handshake, indexes, insert, namespaces, operations, profiling, replication, shutdown,
-    stats, update, users,
+    aggregate, auth, capped, coll_mod, delete, diagnostics, explain, fail_points, find,
+    find_and_modify, fsync, handshake, indexes, insert, namespaces, operations, profiling,
+    replication, shutdown, stats, update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -218,11 +218,20 @@ async fn within_deadline(
 
 /// A `getMore`'s time limit: what its cursor's opening command left of its `maxTimeMS`
 /// (MongoDB's limit covers every batch of a cursor). `maxTimeMS` on the `getMore` itself is
-/// only for tailable `awaitData` cursors, which docgate does not open: BadValue.
+/// only for tailable `awaitData` cursors (how long it waits for new documents, read by
+/// `getMore`; such a cursor has no overall limit); on any other cursor: BadValue.
 fn get_more_time_limit(
     server: &MongoServer,
     request: &CommandRequest,
 ) -> Result<Option<std::time::Duration>, OpError> {
+    let id = match request.target() {
+        Bson::Int64(id) => Some(*id),
+        _ => None,
+    };
+    if id.is_some_and(|id| server.cursors.awaits_data(id)) {
+        time_limit(server, request)?;
+        return Ok(None);
+    }
     if request.body.contains_key("maxTimeMS") && time_limit(server, request)?.is_some() {
         return Err(OpError::BadValue(
             "cannot set maxTimeMS on getMore command for a non-awaitData cursor".into(),
@@ -384,6 +393,10 @@ async fn run(
         Command::CreateIndexes => document(indexes::create_indexes(context, request).await),
         Command::DropIndexes => document(indexes::drop_indexes(context, request).await),
         Command::Create => document(namespaces::create(context, request).await),
+        Command::ConvertToCapped => document(capped::convert_to_capped(context, request).await),
+        Command::CloneCollectionAsCapped => {
+            document(capped::clone_collection_as_capped(context, request).await)
+        }
         Command::Drop => document(namespaces::drop(context, request).await),
         Command::DropDatabase => document(namespaces::drop_database(context, request).await),
         Command::RenameCollection => {

@@ -413,7 +413,11 @@ async fn retryable(
         written_ms: bson::DateTime::now().timestamp_millis(),
     };
     write.session().put_write_record(&key.id, &record).await?;
+    let capped_inserts = write.take_capped_inserts();
     write.commit(&state.catalog).await?;
+    for uuid in capped_inserts {
+        state.capped_inserts.announce(&uuid);
+    }
     Ok(reply.into())
 }
 

@@ -11,6 +11,7 @@
 //! Not for: running the pipeline (`aggregate`), the stages' semantics
 //! (`query::aggregate::output`), or the command's reply (the front ends).
 
+use super::capped::{self, CappedLimits};
 use std::collections::{BTreeSet, HashMap};
 
 use bson::{Bson, Document};
@@ -442,10 +443,19 @@ async fn merge_all(
     }
     if !inserted.is_empty() {
         let stored: Vec<_> = inserted.iter().map(|p| p.stored.clone()).collect();
+        if let Some(limits) = CappedLimits::of(&info.record) {
+            for document in &stored {
+                capped::check_fits(&limits, document.bson.len())?;
+            }
+            capped::before_insert(transaction.session(), &info.record).await?;
+        }
         let outcome = transaction
             .session()
             .insert(&info.record, &stored, true)
             .await?;
+        if let Some(limits) = CappedLimits::of(&info.record) {
+            capped::make_room(transaction.session(), &info.record, &limits).await?;
+        }
         if let Some(position) = outcome.conflicts.first() {
             let by_index = outcome.index_conflicts.iter().find(|(p, _)| p == position);
             let entry = match (inserted.get(*position), by_index) {

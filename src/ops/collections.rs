@@ -47,7 +47,11 @@ pub async fn drop_collections(
         transaction.session().drop_collection(record).await?;
     }
     transaction.changed_catalog();
-    transaction.commit().await
+    transaction.commit().await?;
+    for record in records {
+        state.capped_inserts.forget(&record.uuid);
+    }
+    Ok(())
 }
 
 /// Renames `record` to `target_db.target_name`, first dropping `drop_first` (the existing

@@ -39,6 +39,9 @@ use super::transaction::OpScope;
 pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024 - 16 * 1024;
 /// Documents in a first batch when the client does not say (MongoDB's default).
 pub const DEFAULT_FIRST_BATCH: usize = 101;
+/// How long a `getMore` on a tailable `awaitData` cursor waits for new documents when it
+/// does not say (`maxTimeMS` on the `getMore`; MongoDB's default is one second).
+pub const DEFAULT_MAX_AWAIT: Duration = Duration::from_secs(1);
 
 /// The operator's limits on cursors (`[limits]`, `--max-open-cursors`,
 /// `--max-open-cursors-per-session`, `--cursor-timeout-ms`).
@@ -135,13 +138,24 @@ impl ResultSource {
         }
     }
 
+    /// Whether this is a tailable `awaitData` cursor (a `getMore` on it may wait).
+    fn awaits_data(&self) -> bool {
+        matches!(self, ResultSource::Stream(read) if read.tail().is_some_and(|t| t.await_data))
+    }
+
     async fn next_batch(
         &mut self,
         scope: &mut OpScope<'_>,
         limit: BatchLimit,
+        max_await: Option<Duration>,
     ) -> Result<Vec<RawDocumentBuf>, OpError> {
+        let awaits = self.awaits_data();
         match self {
             ResultSource::Documents(documents) => Ok(take_batch(documents, limit)),
+            ResultSource::Stream(read) if awaits => {
+                let max_await = max_await.unwrap_or(DEFAULT_MAX_AWAIT);
+                read.next_batch_awaiting(scope, limit, max_await).await
+            }
             ResultSource::Stream(read) => read.next_batch(scope, limit).await,
         }
     }
@@ -297,6 +311,15 @@ impl CursorRegistry {
             }
         }
         let id = self.new_id();
+        // The opening command's time limit covers every batch, except an `awaitData`
+        // cursor's: each `getMore` of it has its own wait (`maxTimeMS` on the getMore).
+        let time_left = if rest.awaits_data() {
+            None
+        } else {
+            crate::compute::current_interrupt()
+                .deadline()
+                .map(|deadline| deadline.saturating_duration_since(Instant::now()))
+        };
         cursors.insert(
             id,
             Cursor {
@@ -306,9 +329,7 @@ impl CursorRegistry {
                 last_used: Instant::now(),
                 no_timeout: options.no_timeout,
                 got_more: false,
-                time_left: crate::compute::current_interrupt()
-                    .deadline()
-                    .map(|deadline| deadline.saturating_duration_since(Instant::now())),
+                time_left,
             },
         );
         self.total_opened.fetch_add(1, Ordering::Relaxed);
@@ -318,7 +339,9 @@ impl CursorRegistry {
         })
     }
 
-    /// The next batch of cursor `id` (`getMore`), of at most `batch_size` documents. The
+    /// The next batch of cursor `id` (`getMore`), of at most `batch_size` documents; a
+    /// tailable `awaitData` cursor with nothing new waits up to `max_await` (default one
+    /// second) for an insert. The
     /// cursor is read outside the registry's lock; it is closed when exhausted and when the
     /// read fails or is abandoned (the client went away, the time limit passed).
     pub async fn next_batch(
@@ -327,6 +350,7 @@ impl CursorRegistry {
         id: i64,
         namespace: &str,
         batch_size: Option<usize>,
+        max_await: Option<Duration>,
         requester: &CursorOwner,
     ) -> Result<Batch, OpError> {
         let started = Instant::now();
@@ -336,7 +360,7 @@ impl CursorRegistry {
             .as_mut()
             .ok_or(OpError::CursorNotFound(id))?;
         let documents = source
-            .next_batch(scope, next_batch_limit(batch_size))
+            .next_batch(scope, next_batch_limit(batch_size), max_await)
             .await?;
         let cursor_id = self.hand_back(&mut checked_out, started);
         Ok(Batch {
@@ -372,6 +396,15 @@ impl CursorRegistry {
                 0
             }
         }
+    }
+
+    /// Whether cursor `id` is a tailable `awaitData` cursor (its `getMore` may carry
+    /// `maxTimeMS`: how long to wait for new documents).
+    pub fn awaits_data(&self, id: i64) -> bool {
+        self.lock()
+            .get(&id)
+            .and_then(|cursor| cursor.source.as_ref())
+            .is_some_and(ResultSource::awaits_data)
     }
 
     /// The time limit of the next `getMore` of cursor `id`: what its opening command's

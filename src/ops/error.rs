@@ -137,6 +137,14 @@ pub enum OpError {
     /// 209: a gossiped `$clusterTime` too far ahead of the wall clock.
     #[error("{0}")]
     ClusterTimeFailsRateLimiter(String),
+    /// 136 CappedPositionLost: the document a tailable cursor stood on was removed from its
+    /// capped collection (overwritten by newer ones, or deleted).
+    #[error("{0}")]
+    CappedPositionLost(String),
+    /// 51024: a command field outside the range MongoDB's command definition allows
+    /// ("BSON field 'size' value must be >= 1, actual value '0'").
+    #[error("{0}")]
+    FieldOutOfRange(String),
 }
 
 /// An evaluation stopped part way (time limit, client gone, shutdown, memory limit) is the
@@ -201,6 +209,8 @@ impl OpError {
             OpError::NoReplicationEnabled(_) => 76,
             OpError::NewReplicaSetConfigurationIncompatible(_) => 103,
             OpError::ClusterTimeFailsRateLimiter(_) => 209,
+            OpError::CappedPositionLost(_) => 136,
+            OpError::FieldOutOfRange(_) => 51024,
         }
     }
 
@@ -252,6 +262,8 @@ impl OpError {
                 "NewReplicaSetConfigurationIncompatible"
             }
             OpError::ClusterTimeFailsRateLimiter(_) => "ClusterTimeFailsRateLimiter",
+            OpError::CappedPositionLost(_) => "CappedPositionLost",
+            OpError::FieldOutOfRange(_) => "Location51024",
         }
     }
 

@@ -15,12 +15,12 @@ use bson::{Bson, Document};
 
 use super::cursors::{take_batch, ResultSource};
 use super::read;
-use super::read_cursor::{BatchLimit, ReadCursor};
+use super::read_cursor::{BatchLimit, ReadCursor, Tail};
 use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::planner::ReadPlan;
-use crate::query::{compare_values, Collation, Filter, Projection, SortSpec};
+use crate::query::{compare_values, Collation, Filter, Projection, SortDirection, SortSpec};
 use crate::store::ScanPosition;
 
 /// A parsed `find`.
@@ -147,6 +147,48 @@ pub async fn open(
     let mut rest = VecDeque::from(whole);
     let batch = take_batch(&mut rest, first);
     Ok((batch, ResultSource::Documents(rest)))
+}
+
+/// Opens a tailable `find` (`tailable`, with or without `awaitData`) on a capped
+/// collection: a natural-order read that stays open at the end of the data, so later
+/// batches return the documents inserted since. BadValue on a collection that is not
+/// capped or with a sort other than `{$natural: 1}`. A first batch that finds nothing
+/// leaves no cursor, as in MongoDB (it has no position to resume from).
+pub async fn open_tailable(
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    request: FindRequest,
+    first: BatchLimit,
+    tail: Tail,
+) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
+    let namespace = format!("{}.{}", info.record.db, info.record.name);
+    if !super::capped::is_capped(&info.record) {
+        return Err(OpError::BadValue(format!(
+            "error processing query: ns={namespace} tailable cursor requested on non capped collection"
+        )));
+    }
+    if request.sort.as_ref().is_some_and(|sort| {
+        !sort.keys.is_empty() || sort.natural == Some(SortDirection::Descending)
+    }) {
+        return Err(OpError::BadValue(
+            "error processing query: cannot use tailable option with a sort other than {$natural: 1}"
+                .into(),
+        ));
+    }
+    // Natural order whatever the indexes (as a `{$natural: 1}` hint would have it): the
+    // position a tailable cursor resumes from is the insertion sequence.
+    let request = FindRequest {
+        sort: None,
+        hint: Some(Bson::Document(bson::doc! {"$natural": 1})),
+        ..request
+    };
+    let (plan, projection, positional_filter) = plan_find(info, request)?;
+    let mut cursor = ReadCursor::new(info, plan, projection, positional_filter).tailing(tail);
+    let batch = cursor.next_batch(scope, first).await?;
+    if first.documents > 0 && cursor.position().is_none() {
+        cursor.close();
+    }
+    Ok((batch, ResultSource::Stream(Box::new(cursor))))
 }
 
 /// The plan of a find, its projection, and the whole filter when the projection is

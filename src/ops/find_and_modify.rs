@@ -72,12 +72,14 @@ pub async fn find_and_modify(
         Modification::Update { upsert: true, .. }
     );
     let state = scope.state;
+    let in_transaction = scope.in_multi_document_transaction();
     let mut transaction = scope.begin().await?;
     let collection = match transaction.collection_info(db, name).await? {
         Some(collection) => collection,
         None if upsert => collection_for_write(&mut transaction, db, name).await?,
         None => return Ok(FoundAndModified::default()),
     };
+    super::capped::check_transaction_write(in_transaction, Some(&collection))?;
     let FindAndModify {
         filter,
         sort,

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use bson::{Bson, Document};
 
+use super::capped::{self, CappedLimits};
 use super::prepare::{prepare_for_storage, PreparedDocument};
 use super::transaction::OpScope;
 use super::validation::{DocumentValidation, ValidationCheck};
@@ -63,6 +64,10 @@ pub async fn insert(
         .as_ref()
         .map_or(&[][..], |info| info.indexes.as_slice());
     let check = ValidationCheck::new_document(known.as_deref(), validation);
+    let capped = known
+        .as_ref()
+        .and_then(|info| CappedLimits::of(&info.record));
+    capped::check_transaction_write(scope.in_multi_document_transaction(), known.as_deref())?;
 
     // Validate and encode everything first; invalid documents become write errors.
     let mut prepared: Vec<(usize, PreparedDocument)> = Vec::with_capacity(documents.len());
@@ -70,7 +75,13 @@ pub async fn insert(
     for (index, value) in documents.into_iter().enumerate() {
         let result = match value {
             Bson::Document(document) => {
-                prepare_for_storage(document, indexes, state.settings.documents, &check)
+                prepare_for_storage(document, indexes, state.settings.documents, &check).and_then(
+                    |prepared| match &capped {
+                        Some(limits) => capped::check_fits(limits, prepared.stored.bson.len())
+                            .map(|()| prepared),
+                        None => Ok(prepared),
+                    },
+                )
             }
             _ => Err(OpError::TypeMismatch(
                 "insert documents must be objects".into(),
@@ -91,11 +102,20 @@ pub async fn insert(
 
     let mut transaction = scope.begin().await?;
     let info = collection_for_write(&mut transaction, db, name).await?;
+    // The limits as this transaction sees the collection (the catalog read before may be
+    // stale; a capped collection is never created implicitly).
+    let capped = CappedLimits::of(&info.record);
+    if capped.is_some() {
+        capped::before_insert(transaction.session(), &info.record).await?;
+    }
     let batch: Vec<StoredDocument> = prepared.iter().map(|(_, p)| p.stored.clone()).collect();
     let outcome = transaction
         .session()
         .insert(&info.record, &batch, mode != InsertMode::Unordered)
         .await?;
+    if let Some(limits) = &capped {
+        capped::make_room(transaction.session(), &info.record, limits).await?;
+    }
 
     let mut errors: Vec<(usize, Document)> = Vec::new();
     for position in &outcome.conflicts {
@@ -126,6 +146,9 @@ pub async fn insert(
     mark_multikey(&mut transaction, &info.indexes, &new_multikey).await?;
     transaction.commit().await?;
     ServerCounters::add(&state.counters.op_insert, outcome.inserted);
+    if capped.is_some() && outcome.inserted > 0 {
+        scope.announce_capped_insert(&info.record.uuid);
+    }
 
     // An ordered batch that stopped at a conflict never reached a later invalid document.
     let stopped_by_conflict = mode == InsertMode::Ordered && !errors.is_empty();

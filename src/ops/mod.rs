@@ -12,6 +12,8 @@
 //!   invalidation after it commits;
 //! - `sessions`: logical sessions, multi-document transactions, retryable writes;
 //! - `collections`: create, drop and rename collections;
+//! - `capped`: capped collections' options and limits, the room an insert makes, the
+//!   signal that wakes tailable cursors;
 //! - `write`: the collection of a write (created implicitly), multikey marking;
 //! - `validation`: document validation of every write (`validator`, `validationLevel`,
 //!   `validationAction`, `bypassDocumentValidation`) and changing a collection's validation
@@ -39,6 +41,7 @@
 
 pub mod aggregate;
 pub mod aggregate_writes;
+pub mod capped;
 pub mod cluster_time;
 pub mod coll_mod;
 pub mod collections;

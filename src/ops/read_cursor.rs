@@ -27,6 +27,7 @@
 use bson::raw::RawDocumentBuf;
 use bson::Document;
 
+use super::capped::AWAIT_POLL_INTERVAL;
 use super::find::encode_documents;
 use super::read::decode_document;
 use super::transaction::OpScope;
@@ -95,6 +96,17 @@ pub struct ReadCursor {
     /// renamed by another instance after this one planned from its cached catalog) is an
     /// empty result, as a find on a missing collection is; after it, QueryPlanKilled.
     started: bool,
+    /// A tailable cursor on a capped collection (`tailable`): it stays open at the end of
+    /// the data and later batches return what was inserted since.
+    tail: Option<Tail>,
+}
+
+/// How a tailable cursor behaves at the end of the data.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tail {
+    /// `awaitData`: a `getMore` that finds nothing waits (up to `maxAwaitTimeMS`) for an
+    /// insert instead of answering an empty batch at once.
+    pub await_data: bool,
 }
 
 impl ReadCursor {
@@ -142,7 +154,26 @@ impl ReadCursor {
             rows_read: 0,
             bytes_read: 0,
             started: false,
+            tail: None,
         }
+    }
+
+    /// Makes the cursor tailable (a natural-order scan of a capped collection): the end of
+    /// the data does not exhaust it.
+    pub fn tailing(mut self, tail: Tail) -> ReadCursor {
+        self.tail = Some(tail);
+        self
+    }
+
+    /// How the cursor tails, if it is tailable.
+    pub fn tail(&self) -> Option<Tail> {
+        self.tail
+    }
+
+    /// Closes the cursor (a tailable cursor whose first batch found nothing is dead, as in
+    /// MongoDB: it has no position to resume from).
+    pub fn close(&mut self) {
+        self.exhausted = true;
     }
 
     /// Sends every selected row through `stages` (the rest of an aggregate) instead of
@@ -213,6 +244,9 @@ impl ReadCursor {
             return Ok(batch);
         }
         let mut session = scope.reader().await?;
+        if self.tail.is_some() {
+            self.check_position_kept(session.as_mut()).await?;
+        }
         let mut bytes = 0usize;
         while batch.len() < limit.documents && !self.exhausted {
             let want = limit.documents - batch.len();
@@ -229,6 +263,10 @@ impl ReadCursor {
             let consumed_all =
                 self.take_rows(rows, verdicts, staged, &mut batch, &mut bytes, limit)?;
             if short && consumed_all {
+                if self.tail.is_some() {
+                    // The end of the data for now: a tailable cursor waits there.
+                    break;
+                }
                 self.exhausted = true;
             }
             if !consumed_all {
@@ -237,6 +275,33 @@ impl ReadCursor {
             crate::interrupt::check_now().map_err(StoreError::from)?;
         }
         Ok(batch)
+    }
+
+    /// The next batch of a tailable `awaitData` cursor: when nothing new is there, waits up
+    /// to `max_await` for an insert into its collection — woken at once by this process's
+    /// inserts (`CappedInserts`), and looking again every `AWAIT_POLL_INTERVAL` for another
+    /// process's — and answers an empty batch when none came.
+    pub async fn next_batch_awaiting(
+        &mut self,
+        scope: &mut OpScope<'_>,
+        limit: BatchLimit,
+        max_await: std::time::Duration,
+    ) -> Result<Vec<RawDocumentBuf>, OpError> {
+        let deadline = tokio::time::Instant::now() + max_await;
+        // Subscribed before reading, so an insert between the read and the wait wakes it.
+        let mut inserts = scope.state.capped_inserts.subscribe(&self.record.uuid);
+        loop {
+            let batch = self.next_batch(scope, limit).await?;
+            let now = tokio::time::Instant::now();
+            if !batch.is_empty() || self.exhausted || now >= deadline {
+                return Ok(batch);
+            }
+            let wake = deadline.min(now + AWAIT_POLL_INTERVAL);
+            if let Ok(Err(_)) = tokio::time::timeout_at(wake, inserts.changed()).await {
+                // The collection's signal is gone (dropped): only the poll is left.
+                tokio::time::sleep_until(wake).await;
+            }
+        }
     }
 
     /// The scan for the next chunk of a batch that still wants `want` documents and
@@ -428,6 +493,31 @@ impl ReadCursor {
         encode_documents(&[projected])?
             .pop()
             .ok_or_else(|| OpError::BadValue("a projection produced no document".into()))
+    }
+
+    /// 136 CappedPositionLost when the document a tailable cursor stands on is gone from
+    /// its capped collection (removed to make room, or deleted): where to resume is lost.
+    async fn check_position_kept(
+        &self,
+        session: &mut (dyn crate::store::StoreSession + 'static),
+    ) -> Result<(), OpError> {
+        let Some(ScanPosition::Natural(sequence)) = self.position else {
+            return Ok(());
+        };
+        let probe = ScanRequest {
+            limit: Some(1),
+            ..ScanRequest::all()
+        };
+        let before = ScanPosition::Natural(sequence.saturating_sub(1));
+        let next = session
+            .scan_from(&self.record, &probe, Some(&before))
+            .await?;
+        if next.first().map(|row| &row.position) == self.position.as_ref() {
+            return Ok(());
+        }
+        Err(OpError::CappedPositionLost(format!(
+            "CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId({sequence})"
+        )))
     }
 
     /// QueryPlanKilled when the collection was dropped or recreated, or the index the scan

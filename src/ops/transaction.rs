@@ -38,6 +38,11 @@ pub struct SessionTransaction {
     /// cursors read their whole result in it, since later batches could not see the
     /// same snapshot.
     whole_results: bool,
+    /// The transaction of one retryable write, not of several commands.
+    single_write: bool,
+    /// The capped collections (UUIDs) inserted into: their tailable cursors are woken once
+    /// this transaction has committed (`take_capped_inserts`).
+    capped_inserts: Vec<Vec<u8>>,
 }
 
 impl SessionTransaction {
@@ -50,6 +55,8 @@ impl SessionTransaction {
             session: std::sync::Mutex::new(session),
             catalog_changed: false,
             whole_results: false,
+            single_write: false,
+            capped_inserts: Vec::new(),
         })
     }
 
@@ -70,7 +77,15 @@ impl SessionTransaction {
             session: std::sync::Mutex::new(session),
             catalog_changed: false,
             whole_results: false,
+            single_write: true,
+            capped_inserts: Vec::new(),
         })
+    }
+
+    /// The capped collections this transaction inserted into, to announce once it has
+    /// committed (`CappedInserts::announce`).
+    pub fn take_capped_inserts(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.capped_inserts)
     }
 
     /// The session the statements run on.
@@ -140,6 +155,24 @@ impl<'s> OpScope<'s> {
     /// Whether the operation runs inside a transaction that spans several commands.
     pub fn in_transaction(&self) -> bool {
         self.joined.is_some()
+    }
+
+    /// Whether the operation runs inside a transaction of several commands (a MongoDB
+    /// multi-document transaction or a snapshot read), not a retryable write's own.
+    pub fn in_multi_document_transaction(&self) -> bool {
+        self.joined
+            .as_ref()
+            .is_some_and(|joined| !joined.single_write)
+    }
+
+    /// Wakes the tailable `awaitData` cursors of the capped collection `uuid` after an
+    /// insert into it committed: at once on its own, or when the joined transaction commits
+    /// (a retryable write's, whose commit comes after the operation).
+    pub fn announce_capped_insert(&mut self, uuid: &[u8]) {
+        match &mut self.joined {
+            Some(joined) => joined.capped_inserts.push(uuid.to_vec()),
+            None => self.state.capped_inserts.announce(uuid),
+        }
     }
 
     /// Whether a cursor must read its whole result now (a snapshot read outside a

@@ -6,6 +6,7 @@
 //!
 //! Not for: parsing statements (the front ends), or the command around them.
 
+use super::capped::{self, CappedLimits};
 use std::collections::BTreeSet;
 
 use bson::{Bson, Document};
@@ -176,9 +177,17 @@ pub async fn apply_statement(
             let document = statement.update.apply_for_upsert(seed)?;
             let check = ValidationCheck::new_document(Some(collection), statement.validation);
             let prepared = prepare_for_storage(document, &collection.indexes, limits, &check)?;
+            let capped = CappedLimits::of(record);
+            if let Some(limits) = &capped {
+                capped::check_fits(limits, prepared.stored.bson.len())?;
+                capped::before_insert(session, record).await?;
+            }
             let inserted = session
                 .insert(record, std::slice::from_ref(&prepared.stored), true)
                 .await?;
+            if let Some(limits) = &capped {
+                capped::make_room(session, record, limits).await?;
+            }
             let stored_document = read::decode_document(&prepared.stored.bson)?;
             if let Some((_, index)) = inserted.index_conflicts.first() {
                 return Err(index_duplicate(

@@ -291,6 +291,12 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// Whether the backend implements capped collections (`StoreSession::capped_overflow`
+    /// and `serialize_capped_writes`); the core refuses to create one where it does not.
+    fn supports_capped(&self) -> bool {
+        false
+    }
+
     /// Whether the backend has logons of its own that `verify_login` checks passwords
     /// against (`auth.source = database`): PostgreSQL roles, Oracle database users.
     fn delegates_logons(&self) -> bool {
@@ -461,6 +467,29 @@ pub trait StoreSession: Send {
     ) -> Result<(), StoreError> {
         let _ = coll;
         Ok(())
+    }
+    /// Keeps every other writer out of the capped collection `coll` until the transaction
+    /// ends, taken before its insert: documents are then numbered in commit order, so a
+    /// tailable cursor that resumes after a sequence number misses none (on PostgreSQL
+    /// `LOCK TABLE … IN SHARE ROW EXCLUSIVE MODE`, which readers pass). Backends whose
+    /// writers are serialized anyway (SQLite's `BEGIN IMMEDIATE`) do nothing.
+    async fn serialize_capped_writes(&mut self, coll: &CollectionRecord) -> Result<(), StoreError> {
+        let _ = coll;
+        Ok(())
+    }
+    /// The `_id` keys of the oldest documents of the capped collection `coll` that must go
+    /// so that the newest ones fit in `max_bytes` (the sum of their BSON sizes) and, when
+    /// given, `max_documents` — oldest first; empty when everything fits. One statement.
+    async fn capped_overflow(
+        &mut self,
+        coll: &CollectionRecord,
+        max_bytes: u64,
+        max_documents: Option<u64>,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let _ = (coll, max_bytes, max_documents);
+        Err(StoreError::Unsupported(
+            "capped collections are not supported on this backend".into(),
+        ))
     }
     /// Every secondary index of every collection, ordered by (db, collection, name).
     async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError>;

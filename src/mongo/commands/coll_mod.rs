@@ -188,6 +188,11 @@ pub async fn coll_mod(context: &mut CommandContext<'_>, request: &CommandRequest
         }
     }
     if capped_size.is_some() || capped_max.is_some() {
+        if ops::capped::is_capped(&info.record) {
+            return Err(OpError::NotSupported(
+                "collMod cappedSize/cappedMax is not supported by docgate yet".into(),
+            ));
+        }
         return Err(invalid_options("Collection must be capped."));
     }
     if index.is_some() && view {

@@ -85,6 +85,10 @@ pub async fn delete(context: &mut CommandContext<'_>, request: &CommandRequest) 
     let mut deleted = 0u64;
     let mut errors: Vec<Document> = Vec::new();
     let mut scope = context.scope();
+    crate::ops::capped::check_transaction_write(
+        scope.in_multi_document_transaction(),
+        collection.as_deref(),
+    )?;
     let mut transaction = scope.begin().await?;
     for (index, value) in statements.iter().enumerate() {
         let result = match (parse_statement(value, &variables), &collection) {

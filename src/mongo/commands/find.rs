@@ -17,6 +17,7 @@ use crate::mongo::request::{as_i64, CommandRequest};
 use crate::ops;
 use crate::ops::cursors::BatchOptions;
 use crate::ops::find::FindRequest;
+use crate::ops::read_cursor::Tail;
 use crate::ops::views::is_view;
 use crate::query::{parse_with_variables, Collation, Filter, Projection, SortSpec};
 use crate::state::ServerCounters;
@@ -37,19 +38,15 @@ pub(super) struct FindArguments {
     pub disk_use_refused: bool,
     /// The find's own collation (none: the collection's default).
     pub collation: Option<Collation>,
+    /// `tailable` (with `awaitData`): a cursor that stays open at the end of a capped
+    /// collection.
+    pub tail: Option<Tail>,
 }
 
 impl FindArguments {
     pub(super) fn parse(request: &CommandRequest) -> Result<FindArguments, OpError> {
         let mut arguments = request.arguments();
-        for unsupported in [
-            "tailable",
-            "awaitData",
-            "min",
-            "max",
-            "returnKey",
-            "showRecordId",
-        ] {
+        for unsupported in ["min", "max", "returnKey", "showRecordId"] {
             let value = arguments.value(unsupported);
             let set = match value {
                 Some(Bson::Document(_)) => true,
@@ -62,6 +59,14 @@ impl FindArguments {
                 )));
             }
         }
+        let tailable = arguments.bool("tailable")?.unwrap_or(false);
+        let await_data = arguments.bool("awaitData")?.unwrap_or(false);
+        if await_data && !tailable {
+            return Err(OpError::FailedToParse(
+                "Cannot set 'awaitData' without also setting 'tailable'".into(),
+            ));
+        }
+        let tail = tailable.then_some(Tail { await_data });
         let collation = arguments.collation()?;
         let variables = arguments.variables("let")?;
         let filter_document = arguments.document("filter")?;
@@ -118,6 +123,7 @@ impl FindArguments {
             no_cursor_timeout,
             disk_use_refused,
             collation,
+            tail,
         })
     }
 }
@@ -149,7 +155,13 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         no_cursor_timeout,
         disk_use_refused,
         collation,
+        tail,
     } = FindArguments::parse(request)?;
+    if tail.is_some() && single_batch {
+        return Err(OpError::BadValue(
+            "cannot use tailable option with the 'singleBatch' option".into(),
+        ));
+    }
     if disk_use_refused {
         crate::compute::current_interrupt()
             .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
@@ -178,13 +190,27 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
         hint,
         collation,
     };
-    let (first, rest) = ops::find::open(
-        &mut context.scope(),
-        &info,
-        find_request,
-        options.first_batch_limit(),
-    )
-    .await?;
+    let (first, rest) = match tail {
+        Some(tail) => {
+            ops::find::open_tailable(
+                &mut context.scope(),
+                &info,
+                find_request,
+                options.first_batch_limit(),
+                tail,
+            )
+            .await?
+        }
+        None => {
+            ops::find::open(
+                &mut context.scope(),
+                &info,
+                find_request,
+                options.first_batch_limit(),
+            )
+            .await?
+        }
+    };
     let owner = context.cursor_owner(request);
     let batch = context
         .server
@@ -220,10 +246,25 @@ pub async fn get_more(context: &mut CommandContext<'_>, request: &CommandRequest
     };
     let namespace = format!("{}.{collection}", request.db);
     let requester = context.cursor_owner(request);
+    // On a tailable `awaitData` cursor, `maxTimeMS` is how long to wait for new documents
+    // (checked by the dispatcher; on other cursors it is refused there).
+    let max_await = request
+        .body
+        .get("maxTimeMS")
+        .and_then(as_i64)
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map(std::time::Duration::from_millis);
     let server = context.server;
     let batch = server
         .cursors
-        .next_batch(&mut context.scope(), id, &namespace, batch_size, &requester)
+        .next_batch(
+            &mut context.scope(),
+            id,
+            &namespace,
+            batch_size,
+            max_await,
+            &requester,
+        )
         .await?;
     cursor_reply(&namespace, batch, false)
 }

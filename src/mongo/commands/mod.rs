@@ -6,6 +6,7 @@
 
 pub mod aggregate;
 pub mod auth;
+pub mod capped;
 pub mod coll_mod;
 pub(crate) mod cursor_reply;
 pub mod delete;

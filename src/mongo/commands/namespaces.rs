@@ -122,9 +122,6 @@ pub async fn list_collections(
 
 /// Options of `create` that docgate does not implement yet; refused rather than ignored.
 const UNSUPPORTED_CREATE_OPTIONS: &[&str] = &[
-    "capped",
-    "size",
-    "max",
     "timeseries",
     "clusteredIndex",
     "expireAfterSeconds",
@@ -142,6 +139,17 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
                 "create option '{option}' is not supported by docgate"
             )));
         }
+    }
+    let capped = ops::capped::create_options(
+        arguments.value("capped"),
+        arguments.value("size"),
+        arguments.value("max"),
+    )?;
+    if capped.is_some() && !context.server.state.store.supports_capped() {
+        return Err(OpError::NotSupported(format!(
+            "capped collections are not supported on the {} backend",
+            context.server.state.store.backend_name()
+        )));
     }
     // The default collation of the collection, kept as its full specification (what
     // listCollections echoes); a simple one is no default at all.
@@ -183,7 +191,8 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     arguments.without_effect("flags");
     arguments.finish()?;
     check_collection_name(&request.db, name)?;
-    let mut options = Document::new();
+    // `{capped: true, size, max}` first, as MongoDB lists them.
+    let mut options = capped.unwrap_or_default();
     for (key, value) in request.body.iter().skip(1) {
         if key == "collation" {
             if let Some(full) = collation.as_ref().and_then(|c| c.to_document()) {

@@ -7,6 +7,7 @@
 //!
 //! Not for: changing anything.
 
+use crate::ops::capped::CappedLimits;
 use bson::{doc, Bson, Document};
 
 use super::write_reply::count_bson;
@@ -56,17 +57,19 @@ pub async fn coll_stats(
 }
 
 /// The backend's figures for collection `name`; none when it does not exist.
+/// and its limits when it is capped.
 async fn collection_figures(
     context: &mut CommandContext<'_>,
     db: &str,
     name: &str,
-) -> Result<Option<CollectionStats>, OpError> {
+) -> Result<Option<(CollectionStats, Option<CappedLimits>)>, OpError> {
     let Some(record) = context.catalog().collection(db, name).await? else {
         return Ok(None);
     };
     crate::ops::views::check_not_view(&record)?;
     let mut session = context.open_session().await?;
-    Ok(Some(session.collection_stats(&record).await?))
+    let stats = session.collection_stats(&record).await?;
+    Ok(Some((stats, CappedLimits::of(&record))))
 }
 
 /// The size figures of `collStats` (and of `$collStats`' `storageStats`), byte figures
@@ -78,7 +81,7 @@ async fn storage_stats(
     scale: i64,
 ) -> Result<Document, OpError> {
     match collection_figures(context, db, name).await? {
-        Some(stats) => Ok(storage_document(&stats, scale)),
+        Some((stats, capped)) => Ok(storage_document(&stats, capped.as_ref(), scale)),
         None => Err(not_found(db, name)),
     }
 }
@@ -87,7 +90,11 @@ fn not_found(db: &str, name: &str) -> OpError {
     OpError::NamespaceNotFound(format!("Collection [{db}.{name}] not found."))
 }
 
-fn storage_document(stats: &CollectionStats, scale: i64) -> Document {
+fn storage_document(
+    stats: &CollectionStats,
+    capped: Option<&CappedLimits>,
+    scale: i64,
+) -> Document {
     let count = as_i64(stats.count);
     let size = as_i64(stats.data_size);
     let storage = as_i64(stats.storage_size);
@@ -97,20 +104,27 @@ fn storage_document(stats: &CollectionStats, scale: i64) -> Document {
         .iter()
         .map(|(index, bytes)| (index.clone(), size_bson(as_i64(*bytes) / scale)))
         .collect();
-    doc! {
+    let mut document = doc! {
         "size": size_bson(size / scale),
         "count": count_bson(stats.count),
         "avgObjSize": size_bson(if count > 0 { size / count } else { 0 }),
         "storageSize": size_bson(storage / scale),
         "freeStorageSize": 0,
-        "capped": false,
+        "capped": capped.is_some(),
         "nindexes": as_i64(stats.index_count),
         "indexBuilds": [],
         "totalIndexSize": size_bson(index_total / scale),
         "totalSize": size_bson((storage + index_total) / scale),
         "indexSizes": index_sizes,
         "scaleFactor": scale,
+    };
+    // A capped collection's limits: `max` (documents; 0 when none was given) and `maxSize`.
+    if let Some(limits) = capped {
+        let max = limits.max_documents.map_or(0, as_i64);
+        document.insert("max", size_bson(max));
+        document.insert("maxSize", size_bson(as_i64(limits.max_bytes) / scale));
     }
+    document
 }
 
 /// The one document a leading `{$collStats: spec}` stage produces for collection `name`:
@@ -163,10 +177,10 @@ pub async fn coll_stats_stage(
     }
     let stats = collection_figures(context, db, name).await?;
     if let Some((scale, numeric_only)) = storage_options {
-        let Some(stats) = &stats else {
+        let Some((stats, capped)) = &stats else {
             return Err(not_found(db, name));
         };
-        let figures: Document = storage_document(stats, scale)
+        let figures: Document = storage_document(stats, capped.as_ref(), scale)
             .into_iter()
             .filter(|(_, v)| {
                 !numeric_only || matches!(v, Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))
@@ -175,7 +189,7 @@ pub async fn coll_stats_stage(
         out.insert("storageStats", figures);
     }
     if count {
-        out.insert("count", count_bson(stats.map_or(0, |s| s.count)));
+        out.insert("count", count_bson(stats.map_or(0, |(s, _)| s.count)));
     }
     Ok(out)
 }

@@ -163,8 +163,10 @@ pub async fn update(context: &mut CommandContext<'_>, request: &CommandRequest) 
 
     let documents = context.server.state.settings.documents;
     let mut scope = context.scope();
+    let in_transaction = scope.in_multi_document_transaction();
     let mut transaction = scope.begin().await?;
     let mut collection = transaction.collection_info(&request.db, name).await?;
+    crate::ops::capped::check_transaction_write(in_transaction, collection.as_deref())?;
     let mut new_multikey: BTreeSet<usize> = BTreeSet::new();
     let (mut matched, mut modified) = (0u64, 0u64);
     let mut upserted: Vec<Bson> = Vec::new();

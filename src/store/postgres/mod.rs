@@ -36,6 +36,7 @@ macro_rules! params {
     }};
 }
 
+mod capped;
 mod catalog;
 mod catalog_row;
 mod conn;
@@ -217,6 +218,10 @@ fn describe(config: &Config) -> String {
 impl Store for PostgresStore {
     fn backend_name(&self) -> &'static str {
         "postgres"
+    }
+
+    fn supports_capped(&self) -> bool {
+        true
     }
 
     fn pool_status(&self) -> super::PoolStatus {

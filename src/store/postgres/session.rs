@@ -27,7 +27,7 @@ use super::super::{
     StoredDocument, WriteRecord,
 };
 use super::conn::{Manager, PgConn};
-use super::{catalog, catalog_row, index, meta, sql, write, write_record};
+use super::{capped, catalog, catalog_row, index, meta, sql, write, write_record};
 
 /// A session of the PostgreSQL backend. Get one from `PostgresStore::postgres_session`
 /// (concrete) or `Store::session` (boxed).
@@ -311,6 +311,19 @@ impl StoreSession for PostgresSession {
         coll: &CollectionRecord,
     ) -> Result<(), StoreError> {
         index::lock_for_build(self.conn()?, coll).await
+    }
+
+    async fn serialize_capped_writes(&mut self, coll: &CollectionRecord) -> Result<(), StoreError> {
+        capped::serialize_writes(self.conn()?, coll).await
+    }
+
+    async fn capped_overflow(
+        &mut self,
+        coll: &CollectionRecord,
+        max_bytes: u64,
+        max_documents: Option<u64>,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        capped::overflow(self.conn()?, coll, max_bytes, max_documents).await
     }
 
     async fn list_indexes(&mut self) -> Result<Vec<IndexRecord>, StoreError> {

@@ -9,7 +9,9 @@
 //!   A view is a row of its own with no table (`table_name` `dgv_<n>`, never created).
 //!
 //! A collection table is a rowid table (rowid order = insertion order, MongoDB's natural
-//! order; without AUTOINCREMENT a new rowid is still above every live one):
+//! order; without AUTOINCREMENT a new rowid is still above every live one; a capped
+//! collection's table has `dg_seq INTEGER PRIMARY KEY AUTOINCREMENT` as its rowid, so a
+//! deleted newest rowid is never handed out again under a tailable cursor's position):
 //! `k BLOB NOT NULL` (the `_id` key, unique index `<table>_id`), `doc BLOB NOT NULL` (raw BSON,
 //! returned byte for byte) and `j BLOB NOT NULL` (the JSONB image, see `store/image.rs`).
 //! Physical names never derive from user names; rename only rewrites the record.
@@ -173,8 +175,16 @@ fn create_record(
             *b8 = (*b8 & 0x3f) | 0x80;
         }
         if with_table {
+            // A capped collection's rowids are never reused (AUTOINCREMENT): a tailable
+            // cursor resumes after one, and a deleted newest row must not come back as a
+            // new document.
+            let sequence = if options.get_bool("capped").unwrap_or(false) {
+                "dg_seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+            } else {
+                ""
+            };
             conn.execute_batch(&format!(
-                "CREATE TABLE {t} (k BLOB NOT NULL, doc BLOB NOT NULL, j BLOB NOT NULL);
+                "CREATE TABLE {t} ({sequence}k BLOB NOT NULL, doc BLOB NOT NULL, j BLOB NOT NULL);
                  CREATE UNIQUE INDEX {i} ON {t} (k);",
                 t = quote_ident(&table),
                 i = quote_ident(&id_index_name(&table)),

@@ -16,6 +16,7 @@
 //!
 //! Not for: MongoDB semantics; predicates given here may over-select and the core re-checks.
 
+mod capped;
 mod catalog;
 mod catalog_row;
 mod conn;
@@ -138,6 +139,10 @@ impl SqliteStore {
 impl Store for SqliteStore {
     fn backend_name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn supports_capped(&self) -> bool {
+        true
     }
 
     fn pool_status(&self) -> super::PoolStatus {

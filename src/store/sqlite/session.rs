@@ -37,7 +37,7 @@ use super::super::{
     StoreSession, StoredDocument, WriteRecord,
 };
 use super::conn::{db_err, PooledConn};
-use super::{catalog, catalog_row, index, meta, sql, write, write_record};
+use super::{capped, catalog, catalog_row, index, meta, sql, write, write_record};
 
 /// A session of the SQLite backend. Get one from `SqliteStore::sqlite_session` (concrete) or
 /// `Store::session` (boxed).
@@ -413,6 +413,17 @@ impl StoreSession for SqliteSession {
     ) -> Result<u64, StoreError> {
         let (table, keys) = (coll.table.clone(), keys.to_vec());
         self.run(move |conn| write::delete(conn, &table, &keys))
+            .await
+    }
+
+    async fn capped_overflow(
+        &mut self,
+        coll: &CollectionRecord,
+        max_bytes: u64,
+        max_documents: Option<u64>,
+    ) -> Result<Vec<Vec<u8>>, StoreError> {
+        let table = coll.table.clone();
+        self.run(move |conn| capped::overflow(conn, &table, max_bytes, max_documents))
             .await
     }
 
