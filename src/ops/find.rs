@@ -207,6 +207,7 @@ fn plan_find(
         collation,
     } = request;
     let collation = info.collation_for(collation)?;
+    let sort = clustered_storage_order(info, sort);
     let indexes = hinted_indexes(&info.indexes, hint.as_ref())?;
     read::check_text_index(&filter, indexes)?;
     let text_score = projection.as_ref().is_some_and(Projection::uses_text_score)
@@ -219,6 +220,28 @@ fn plan_find(
     let mut plan = ReadPlan::collated(filter, sort, skip, limit, indexes, collation);
     plan.text_score = text_score;
     Ok((plan, projection, positional_filter))
+}
+
+/// A clustered collection (`create` with `clusteredIndex`) is stored in `_id` order: its
+/// natural order, asked for or not, is `_id` order, as MongoDB's clustered collections give.
+fn clustered_storage_order(info: &CollectionInfo, sort: Option<SortSpec>) -> Option<SortSpec> {
+    if !info.record.options.contains_key("clusteredIndex") {
+        return sort;
+    }
+    match sort {
+        None => Some(SortSpec {
+            keys: vec![("_id".to_owned(), SortDirection::Ascending)],
+            natural: None,
+        }),
+        Some(SortSpec {
+            keys,
+            natural: Some(direction),
+        }) if keys.is_empty() => Some(SortSpec {
+            keys: vec![("_id".to_owned(), direction)],
+            natural: None,
+        }),
+        other => other,
+    }
 }
 
 /// Every document `plan` selects, projected when the find projects.

@@ -29,6 +29,19 @@ pub fn id_index_spec() -> Document {
     doc! {"v": 2, "key": {"_id": 1}, "name": "_id_"}
 }
 
+/// The `_id` index of `record` as `listIndexes` shows it: a clustered collection's is its
+/// `clusteredIndex` (its name, `unique`, `clustered: true`).
+pub fn id_index_spec_of(record: &CollectionRecord) -> Document {
+    match record.options.get_document("clusteredIndex") {
+        Ok(clustered) => {
+            let mut spec = clustered.clone();
+            spec.insert("clustered", true);
+            spec
+        }
+        Err(_) => id_index_spec(),
+    }
+}
+
 /// What a `createIndexes` did: indexes before and after (the `_id` index counted), and
 /// whether the collection was created for it.
 #[derive(Debug)]

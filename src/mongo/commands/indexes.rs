@@ -38,7 +38,7 @@ pub async fn list_indexes(
         )));
     };
     ops::views::check_not_view(&info.record)?;
-    let mut specs = vec![ops::indexes::id_index_spec()];
+    let mut specs = vec![ops::indexes::id_index_spec_of(&info.record)];
     specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
     let namespace = format!("{}.{name}", request.db);
     first_batch_reply(

@@ -7,6 +7,7 @@
 use bson::{doc, Binary, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
+use crate::mongo::arguments::Arguments;
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
@@ -73,7 +74,7 @@ fn collection_entry(record: &CollectionRecord) -> Document {
             "info": {"readOnly": true},
         };
     }
-    doc! {
+    let mut entry = doc! {
         "name": &record.name,
         "type": "collection",
         "options": record.options.clone(),
@@ -81,8 +82,11 @@ fn collection_entry(record: &CollectionRecord) -> Document {
             "readOnly": false,
             "uuid": Binary { subtype: bson::spec::BinarySubtype::Uuid, bytes: record.uuid.clone() },
         },
-        "idIndex": crate::ops::indexes::id_index_spec(),
+    };
+    if !record.options.contains_key("clusteredIndex") {
+        entry.insert("idIndex", crate::ops::indexes::id_index_spec());
     }
+    entry
 }
 
 /// `listCollections` with `filter`, `nameOnly` and `cursor.batchSize`.
@@ -123,11 +127,58 @@ pub async fn list_collections(
 /// Options of `create` that docgate does not implement yet; refused rather than ignored.
 const UNSUPPORTED_CREATE_OPTIONS: &[&str] = &[
     "timeseries",
-    "clusteredIndex",
     "expireAfterSeconds",
     "changeStreamPreAndPostImages",
     "encryptedFields",
 ];
+
+/// `create`'s `clusteredIndex: {key: {_id: 1}, unique: true, name?, v?}`, as MongoDB keeps it
+/// (`{v: 2, key, name, unique}`, the name `_id_` by default). Every docgate collection is
+/// already stored in `_id` order, so clustering by `_id` is what it does anyway; any other
+/// key is refused.
+fn clustered_index(value: &Bson) -> Result<Document, OpError> {
+    let Bson::Document(spec) = value else {
+        return Err(OpError::TypeMismatch(
+            "'clusteredIndex' must be an object: {key: {_id: 1}, unique: true}".into(),
+        ));
+    };
+    let mut fields = Arguments::new("create.clusteredIndex", spec);
+    let key = fields.document("key")?;
+    let unique = fields.bool("unique")?;
+    let name = fields.str("name")?.unwrap_or("_id_").to_owned();
+    let version = fields.i64("v")?.unwrap_or(2);
+    fields.finish()?;
+    let Some(key) = key else {
+        return Err(OpError::missing_field("key"));
+    };
+    let by_id = key.len() == 1
+        && match key.get("_id") {
+            Some(Bson::Int32(1) | Bson::Int64(1)) => true,
+            Some(Bson::Double(order)) => *order == 1.0,
+            _ => false,
+        };
+    if !by_id {
+        return Err(OpError::InvalidOptions(
+            "the clusteredIndex key must be {_id: 1}: docgate clusters collections by _id only"
+                .into(),
+        ));
+    }
+    match unique {
+        None => return Err(OpError::missing_field("unique")),
+        Some(false) => {
+            return Err(OpError::InvalidOptions(
+                "the clusteredIndex must be unique (unique: true)".into(),
+            ))
+        }
+        Some(true) => {}
+    }
+    if version != 2 {
+        return Err(OpError::InvalidOptions(format!(
+            "unsupported clusteredIndex version {version}: only 2"
+        )));
+    }
+    Ok(doc! {"v": 2, "key": {"_id": 1}, "name": name, "unique": true})
+}
 
 /// `create`: an empty collection.
 pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) -> CommandResult {
@@ -163,6 +214,15 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
     const KEPT_OPTIONS: [&str; 3] = ["storageEngine", "indexOptionDefaults", "collation"];
     for kept in KEPT_OPTIONS {
         arguments.value(kept);
+    }
+    let clustered_index = arguments
+        .value("clusteredIndex")
+        .map(clustered_index)
+        .transpose()?;
+    if clustered_index.is_some() && arguments.value("capped").is_some() {
+        return Err(OpError::InvalidOptions(
+            "a clustered collection cannot be capped".into(),
+        ));
     }
     // Document validation: checked here, compiled by the catalog, applied by every write.
     let validator = arguments.document("validator")?;
@@ -203,6 +263,9 @@ pub async fn create(context: &mut CommandContext<'_>, request: &CommandRequest) 
         }
     }
     options.extend(validation);
+    if let Some(clustered) = clustered_index {
+        options.insert("clusteredIndex", clustered);
+    }
     if ops::collections::create_collection(&context.server.state, &request.db, name, &options)
         .await?
     {
