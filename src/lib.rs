@@ -18,6 +18,8 @@ pub mod auth;
 pub mod catalog;
 pub mod compute;
 pub mod config;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod interrupt;
 pub mod mongo;
 pub mod ops;

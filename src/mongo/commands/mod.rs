@@ -13,6 +13,8 @@ pub mod explain;
 pub mod fail_points;
 pub mod find;
 pub mod find_and_modify;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod handshake;
 pub mod indexes;
 pub mod insert;

@@ -66,7 +66,10 @@ pub(super) fn parse_array_filters(filters: Option<&Vec<Bson>>) -> Result<UpdateC
 
 /// Parses one statement with the command's `let` variables in scope of its filter and
 /// update; the statement's own constants `c` apply to its update pipeline only.
-fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<UpdateStatement, OpError> {
+pub(super) fn parse_statement(
+    value: &Bson,
+    variables: &[(String, Bson)],
+) -> Result<UpdateStatement, OpError> {
     let Bson::Document(statement) = value else {
         return Err(OpError::TypeMismatch(
             "update statements must be objects".into(),

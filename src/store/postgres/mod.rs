@@ -39,6 +39,8 @@ macro_rules! params {
 mod catalog;
 mod catalog_row;
 mod conn;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod index;
 mod listen;
 mod meta;

@@ -19,6 +19,8 @@
 mod catalog;
 mod catalog_row;
 mod conn;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod index;
 mod meta;
 mod session;
