@@ -308,3 +308,54 @@ pub fn extended_json(body: &[u8]) -> Checked {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The scratch collection really holds the documents, and the comparison really fails
+    /// when the rows miss a match (so a passing `filter_plan` means something).
+    #[test]
+    fn the_filter_check_compares_rows_with_matches() {
+        let input = doc! {"filter": {"a": {"$gte": 1}}, "sort": {"a": -1}}
+            .to_vec()
+            .unwrap();
+        assert_eq!(filter_plan(&input), Ok(()));
+        let scratch = ScratchCollection::new().unwrap();
+        let stored: Vec<_> = default_documents()
+            .into_iter()
+            .map(|d| prepare_for_storage(d, &[]).unwrap().stored)
+            .collect();
+        assert_eq!(scratch.insert(&stored).unwrap(), 10);
+        assert_eq!(scratch.check_scan(&ScanRequest::all()).unwrap().len(), 10);
+        let filter = Filter::parse(&doc! {"_id": 1}).unwrap();
+        let planted = vec![stored[1].bson.clone()];
+        let error = check_dialects(&filter, None, &[], &scratch, Some(planted)).unwrap_err();
+        assert!(error.contains("under-selects"), "{error}");
+        let exact_but_more = vec![];
+        let error = check_dialects(&filter, None, &[], &scratch, Some(exact_but_more)).unwrap_err();
+        assert!(error.contains("over-selects"), "{error}");
+    }
+
+    #[test]
+    fn the_other_checks_accept_real_inputs() {
+        let update = doc! {"u": {"$set": {"a.$[x]": 1}}, "arrayFilters": [{"x": 2}],
+        "document": {"_id": 1, "a": [1, 2]}, "q": {"_id": 3}};
+        assert_eq!(super::update(&update.to_vec().unwrap()), Ok(()));
+        assert_eq!(
+            extended_json(br#"{"a": {"$date": "2020-01-01T00:00:00Z"}, "n": 1.5}"#),
+            Ok(())
+        );
+        let mut frame = Vec::new();
+        let body = doc! {"find": "c", "filter": {"a": 1}, "$db": "d"}
+            .to_vec()
+            .unwrap();
+        let length = (16 + 4 + 1 + body.len()) as i32;
+        for field in [length, 1, 0, 2013, 0] {
+            frame.extend_from_slice(&field.to_le_bytes());
+        }
+        frame.push(0);
+        frame.extend_from_slice(&body);
+        assert_eq!(command(&frame), Ok(()));
+    }
+}
