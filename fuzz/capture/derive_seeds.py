@@ -158,6 +158,12 @@ def main():
                     filters.append((coll, statement.get("q"), None))
                     if "u" in statement:
                         updates.append((coll, statement["u"], statement.get("arrayFilters"), statement.get("q")))
+    # Documents first (a few per collection): the extended_json cap must not be spent on
+    # filters or on one collection of look-alike documents.
+    for coll in sorted(documents):
+        for document in documents[coll][:6]:
+            for options in (RELAXED_JSON_OPTIONS, CANONICAL_JSON_OPTIONS):
+                corpora["extended_json"].add(json_util.dumps(document, json_options=options).encode())
     for coll, filter_, sort in filters:
         if not isinstance(filter_, dict):
             continue
@@ -181,10 +187,6 @@ def main():
             seed["document"] = sent[n % len(sent)]
         corpora["update"].add(bson.encode(seed))
         corpora["extended_json"].add(json_util.dumps(update, json_options=RELAXED_JSON_OPTIONS).encode())
-    for coll in sorted(documents):
-        for document in documents[coll]:
-            for options in (RELAXED_JSON_OPTIONS, CANONICAL_JSON_OPTIONS):
-                corpora["extended_json"].add(json_util.dumps(document, json_options=options).encode())
     for name, corpus in sorted(corpora.items()):
         print(f"{name}: {len(corpus.seen)} seeds")
 
