@@ -19,6 +19,8 @@ pub mod catalog;
 pub mod compute;
 pub mod config;
 pub mod diagnostic_log;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod interrupt;
 pub mod metrics;
 pub mod mongo;

@@ -17,7 +17,10 @@ use crate::query::{parse_with_variables, Filter};
 use crate::state::ServerCounters;
 
 /// Parses one statement, with the command's `let` variables in scope of its filter.
-fn parse_statement(value: &Bson, variables: &[(String, Bson)]) -> Result<DeleteStatement, OpError> {
+pub(super) fn parse_statement(
+    value: &Bson,
+    variables: &[(String, Bson)],
+) -> Result<DeleteStatement, OpError> {
     let Bson::Document(statement) = value else {
         return Err(OpError::TypeMismatch(
             "delete statements must be objects".into(),

@@ -16,6 +16,8 @@ pub mod fail_points;
 pub mod find;
 pub mod find_and_modify;
 pub mod fsync;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod handshake;
 pub mod indexes;
 pub mod insert;

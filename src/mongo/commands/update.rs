@@ -67,7 +67,7 @@ pub(super) fn parse_array_filters(filters: Option<&Vec<Bson>>) -> Result<UpdateC
 
 /// Parses one statement with the command's `let` variables in scope of its filter and
 /// update; the statement's own constants `c` apply to its update pipeline only.
-fn parse_statement(
+pub(super) fn parse_statement(
     value: &Bson,
     variables: &[(String, Bson)],
     validation: DocumentValidation,

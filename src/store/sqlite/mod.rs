@@ -20,6 +20,8 @@ mod capped;
 mod catalog;
 mod catalog_row;
 mod conn;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod index;
 mod meta;
 mod session;
