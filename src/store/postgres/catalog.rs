@@ -241,15 +241,7 @@ pub(super) async fn create_collection(
     name: &str,
     options: &Document,
 ) -> Result<CollectionRecord, StoreError> {
-    let options_bson = options
-        .to_vec()
-        .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
-    let scope = conn.open_scope();
-    let result = create_body(conn, db, name, options, options_bson, true).await;
-    conn.close_scope(scope, result).await.map_err(|e| match e {
-        StoreError::DuplicateKey => StoreError::AlreadyExists(format!("{db}.{name}")),
-        other => other,
-    })
+    create_record(conn, db, name, options, true).await
 }
 
 /// Records a view: a catalog row with its options and no table (the table name it keeps is
@@ -261,11 +253,22 @@ pub(super) async fn create_view(
     name: &str,
     options: &Document,
 ) -> Result<CollectionRecord, StoreError> {
+    create_record(conn, db, name, options, false).await
+}
+
+/// The catalog row of a collection (with its table) or a view (without), in one scope.
+async fn create_record(
+    conn: &mut PgConn,
+    db: &str,
+    name: &str,
+    options: &Document,
+    with_table: bool,
+) -> Result<CollectionRecord, StoreError> {
     let options_bson = options
         .to_vec()
-        .map_err(|e| StoreError::Database(format!("view options: {e}")))?;
+        .map_err(|e| StoreError::Database(format!("collection options: {e}")))?;
     let scope = conn.open_scope();
-    let result = create_body(conn, db, name, options, options_bson, false).await;
+    let result = create_body(conn, db, name, options, options_bson, with_table).await;
     conn.close_scope(scope, result).await.map_err(|e| match e {
         StoreError::DuplicateKey => StoreError::AlreadyExists(format!("{db}.{name}")),
         other => other,
