@@ -18,6 +18,7 @@
 
 mod common;
 mod driver_support;
+mod rest_support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,6 +27,7 @@ use common::TestServer;
 use driver_support::server_code;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::{Collection, Database};
+use rest_support::Rest;
 
 /// Documents of each generation: several statements' worth in one batch.
 const DOCS: i32 = 600;
@@ -114,8 +116,12 @@ where
     let mut incomplete = Vec::new();
     let mut ended = Vec::new();
     let mut whole = 0;
-    for reader in readers {
+    let mut ended_in_one_batch = 0;
+    for (index, reader) in readers.into_iter().enumerate() {
         for read in reader.await.unwrap() {
+            if index == 0 && matches!(read, Read::Ended(_)) {
+                ended_in_one_batch += 1;
+            }
             match read {
                 Read::Documents { generations, .. } if generations.len() > 1 => {
                     mixed.push(generations)
@@ -128,7 +134,7 @@ where
         }
     }
     eprintln!(
-        "{whole} whole reads, {} ended (codes {:?}), {} mixed, {} incomplete",
+        "{whole} whole reads, {} ended ({ended_in_one_batch} of them single-batch reads; codes {:?}), {} mixed, {} incomplete",
         ended.len(),
         {
             let mut codes = ended.clone();
@@ -161,13 +167,45 @@ async fn collect_all(coll: &Collection<Document>) -> Vec<Document> {
     driver_support::collect(coll.find(doc! {}).await.unwrap()).await
 }
 
+/// Reads pages of 500 documents of `replaced_out.target` through the REST document API
+/// until `stop`: the status and the generations each page holds, and how many documents.
+fn spawn_rest_reader(
+    rest: Rest,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<Vec<(u16, Vec<i64>, usize)>> {
+    tokio::spawn(async move {
+        let mut pages = Vec::new();
+        while !stop.load(Ordering::SeqCst) {
+            let reply = rest
+                .get("/ords/replaced_out/soda/latest/target?limit=500")
+                .await;
+            let items = reply.body["items"].as_array().cloned().unwrap_or_default();
+            let mut generations: Vec<i64> = items
+                .iter()
+                .map(|item| item["gen"].as_i64().unwrap_or(-1))
+                .collect();
+            generations.sort_unstable();
+            generations.dedup();
+            pages.push((reply.status.as_u16(), generations, items.len()));
+        }
+        pages
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn out_never_mixes_generations_in_a_cursor() {
     let server = TestServer::start();
     let client = server.client().await;
     let db = client.database("replaced_out");
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut rest_reader = None;
     replaced_while_read(&db, false, |round| {
         let db = db.clone();
+        if rest_reader.is_none() {
+            // A REST reader too, once the first generation is there.
+            let rest = Rest::new(server.rest_base());
+            rest_reader = Some(spawn_rest_reader(rest, Arc::clone(&stop)));
+        }
         async move {
             let pipeline = vec![
                 doc! {"$documents": generation(round)},
@@ -177,6 +215,17 @@ async fn out_never_mixes_generations_in_a_cursor() {
         }
     })
     .await;
+    stop.store(true, Ordering::SeqCst);
+    let pages = rest_reader.expect("the REST reader ran").await.unwrap();
+    eprintln!("{} REST pages", pages.len());
+    assert!(!pages.is_empty());
+    for (status, generations, count) in pages {
+        assert_eq!(
+            (status, generations.len(), count),
+            (200, 1, 500),
+            "a REST page of one generation: {generations:?}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]

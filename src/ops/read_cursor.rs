@@ -526,15 +526,18 @@ impl ReadCursor {
     /// its collection was dropped, renamed or replaced (`$out`, `convertToCapped`, a rename
     /// with `dropTarget`) since the cursor planned, and the store never gives a table's name
     /// to another incarnation, so no chunk ever reads the successor. In the `first` batch —
-    /// the command that opens the cursor, which has answered nothing yet — it stays
-    /// `StaleCatalog`: the command runs once more with a fresh catalog and reads the
-    /// collection as it is now. Later (a `getMore`, or the next input batch of a grouped
-    /// aggregate) the cursor ends with QueryPlanKilled, as MongoDB's does.
+    /// the command that opens the cursor, which has answered nothing yet — it is
+    /// `CollectionReplacedBeforeRead`: the command runs once more with a fresh catalog and
+    /// reads the collection as it is now. Later (a `getMore`, or the next input batch of a
+    /// grouped aggregate) the cursor ends with QueryPlanKilled, as MongoDB's does.
     fn read_failed(&self, error: StoreError, first: bool) -> OpError {
+        let namespace = format!("{}.{}", self.record.db, self.record.name);
         match error {
-            StoreError::StaleCatalog(_) if !first => OpError::QueryPlanKilled(format!(
-                "collection dropped or replaced while the cursor read it: {}.{}",
-                self.record.db, self.record.name
+            StoreError::StaleCatalog(_) if first => OpError::CollectionReplacedBeforeRead(format!(
+                "collection {namespace} was dropped or replaced while it was read"
+            )),
+            StoreError::StaleCatalog(_) => OpError::QueryPlanKilled(format!(
+                "collection dropped or replaced while the cursor read it: {namespace}"
             )),
             other => other.into(),
         }
