@@ -88,6 +88,12 @@ pub enum OpError {
     /// 175 QueryPlanKilled: a cursor's collection or index went away under it.
     #[error("{0}")]
     QueryPlanKilled(String),
+    /// 175 QueryPlanKilled, for the first batch of a read whose collection's table is gone
+    /// (dropped, renamed or replaced by `$out` since the read was planned; nothing was
+    /// answered yet): the command runs once more with a fresh catalog (`ops::retry`), and is
+    /// answered with this when that read meets another replacement too.
+    #[error("{0}")]
+    CollectionReplacedBeforeRead(String),
     /// 323 APIStrictError: a command outside the Stable API version the client declared with
     /// `apiStrict: true`.
     #[error("{0}")]
@@ -193,7 +199,7 @@ impl OpError {
             OpError::ProtocolError(_) => 17,
             OpError::CursorInUse(_) => 143,
             OpError::ExceededMemoryLimit(_) => 146,
-            OpError::QueryPlanKilled(_) => 175,
+            OpError::QueryPlanKilled(_) | OpError::CollectionReplacedBeforeRead(_) => 175,
             OpError::ApiStrict(_) => 323,
             OpError::ApiVersion(_) => 322,
             OpError::NoSuchTransaction(_) => 251,
@@ -244,7 +250,9 @@ impl OpError {
             OpError::ProtocolError(_) => "ProtocolError",
             OpError::CursorInUse(_) => "CursorInUse",
             OpError::ExceededMemoryLimit(_) => "ExceededMemoryLimit",
-            OpError::QueryPlanKilled(_) => "QueryPlanKilled",
+            OpError::QueryPlanKilled(_) | OpError::CollectionReplacedBeforeRead(_) => {
+                "QueryPlanKilled"
+            }
             OpError::ApiStrict(_) => "APIStrictError",
             OpError::ApiVersion(_) => "APIVersionError",
             OpError::NoSuchTransaction(_) => "NoSuchTransaction",

@@ -254,7 +254,8 @@ impl ReadCursor {
             let rows = session
                 .as_mut()
                 .scan_from(&self.record, &request, self.position.as_ref())
-                .await?;
+                .await
+                .map_err(|error| self.read_failed(error, first))?;
             self.rows_read += rows.len();
             self.bytes_read += rows.iter().map(|row| row.document.len()).sum::<usize>();
             let short = rows.len() < chunk;
@@ -511,13 +512,35 @@ impl ReadCursor {
         let before = ScanPosition::Natural(sequence.saturating_sub(1));
         let next = session
             .scan_from(&self.record, &probe, Some(&before))
-            .await?;
+            .await
+            .map_err(|error| self.read_failed(error, false))?;
         if next.first().map(|row| &row.position) == self.position.as_ref() {
             return Ok(());
         }
         Err(OpError::CappedPositionLost(format!(
             "CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId({sequence})"
         )))
+    }
+
+    /// What a chunk's failed read answers. `StaleCatalog` says the cursor's table is gone:
+    /// its collection was dropped, renamed or replaced (`$out`, `convertToCapped`, a rename
+    /// with `dropTarget`) since the cursor planned, and the store never gives a table's name
+    /// to another incarnation, so no chunk ever reads the successor. In the `first` batch —
+    /// the command that opens the cursor, which has answered nothing yet — it is
+    /// `CollectionReplacedBeforeRead`: the command runs once more with a fresh catalog and
+    /// reads the collection as it is now. Later (a `getMore`, or the next input batch of a
+    /// grouped aggregate) the cursor ends with QueryPlanKilled, as MongoDB's does.
+    fn read_failed(&self, error: StoreError, first: bool) -> OpError {
+        let namespace = format!("{}.{}", self.record.db, self.record.name);
+        match error {
+            StoreError::StaleCatalog(_) if first => OpError::CollectionReplacedBeforeRead(format!(
+                "collection {namespace} was dropped or replaced while it was read"
+            )),
+            StoreError::StaleCatalog(_) => OpError::QueryPlanKilled(format!(
+                "collection dropped or replaced while the cursor read it: {namespace}"
+            )),
+            other => other.into(),
+        }
     }
 
     /// QueryPlanKilled when the collection was dropped or recreated, or the index the scan

@@ -1,7 +1,9 @@
 //! The StaleCatalog retry every write gets, whichever front end runs it: another instance
 //! changed a collection's indexes after this one planned the write from its cached catalog,
 //! so the store wrote nothing and answered `StaleCatalog`; the catalog is re-read and the
-//! write runs once more.
+//! write runs once more. A read whose first batch found its collection's table gone
+//! (`CollectionReplacedBeforeRead`: dropped, renamed or replaced meanwhile) runs once more
+//! the same way.
 //!
 //! Not for: detecting staleness (the store does, by comparing index keys).
 
@@ -21,7 +23,11 @@ impl MaybeStaleCatalog for crate::store::StoreError {
 
 impl MaybeStaleCatalog for super::OpError {
     fn is_stale_catalog(&self) -> bool {
-        matches!(self, super::OpError::Store(store) if store.is_stale_catalog())
+        match self {
+            super::OpError::Store(store) => store.is_stale_catalog(),
+            super::OpError::CollectionReplacedBeforeRead(_) => true,
+            _ => false,
+        }
     }
 }
 

@@ -189,6 +189,7 @@ impl From<OpError> for RestError {
             OpError::DuplicateKey(_) => RestError::Conflict(error.to_string()),
             OpError::DocumentTooLarge(m) => RestError::PayloadTooLarge(m),
             OpError::Unauthorized(m) => RestError::Forbidden(m),
+            OpError::CollectionReplacedBeforeRead(m) => RestError::StaleCatalog(m),
             other => RestError::BadRequest(other.to_string()),
         }
     }

@@ -44,6 +44,7 @@ pub struct FoundPage {
 
 /// What to read: a filter, an optional sort, and the page — from `offset`, or right after
 /// `resume` (the position an earlier page of the same read ended at).
+#[derive(Clone)]
 pub struct PageRequest<'a> {
     pub filter: &'a Document,
     pub sort: Option<&'a Document>,
@@ -67,8 +68,34 @@ pub async fn existing_collection(
 
 /// Reads one page the way a cursor reads a batch (`ops::find::page`): a keyset query from
 /// where the previous page ended when the order allows it, so deep pages do not count an
-/// offset through everything before them.
+/// offset through everything before them. When the collection was dropped, renamed or
+/// replaced (`$out`) after `collection` was looked up, its table is gone (the store never
+/// gives a table's name to another collection): the page is read again from the collection
+/// as the refreshed catalog has it, up to [`PAGE_READ_ATTEMPTS`] times (a stream of `$out`
+/// stages can replace it again meanwhile); a page never mixes two collections.
 pub async fn find_page(
+    state: &AppState,
+    collection: &CollectionInfo,
+    request: PageRequest<'_>,
+) -> RestResult<FoundPage> {
+    ServerCounters::add(&state.counters.op_query, 1);
+    let mut result = read_page(state, collection, request.clone()).await;
+    for _ in 1..PAGE_READ_ATTEMPTS {
+        if !refreshed_after_stale(&state.catalog, &result).await {
+            break;
+        }
+        let record = &collection.record;
+        let current = existing_collection(state, &record.db, &record.name).await?;
+        result = read_page(state, &current, request.clone()).await;
+    }
+    result
+}
+
+/// Reads of one page at most, when its collection keeps being replaced under it.
+const PAGE_READ_ATTEMPTS: usize = 3;
+
+/// One read of [`find_page`].
+async fn read_page(
     state: &AppState,
     collection: &CollectionInfo,
     request: PageRequest<'_>,
@@ -82,7 +109,6 @@ pub async fn find_page(
         hint: None,
         collation: None,
     };
-    ServerCounters::add(&state.counters.op_query, 1);
     let size = usize::try_from(request.limit).unwrap_or(usize::MAX);
     if ops::views::is_view(&collection.record) {
         return view_page(state, collection, &request, size).await;

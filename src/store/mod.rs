@@ -39,11 +39,14 @@ pub struct CollectionRecord {
     pub db: String,
     /// MongoDB collection name (may contain `.`).
     pub name: String,
-    /// Physical table name chosen by the store; safe to splice as an identifier.
+    /// Physical table name chosen by the store; safe to splice as an identifier. Never
+    /// given to two tables of one catalog, so it names this incarnation of the collection
+    /// only.
     pub table: String,
     /// The options the collection was created with (`create` command fields), as given.
     pub options: Document,
-    /// 16 random bytes assigned at creation, reported as `info.uuid` (BSON binary subtype 4).
+    /// 16 random bytes assigned at creation (and on a rename into another database),
+    /// reported as `info.uuid` (BSON binary subtype 4).
     pub uuid: Vec<u8>,
 }
 
@@ -365,8 +368,10 @@ pub trait StoreSession: Send {
     async fn catalog_version(&mut self) -> Result<i64, StoreError>;
     /// Every collection of every database, ordered by (db, name).
     async fn list_collections(&mut self) -> Result<Vec<CollectionRecord>, StoreError>;
-    /// Creates the table and its `_id` index and records it. `StoreError::AlreadyExists` if
-    /// (db, name) is taken. Bumps the catalog version.
+    /// Creates the table and its `_id` index and records it, with a new `uuid` and a table
+    /// name no table of the catalog ever had (so a reader still naming a dropped
+    /// predecessor's table fails with `StaleCatalog` instead of reading this one).
+    /// `StoreError::AlreadyExists` if (db, name) is taken. Bumps the catalog version.
     async fn create_collection(
         &mut self,
         db: &str,
@@ -390,8 +395,12 @@ pub trait StoreSession: Send {
     ) -> Result<(), StoreError>;
     /// Drops the table and its record. Bumps the catalog version.
     async fn drop_collection(&mut self, coll: &CollectionRecord) -> Result<(), StoreError>;
-    /// Moves a collection to another (db, name), keeping its data. `AlreadyExists` if the
-    /// target is taken. Bumps the catalog version.
+    /// Moves a collection to another (db, name), keeping its data; into another database it
+    /// gets a new `uuid` (MongoDB copies it into a new collection there), within one it keeps
+    /// it. A backend that names tables after collections gives the moved table a name no
+    /// table had before, so a statement naming the old one fails (`StaleCatalog`) rather
+    /// than read another collection. `AlreadyExists` if the target is taken. Bumps the
+    /// catalog version.
     async fn rename_collection(
         &mut self,
         coll: &CollectionRecord,

@@ -11,7 +11,9 @@
 //! Names: Oracle schemas are users, which a docgate account should not have to create, so
 //! every table lives in the connecting user's schema under a generated name; MongoDB's
 //! database and collection names are only catalog data (any length, any characters) and a
-//! rename changes catalog rows, never a table. Generated names are never reused.
+//! rename changes catalog rows, never a table (into another database it also gives the
+//! collection a new `uuid`: MongoDB copies it into a new collection there). Generated names
+//! are never reused.
 //!
 //! A collection table is `(n NUMBER identity PRIMARY KEY, k RAW(2000) UNIQUE, doc BLOB,
 //! j JSON)`: `n` is insertion order (MongoDB's natural order), `k` the `_id` key whose
@@ -314,8 +316,15 @@ pub(super) fn rename_collection(
         if exists(conn, to_db, to_name)? {
             return Err(StoreError::AlreadyExists(format!("{to_db}.{to_name}")));
         }
+        // Into another database it is a new collection there (MongoDB copies it): a new
+        // identity.
+        let uuid = if coll.db == to_db {
+            coll.uuid.clone()
+        } else {
+            random_uuid()
+        };
         let moved = conn.execute(
-            "UPDATE dg_collections SET db = :1, name = :2
+            "UPDATE dg_collections SET db = :1, name = :2, uuid = :6
              WHERE db = :3 AND name = :4 AND uuid = :5",
             &[
                 Bind::Text(to_db.to_owned()),
@@ -323,6 +332,7 @@ pub(super) fn rename_collection(
                 Bind::Text(coll.db.clone()),
                 Bind::Text(coll.name.clone()),
                 Bind::Raw(coll.uuid.clone()),
+                Bind::Raw(uuid.clone()),
             ],
         )?;
         if moved == 0 {
@@ -335,6 +345,7 @@ pub(super) fn rename_collection(
         Ok(CollectionRecord {
             db: to_db.to_owned(),
             name: to_name.to_owned(),
+            uuid,
             ..coll.clone()
         })
     })

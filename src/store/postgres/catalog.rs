@@ -8,21 +8,31 @@
 //! - `docgate.databases(db, schema_name)`: each MongoDB database is a PostgreSQL schema.
 //! - `docgate.collections(db, name, schema_name, table_name, options, uuid)`: each collection
 //!   is a table in its database's schema; `options` is the BSON of the create options, `uuid`
-//!   16 random bytes (`gen_random_uuid()`). A view is a row with no table (its table name
-//!   is reserved but never created).
+//!   16 random bytes (`gen_random_uuid()`), new for a collection renamed into another
+//!   database (MongoDB copies it into a new collection there). A view is a row with no
+//!   table (its table name is reserved but never created).
 //! - `docgate.meta(kind, db, name, body json)`: users, roles, REST modules and OAuth clients
 //!   (see `meta.rs`).
 //! - `docgate.indexes`: secondary indexes and their entries tables (see `index.rs`); they
 //!   are dropped and renamed (moved between schemas) along with their collection.
 //!
-//! Names: an ordinary name (1..63 bytes of `[A-Za-z0-9_]`) is kept as it is, quoted, so
-//! people looking at the database recognise their data. Anything else — longer than
-//! PostgreSQL's 63-byte identifiers, other characters (dots, unicode), reserved (`pg_*`,
-//! `public`, `information_schema`, `docgate`, our own `dg_*` and `dgi_*`), or equal ignoring case to a
-//! name already taken in PostgreSQL or in the catalog (tools fold case) — gets a generated
-//! name `db_<n>` / `coll_<n>`, which is recorded in the catalog. Names are never truncated, so
-//! two collections can never collide. Index and sequence names are left to PostgreSQL, which
-//! picks free ones.
+//! Names: an ordinary database name (1..63 bytes of `[A-Za-z0-9_]`) is kept as it is,
+//! quoted, as its schema's name, so people looking at the database recognise their data.
+//! Anything else — longer than PostgreSQL's 63-byte identifiers, other characters (dots,
+//! unicode), reserved (`pg_*`, `public`, `information_schema`, `docgate`, our own `dg_*` and
+//! `dgi_*`), or equal ignoring case to a name already taken in PostgreSQL or in the catalog
+//! (tools fold case) — gets a generated schema name `db_<n>`, recorded in the catalog.
+//!
+//! A collection's table is named for one incarnation of it: `<name>$<n>` (`coll$<n>` when
+//! the name is not ordinary; an ordinary name is cut to leave room for the suffix), `n` from
+//! `next_name`. Every create and every rename (`$out` and `convertToCapped` rename a new
+//! table over their target) takes a new name, so a table name is never given twice: a
+//! reader whose statement names a table that was dropped or renamed meanwhile fails
+//! (`StaleCatalog`) instead of reading whatever took the name — a cursor never mixes two
+//! incarnations. Catalogs written by earlier versions (tables named `<name>` or `coll_<n>`)
+//! are read as they are: the catalog records every table's name, and no name with a `$`
+//! was ever given before. Index and sequence names are left to PostgreSQL, which picks
+//! free ones.
 //!
 //! A collection table is `(n bigint identity PRIMARY KEY, k bytea UNIQUE, doc bytea, j jsonb)`:
 //! `n` is insertion order (MongoDB's natural order; its index lets `find().limit(n)` and
@@ -31,7 +41,7 @@
 //! queryable image (`store/image.rs`). The `n` index is internal and not counted as a
 //! MongoDB index.
 //!
-//! Rename keeps the data (`ALTER TABLE … RENAME` / `SET SCHEMA`). Dropping the last
+//! Rename keeps the data (`ALTER TABLE … RENAME` to its new name / `SET SCHEMA`). Dropping the last
 //! collection of a database drops its schema when nothing else lives in it. Drop and rename
 //! match the record by `(db, name, uuid)`, so a stale record never touches a collection that
 //! was meanwhile recreated under the same name; dropping a record that is gone is a no-op.
@@ -222,17 +232,29 @@ async fn ensure_schema(conn: &mut PgConn, db: &str) -> Result<String, StoreError
     Ok(schema)
 }
 
-/// A free table name in `schema` for collection `name`.
+/// A table name in `schema` for a new incarnation of collection `name` (created, or
+/// renamed to `name`) that no table of this catalog ever had: [`incarnation_table`] with a
+/// fresh number.
 async fn choose_table(conn: &mut PgConn, schema: &str, name: &str) -> Result<String, StoreError> {
-    if ordinary(name) && !table_taken(conn, schema, name).await? {
-        return Ok(name.to_owned());
-    }
     loop {
-        let table = format!("coll_{}", next_number(conn).await?);
+        let table = incarnation_table(name, next_number(conn).await?);
         if !table_taken(conn, schema, &table).await? {
             return Ok(table);
         }
     }
+}
+
+/// `<name>$<number>`: the collection's name when PostgreSQL can take it as it is (cut to
+/// leave room for the suffix in 63 bytes), else `coll`, then `$` and a number of the
+/// catalog's `next_name`. Numbers are never reused and `$` is in no kept or generated
+/// name of earlier docgate versions, so such a name is never given twice: a statement of a
+/// reader that still names a replaced table fails instead of reading its successor.
+fn incarnation_table(name: &str, number: i64) -> String {
+    let suffix = format!("${number}");
+    let base = if ordinary(name) { name } else { "coll" };
+    // An ordinary name is ASCII: any byte is a character boundary.
+    let kept = base.len().min(63 - suffix.len());
+    format!("{}{suffix}", &base[..kept])
 }
 
 pub(super) async fn create_collection(
@@ -487,20 +509,26 @@ async fn rename_body(
         ))
         .await?;
     }
-    conn.execute(
-        "UPDATE docgate.collections SET db = $4, name = $5, schema_name = $6, table_name = $7
-         WHERE db = $1 AND name = $2 AND uuid = $3",
-        &params![
-            coll.db.clone(),
-            coll.name.clone(),
-            coll.uuid.clone(),
-            to_db.to_owned(),
-            to_name.to_owned(),
-            to_schema.clone(),
-            to_table.clone()
-        ],
-    )
-    .await?;
+    // Into another database it is a new collection there (MongoDB copies it): a new
+    // identity.
+    let row = conn
+        .query_one(
+            "UPDATE docgate.collections SET db = $4, name = $5, schema_name = $6, table_name = $7,
+                 uuid = CASE WHEN db = $4 THEN uuid ELSE uuid_send(gen_random_uuid()) END
+             WHERE db = $1 AND name = $2 AND uuid = $3
+             RETURNING uuid",
+            &params![
+                coll.db.clone(),
+                coll.name.clone(),
+                coll.uuid.clone(),
+                to_db.to_owned(),
+                to_name.to_owned(),
+                to_schema.clone(),
+                to_table.clone()
+            ],
+        )
+        .await?;
+    let uuid: Vec<u8> = row.try_get(0).map_err(corrupt)?;
     index::move_all(
         conn,
         (&coll.db, &coll.name, &schema),
@@ -514,6 +542,7 @@ async fn rename_body(
         db: to_db.to_owned(),
         name: to_name.to_owned(),
         table: qualified(&to_schema, &to_table),
+        uuid,
         ..coll.clone()
     })
 }

@@ -14,7 +14,9 @@
 //! deleted newest rowid is never handed out again under a tailable cursor's position):
 //! `k BLOB NOT NULL` (the `_id` key, unique index `<table>_id`), `doc BLOB NOT NULL` (raw BSON,
 //! returned byte for byte) and `j BLOB NOT NULL` (the JSONB image, see `store/image.rs`).
-//! Physical names never derive from user names; rename only rewrites the record.
+//! Physical names never derive from user names; rename only rewrites the record (and, into
+//! another database, gives the collection a new `uuid`: MongoDB copies it into a new
+//! collection there).
 //!
 //! Secondary indexes (`dg_indexes`, entries tables `dgi_<n>`) are described in `index.rs`;
 //! they belong to the collection's physical table, so a rename carries them along and a
@@ -167,13 +169,7 @@ fn create_record(
         }
         let prefix = if with_table { "dgc" } else { "dgv" };
         let table = format!("{prefix}_{}", next_table_number(conn)?);
-        let mut uuid: Vec<u8> = conn
-            .query_row("SELECT randomblob(16)", [], |row| row.get(0))
-            .map_err(db_err)?;
-        if let [.., ref mut b6, _, ref mut b8, _, _, _, _, _, _, _] = uuid[..] {
-            *b6 = (*b6 & 0x0f) | 0x40;
-            *b8 = (*b8 & 0x3f) | 0x80;
-        }
+        let uuid = new_uuid(conn)?;
         if with_table {
             // A capped collection's rowids are never reused (AUTOINCREMENT): a tailable
             // cursor resumes after one, and a deleted newest row must not come back as a
@@ -210,6 +206,18 @@ fn create_record(
     })
 }
 
+/// 16 random bytes in the UUID v4 layout: the identity of a new collection.
+fn new_uuid(conn: &Connection) -> Result<Vec<u8>, StoreError> {
+    let mut uuid: Vec<u8> = conn
+        .query_row("SELECT randomblob(16)", [], |row| row.get(0))
+        .map_err(db_err)?;
+    if let [.., ref mut b6, _, ref mut b8, _, _, _, _, _, _, _] = uuid[..] {
+        *b6 = (*b6 & 0x0f) | 0x40;
+        *b8 = (*b8 & 0x3f) | 0x80;
+    }
+    Ok(uuid)
+}
+
 pub(super) fn drop_collection(
     conn: &Connection,
     coll: &CollectionRecord,
@@ -244,11 +252,18 @@ pub(super) fn rename_collection(
         if exists(conn, to_db, to_name)? {
             return Err(StoreError::AlreadyExists(format!("{to_db}.{to_name}")));
         }
+        // Into another database it is a new collection there (MongoDB copies it): a new
+        // identity.
+        let uuid = if coll.db == to_db {
+            coll.uuid.clone()
+        } else {
+            new_uuid(conn)?
+        };
         let moved = conn
             .execute(
-                "UPDATE dg_collections SET db = ?4, name = ?5
+                "UPDATE dg_collections SET db = ?4, name = ?5, uuid = ?6
                  WHERE db = ?1 AND name = ?2 AND table_name = ?3",
-                params![coll.db, coll.name, coll.table, to_db, to_name],
+                params![coll.db, coll.name, coll.table, to_db, to_name, uuid],
             )
             .map_err(db_err)?;
         if moved == 0 {
@@ -261,6 +276,7 @@ pub(super) fn rename_collection(
         Ok(CollectionRecord {
             db: to_db.to_owned(),
             name: to_name.to_owned(),
+            uuid,
             ..coll.clone()
         })
     })

@@ -134,13 +134,13 @@ def test_out_that_breaks_a_kept_unique_index_fails_and_keeps_the_old_content(db)
 
 
 def test_out_is_atomic_for_a_reader_in_a_loop(client, db):
-    """Every read of the target sees the whole old or the whole new content.
+    """Every read of the target sees the whole old or the whole new content, never a mix.
 
-    Each read is one store statement (docgate reads a first batch of up to 128 rows in
-    one): a longer batch is read in several statements, which see the commits between them,
-    as any non-snapshot read does."""
-    content_a = [{"_id": i, "v": "a"} for i in range(120)]
-    content_b = [{"_id": i, "v": "b"} for i in range(80)]
+    A batch of more than 128 documents is read in several store statements, and batches of
+    150 go through getMore: a cursor whose collection is replaced between two of its reads
+    ends with 175 QueryPlanKilled (a first batch is read again from the new collection)."""
+    content_a = [{"_id": i, "v": "a"} for i in range(600)]
+    content_b = [{"_id": i, "v": "b"} for i in range(400)]
     db.a.insert_many(content_a)
     db.b.insert_many(content_b)
     db.a.aggregate([{"$out": "target"}])
@@ -154,7 +154,7 @@ def test_out_is_atomic_for_a_reader_in_a_loop(client, db):
             target = client[db.name].target
             while not stop.is_set() and len(seen) < 2000:
                 try:
-                    docs = list(target.find({}, batch_size=1000))
+                    docs = list(target.find({}, batch_size=1000 if len(seen) % 2 else 150))
                 except OperationFailure as e:
                     # A read whose collection was replaced under it ends, as in MongoDB.
                     killed.append(e.code)
@@ -175,9 +175,9 @@ def test_out_is_atomic_for_a_reader_in_a_loop(client, db):
     assert not errors, errors
     assert seen, "the reader read nothing"
     for count, values in seen:
-        assert (count, values) in {(120, frozenset("a")), (80, frozenset("b"))}, (count, values)
+        assert (count, values) in {(600, frozenset("a")), (400, frozenset("b"))}, (count, values)
     assert set(killed) <= {175}, killed
-    assert {count for count, _ in seen} == {120, 80}, "the reader never saw one of the contents"
+    assert {count for count, _ in seen} == {600, 400}, "the reader never saw one of the contents"
 
 
 def test_concurrent_outs_to_one_target_all_succeed_and_the_last_wins(client, db):
