@@ -84,7 +84,13 @@ fn collection_entry(record: &CollectionRecord) -> Document {
         },
     };
     if !record.options.contains_key("clusteredIndex") {
-        entry.insert("idIndex", crate::ops::indexes::id_index_spec());
+        let mut id_index = crate::ops::indexes::id_index_spec();
+        // Created with a collation: the `_id` index has it (see `CollectionInfo::
+        // collated_id_index`).
+        if let Ok(collation) = record.options.get_document("collation") {
+            id_index.insert("collation", collation.clone());
+        }
+        entry.insert("idIndex", id_index);
     }
     entry
 }
@@ -330,7 +336,7 @@ pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let indexes_were = context
         .collection_info(&request.db, name)
         .await?
-        .map_or(1, |info| info.indexes.len() + 1);
+        .map_or(1, |info| info.index_count());
     ops::collections::drop_collections(&context.server.state, &[record]).await?;
     if was_view {
         return Ok(doc! {"ns": namespace});

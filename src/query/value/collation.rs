@@ -275,6 +275,11 @@ pub fn install<R>(collator: Option<Arc<Collator>>, work: impl FnOnce() -> R) -> 
     work()
 }
 
+/// Whether a non-simple collation is installed on this thread (see [`install`]).
+pub fn is_installed() -> bool {
+    ACTIVE.with(|active| active.borrow().is_some())
+}
+
 /// The order of two strings under the installed collation (bytes when none is).
 pub fn compare_strings(a: &str, b: &str) -> Ordering {
     ACTIVE.with(|active| match &*active.borrow() {
