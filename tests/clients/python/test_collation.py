@@ -374,3 +374,21 @@ def test_convert_to_capped_keeps_the_collated_id_index(db):
     with pytest.raises(DuplicateKeyError):
         db.names.insert_one({"_id": "BOB"})
     assert ids(db.names.find({"_id": "ADA"})) == ["ada"]
+
+
+def test_a_collated_compound_index_serves_a_sort_of_its_collation(db):
+    db.people.create_index([("team", ASCENDING), ("name", -1)], collation=CI)
+    rows = [("Red", "ada"), ("red", "Bob"), ("RED", "carl"), ("blue", "Dan"), ("Blue", "eve")]
+    db.people.insert_many([{"_id": i, "team": t, "name": n} for i, (t, n) in enumerate(rows)])
+    cursor = db.people.find({"team": "red"}).sort("name", -1).collation(CI)
+    plan = cursor.explain()["queryPlanner"]["winningPlan"]
+    assert "SORT" not in str(plan) and plan["inputStage"]["indexName"] == "team_1_name_-1"
+    assert [d["name"] for d in db.people.find({"team": "red"}).sort("name", -1).collation(CI)] == [
+        "carl",
+        "Bob",
+        "ada",
+    ]
+    both = db.people.find({}).sort([("team", ASCENDING), ("name", -1)]).collation(CI)
+    plan = both.explain()["queryPlanner"]["winningPlan"]
+    assert "SORT" not in str(plan)
+    assert ids(db.people.find({}).sort([("team", ASCENDING), ("name", -1)]).collation(CI)) == [4, 3, 2, 1, 0]
