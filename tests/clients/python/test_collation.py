@@ -426,3 +426,15 @@ def test_a_collated_compound_index_serves_a_sort_of_its_collation(db):
     plan = both.explain()["queryPlanner"]["winningPlan"]
     assert "SORT" not in str(plan)
     assert ids(db.people.find({}).sort([("team", ASCENDING), ("name", -1)]).collation(CI)) == [4, 3, 2, 1, 0]
+
+
+def test_out_into_a_collated_collection_keeps_its_id_collation(db):
+    db.create_collection("target", collation=CI)
+    db.source.insert_many([{"_id": "ada"}, {"_id": "ADA"}])
+    with pytest.raises(OperationFailure) as error:
+        list(db.source.aggregate([{"$out": "target"}]))
+    assert error.value.code == 11000
+    db.source.delete_one({"_id": "ADA"})
+    list(db.source.aggregate([{"$out": "target"}]))
+    assert ids(db.target.find({"_id": "Ada"})) == ["ada"]
+    assert next(db.target.list_indexes())["collation"]["strength"] == 2
