@@ -6,6 +6,9 @@
 //! SQLite's `EXPLAIN QUERY PLAN`, PostgreSQL's `EXPLAIN`) must read an index too; a pushed
 //! sort must not sort in memory or in SQL; `count` with an indexed equality is a SQL
 //! `COUNT` (no residual left to Rust); a query on an unindexed field is a `COLLSCAN`.
+//! Under a collation (a collection's default), `_id` lookups, ranges and sorts use its
+//! collated `_id` index and a compound collated index serves an equality prefix with a sort
+//! and a two-field sort; a read of another collation keeps off them.
 //! Every explained read is also run, and its answer checked.
 //!
 //! Runs on the backend the harness picks from `DOCGATE_TEST_BACKEND`.
@@ -119,6 +122,12 @@ fn stage_names(plan: &Document) -> Vec<String> {
 
 /// The plan is a FETCH over an IXSCAN of `index`, and the backend's plan reads an index.
 fn assert_index_scan(plan: &Document, index: &str) {
+    assert_ixscan_stage(plan, index);
+    assert_backend_reads_index(plan, index);
+}
+
+/// The plan's IXSCAN stage names `index`.
+fn assert_ixscan_stage(plan: &Document, index: &str) {
     let ixscan = stages(plan)
         .into_iter()
         .find(|s| s.get_str("stage").ok() == Some("IXSCAN"))
@@ -128,7 +137,6 @@ fn assert_index_scan(plan: &Document, index: &str) {
         Some(index),
         "IXSCAN of the wrong index in {plan}"
     );
-    assert_backend_reads_index(plan, index);
 }
 
 /// The lines of the backend's plan that read an index.
@@ -159,16 +167,23 @@ fn index_reads(plan: &Document) -> Vec<String> {
         .collect()
 }
 
-/// The backend reads the `_id` index (`_id_`) or a secondary index's entries table
-/// (`dgi_<n>`, one per index, in both stores).
+/// The backend reads the `_id` index (`_id_`: the primary key) or a secondary index's
+/// entries table (`dgi_<n>`, one per index, in both stores).
 fn assert_backend_reads_index(plan: &Document, index: &str) {
+    assert_backend_reads(plan, index, index != "_id_");
+}
+
+/// The backend reads an index: an entries table when `entries_table` (a secondary index, or
+/// the collated `_id_` index of a collection with a default collation), else the primary
+/// key.
+fn assert_backend_reads(plan: &Document, index: &str, entries_table: bool) {
     let reads = index_reads(plan);
     // Entries tables are `dgi_<n>` (SQLite, PostgreSQL) or `DG_I<n>` (Oracle).
     let entries = |l: &String| l.contains("dgi_") || l.contains("DG_I");
-    let ok = if index == "_id_" {
-        reads.iter().any(|l| !entries(l))
-    } else {
+    let ok = if entries_table {
         reads.iter().any(entries)
+    } else {
+        reads.iter().any(|l| !entries(l))
     };
     assert!(
         ok,
@@ -547,4 +562,166 @@ async fn a_query_on_an_unindexed_field_is_a_collection_scan() {
     );
     let got = find(&db, doc! {"free": {"$gt": 5}}, None, None).await;
     assert_eq!(got.len(), (0..DOCS).filter(|i| i % 7 > 5).count());
+}
+
+/// A collection created with `{locale: "en", strength: 2}`: `_id`s `User0000`…`User1999`,
+/// `grp` `G0`…`G9`, `name` `Name0000`…; index `{grp: 1, name: -1}` (inheriting the
+/// collation). Queries spell the strings in another case.
+async fn load_collated(db: &Database) {
+    db.run_command(doc! {
+        "create": "names",
+        "collation": {"locale": "en", "strength": 2},
+    })
+    .await
+    .expect("create with a collation");
+    db.run_command(doc! {
+        "createIndexes": "names",
+        "indexes": [{"key": {"grp": 1, "name": -1}, "name": "grp_1_name_-1"}],
+    })
+    .await
+    .expect("createIndexes");
+    let docs: Vec<Document> = (0..DOCS)
+        .map(|i| {
+            doc! {
+                "_id": format!("User{i:04}"),
+                "grp": format!("G{}", i % 10),
+                "name": format!("Name{i:04}"),
+                "pad": "x".repeat(100),
+            }
+        })
+        .collect();
+    db.collection::<Document>("names")
+        .insert_many(docs)
+        .await
+        .expect("insert 2000 documents");
+}
+
+/// The `_id`s a `find` command answers in its first batch.
+async fn found_ids(db: &Database, find: Document) -> Vec<String> {
+    let reply = db.run_command(find.clone()).await.expect("find");
+    reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap_or_else(|e| panic!("no firstBatch in {reply} for {find}: {e}"))
+        .iter()
+        .map(|d| {
+            d.as_document()
+                .and_then(|d| d.get_str("_id").ok())
+                .expect("string _id")
+                .to_string()
+        })
+        .collect()
+}
+
+/// The collated `_id` index of a collection with a default collation serves equality, `$in`,
+/// ranges and a sort with a limit under that collation (read from its entries table); a
+/// simple read keeps the byte-exact primary key.
+#[tokio::test]
+async fn id_reads_under_a_collection_collation_use_its_collated_id_index() {
+    let server = TestServer::start();
+    let db = server.client().await.database("collated_planning");
+    load_collated(&db).await;
+
+    let lookup = doc! {"find": "names", "filter": {"_id": "user0042"}};
+    let plan = winning_plan(&db, lookup.clone()).await;
+    assert_ixscan_stage(&plan, "_id_");
+    assert_backend_reads(&plan, "_id_", true);
+    assert_eq!(
+        details(&plan).get_bool("pushedFilterExact").ok(),
+        Some(true),
+        "{plan}"
+    );
+    assert_eq!(found_ids(&db, lookup).await, vec!["User0042"]);
+
+    let several = doc! {"find": "names", "filter": {"_id": {"$in": ["USER0001", "user1999", "x"]}}};
+    let plan = winning_plan(&db, several.clone()).await;
+    assert_ixscan_stage(&plan, "_id_");
+    assert_backend_reads(&plan, "_id_", true);
+    let mut got = found_ids(&db, several).await;
+    got.sort();
+    assert_eq!(got, vec!["User0001", "User1999"]);
+
+    let range = doc! {"find": "names", "filter": {"_id": {"$gt": "user1996"}}};
+    let plan = winning_plan(&db, range.clone()).await;
+    assert_ixscan_stage(&plan, "_id_");
+    assert_eq!(found_ids(&db, range).await.len(), 3);
+
+    let last = doc! {"find": "names", "filter": {}, "sort": {"_id": -1}, "limit": 3};
+    let plan = winning_plan(&db, last.clone()).await;
+    assert_ixscan_stage(&plan, "_id_");
+    assert_sort_served_by_index(&plan);
+    assert_eq!(
+        found_ids(&db, last).await,
+        vec!["User1999", "User1998", "User1997"]
+    );
+
+    // `simple`: the primary key, by bytes ("user0042" is not "User0042").
+    let simple = doc! {
+        "find": "names", "filter": {"_id": "user0042"}, "collation": {"locale": "simple"},
+    };
+    let plan = winning_plan(&db, simple.clone()).await;
+    assert_index_scan(&plan, "_id_");
+    assert_eq!(
+        details(&plan).get_bool("pushedFilterExact").ok(),
+        Some(true),
+        "{plan}"
+    );
+    assert!(found_ids(&db, simple).await.is_empty());
+    // Another collation: neither index decides the string; Rust does, right.
+    let other = doc! {
+        "find": "names", "filter": {"_id": "user0042"}, "collation": {"locale": "en", "strength": 1},
+    };
+    let plan = winning_plan(&db, other.clone()).await;
+    assert_eq!(
+        details(&plan).get_bool("pushedFilterExact").ok(),
+        Some(false),
+        "{plan}"
+    );
+    assert_eq!(found_ids(&db, other).await, vec!["User0042"]);
+}
+
+/// Under a collation a compound index of that collation serves an equality prefix with a
+/// sort on the next field, and a sort on both fields, as without one (before: a SORT in
+/// memory).
+#[tokio::test]
+async fn a_collated_compound_index_serves_an_equality_prefix_and_a_two_field_sort() {
+    let server = TestServer::start();
+    let db = server.client().await.database("collated_planning");
+    load_collated(&db).await;
+
+    let prefix = doc! {"find": "names", "filter": {"grp": "g3"}, "sort": {"name": -1}, "limit": 3};
+    let plan = winning_plan(&db, prefix.clone()).await;
+    assert_ixscan_stage(&plan, "grp_1_name_-1");
+    assert_backend_reads(&plan, "grp_1_name_-1", true);
+    assert_sort_pushed(&plan);
+    assert_eq!(
+        details(&plan).get("pushedLimit"),
+        Some(&Bson::Int64(3)),
+        "{plan}"
+    );
+    assert_eq!(
+        found_ids(&db, prefix).await,
+        vec!["User1993", "User1983", "User1973"]
+    );
+
+    let both = doc! {"find": "names", "filter": {}, "sort": {"grp": -1, "name": 1}, "limit": 3};
+    let plan = winning_plan(&db, both.clone()).await;
+    assert_ixscan_stage(&plan, "grp_1_name_-1");
+    assert_sort_pushed(&plan);
+    assert_eq!(
+        found_ids(&db, both).await,
+        vec!["User0009", "User0019", "User0029"]
+    );
+
+    // Another collation sorts in memory, and right.
+    let other = doc! {
+        "find": "names", "filter": {"grp": "g3"}, "sort": {"name": -1}, "limit": 2,
+        "collation": {"locale": "en"},
+    };
+    let plan = winning_plan(&db, other.clone()).await;
+    assert!(stage_names(&plan).iter().any(|s| s == "SORT"), "{plan}");
+    assert!(
+        found_ids(&db, other).await.is_empty(),
+        "'g3' is not 'G3' at strength 3"
+    );
 }

@@ -80,6 +80,8 @@ impl IndexCandidate for CollectionIndex {
 #[derive(Clone, Debug)]
 pub struct CollectionInfo {
     pub record: CollectionRecord,
+    /// The indexes kept in entries tables: the secondary ones and, on a collection with a
+    /// default collation, its collated `_id` index (see [`CollectionInfo::collated_id_index`]).
     pub indexes: Vec<CollectionIndex>,
     /// The `validator` of its options, compiled once with its level and action; `None`
     /// when it has none (or `validationLevel: "off"`).
@@ -103,6 +105,25 @@ impl CollectionInfo {
             indexes: Vec::new(),
             validator,
         })
+    }
+
+    /// The `_id` index of a collection with a default collation: a unique index of that
+    /// collation over `_id` beside the primary key (which compares `_id`s by their bytes), so
+    /// `_id`s equal under the collation collide and lookups under it have an index.
+    pub fn collated_id_index(&self) -> Option<&CollectionIndex> {
+        self.indexes.iter().find(|index| index.spec.is_id_index())
+    }
+
+    /// The indexes besides the `_id` index, as `listIndexes` and `dropIndexes` count them.
+    pub fn secondary_indexes(&self) -> impl Iterator<Item = &CollectionIndex> {
+        self.indexes
+            .iter()
+            .filter(|index| !index.spec.is_id_index())
+    }
+
+    /// How many indexes the collection has, its `_id` index included.
+    pub fn index_count(&self) -> usize {
+        self.secondary_indexes().count() + 1
     }
 
     /// The collation an operation on this collection runs under: its own when it gave one,

@@ -261,6 +261,12 @@ pub async fn copy_as_capped(
     };
     let created = session.create_collection(db, &temporary, &options).await?;
     session.insert(&created, &stored, true).await?;
+    // The source's collation stays the copy's default, and so its `_id` index's.
+    let copied_documents = stored
+        .iter()
+        .map(|document| super::read::decode_document(&document.bson))
+        .collect::<Result<Vec<_>, _>>()?;
+    super::indexes::build_collated_id_index(session, &created, &copied_documents).await?;
     if replace {
         session.drop_collection(&info.record).await?;
         session.rename_collection(&created, db, name).await?;

@@ -15,7 +15,8 @@ use crate::state::AppState;
 use crate::store::{CollectionRecord, StoreError};
 
 /// Creates `db.name` with `options`; answers whether it was created (false: it existed
-/// already, with whatever options it has).
+/// already, with whatever options it has). A `collation` in the options gives its `_id`
+/// index that collation (built in the same transaction).
 pub async fn create_collection(
     state: &AppState,
     db: &str,
@@ -23,15 +24,23 @@ pub async fn create_collection(
     options: &Document,
 ) -> Result<bool, OpError> {
     check_collection_name(db, name)?;
-    let mut session = state.store.session().await?;
-    match session.create_collection(db, name, options).await {
-        Ok(_) => {
-            state.catalog.invalidate().await;
-            Ok(true)
+    let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
+    let created = match transaction
+        .session()
+        .create_collection(db, name, options)
+        .await
+    {
+        Ok(created) => created,
+        Err(StoreError::AlreadyExists(_)) => {
+            transaction.rollback().await?;
+            return Ok(false);
         }
-        Err(StoreError::AlreadyExists(_)) => Ok(false),
-        Err(other) => Err(other.into()),
-    }
+        Err(other) => return Err(other.into()),
+    };
+    transaction.changed_catalog();
+    super::indexes::build_collated_id_index(transaction.session(), &created, &[]).await?;
+    transaction.commit().await?;
+    Ok(true)
 }
 
 /// Drops the collections `records` and their data, in one transaction.

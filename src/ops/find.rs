@@ -330,14 +330,20 @@ pub fn hinted_indexes<'a>(
     let Some(hint) = hint else {
         return Ok(indexes);
     };
+    // The `_id` index: the primary key, and on a collection with a default collation its
+    // collated `_id` index (used by reads of that collation).
+    let id_index = || match indexes.iter().position(|i| i.spec.is_id_index()) {
+        Some(at) => &indexes[at..=at],
+        None => &[],
+    };
     let found = match hint {
-        Bson::String(name) if name == "_id_" => return Ok(&[]),
+        Bson::String(name) if name == "_id_" => return Ok(id_index()),
         // A hidden index is not there for the planner, nor for a hint.
         Bson::String(name) => indexes
             .iter()
             .position(|i| &i.record.name == name && !i.spec.hidden()),
         Bson::Document(key) if key.contains_key("$natural") => return Ok(&[]),
-        Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(&[]),
+        Bson::Document(key) if key.len() == 1 && key.contains_key("_id") => return Ok(id_index()),
         Bson::Document(key) => indexes
             .iter()
             .position(|i| i.spec.key_pattern() == key && !i.spec.hidden()),

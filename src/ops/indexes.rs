@@ -17,7 +17,7 @@ use super::write_errors::duplicate_index_error;
 use super::OpError;
 use crate::catalog::{CollectionInfo, NO_INDEXES};
 use crate::query::planner::ReadPlan;
-use crate::query::{encode_key, Filter, IndexSpec};
+use crate::query::{encode_key, Collation, Filter, IndexSpec};
 use crate::state::AppState;
 use crate::store::{CollectionRecord, IndexRecord, StoreError, StoreSession};
 
@@ -42,6 +42,57 @@ pub fn id_index_spec_of(record: &CollectionRecord) -> Document {
     }
 }
 
+/// The `_id` index of `info` as `listIndexes` shows it: with its collation on a collection
+/// with a default collation.
+pub fn id_index_document(info: &CollectionInfo) -> Document {
+    let mut spec = id_index_spec_of(&info.record);
+    if let Some(Ok(collation)) = info
+        .collated_id_index()
+        .map(|index| index.spec.document.get_document("collation"))
+    {
+        spec.insert("collation", collation.clone());
+    }
+    spec
+}
+
+/// The collated `_id` index a collection created with `options` has: none without a
+/// `collation` (or with the simple one), else a unique index of that collation over `_id`,
+/// kept beside the primary key as an entries table like any collated index.
+pub fn collated_id_index_spec(options: &Document) -> Result<Option<IndexSpec>, OpError> {
+    let Ok(collation) = options.get_document("collation") else {
+        return Ok(None);
+    };
+    let Some(full) = Collation::parse(collation)?.to_document() else {
+        return Ok(None);
+    };
+    let mut spec = id_index_spec();
+    spec.insert("collation", full);
+    Ok(Some(IndexSpec::parse(&spec)?))
+}
+
+/// Builds the collated `_id` index of `coll` (see [`collated_id_index_spec`]) over its
+/// `documents`, in the caller's transaction; nothing when its options have no collation.
+/// `_id`s equal under the collation are MongoDB's E11000.
+pub(super) async fn build_collated_id_index(
+    session: &mut dyn StoreSession,
+    coll: &CollectionRecord,
+    documents: &[Document],
+) -> Result<(), OpError> {
+    let Some(spec) = collated_id_index_spec(&coll.options)? else {
+        return Ok(());
+    };
+    let (entries, multikey) = index_entries(&spec, documents)?;
+    match build_index(session, coll, &spec, multikey, &entries).await {
+        Ok(_) => Ok(()),
+        Err(StoreError::IndexKeyConflict { .. }) => Err(duplicate_while_building(
+            &format!("{}.{}", coll.db, coll.name),
+            &spec,
+            documents,
+        )),
+        Err(other) => Err(other.into()),
+    }
+}
+
 /// What a `createIndexes` did: indexes before and after (the `_id` index counted), and
 /// whether the collection was created for it.
 #[derive(Debug)]
@@ -63,7 +114,7 @@ pub async fn create_indexes(
     let mut transaction = Transaction::begin(state.store.as_ref(), &state.catalog).await?;
     let info = collection_for_write(&mut transaction, db, name).await?;
     let created_collection = transaction.catalog_changed();
-    let before = info.indexes.len() + 1;
+    let before = info.index_count();
     let to_build = new_indexes(&info, specs)?;
     if before + to_build.len() > MAX_INDEXES {
         return Err(OpError::Query(crate::query::QueryError::location(
@@ -171,19 +222,30 @@ pub async fn drop_indexes(
 /// The requested specs that do not exist yet, after MongoDB's conflict checks against the
 /// existing indexes and among the requested ones.
 fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSpec>, OpError> {
-    let id_index = IndexSpec::parse(&id_index_spec())?;
+    let id_index = match info.collated_id_index() {
+        Some(collated) => collated.spec.clone(),
+        None => IndexSpec::parse(&id_index_spec())?,
+    };
     let mut to_build: Vec<IndexSpec> = Vec::new();
     let default = info.collation_for(None)?;
     'requested: for spec in specs {
         let mut spec = spec.clone();
-        spec.inherit_collation(&default);
-        let spec = &spec;
         if spec.is_id_index() {
+            let requested = spec.collation();
+            if spec.collation.is_some() && requested != default {
+                return Err(id_index_collation_mismatch(&requested, &default));
+            }
+            spec.collation = Some(default.clone());
+            if let Some(full) = default.to_document() {
+                spec.document.insert("collation", full);
+            }
             if let Some(conflict) = spec.conflict_with(&id_index) {
                 return Err(conflict.into());
             }
             continue;
         }
+        spec.inherit_collation(&default);
+        let spec = &spec;
         for existing in info
             .indexes
             .iter()
@@ -212,6 +274,22 @@ fn new_indexes(info: &CollectionInfo, specs: &[IndexSpec]) -> Result<Vec<IndexSp
         to_build.push(spec.clone());
     }
     Ok(to_build)
+}
+
+/// MongoDB's BadValue for a `{_id: 1}` index requested with another collation than the
+/// collection's default.
+fn id_index_collation_mismatch(requested: &Collation, default: &Collation) -> OpError {
+    let shown = |collation: &Collation| {
+        collation
+            .to_document()
+            .unwrap_or_else(|| doc! {"locale": "simple"})
+    };
+    OpError::BadValue(format!(
+        "The _id index must have the same collation as the collection. Index collation: {}, \
+         collection collation: {}",
+        shown(requested),
+        shown(default)
+    ))
 }
 
 /// MongoDB's E11000 for an index build that meets duplicates: names the first duplicated

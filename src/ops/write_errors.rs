@@ -52,6 +52,11 @@ pub fn duplicate_index_error(
     spec: &IndexSpec,
     document: &Document,
 ) -> Document {
+    // The collated `_id` index of a collection with a default collation.
+    if spec.is_id_index() {
+        let id = document.get("_id").cloned().unwrap_or(Bson::Null);
+        return duplicate_id_error(index, namespace, &id);
+    }
     let mut key_value = Document::new();
     for (path, _) in &spec.fields {
         let value = crate::query::get_path(document, path)

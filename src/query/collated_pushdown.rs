@@ -56,7 +56,7 @@ pub(super) fn without_string_comparisons(
 }
 
 /// Whether a condition's outcome may depend on how strings compare.
-fn compares_strings(predicate: &FieldPredicate) -> bool {
+pub(super) fn compares_strings(predicate: &FieldPredicate) -> bool {
     match predicate {
         FieldPredicate::Eq(v)
         | FieldPredicate::Ne(v)

@@ -18,14 +18,16 @@
 //!
 //! Under a non-simple collation SQL (which compares bytes) decides nothing that compares
 //! strings: a condition whose operand holds a string (or MinKey/MaxKey, whose ranges span
-//! strings) is left to the residual unless an index of the same collation serves it, and
-//! only such an index orders a pushed sort — else the sort runs in Rust under the collator.
+//! strings) is left to the residual unless an index of the same collation serves it (on a
+//! collection with a default collation, `_id` has one: its collated `_id` index), and only
+//! such an index orders a pushed sort (one field or several, as without a collation) —
+//! else the sort runs in Rust under the collator.
 //!
 //! Not for: SQL text (the store spells it), I/O of any kind, or MongoDB command shapes.
 
 use bson::Bson;
 
-use super::collated_pushdown::without_string_comparisons;
+use super::collated_pushdown::{compares_strings, without_string_comparisons};
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
 use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
@@ -157,45 +159,43 @@ impl ReadPlan {
             spec.keys.is_empty() && spec.natural == Some(SortDirection::Descending)
         });
         let sort = sort.filter(|spec| !spec.keys.is_empty() || reverse_natural);
-        // Only an index of the same collation orders strings as the collation does (`_id`
-        // keys compare by bytes).
+        // Only an index of the same collation orders strings as the collation does (the
+        // primary key compares `_id`s by their bytes; a collection with a default collation
+        // has a collated `_id` index for that).
         let ordering: &[&I] = match collation.is_simple() {
             true => indexes,
             false => same_collation.as_slice(),
         };
-        let pushed_order = match &sort {
-            None => Some(ScanOrder::Natural),
-            Some(spec) if !collation.is_simple() => match spec.keys.as_slice() {
-                [(path, _)] if path != "_id" => scan_order(spec, &filter, ordering),
-                _ => None,
-            },
-            Some(spec) => scan_order(spec, &filter, ordering),
+        let pushed_order = sort.as_ref().map_or(Some(ScanOrder::Natural), |spec| {
+            scan_order(spec, &filter, ordering, collation.is_simple())
+        });
+        // The walked index leads with fields the filter fixes by equality: bound the walk by
+        // them (a range of that same index) rather than by another index.
+        let walked: Option<&[&I]> = match &pushed_order {
+            Some(ScanOrder::Index {
+                index,
+                fixed_prefix: true,
+                ..
+            }) => Some(std::slice::from_ref(&ordering[*index])),
+            _ => None,
         };
         let (predicate, exact) = if collation.is_simple() {
-            match &pushed_order {
-                // The walked index leads with fields the filter fixes by equality: bound the
-                // walk by them (a range of that same index) rather than by another index.
-                Some(ScanOrder::Index {
-                    index,
-                    fixed_prefix: true,
-                    ..
-                }) => pushdown(&filter, std::slice::from_ref(&ordering[*index])),
-                _ => pushdown(&filter, indexes),
-            }
-            .into_parts()
+            pushdown(&filter, walked.unwrap_or(indexes)).into_parts()
         } else {
             // Paths an index of the same collation serves keep their string conditions,
             // pushed as ranges of its keys (computed under the collation); other indexes are
             // then left out, so no string bound meets keys of another collation.
+            let candidates = match walked {
+                Some(walked) => walked,
+                None if same_collation.is_empty() => indexes,
+                None => same_collation.as_slice(),
+            };
             let collated_index_on = |path: &str| {
-                path != "_id" && same_collation.iter().any(|i| holds_every_match(i, path))
+                candidates
+                    .iter()
+                    .any(|i| i.spec().collation() == collation && holds_every_match(i, path))
             };
             let (pushable, complete) = without_string_comparisons(&filter, &collated_index_on);
-            let candidates = if same_collation.is_empty() {
-                indexes
-            } else {
-                same_collation.as_slice()
-            };
             let (predicate, exact) = collation
                 .install(|| pushdown(&pushable, candidates))
                 .into_parts();
@@ -299,10 +299,15 @@ enum ScanOrder {
 /// `cat: "a"`, and `sort({cat: -1, price: 1})` walks it backwards. A sort key on a field the
 /// filter fixes changes nothing when that index shows the field is never an array, so it is
 /// skipped; when nothing else is sorted, the walk's `_id` order breaks the ties.
+///
+/// `primary_key_orders` says whether the primary key's order (`_id`s by their bytes) is the
+/// order wanted; under a non-simple collation it is not, and a sort on `_id` walks the
+/// collection's collated `_id` index when it has one.
 fn scan_order<I: IndexCandidate>(
     spec: &SortSpec,
     filter: &Filter,
     indexes: &[I],
+    primary_key_orders: bool,
 ) -> Option<ScanOrder> {
     let key_order = |ascending: bool| {
         if ascending {
@@ -312,7 +317,7 @@ fn scan_order<I: IndexCandidate>(
         }
     };
     if let [(path, direction)] = spec.keys.as_slice() {
-        if path == "_id" {
+        if path == "_id" && primary_key_orders {
             return Some(ScanOrder::Key(key_order(matches!(
                 direction,
                 SortDirection::Ascending
@@ -465,7 +470,7 @@ fn merge_bounds<'a, I: IndexCandidate>(
     predicates: &'a [FieldPredicate],
     indexes: &[I],
 ) -> (Option<Predicate>, Vec<&'a FieldPredicate>) {
-    if path == "_id" {
+    if path == "_id" && predicates.iter().all(primary_key_decides) {
         return merge_key_bounds(predicates);
     }
     let all: Vec<&FieldPredicate> = predicates.iter().collect();
@@ -573,11 +578,12 @@ fn field_predicate<I: IndexCandidate>(
     predicate: &FieldPredicate,
     indexes: &[I],
 ) -> Pushdown {
+    let on_primary_key = path == "_id" && primary_key_decides(predicate);
     match predicate {
-        FieldPredicate::Eq(value) if path == "_id" && is_plain_value(value) => {
+        FieldPredicate::Eq(value) if on_primary_key && is_plain_value(value) => {
             return Pushdown::Exact(Predicate::KeyEquals(encode_key(value)));
         }
-        FieldPredicate::In(values) if path == "_id" && values.iter().all(is_plain_value) => {
+        FieldPredicate::In(values) if on_primary_key && values.iter().all(is_plain_value) => {
             let mut keys: Vec<Vec<u8>> = values.iter().map(encode_key).collect();
             keys.sort();
             keys.dedup();
@@ -605,6 +611,14 @@ fn field_predicate<I: IndexCandidate>(
         path: segments,
         value,
     })
+}
+
+/// Whether the primary key (`_id` keys compared by their bytes) decides a condition on
+/// `_id`: always without a collation; under one (installed while the collated branch of the
+/// planner pushes) only when the condition compares no string — such a condition goes to
+/// the collection's collated `_id` index, or stays in the residual.
+fn primary_key_decides(predicate: &FieldPredicate) -> bool {
+    !crate::query::value::collation::is_installed() || !compares_strings(predicate)
 }
 
 /// An index that leads with `path` and may answer for it: not partial (it would miss the

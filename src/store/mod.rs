@@ -259,6 +259,25 @@ pub struct CollectionStats {
 }
 
 impl CollectionStats {
+    /// The figures with one entry per MongoDB index: an entries table named like an index
+    /// listed before it (the collated `_id_` index kept beside the primary key, see
+    /// `CollectionInfo::collated_id_index`) adds its size to that one instead of counting
+    /// as an index of its own.
+    pub fn merged_by_index_name(mut self) -> CollectionStats {
+        let listed = self.index_sizes.len();
+        let mut merged: Vec<(String, u64)> = Vec::with_capacity(listed);
+        for (name, size) in std::mem::take(&mut self.index_sizes) {
+            match merged.iter_mut().find(|(seen, _)| *seen == name) {
+                Some((_, total)) => *total += size,
+                None => merged.push((name, size)),
+            }
+        }
+        let folded = (listed - merged.len()) as u64;
+        self.index_count = self.index_count.saturating_sub(folded);
+        self.index_sizes = merged;
+        self
+    }
+
     /// Sum of `index_sizes`.
     pub fn total_index_size(&self) -> u64 {
         self.index_sizes.iter().map(|(_, size)| size).sum()

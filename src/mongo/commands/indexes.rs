@@ -38,8 +38,11 @@ pub async fn list_indexes(
         )));
     };
     ops::views::check_not_view(&info.record)?;
-    let mut specs = vec![ops::indexes::id_index_spec_of(&info.record)];
-    specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
+    let mut specs = vec![ops::indexes::id_index_document(&info)];
+    specs.extend(
+        info.secondary_indexes()
+            .map(|index| index.spec.document.clone()),
+    );
     let namespace = format!("{}.{name}", request.db);
     first_batch_reply(
         context,
@@ -126,7 +129,7 @@ pub async fn drop_indexes(
         )));
     };
     ops::views::check_not_view(&info.record)?;
-    let before = (info.indexes.len() + 1) as i32;
+    let before = info.index_count() as i32;
     let is_id = |value: &Bson| match value {
         Bson::String(s) => s == "_id_",
         Bson::Document(key) => key.len() == 1 && key.contains_key("_id"),
@@ -134,7 +137,9 @@ pub async fn drop_indexes(
     };
     let selected: Vec<usize> = match index {
         None => return Err(OpError::missing_field("dropIndexes.index")),
-        Some(Bson::String(all)) if all == "*" => (0..info.indexes.len()).collect(),
+        Some(Bson::String(all)) if all == "*" => (0..info.indexes.len())
+            .filter(|position| !info.indexes[*position].spec.is_id_index())
+            .collect(),
         Some(value) if is_id(value) => {
             return Err(OpError::InvalidOptions("cannot drop _id index".into()))
         }

@@ -7,6 +7,7 @@
 use bson::{doc, Binary, Bson, Document};
 
 use super::cursor_reply::{cursor_batch_size, encode_documents, first_batch_reply};
+use crate::catalog::CollectionInfo;
 use crate::mongo::arguments::Arguments;
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError, ReplyResult};
@@ -65,7 +66,8 @@ pub async fn list_databases(
 
 /// The `listCollections` entry of one collection or view (a view has no UUID and no `_id`
 /// index, and is read-only).
-fn collection_entry(record: &CollectionRecord) -> Document {
+fn collection_entry(info: &CollectionInfo) -> Document {
+    let record = &info.record;
     if is_view(record) {
         return doc! {
             "name": &record.name,
@@ -84,7 +86,8 @@ fn collection_entry(record: &CollectionRecord) -> Document {
         },
     };
     if !record.options.contains_key("clusteredIndex") {
-        entry.insert("idIndex", crate::ops::indexes::id_index_spec());
+        // With its collation on a collection created with one.
+        entry.insert("idIndex", crate::ops::indexes::id_index_document(info));
     }
     entry
 }
@@ -107,7 +110,8 @@ pub async fn list_collections(
     let snapshot = context.catalog().fresh_snapshot().await?;
     let entries: Vec<Document> = snapshot
         .collections_in(&request.db)
-        .map(collection_entry)
+        .filter_map(|record| snapshot.info(&record.db, &record.name))
+        .map(|info| collection_entry(info))
         .filter(|entry| filter.matches(entry))
         .map(|entry| if name_only { doc! {"name": entry.get("name").cloned().unwrap_or(Bson::Null), "type": entry.get("type").cloned().unwrap_or(Bson::Null)} } else { entry })
         .collect();
@@ -330,7 +334,7 @@ pub async fn drop(context: &mut CommandContext<'_>, request: &CommandRequest) ->
     let indexes_were = context
         .collection_info(&request.db, name)
         .await?
-        .map_or(1, |info| info.indexes.len() + 1);
+        .map_or(1, |info| info.index_count());
     ops::collections::drop_collections(&context.server.state, &[record]).await?;
     if was_view {
         return Ok(doc! {"ns": namespace});

@@ -68,7 +68,10 @@ async fn collection_figures(
     };
     crate::ops::views::check_not_view(&record)?;
     let mut session = context.open_session().await?;
-    let stats = session.collection_stats(&record).await?;
+    let stats = session
+        .collection_stats(&record)
+        .await?
+        .merged_by_index_name();
     Ok(Some((stats, CappedLimits::of(&record))))
 }
 
@@ -212,7 +215,10 @@ pub async fn db_stats(context: &mut CommandContext<'_>, request: &CommandRequest
             views += 1;
             continue;
         }
-        let stats = session.collection_stats(record).await?;
+        let stats = session
+            .collection_stats(record)
+            .await?
+            .merged_by_index_name();
         collections += 1;
         objects += stats.count;
         data += stats.data_size;

@@ -6,9 +6,11 @@
 //! (`value/compare.rs`) compares strings with it — filters, sorts, `distinct`, `$group` keys
 //! and expression comparisons all go through that one order.
 //!
-//! ICU4X takes `backwards` (French secondary order) from the locale only (fr_CA): any other
-//! `backwards` value than the locale's own is refused, never ignored. Locale variants
-//! (`de@collation=phonebook`) are refused too.
+//! `backwards` (French secondary order) is set in the locale data the collator is built
+//! from (`collation_data.rs`: ICU4X has no option for it). Locale variants
+//! (`de@collation=phonebook`) are MongoDB's list, built as ICU4X collation types
+//! (`de-u-co-phonebk`) where ICU4X's compiled data has them and refused where it does not
+//! (every `search` variant, `searchjl`, `phonetic`, `big5han`, `gb2312han`).
 //!
 //! Not for: deciding what SQL may evaluate under a collation (`query::planner`) or where a
 //! command's collation comes from (the commands and the catalog's collection default).
@@ -21,9 +23,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bson::{Bson, Document};
 use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVariable, Strength};
 use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
-use icu_collator::{Collator as IcuCollator, CollatorBorrowed, CollatorPreferences};
+use icu_collator::{Collator as IcuCollator, CollatorPreferences};
 use icu_locale_core::Locale;
 
+use super::collation_data::{has_collation_type, CollationDataProvider};
 use crate::query::error::QueryError;
 
 /// The ICU version MongoDB reports in a collation's `version` (it has not changed since
@@ -92,7 +95,8 @@ const SUPPORTED_LOCALES: &[&str] = &[
     "kok",
     "ko",
     "ky",
-    "lk",
+    "lkt",
+    "ln",
     "lo",
     "lv",
     "li",
@@ -145,7 +149,55 @@ const SUPPORTED_LOCALES: &[&str] = &[
     "zu",
 ];
 
-/// The locale whose collation compares French accents from the back of the string.
+/// MongoDB's locale variants (`<locale>@collation=<variant>`, the manual's table), each
+/// with the BCP-47 collation type (`-u-co-…`) ICU4X knows it by. A variant is honoured when
+/// ICU4X's compiled data has that type for the locale, else refused (2 BadValue).
+const VARIANTS: &[(&str, &str, &str)] = &[
+    ("ar", "compat", "compat"),
+    ("az", "search", "search"),
+    ("bn", "traditional", "trad"),
+    ("bs", "search", "search"),
+    ("ca", "search", "search"),
+    ("zh", "big5han", "big5han"),
+    ("zh", "gb2312han", "gb2312"),
+    ("zh", "unihan", "unihan"),
+    ("zh", "zhuyin", "zhuyin"),
+    ("hr", "search", "search"),
+    ("cs", "search", "search"),
+    ("da", "search", "search"),
+    ("fi", "search", "search"),
+    ("fi", "traditional", "trad"),
+    ("gl", "search", "search"),
+    ("de", "search", "search"),
+    ("de", "eor", "eor"),
+    ("de", "phonebook", "phonebk"),
+    ("de_AT", "phonebook", "phonebk"),
+    ("he", "search", "search"),
+    ("is", "search", "search"),
+    ("smn", "search", "search"),
+    ("ja", "unihan", "unihan"),
+    ("kl", "search", "search"),
+    ("kn", "traditional", "trad"),
+    ("ko", "search", "search"),
+    ("ko", "searchjl", "searchjl"),
+    ("ko", "unihan", "unihan"),
+    ("ln", "phonetic", "phonetic"),
+    ("se", "search", "search"),
+    ("nb", "search", "search"),
+    ("nn", "search", "search"),
+    ("sr_Latn", "search", "search"),
+    ("si", "dictionary", "dict"),
+    ("sk", "search", "search"),
+    ("es", "search", "search"),
+    ("es", "traditional", "trad"),
+    ("sv", "search", "search"),
+    ("tr", "search", "search"),
+    ("vi", "traditional", "trad"),
+    ("yi", "search", "search"),
+];
+
+/// The locale whose collation compares French accents from the back of the string by
+/// default.
 const BACKWARDS_LOCALE: &str = "fr_CA";
 
 /// `caseFirst`.
@@ -161,7 +213,10 @@ pub enum CaseFirst {
 /// collator.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CollationSpec {
+    /// As given (`de@collation=phonebook` with its variant).
     pub locale: String,
+    /// The ICU4X collation type of the locale's variant (`phonebk`), if it has one.
+    pub collation_type: Option<&'static str>,
     pub case_level: bool,
     pub case_first: CaseFirst,
     /// 1 (primary) to 5 (identical).
@@ -178,7 +233,7 @@ pub struct CollationSpec {
 /// A collator for one specification.
 pub struct Collator {
     spec: CollationSpec,
-    icu: CollatorBorrowed<'static>,
+    icu: IcuCollator,
 }
 
 impl std::fmt::Debug for Collator {
@@ -203,13 +258,13 @@ impl Collator {
 
     /// The order of two strings under this collation.
     pub fn compare(&self, a: &str, b: &str) -> Ordering {
-        self.icu.compare(a, b)
+        self.icu.as_borrowed().compare(a, b)
     }
 
     /// The collator's sort key of `s`: comparing two keys bytewise gives [`Collator::compare`].
     pub fn sort_key(&self, s: &str) -> Vec<u8> {
         let mut key = Vec::new();
-        let Ok(()) = self.icu.write_sort_key_to(s, &mut key);
+        let Ok(()) = self.icu.as_borrowed().write_sort_key_to(s, &mut key);
         key
     }
 }
@@ -275,6 +330,11 @@ pub fn install<R>(collator: Option<Arc<Collator>>, work: impl FnOnce() -> R) -> 
     work()
 }
 
+/// Whether a non-simple collation is installed on this thread (see [`install`]).
+pub fn is_installed() -> bool {
+    ACTIVE.with(|active| active.borrow().is_some())
+}
+
 /// The order of two strings under the installed collation (bytes when none is).
 pub fn compare_strings(a: &str, b: &str) -> Ordering {
     ACTIVE.with(|active| match &*active.borrow() {
@@ -329,8 +389,13 @@ fn collator_for(spec: CollationSpec) -> Result<Arc<Collator>, QueryError> {
 }
 
 fn build(spec: CollationSpec) -> Result<Collator, QueryError> {
-    let tag = spec.locale.replace('_', "-").replace("-POSIX", "-posix");
-    let locale: Locale = tag.parse().map_err(|_| invalid_locale(&spec.locale))?;
+    let (base, _) = split_variant(&spec.locale);
+    // A variant is the locale's `-u-co-` keyword (`de-u-co-phonebk`).
+    let with_type = match spec.collation_type {
+        Some(kind) => format!("{base}-u-co-{kind}"),
+        None => base.to_string(),
+    };
+    let locale = icu_locale(&with_type).ok_or_else(|| invalid_locale(&spec.locale))?;
     let mut preferences = CollatorPreferences::from(&locale);
     preferences.numeric_ordering = Some(if spec.numeric_ordering {
         CollationNumericOrdering::True
@@ -365,7 +430,10 @@ fn build(spec: CollationSpec) -> Result<Collator, QueryError> {
     } else {
         MaxVariable::Punctuation
     });
-    let icu = IcuCollator::try_new(preferences, options)
+    let data = CollationDataProvider {
+        backwards: spec.backwards,
+    };
+    let icu = IcuCollator::try_new_unstable(&data, preferences, options)
         .map_err(|error| QueryError::bad_value(format!("cannot build the collator: {error}")))?;
     Ok(Collator { spec, icu })
 }
@@ -418,25 +486,26 @@ fn parse_spec(document: &Document) -> Result<Option<CollationSpec>, QueryError> 
         Some(Bson::String(locale)) => locale.clone(),
         Some(other) => return Err(wrong_type("locale", "string", other)),
     };
+    let (base, _) = split_variant(&locale);
     let mut spec = CollationSpec {
         locale: locale.clone(),
+        collation_type: None,
         case_level: false,
-        case_first: default_case_first(&locale),
+        case_first: default_case_first(base),
         strength: 3,
         numeric_ordering: false,
-        shifted: locale == "th",
+        shifted: base == "th",
         max_variable_space: false,
         normalization: false,
-        backwards: locale == BACKWARDS_LOCALE,
+        backwards: base == BACKWARDS_LOCALE,
     };
-    let mut backwards = None;
     for (key, value) in document {
         match key.as_str() {
             "locale" => {}
             "caseLevel" => spec.case_level = boolean(key, value)?,
             "numericOrdering" => spec.numeric_ordering = boolean(key, value)?,
             "normalization" => spec.normalization = boolean(key, value)?,
-            "backwards" => backwards = Some(boolean(key, value)?),
+            "backwards" => spec.backwards = boolean(key, value)?,
             "strength" => spec.strength = strength(value)?,
             "caseFirst" => {
                 spec.case_first = match enumeration(key, value)? {
@@ -488,26 +557,61 @@ fn parse_spec(document: &Document) -> Result<Option<CollationSpec>, QueryError> 
         }
         return Ok(None);
     }
-    if locale.contains('@') {
-        return Err(QueryError::bad_value(format!(
-            "Field 'locale' is invalid in: {}: locale variants ('@collation=…') are not \
-             supported by docgate",
-            format_document(document)
-        )));
-    }
-    if !SUPPORTED_LOCALES.contains(&locale.as_str()) {
+    let (base, variant) = split_variant(&locale);
+    if !SUPPORTED_LOCALES.contains(&base) {
         return Err(invalid_locale_in(document));
     }
-    if let Some(wanted) = backwards {
-        if wanted != spec.backwards {
-            return Err(QueryError::bad_value(format!(
-                "backwards: {wanted} is not supported with locale '{locale}': docgate's \
-                 collator (ICU4X) takes the French secondary order from the locale, which only \
-                 '{BACKWARDS_LOCALE}' sorts backwards"
-            )));
-        }
+    if let Some(variant) = variant {
+        spec.collation_type = Some(collation_type(document, base, variant)?);
     }
     Ok(Some(spec))
+}
+
+/// A locale and its variant: `de@collation=phonebook` is `("de", Some("collation=phonebook"))`.
+fn split_variant(locale: &str) -> (&str, Option<&str>) {
+    match locale.split_once('@') {
+        Some((base, keywords)) => (base, Some(keywords)),
+        None => (locale, None),
+    }
+}
+
+/// The ICU4X locale of a MongoDB (ICU) locale ID without variant: `en_US_POSIX` is
+/// `en-US-posix`.
+fn icu_locale(base: &str) -> Option<Locale> {
+    base.replace('_', "-")
+        .replace("-POSIX", "-posix")
+        .parse()
+        .ok()
+}
+
+/// The ICU4X collation type of `base`'s variant (`keywords`: what follows the `@`). Not one
+/// of MongoDB's variants of that locale: MongoDB's (ICU's) invalid-locale error, which names
+/// the locale ICU would have used. One of them that ICU4X's compiled data lacks (`search`):
+/// 2 BadValue saying so.
+fn collation_type(
+    document: &Document,
+    base: &str,
+    keywords: &str,
+) -> Result<&'static str, QueryError> {
+    let found = keywords.strip_prefix("collation=").and_then(|variant| {
+        VARIANTS
+            .iter()
+            .find(|(locale, name, _)| *locale == base && *name == variant)
+    });
+    let Some((_, variant, kind)) = found else {
+        return Err(QueryError::bad_value(format!(
+            "Field 'locale' is invalid in: {}. Did you mean '{base}'?",
+            format_document(document)
+        )));
+    };
+    match icu_locale(base) {
+        Some(locale) if has_collation_type(&locale, kind) => Ok(kind),
+        _ => Err(QueryError::bad_value(format!(
+            "Field 'locale' is invalid in: {}: docgate's collator (ICU4X) has no data for the \
+             '{variant}' collation of '{base}'",
+            format_document(document)
+        ))),
+    }
 }
 
 /// The locales whose `caseFirst` defaults to "upper" (MongoDB's "Collation Default

@@ -7,6 +7,7 @@
 //! on this one, never the other way round.
 
 pub mod collation;
+mod collation_data;
 pub mod compare;
 pub mod decimal;
 pub mod keys;

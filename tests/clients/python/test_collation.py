@@ -200,14 +200,48 @@ def test_unknown_locale_and_malformed_fields_are_refused(coll):
     assert error.value.code == 40414
 
 
-def test_backwards_is_refused_where_the_locale_does_not_imply_it(coll):
-    coll.insert_one({"a": "x"})
+def test_backwards_orders_accents_from_the_end(coll):
+    # The manual's Canadian French example: cote < côte < coté < côté.
+    coll.insert_many([{"_id": i, "w": w} for i, w in enumerate(["côté", "coté", "côte", "cote"])])
+
+    def order(collation):
+        return [d["w"] for d in coll.find().sort("w", ASCENDING).collation(collation)]
+
+    backwards = ["cote", "côte", "coté", "côté"]
+    assert order(Collation(locale="fr_CA")) == backwards
+    assert order(Collation(locale="fr", backwards=True)) == backwards
+    assert order(Collation(locale="fr")) == ["cote", "coté", "côte", "côté"]
+    assert order(Collation(locale="fr_CA", backwards=False)) == ["cote", "coté", "côte", "côté"]
+    # A collated index of that collation orders the same way.
+    coll.create_index([("w", ASCENDING)], collation=Collation(locale="fr", backwards=True))
+    assert order(Collation(locale="fr", backwards=True)) == backwards
+    (index,) = [i for i in coll.list_indexes() if i["name"] == "w_1"]
+    assert index["collation"]["backwards"] is True
+
+
+def test_locale_variants(coll):
+    # ICU's example: German phonebook order reads ö as "oe".
+    words = ["Goldmann", "Götz", "Goethe", "Göthe", "Göbel"]
+    coll.insert_many([{"_id": i, "w": w} for i, w in enumerate(words)])
+
+    def order(locale):
+        return [d["w"] for d in coll.find().sort("w", ASCENDING).collation(Collation(locale=locale))]
+
+    assert order("de") == ["Göbel", "Goethe", "Goldmann", "Göthe", "Götz"]
+    assert order("de@collation=phonebook") == ["Göbel", "Goethe", "Göthe", "Götz", "Goldmann"]
+    coll.database.create_collection("phonebook", collation=Collation(locale="de@collation=phonebook"))
+    (info,) = list(coll.database.list_collections(filter={"name": "phonebook"}))
+    assert info["options"]["collation"]["locale"] == "de@collation=phonebook"
+    # Not one of MongoDB's variants of the locale: ICU's error.
     with pytest.raises(OperationFailure) as error:
-        list(coll.find({}, collation={"locale": "en", "backwards": True}))
+        list(coll.find({}, collation={"locale": "zh@collation=pinyin"}))
     assert error.value.code == 2
-    assert "backwards" in str(error.value)
-    canadian = list(coll.find({}, collation={"locale": "fr_CA", "backwards": True}))
-    assert len(canadian) == 1
+    assert "Did you mean 'zh'?" in str(error.value)
+    # One of them that ICU4X has no data for: refused, never ignored.
+    with pytest.raises(OperationFailure) as error:
+        list(coll.find({}, collation={"locale": "sv@collation=search"}))
+    assert error.value.code == 2
+    assert "Field 'locale' is invalid in" in str(error.value)
 
 
 def test_unique_index_at_strength_two_refuses_a_case_variant(db):
@@ -281,3 +315,126 @@ def test_elem_match_projection_compares_under_the_collation(coll):
     assert found["pets"] == [{"kind": "dog", "n": 2}]
     many = list(coll.find({"pets.kind": "cat"}, {"pets.$": 1}, collation=CI))
     assert many[0]["pets"] == [{"kind": "Cat", "n": 1}]
+
+
+def test_the_id_index_has_the_collection_collation(db):
+    # MongoDB: the _id index of a collection created with a collation has that collation,
+    # so `_id`s that differ only by case collide at strength 2 and lookups ignore case.
+    db.create_collection("names", collation=CI)
+    names = db.names
+    names.insert_one({"_id": "ada", "n": 1})
+    with pytest.raises(DuplicateKeyError) as error:
+        names.insert_one({"_id": "Ada", "n": 2})
+    assert error.value.code == 11000
+    assert "index: _id_ dup key: { _id: \"Ada\" }" in str(error.value)
+    names.insert_many([{"_id": "Bob"}, {"_id": 7}, {"_id": "carl"}])
+    assert ids(names.find({"_id": "ADA"})) == ["ada"]
+    assert sorted(ids(names.find({"_id": {"$in": ["BOB", 7, "nobody"]}})), key=str) == [7, "Bob"]
+    assert ids(names.find({"_id": {"$gte": "b", "$lt": "CARL"}})) == ["Bob"]
+    assert [d["_id"] for d in names.find({}, {"_id": 1}).sort("_id", -1) if isinstance(d["_id"], str)] == [
+        "carl",
+        "Bob",
+        "ada",
+    ]
+    # An explicit simple collation compares `_id`s by their bytes.
+    assert ids(names.find({"_id": "ADA"}, collation=Collation(locale="simple"))) == []
+    assert ids(names.find({"_id": "ada"}, collation=Collation(locale="simple"))) == ["ada"]
+    # Updates, replaces and deletes by `_id` go through the collation too.
+    assert names.update_one({"_id": "BOB"}, {"$set": {"seen": True}}).matched_count == 1
+    assert names.replace_one({"_id": "ADA"}, {"n": 3}).matched_count == 1
+    assert names.find_one({"_id": "ada"})["n"] == 3
+    assert names.delete_one({"_id": "CARL"}).deleted_count == 1
+    assert names.count_documents({}) == 3
+    # An upsert that meets a case variant updates it rather than inserting a twin.
+    names.update_one({"_id": "BOB"}, {"$set": {"again": True}}, upsert=True)
+    assert names.count_documents({}) == 3
+
+
+def test_the_collated_id_index_is_listed_and_used(db):
+    db.create_collection("names", collation=CI)
+    names = db.names
+    names.insert_many([{"_id": f"user{i:03}"} for i in range(50)])
+    (id_index, *others) = list(names.list_indexes())
+    assert id_index["name"] == "_id_" and id_index["key"] == {"_id": 1}
+    assert id_index["collation"]["locale"] == "en" and id_index["collation"]["strength"] == 2
+    assert others == []
+    (info,) = list(db.list_collections(filter={"name": "names"}))
+    assert info["idIndex"]["collation"]["strength"] == 2
+    plan = names.find({"_id": "USER007"}).explain()["queryPlanner"]["winningPlan"]
+    assert plan["inputStage"]["stage"] == "IXSCAN" and plan["inputStage"]["indexName"] == "_id_"
+    assert plan["docgate"]["pushedFilterExact"] is True
+    assert ids(names.find({"_id": "USER007"})) == ["user007"]
+    # A simple read takes the primary key: exact by bytes.
+    simple = names.find({"_id": "user007"}).collation(Collation(locale="simple")).explain()
+    assert simple["queryPlanner"]["winningPlan"]["docgate"]["pushedFilterExact"] is True
+    # Another collation cannot use it; the answer is still right.
+    other = Collation(locale="en", strength=1)
+    assert ids(names.find({"_id": "USER007"}, collation=other)) == ["user007"]
+    plan = names.find({"_id": "USER007"}).collation(other).explain()["queryPlanner"]["winningPlan"]
+    assert plan["docgate"]["pushedFilterExact"] is False
+    # The `_id` index counts once, cannot be dropped, and survives dropIndexes("*").
+    names.create_index([("x", ASCENDING)])
+    assert names.database.command("collStats", "names")["nindexes"] == 2
+    with pytest.raises(OperationFailure) as error:
+        names.drop_index("_id_")
+    assert error.value.code == 72
+    reply = names.database.command("dropIndexes", "names", index="*")
+    assert reply["nIndexesWas"] == 2
+    assert [i["name"] for i in names.list_indexes()] == ["_id_"]
+    with pytest.raises(DuplicateKeyError):
+        names.insert_one({"_id": "USER001"})
+
+
+def test_an_id_index_with_another_collation_is_refused(db):
+    db.create_collection("names", collation=CI)
+    with pytest.raises(OperationFailure) as error:
+        db.names.create_index([("_id", ASCENDING)], collation=Collation(locale="fr"))
+    assert error.value.code == 2
+    assert "The _id index must have the same collation as the collection" in str(error.value)
+    # The same collation, or none, is the existing index: nothing to do.
+    db.names.create_index([("_id", ASCENDING)], name="_id_")
+    db.names.create_index([("_id", ASCENDING)], name="_id_", collation=CI)
+    assert len(list(db.names.list_indexes())) == 1
+    db.plain.insert_one({"_id": 1})
+    with pytest.raises(OperationFailure) as error:
+        db.plain.create_index([("_id", ASCENDING)], collation=CI)
+    assert error.value.code == 2
+
+
+def test_convert_to_capped_keeps_the_collated_id_index(db):
+    db.create_collection("names", collation=CI)
+    db.names.insert_many([{"_id": "ada"}, {"_id": "bob"}])
+    db.command("convertToCapped", "names", size=100000)
+    with pytest.raises(DuplicateKeyError):
+        db.names.insert_one({"_id": "BOB"})
+    assert ids(db.names.find({"_id": "ADA"})) == ["ada"]
+
+
+def test_a_collated_compound_index_serves_a_sort_of_its_collation(db):
+    db.people.create_index([("team", ASCENDING), ("name", -1)], collation=CI)
+    rows = [("Red", "ada"), ("red", "Bob"), ("RED", "carl"), ("blue", "Dan"), ("Blue", "eve")]
+    db.people.insert_many([{"_id": i, "team": t, "name": n} for i, (t, n) in enumerate(rows)])
+    cursor = db.people.find({"team": "red"}).sort("name", -1).collation(CI)
+    plan = cursor.explain()["queryPlanner"]["winningPlan"]
+    assert "SORT" not in str(plan) and plan["inputStage"]["indexName"] == "team_1_name_-1"
+    assert [d["name"] for d in db.people.find({"team": "red"}).sort("name", -1).collation(CI)] == [
+        "carl",
+        "Bob",
+        "ada",
+    ]
+    both = db.people.find({}).sort([("team", ASCENDING), ("name", -1)]).collation(CI)
+    plan = both.explain()["queryPlanner"]["winningPlan"]
+    assert "SORT" not in str(plan)
+    assert ids(db.people.find({}).sort([("team", ASCENDING), ("name", -1)]).collation(CI)) == [4, 3, 2, 1, 0]
+
+
+def test_out_into_a_collated_collection_keeps_its_id_collation(db):
+    db.create_collection("target", collation=CI)
+    db.source.insert_many([{"_id": "ada"}, {"_id": "ADA"}])
+    with pytest.raises(OperationFailure) as error:
+        list(db.source.aggregate([{"$out": "target"}]))
+    assert error.value.code == 11000
+    db.source.delete_one({"_id": "ADA"})
+    list(db.source.aggregate([{"$out": "target"}]))
+    assert ids(db.target.find({"_id": "Ada"})) == ["ada"]
+    assert next(db.target.list_indexes())["collation"]["strength"] == 2
