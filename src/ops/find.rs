@@ -131,6 +131,13 @@ pub async fn open(
     first: BatchLimit,
 ) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
     let (plan, projection, positional_filter) = plan_find(info, request)?;
+    if super::sorted_read::spills(&plan, scope) {
+        let shape = super::sorted_read::SortedShape::Find {
+            projection,
+            positional_filter,
+        };
+        return super::sorted_read::open(scope, info, plan, shape, first).await;
+    }
     if ReadCursor::streams(&plan) && !scope.reads_whole() {
         let mut cursor = ReadCursor::new(info, plan, projection, positional_filter);
         let batch = cursor.next_batch(scope, first).await?;

@@ -1,13 +1,16 @@
 //! The memory limit of blocking stages. MongoDB lets a sort or a `$group` hold 100 MB; past
-//! that it writes temporary files — by default since 6.0 — unless the command said
-//! `allowDiskUse: false`, which turns the overflow into 292
-//! QueryExceededMemoryLimitNoDiskUseAllowed. docgate writes no temporary files: without
-//! `allowDiskUse: false` a blocking stage keeps what it needs in memory; with it, the stage
-//! measures what it holds (documents by their BSON size) and answers MongoDB's error past the
-//! limit. The limit travels with the command's interrupt
-//! ([`crate::interrupt::blocking_memory_limit`]).
+//! that it writes temporary files — by default since 6.0 (`allowDiskUseByDefault`) — unless
+//! the command said `allowDiskUse: false`, which turns the overflow into 292
+//! QueryExceededMemoryLimitNoDiskUseAllowed. The limit and where to spill travel with the
+//! command's interrupt ([`crate::interrupt::blocking_memory`]): [`check_sort`] and
+//! [`check_group`] answer 292 for a command that refused disk use, [`spill_dir`] tells a
+//! stage that can spill (`crate::query::spill`) where its files go.
 //!
-//! Not for: the stages themselves, or the time limit (`crate::interrupt`).
+//! Not for: the stages themselves, the temporary files (`crate::query::spill`), or the time
+//! limit (`crate::interrupt`).
+
+use std::path::Path;
+use std::sync::Arc;
 
 use bson::{Bson, Document};
 
@@ -17,25 +20,42 @@ use crate::interrupt::Interruption;
 /// a `$group` (`internalDocumentSourceGroupMaxMemoryBytes`): 100 MiB.
 pub const BLOCKING_STAGE_LIMIT: usize = 100 * 1024 * 1024;
 
-/// A sort holding `bytes`: MongoDB's error when the command limits it and they are too many.
+/// A sort holding `bytes`: MongoDB's error when the command refused disk use and they are
+/// too many.
 pub fn check_sort(bytes: usize) -> Result<(), Interruption> {
-    match crate::interrupt::blocking_memory_limit() {
+    match refused_limit() {
         Some(limit) if bytes > limit => Err(Interruption::SortMemoryLimit),
         _ => Ok(()),
     }
 }
 
-/// A `$group` holding `bytes` of groups: MongoDB's error past the command's limit.
+/// A `$group` holding `bytes` of groups: MongoDB's error past the limit of a command that
+/// refused disk use.
 pub fn check_group(bytes: usize) -> Result<(), Interruption> {
-    match crate::interrupt::blocking_memory_limit() {
+    match refused_limit() {
         Some(limit) if bytes > limit => Err(Interruption::GroupMemoryLimit),
         _ => Ok(()),
     }
 }
 
-/// Whether a stage must measure what it holds (the command limited it).
+/// Whether a stage that does not spill must measure what it holds: the command refused
+/// disk use, so past the limit it answers 292.
 pub fn limited() -> bool {
-    crate::interrupt::blocking_memory_limit().is_some()
+    refused_limit().is_some()
+}
+
+/// The limit of a command that refused disk use.
+fn refused_limit() -> Option<usize> {
+    crate::interrupt::blocking_memory()
+        .filter(|memory| memory.spill_dir.is_none())
+        .map(|memory| memory.bytes)
+}
+
+/// The bytes a stage that can spill may hold, and the directory its temporary files go to,
+/// when the command lets it spill (a find or aggregate without `allowDiskUse: false`).
+pub fn spill_dir() -> Option<(usize, Arc<Path>)> {
+    crate::interrupt::blocking_memory()
+        .and_then(|memory| memory.spill_dir.map(|dir| (memory.bytes, dir)))
 }
 
 /// The size of `documents` encoded as BSON (what MongoDB counts for a sort).
@@ -52,7 +72,8 @@ pub fn document_size(document: &Document) -> usize {
         + 1
 }
 
-fn value_size(value: &Bson) -> usize {
+/// The bytes of a value's BSON encoding (without its type byte and name).
+pub fn value_size(value: &Bson) -> usize {
     match value {
         Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) | Bson::Timestamp(_) => 8,
         Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => 4 + s.len() + 1,
@@ -98,13 +119,32 @@ mod tests {
     fn no_limit_without_an_installed_one() {
         assert!(check_sort(usize::MAX).is_ok());
         let interrupt = crate::interrupt::Interrupt::new(None);
-        interrupt.limit_blocking_memory(10);
+        interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
+            bytes: 10,
+            spill_dir: None,
+        });
         interrupt.install(|| {
             assert!(limited());
             assert!(check_sort(10).is_ok());
             assert_eq!(check_sort(11).unwrap_err().code(), 292);
             assert_eq!(check_group(11).unwrap_err().code(), 292);
+            assert!(spill_dir().is_none());
         });
         assert!(!limited());
+    }
+
+    #[test]
+    fn a_command_that_may_spill_is_not_refused() {
+        let interrupt = crate::interrupt::Interrupt::new(None);
+        let dir: Arc<Path> = Arc::from(std::env::temp_dir().as_path());
+        interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
+            bytes: 10,
+            spill_dir: Some(dir.clone()),
+        });
+        interrupt.install(|| {
+            assert!(!limited());
+            assert!(check_sort(11).is_ok());
+            assert_eq!(spill_dir(), Some((10, dir)));
+        });
     }
 }

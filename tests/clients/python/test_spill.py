@@ -1,0 +1,243 @@
+"""Blocking stages past their memory limit spill to temporary files, through pymongo.
+
+MongoDB 7.0 lets a blocking sort or `$group` past 100 MB write temporary files by default
+(`allowDiskUseByDefault`) and with `allowDiskUse: true`; `allowDiskUse: false` answers 292
+QueryExceededMemoryLimitNoDiskUseAllowed. The server here holds 64 KB per stage
+(`--blocking-stage-memory-limit-bytes`) and writes its files under its own `--temp-dir`,
+so a few hundred documents of ~1 KB cross the limit many times and the test can see the
+files come and go: while a cursor over a spilled sort is open they are there; once it is
+exhausted, killed, or its client has gone (pymongo ends its sessions), they are not.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from decimal import Decimal
+
+import pytest
+from bson import Decimal128, Int64
+from pymongo.errors import OperationFailure
+
+from conftest import DocgateServer
+
+LIMIT = 64_000
+COUNT = 600
+
+
+@pytest.fixture(scope="module")
+def spill_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("spill-files")
+
+
+@pytest.fixture(scope="module")
+def spilling_server(tmp_path_factory, spill_dir):
+    srv = DocgateServer(
+        tmp_path_factory.mktemp("spill"),
+        extra_args=[
+            "--blocking-stage-memory-limit-bytes",
+            str(LIMIT),
+            "--temp-dir",
+            str(spill_dir),
+        ],
+        fresh_storage=True,
+    )
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+def spill_files(spill_dir):
+    return sorted(p.name for p in spill_dir.iterdir() if p.name.startswith("docgate-spill-"))
+
+
+def wait_for_no_spill_files(spill_dir, seconds=10.0):
+    """The files of a cursor ended by another request (endSessions) may go a moment later."""
+    deadline = time.monotonic() + seconds
+    while spill_files(spill_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return spill_files(spill_dir)
+
+
+def number(i):
+    """Mixed numeric types with ties across types: 3, 3.0, Int64(3) are one value."""
+    value = (i * 7919) % 97
+    kind = i % 3
+    if kind == 0:
+        return value
+    if kind == 1:
+        return float(value)
+    return Int64(value)
+
+
+@pytest.fixture
+def big(spilling_server, request, spill_dir):
+    client = spilling_server.client()
+    db = client[f"spill_{request.node.name[:40]}"]
+    coll = db["big"]
+    coll.insert_many(
+        [
+            {"_id": i, "n": number(i), "g": number(i) % 5, "pad": "x" * 1000}
+            for i in range(COUNT)
+        ]
+    )
+    yield coll
+    client.drop_database(db.name)
+    client.close()
+    assert wait_for_no_spill_files(spill_dir) == []
+
+
+def expected_order(docs):
+    """MongoDB's order for {n: 1, _id: -1}: numbers compare by value whatever their type."""
+    return [d["_id"] for d in sorted(docs, key=lambda d: (int(d["n"]), -d["_id"]))]
+
+
+def all_docs(coll):
+    return list(coll.find({}, sort=[("_id", 1)]))
+
+
+SORT = [("n", 1), ("_id", -1)]
+
+
+def test_a_find_sort_past_the_limit_spills_and_returns_every_document_in_order(big, spill_dir):
+    expected = expected_order(all_docs(big))
+    for options in ({}, {"allow_disk_use": True}):
+        cursor = big.find({}, sort=SORT, batch_size=50, **options)
+        first = next(cursor)
+        # 600 KB sorted under a 64 KB limit: runs on disk while the cursor is open.
+        assert len(spill_files(spill_dir)) > 1
+        got = [first["_id"]] + [d["_id"] for d in cursor]
+        assert got == expected
+        assert spill_files(spill_dir) == [], "the files go when the cursor is exhausted"
+
+
+def test_projection_skip_and_filters_apply_to_the_spilled_sort(big):
+    docs = all_docs(big)
+    wanted = [d for d in docs if d["g"] != 2]
+    expected = expected_order(wanted)[13:]
+    got = list(big.find({"g": {"$ne": 2}}, {"pad": 0}, sort=SORT, skip=13, batch_size=70))
+    assert [d["_id"] for d in got] == expected
+    assert all(set(d) == {"_id", "n", "g"} for d in got)
+
+
+def test_disk_use_refused_still_answers_292(big):
+    with pytest.raises(OperationFailure) as failure:
+        list(big.find({}, sort=SORT, allow_disk_use=False))
+    assert failure.value.code == 292
+    assert failure.value.details["codeName"] == "QueryExceededMemoryLimitNoDiskUseAllowed"
+    for pipeline in (
+        [{"$sort": {"n": 1, "_id": -1}}],
+        [{"$set": {"m": 1}}, {"$sort": {"n": 1, "_id": -1}}],
+        [{"$group": {"_id": "$_id", "pads": {"$push": "$pad"}}}],
+    ):
+        with pytest.raises(OperationFailure) as failure:
+            list(big.aggregate(pipeline, allowDiskUse=False))
+        assert failure.value.code == 292, pipeline
+
+
+def test_a_killed_cursor_takes_its_files_with_it(big, spill_dir):
+    cursor = big.find({}, sort=SORT, batch_size=10)
+    next(cursor)
+    assert spill_files(spill_dir)
+    cursor.close()  # killCursors
+    assert wait_for_no_spill_files(spill_dir) == []
+
+
+def test_a_client_that_goes_away_takes_its_files_with_it(spilling_server, big, spill_dir):
+    other = spilling_server.client()
+    cursor = other[big.database.name]["big"].find({}, sort=SORT, batch_size=10)
+    next(cursor)
+    assert spill_files(spill_dir)
+    # An application that drops its cursor and closes its client: pymongo kills the
+    # cursor and ends the session on close. (A cursor nobody kills outlives its connection,
+    # as in MongoDB, until the cursor timeout closes it; its files go then.)
+    del cursor
+    gc.collect()
+    other.close()
+    assert wait_for_no_spill_files(spill_dir) == []
+
+
+def test_aggregate_sorts_past_the_limit_spill(big, spill_dir):
+    expected = expected_order(all_docs(big))
+    # The leading $sort streams into the external sort; the $project runs as it drains.
+    leading = [{"$match": {}}, {"$sort": {"n": 1, "_id": -1}}, {"$project": {"pad": 0}}]
+    cursor = big.aggregate(leading, batchSize=20)
+    first = next(cursor)
+    assert spill_files(spill_dir)
+    got = [first] + list(cursor)
+    assert [d["_id"] for d in got] == expected
+    assert "pad" not in got[0]
+    assert spill_files(spill_dir) == []
+    # A $sort after a stage that is not a read: sorted through runs inside the pipeline.
+    inner = [{"$set": {"m": 1}}, {"$sort": {"n": 1, "_id": -1}}, {"$skip": 5}]
+    for options in ({}, {"allowDiskUse": True}):
+        got = [d["_id"] for d in big.aggregate(inner, **options)]
+        assert got == expected[5:]
+    assert spill_files(spill_dir) == []
+
+
+def python_groups(docs):
+    groups = {}
+    for d in docs:  # natural order is insertion order
+        key = int(d["g"])
+        group = groups.setdefault(key, {"count": 0, "total": 0, "ids": []})
+        group["count"] += 1
+        group["total"] += int(d["n"])
+        group["ids"].append(d["_id"])
+    return groups
+
+
+def test_group_past_the_limit_gives_the_groups_of_an_unlimited_one(big, spill_dir):
+    docs = all_docs(big)
+    expected = python_groups(docs)
+    # Group keys of mixed numeric types (3, 3.0, Int64(3) are one group); each group
+    # pushes its _ids in input order and keeps its pads, so the groups pass the limit.
+    pipeline = [
+        {
+            "$group": {
+                "_id": "$g",
+                "count": {"$sum": 1},
+                "total": {"$sum": "$n"},
+                "ids": {"$push": "$_id"},
+                "pads": {"$push": "$pad"},
+                "first": {"$first": "$_id"},
+                "last": {"$last": "$_id"},
+            }
+        }
+    ]
+    for options in ({}, {"allowDiskUse": True}):
+        got = {int(d["_id"]): d for d in big.aggregate(pipeline, **options)}
+        assert sorted(got) == sorted(expected)
+        for key, group in expected.items():
+            assert got[key]["count"] == group["count"]
+            assert got[key]["total"] == group["total"]
+            assert got[key]["ids"] == group["ids"]
+            assert got[key]["first"] == group["ids"][0]
+            assert got[key]["last"] == group["ids"][-1]
+            assert len(got[key]["pads"]) == group["count"]
+    # One group per document: many groups, each small, past the limit together.
+    per_document = [
+        {"$group": {"_id": "$_id", "pad": {"$first": "$pad"}, "n": {"$sum": "$n"}}},
+        {"$sort": {"_id": 1}},
+    ]
+    got = list(big.aggregate(per_document))
+    assert [d["_id"] for d in got] == [d["_id"] for d in docs]
+    assert [d["n"] for d in got] == [int(d["n"]) for d in docs]
+    assert spill_files(spill_dir) == []
+
+
+def test_decimal_and_double_keys_group_as_one(big):
+    big.insert_many(
+        [
+            {"_id": "d1", "g": Decimal128(Decimal("2.0")), "n": 1},
+            {"_id": "d2", "g": 2.0, "n": 1},
+        ]
+    )
+    got = {
+        d["_id"]: d["c"]
+        for d in big.aggregate([{"$group": {"_id": "$g", "c": {"$sum": 1}, "p": {"$push": "$pad"}}}])
+    }
+    counts = python_groups([d for d in all_docs(big) if isinstance(d["_id"], int)])
+    assert got[2] == counts[2]["count"] + 2
