@@ -250,7 +250,7 @@ pub async fn run_grouped(
         .await?;
     }
     let results = crate::compute::run(move || {
-        let groups = grouping.finish();
+        let groups = grouping.finish()?;
         if crate::query::memory::limited() {
             crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
         }

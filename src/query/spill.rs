@@ -40,8 +40,11 @@ const MAX_RECORD_BYTES: usize = 128 * 1024 * 1024;
 /// What the process has spilled since it started (`serverStatus.metrics.query.spill`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SpillTotals {
-    /// Sorts that wrote at least one run.
+    /// Sorts that wrote at least one run (`metrics.query.sort.spillToDisk`).
     pub sorts: u64,
+    /// `$group`s (and `$bucket`s) that went on through temporary files
+    /// (`metrics.query.group.spills`).
+    pub groups: u64,
     /// Runs (temporary files) written.
     pub files: u64,
     /// Bytes written to them.
@@ -49,6 +52,7 @@ pub struct SpillTotals {
 }
 
 static SORTS: AtomicU64 = AtomicU64::new(0);
+static GROUPS: AtomicU64 = AtomicU64::new(0);
 static FILES: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 
@@ -56,6 +60,7 @@ static BYTES: AtomicU64 = AtomicU64::new(0);
 pub fn totals() -> SpillTotals {
     SpillTotals {
         sorts: SORTS.load(Ordering::Relaxed),
+        groups: GROUPS.load(Ordering::Relaxed),
         files: FILES.load(Ordering::Relaxed),
         bytes: BYTES.load(Ordering::Relaxed),
     }
@@ -75,6 +80,8 @@ pub struct ExternalSort {
     buffer: Vec<Keyed>,
     held: usize,
     runs: Vec<Run>,
+    /// Counted as a spilled `$group` rather than a spilled sort.
+    for_group: bool,
 }
 
 impl ExternalSort {
@@ -94,7 +101,14 @@ impl ExternalSort {
             buffer: Vec::new(),
             held: 0,
             runs: Vec::new(),
+            for_group: false,
         }
+    }
+
+    /// Counts this sort's spill as a `$group`'s (whose later documents it sorts by key).
+    pub fn for_group(mut self) -> ExternalSort {
+        self.for_group = true;
+        self
     }
 
     /// A sort under the budget of the command evaluating on this thread: its limit and
@@ -150,7 +164,8 @@ impl ExternalSort {
         self.held = 0;
         self.sort(&mut items);
         if self.runs.is_empty() {
-            SORTS.fetch_add(1, Ordering::Relaxed);
+            let counter = if self.for_group { &GROUPS } else { &SORTS };
+            counter.fetch_add(1, Ordering::Relaxed);
         }
         self.runs.push(Run::write(dir, items)?);
         Ok(())
@@ -217,8 +232,13 @@ impl SortedOutput {
 
     /// The next document's BSON bytes, None at the end.
     pub fn next_document(&mut self) -> Result<Option<Vec<u8>>, QueryError> {
+        Ok(self.next_keyed()?.map(|(_, document)| document))
+    }
+
+    /// The next document's sort key and BSON bytes, None at the end.
+    pub fn next_keyed(&mut self) -> Result<Option<(Vec<Bson>, Vec<u8>)>, QueryError> {
         match &mut self.source {
-            Source::Memory(items) => Ok(items.next().map(|(_, document)| document)),
+            Source::Memory(items) => Ok(items.next()),
             Source::Merge { readers, heads } => {
                 let spec = &self.spec;
                 let smallest = self.collation.install(|| {
@@ -243,10 +263,9 @@ impl SortedOutput {
                     Some(reader) => reader.next_record()?,
                     None => None,
                 };
-                let taken = heads
+                Ok(heads
                     .get_mut(at)
-                    .and_then(|head| std::mem::replace(head, next));
-                Ok(taken.map(|(_, document)| document))
+                    .and_then(|head| std::mem::replace(head, next)))
             }
         }
     }

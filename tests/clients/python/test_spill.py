@@ -101,8 +101,14 @@ def all_docs(coll):
 SORT = [("n", 1), ("_id", -1)]
 
 
+def spill_metrics(coll):
+    query = coll.database.client.admin.command("serverStatus")["metrics"]["query"]
+    return query["sort"]["spillToDisk"], query["group"]["spills"]
+
+
 def test_a_find_sort_past_the_limit_spills_and_returns_every_document_in_order(big, spill_dir):
     expected = expected_order(all_docs(big))
+    sorts_before, _ = spill_metrics(big)
     for options in ({}, {"allow_disk_use": True}):
         cursor = big.find({}, sort=SORT, batch_size=50, **options)
         first = next(cursor)
@@ -111,6 +117,7 @@ def test_a_find_sort_past_the_limit_spills_and_returns_every_document_in_order(b
         got = [first["_id"]] + [d["_id"] for d in cursor]
         assert got == expected
         assert spill_files(spill_dir) == [], "the files go when the cursor is exhausted"
+    assert spill_metrics(big)[0] == sorts_before + 2
 
 
 def test_projection_skip_and_filters_apply_to_the_spilled_sort(big):
@@ -207,6 +214,7 @@ def test_group_past_the_limit_gives_the_groups_of_an_unlimited_one(big, spill_di
             }
         }
     ]
+    _, groups_before = spill_metrics(big)
     for options in ({}, {"allowDiskUse": True}):
         got = {int(d["_id"]): d for d in big.aggregate(pipeline, **options)}
         assert sorted(got) == sorted(expected)
@@ -217,15 +225,39 @@ def test_group_past_the_limit_gives_the_groups_of_an_unlimited_one(big, spill_di
             assert got[key]["first"] == group["ids"][0]
             assert got[key]["last"] == group["ids"][-1]
             assert len(got[key]["pads"]) == group["count"]
+    assert spill_metrics(big)[1] == groups_before + 2
     # One group per document: many groups, each small, past the limit together.
     per_document = [
         {"$group": {"_id": "$_id", "pad": {"$first": "$pad"}, "n": {"$sum": "$n"}}},
         {"$sort": {"_id": 1}},
     ]
     got = list(big.aggregate(per_document))
+    assert spill_metrics(big)[1] == groups_before + 3
     assert [d["_id"] for d in got] == [d["_id"] for d in docs]
     assert [d["n"] for d in got] == [int(d["n"]) for d in docs]
     assert spill_files(spill_dir) == []
+
+
+def test_bucket_past_the_limit_spills_like_a_group(big):
+    _, groups_before = spill_metrics(big)
+    pipeline = [
+        {
+            "$bucket": {
+                "groupBy": "$n",
+                "boundaries": [0, 30, 60, 97],
+                "output": {"count": {"$sum": 1}, "pads": {"$push": "$pad"}, "ids": {"$push": "$_id"}},
+            }
+        }
+    ]
+    got = list(big.aggregate(pipeline))
+    assert spill_metrics(big)[1] == groups_before + 1
+    docs = all_docs(big)
+    for bucket, (low, high) in zip(got, [(0, 30), (30, 60), (60, 97)]):
+        ids = [d["_id"] for d in docs if low <= int(d["n"]) < high]
+        assert bucket["_id"] == low and bucket["ids"] == ids and bucket["count"] == len(ids)
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate(pipeline, allowDiskUse=False))
+    assert failure.value.code == 292
 
 
 def test_decimal_and_double_keys_group_as_one(big):
