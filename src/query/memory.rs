@@ -15,6 +15,7 @@ use std::sync::Arc;
 use bson::Document;
 
 use crate::interrupt::Interruption;
+use crate::query::error::QueryError;
 
 /// MongoDB's limit for a blocking sort (`internalQueryMaxBlockingSortMemoryUsageBytes`) and
 /// a `$group` (`internalDocumentSourceGroupMaxMemoryBytes`): 100 MiB.
@@ -42,6 +43,57 @@ pub fn check_group(bytes: usize) -> Result<(), Interruption> {
 /// disk use, so past the limit it answers 292.
 pub fn limited() -> bool {
     refused_limit().is_some()
+}
+
+/// A stage docgate keeps whole in memory and does not spill (`$bucketAuto`,
+/// `$setWindowFields`), holding `bytes`: past the command's limit 292 when the command
+/// refused disk use, else 146 ExceededMemoryLimit — MongoDB would spill it; docgate says
+/// so rather than hold it without bound.
+pub fn check_unspilled(stage: &str, bytes: usize) -> Result<(), QueryError> {
+    let Some(memory) = crate::interrupt::blocking_memory() else {
+        return Ok(());
+    };
+    if bytes <= memory.bytes {
+        return Ok(());
+    }
+    match memory.spill_dir {
+        None => Err(QueryError::coded(
+            292,
+            "QueryExceededMemoryLimitNoDiskUseAllowed",
+            format!(
+                "Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+            ),
+        )),
+        Some(_) => Err(QueryError::coded(
+            146,
+            "ExceededMemoryLimit",
+            format!(
+                "{stage} holds {bytes} bytes, past the memory limit of {} bytes, and docgate does not spill it to disk (raise --blocking-stage-memory-limit-bytes, or reduce its input)",
+                memory.bytes
+            ),
+        )),
+    }
+}
+
+/// Whether the command limits what blocking stages hold (so a stage that does not spill
+/// measures itself with [`check_unspilled`]).
+pub fn measured() -> bool {
+    crate::interrupt::blocking_memory().is_some()
+}
+
+/// The document a `$facet` builds, `bytes` long: MongoDB's 4031700 past 100 MiB (the
+/// command's limit when it set a smaller one), whatever `allowDiskUse` says — a `$facet`
+/// does not spill.
+pub fn check_facet_output(bytes: usize) -> Result<(), QueryError> {
+    let limit = crate::interrupt::blocking_memory()
+        .map_or(BLOCKING_STAGE_LIMIT, |memory| memory.bytes.min(BLOCKING_STAGE_LIMIT));
+    if bytes <= limit {
+        return Ok(());
+    }
+    Err(QueryError::location(
+        4031700,
+        format!("document constructed by $facet is {bytes} bytes, which exceeds the limit of {limit} bytes"),
+    ))
 }
 
 /// The limit of a command that refused disk use.

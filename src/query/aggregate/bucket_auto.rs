@@ -307,6 +307,10 @@ pub fn run_bucket_auto(
     spec: &BucketAuto,
     docs: Vec<Document>,
 ) -> Result<Vec<Document>, QueryError> {
+    if crate::query::memory::measured() {
+        let held = crate::query::memory::documents_size(&docs);
+        crate::query::memory::check_unspilled("$bucketAuto", held)?;
+    }
     let mut keyed = Vec::with_capacity(docs.len());
     for doc in docs {
         crate::interrupt::check()?;

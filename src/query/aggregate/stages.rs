@@ -385,6 +385,7 @@ pub fn run_facet(
             Bson::Array(results.into_iter().map(Bson::Document).collect()),
         );
     }
+    crate::query::memory::check_facet_output(crate::query::memory::document_size(&out))?;
     Ok(vec![out])
 }
 

@@ -342,6 +342,10 @@ pub fn run_set_window_fields(
     stage: &SetWindowFields,
     docs: Vec<Document>,
 ) -> Result<Vec<Document>, QueryError> {
+    if crate::query::memory::measured() {
+        let held = crate::query::memory::documents_size(&docs);
+        crate::query::memory::check_unspilled("$setWindowFields", held)?;
+    }
     let mut keyed = Vec::with_capacity(docs.len());
     for doc in docs {
         crate::interrupt::check()?;

@@ -273,3 +273,28 @@ def test_decimal_and_double_keys_group_as_one(big):
     }
     counts = python_groups([d for d in all_docs(big) if isinstance(d["_id"], int)])
     assert got[2] == counts[2]["count"] + 2
+
+
+def test_stages_docgate_does_not_spill_answer_an_error_past_the_limit(big):
+    # $bucketAuto and $setWindowFields hold their whole input: past the limit docgate says
+    # it cannot spill them (146) rather than hold them without bound; 292 without disk use.
+    for pipeline in (
+        [{"$bucketAuto": {"groupBy": "$n", "buckets": 3}}],
+        [{"$setWindowFields": {"sortBy": {"n": 1}, "output": {"r": {"$rank": {}}}}}],
+    ):
+        with pytest.raises(OperationFailure) as failure:
+            list(big.aggregate(pipeline))
+        assert failure.value.code == 146, pipeline
+        assert failure.value.details["codeName"] == "ExceededMemoryLimit"
+        with pytest.raises(OperationFailure) as failure:
+            list(big.aggregate(pipeline, allowDiskUse=False))
+        assert failure.value.code == 292, pipeline
+    # Under the limit they run as before.
+    small = [{"$match": {"_id": {"$lt": 20}}}, {"$bucketAuto": {"groupBy": "$_id", "buckets": 2}}]
+    assert [b["count"] for b in big.aggregate(small)] == [10, 10]
+    # A $facet's document past the limit is MongoDB's 4031700, whatever allowDiskUse says.
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate([{"$facet": {"all": [{"$match": {}}]}}]))
+    assert failure.value.code == 4031700
+    counted = list(big.aggregate([{"$facet": {"n": [{"$count": "n"}]}}]))
+    assert counted == [{"n": [{"n": COUNT}]}]
