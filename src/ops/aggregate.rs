@@ -169,9 +169,10 @@ pub async fn open_stream(
     collation: Option<&Collation>,
     first: BatchLimit,
 ) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
+    // Boxed: the sort's future is large, and every command's future holds this one.
     let sorted =
         super::sorted_read::open_pipeline(catalog, scope, info, pipeline, hint, collation, first);
-    if let Some(opened) = sorted.await? {
+    if let Some(opened) = Box::pin(sorted).await? {
         return Ok(Some(opened));
     }
     let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {

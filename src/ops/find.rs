@@ -136,7 +136,8 @@ pub async fn open(
             projection,
             positional_filter,
         };
-        return super::sorted_read::open(scope, info, plan, shape, first).await;
+        // Boxed: the sort's future is large, and every command's future holds this one.
+        return Box::pin(super::sorted_read::open(scope, info, plan, shape, first)).await;
     }
     if ReadCursor::streams(&plan) && !scope.reads_whole() {
         let mut cursor = ReadCursor::new(info, plan, projection, positional_filter);
