@@ -99,10 +99,33 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
     }
     crate::interrupt::check_now()?;
     if let Some(sort) = sort_in_rust(plan) {
-        sort.sort(&mut documents);
+        if plan.limit.is_none() {
+            // Past the command's limit the sort goes through runs on disk (292 when it
+            // refused disk use); a top-k sort keeps only skip + limit (measured below).
+            documents = crate::query::spill::sort_documents(sort, documents)
+                .map_err(spill_error)?
+                .0;
+        } else {
+            sort.sort(&mut documents);
+        }
         check_sort_memory(&documents, plan, crate::query::memory::document_size)?;
     }
     Ok(skip_and_limit(documents, plan))
+}
+
+/// A sort through temporary files that failed: the interruption it was (its memory limit,
+/// the time limit, …), a full device, or what the file system said.
+fn spill_error(error: crate::query::QueryError) -> StoreError {
+    if error.code == 292 {
+        return StoreError::Interrupted(crate::interrupt::Interruption::SortMemoryLimit);
+    }
+    if let Some(reason) = crate::interrupt::Interruption::from_code(error.code) {
+        return StoreError::Interrupted(reason);
+    }
+    match error.code {
+        14031 => StoreError::OutOfDiskSpace(error.message),
+        _ => StoreError::Database(error.message),
+    }
 }
 
 /// The `$text` search whose score each match carries, when the plan asks for scores.

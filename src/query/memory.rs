@@ -85,8 +85,9 @@ pub fn measured() -> bool {
 /// command's limit when it set a smaller one), whatever `allowDiskUse` says — a `$facet`
 /// does not spill.
 pub fn check_facet_output(bytes: usize) -> Result<(), QueryError> {
-    let limit = crate::interrupt::blocking_memory()
-        .map_or(BLOCKING_STAGE_LIMIT, |memory| memory.bytes.min(BLOCKING_STAGE_LIMIT));
+    let limit = crate::interrupt::blocking_memory().map_or(BLOCKING_STAGE_LIMIT, |memory| {
+        memory.bytes.min(BLOCKING_STAGE_LIMIT)
+    });
     if bytes <= limit {
         return Ok(());
     }

@@ -183,6 +183,18 @@ def test_aggregate_sorts_past_the_limit_spill(big, spill_dir):
         got = [d["_id"] for d in big.aggregate(inner, **options)]
         assert got == expected[5:]
     assert spill_files(spill_dir) == []
+    # A leading $sort before a blocking stage: the read's sort goes through runs, and the
+    # $group sees the documents in sorted order.
+    sorts_before, _ = spill_metrics(big)
+    sorted_then_grouped = [
+        {"$sort": {"n": 1, "_id": -1}},
+        {"$group": {"_id": None, "ids": {"$push": "$_id"}}},
+    ]
+    assert list(big.aggregate(sorted_then_grouped)) == [{"_id": None, "ids": expected}]
+    assert spill_metrics(big)[0] == sorts_before + 1
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate(sorted_then_grouped, allowDiskUse=False))
+    assert failure.value.code == 292
 
 
 def python_groups(docs):
