@@ -77,6 +77,16 @@ async fn in_rust<T: Send + 'static>(
 /// The residual filter, sort, skip and limit over the rows the store returned. Without a
 /// sort in Rust, evaluation stops once skip plus limit documents matched.
 pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
+    finish_reporting_disk(rows, plan).map(|(documents, _)| documents)
+}
+
+/// [`finish`], answering too whether its sort went through temporary files (explain's
+/// `usedDisk`).
+pub fn finish_reporting_disk(
+    rows: Vec<Vec<u8>>,
+    plan: &ReadPlan,
+) -> Result<(Vec<Document>, bool), StoreError> {
+    let mut used_disk = false;
     let enough = enough_matches(plan);
     let mut documents = Vec::with_capacity(rows.len().min(enough));
     for row in in_scan_order(rows, plan) {
@@ -102,15 +112,14 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
         if plan.limit.is_none() {
             // Past the command's limit the sort goes through runs on disk (292 when it
             // refused disk use); a top-k sort keeps only skip + limit (measured below).
-            documents = crate::query::spill::sort_documents(sort, documents)
-                .map_err(spill_error)?
-                .0;
+            (documents, used_disk) =
+                crate::query::spill::sort_documents(sort, documents).map_err(spill_error)?;
         } else {
             sort.sort(&mut documents);
         }
         check_sort_memory(&documents, plan, crate::query::memory::document_size)?;
     }
-    Ok(skip_and_limit(documents, plan))
+    Ok((skip_and_limit(documents, plan), used_disk))
 }
 
 /// A sort through temporary files that failed: the interruption it was (its memory limit,

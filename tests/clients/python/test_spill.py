@@ -310,3 +310,32 @@ def test_stages_docgate_does_not_spill_answer_an_error_past_the_limit(big):
     assert failure.value.code == 4031700
     counted = list(big.aggregate([{"$facet": {"n": [{"$count": "n"}]}}]))
     assert counted == [{"n": [{"n": COUNT}]}]
+
+
+def sort_stage(stage):
+    while stage.get("stage") != "SORT":
+        stage = stage["inputStage"]
+    return stage
+
+
+def test_explain_reports_a_sort_that_spilled(big):
+    db = big.database
+    find = {"find": "big", "filter": {}, "sort": {"n": 1, "_id": -1}}
+    explained = db.command({"explain": find, "verbosity": "executionStats"})
+    stats = explained["executionStats"]
+    assert stats["nReturned"] == COUNT
+    assert sort_stage(stats["executionStages"]) | {} == {
+        **sort_stage(stats["executionStages"]),
+        "usedDisk": True,
+        "memLimit": LIMIT,
+    }
+    small = db.command(
+        {"explain": {**find, "filter": {"_id": {"$lt": 10}}}, "verbosity": "executionStats"}
+    )
+    assert sort_stage(small["executionStats"]["executionStages"])["usedDisk"] is False
+    aggregate = {"aggregate": "big", "pipeline": [{"$sort": {"n": 1}}], "cursor": {}}
+    explained = db.command({"explain": aggregate, "verbosity": "executionStats"})
+    assert sort_stage(explained["executionStats"]["executionStages"])["usedDisk"] is True
+    with pytest.raises(OperationFailure) as failure:
+        db.command({"explain": {**find, "allowDiskUse": False}, "verbosity": "executionStats"})
+    assert failure.value.code == 292
