@@ -269,7 +269,7 @@ fn skip_and_limit<T>(mut items: Vec<T>, plan: &ReadPlan) -> Vec<T> {
 /// The sort key of a stored document. A top-level field that is not an array is its own
 /// key (a missing one is null), read straight from the bytes; other paths are resolved on
 /// the decoded top-level fields they start with.
-fn raw_sort_key(raw: &RawDocument, sort: &SortSpec) -> Result<Vec<Bson>, StoreError> {
+pub(super) fn raw_sort_key(raw: &RawDocument, sort: &SortSpec) -> Result<Vec<Bson>, StoreError> {
     let mut key = Vec::with_capacity(sort.keys.len());
     for (path, _) in &sort.keys {
         let own_key = if path.contains('.') {

@@ -101,8 +101,8 @@ pub async fn open(
             sort_collation.install(|| {
                 for row in rows {
                     crate::interrupt::check()?;
-                    let document = decode_document(row.as_bytes())?;
-                    let key = sort.spec().keys_of(&document);
+                    // Only the sorted fields are decoded.
+                    let key = super::read::raw_sort_key(&row, sort.spec())?;
                     sort.push(key, row.into_bytes())?;
                 }
                 Ok::<_, OpError>(())

@@ -121,7 +121,6 @@ pub fn documents_size(documents: &[Document]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
 
     #[test]
     fn no_limit_without_an_installed_one() {

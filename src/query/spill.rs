@@ -67,7 +67,7 @@ pub fn totals() -> SpillTotals {
 }
 
 /// One item: its sort key and its BSON bytes.
-type Keyed = (Vec<Bson>, Vec<u8>);
+pub type Keyed = (Vec<Bson>, Vec<u8>);
 
 /// A sort fed one document at a time that spills sorted runs past its limit.
 pub struct ExternalSort {
@@ -236,7 +236,7 @@ impl SortedOutput {
     }
 
     /// The next document's sort key and BSON bytes, None at the end.
-    pub fn next_keyed(&mut self) -> Result<Option<(Vec<Bson>, Vec<u8>)>, QueryError> {
+    pub fn next_keyed(&mut self) -> Result<Option<Keyed>, QueryError> {
         match &mut self.source {
             Source::Memory(items) => Ok(items.next()),
             Source::Merge { readers, heads } => {

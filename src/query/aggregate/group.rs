@@ -188,15 +188,17 @@ impl Grouping {
         let mut later = Vec::new();
         if let Some(spilled) = spilled {
             let mut sorted = spilled.finish()?;
-            // The key being read, its group's slot among the held ones, and its states.
-            let mut current: Option<(Vec<u8>, Bson, Option<usize>, Vec<AccumulatorState>)> = None;
+            let mut current: Option<ReadBack> = None;
             while let Some((mut key, bytes)) = sorted.next_keyed()? {
                 crate::interrupt::check()?;
                 let key = key.pop().unwrap_or(Bson::Null);
                 let encoded = encode_key(&crate::query::value::collation::equality_image(&key));
-                if current.as_ref().is_none_or(|(at, ..)| *at != encoded) {
-                    if let Some((_, key, slot, states)) = current.take() {
-                        put_back(&mut groups, &mut later, key, slot, states);
+                if current
+                    .as_ref()
+                    .is_none_or(|group| group.encoded != encoded)
+                {
+                    if let Some(done) = current.take() {
+                        done.put_back(&mut groups, &mut later);
                     }
                     let slot = index.get(&encoded).copied();
                     let states = match slot.and_then(|slot| groups.get_mut(slot)) {
@@ -206,19 +208,24 @@ impl Grouping {
                             .map(|a| AccumulatorState::new(a.kind))
                             .collect(),
                     };
-                    current = Some((encoded, key, slot, states));
+                    current = Some(ReadBack {
+                        encoded,
+                        key,
+                        slot,
+                        states,
+                    });
                 }
-                if let Some((_, _, _, states)) = &mut current {
+                if let Some(group) = &mut current {
                     let doc = bson::RawDocument::from_bytes(&bytes)
                         .and_then(Document::try_from)
                         .map_err(|error| {
                             QueryError::coded(1, "InternalError", error.to_string())
                         })?;
-                    feed(&accumulators, states, &doc)?;
+                    feed(&accumulators, &mut group.states, &doc)?;
                 }
             }
-            if let Some((_, key, slot, states)) = current.take() {
-                put_back(&mut groups, &mut later, key, slot, states);
+            if let Some(done) = current.take() {
+                done.put_back(&mut groups, &mut later);
             }
         }
         Ok(groups
@@ -236,17 +243,26 @@ impl Grouping {
     }
 }
 
-/// A group read back from the sorted documents: into its held slot, or after the held ones.
-fn put_back(
-    groups: &mut [(Bson, Vec<AccumulatorState>)],
-    later: &mut Vec<(Bson, Vec<AccumulatorState>)>,
+/// The group being read back from the sorted documents: its key (encoded and as first
+/// seen), its slot among the groups held at the switch, and its states.
+struct ReadBack {
+    encoded: Vec<u8>,
     key: Bson,
     slot: Option<usize>,
     states: Vec<AccumulatorState>,
-) {
-    match slot.and_then(|slot| groups.get_mut(slot)) {
-        Some((_, held)) => *held = states,
-        None => later.push((key, states)),
+}
+
+impl ReadBack {
+    /// Into its held slot, or after the held groups.
+    fn put_back(
+        self,
+        groups: &mut [(Bson, Vec<AccumulatorState>)],
+        later: &mut Vec<(Bson, Vec<AccumulatorState>)>,
+    ) {
+        match self.slot.and_then(|slot| groups.get_mut(slot)) {
+            Some((_, held)) => *held = self.states,
+            None => later.push((self.key, self.states)),
+        }
     }
 }
 
