@@ -3,14 +3,12 @@
 //! the command said `allowDiskUse: false`, which turns the overflow into 292
 //! QueryExceededMemoryLimitNoDiskUseAllowed. The limit and where to spill travel with the
 //! command's interrupt ([`crate::interrupt::blocking_memory`]): [`check_sort`] and
-//! [`check_group`] answer 292 for a command that refused disk use, [`spill_dir`] tells a
-//! stage that can spill (`crate::query::spill`) where its files go.
+//! [`check_group`] answer 292 for a command that refused disk use; the stages that spill read
+//! the directory from there (`crate::query::spill`); the ones that do not measure themselves
+//! with [`check_unspilled`].
 //!
 //! Not for: the stages themselves, the temporary files (`crate::query::spill`), or the time
 //! limit (`crate::interrupt`).
-
-use std::path::Path;
-use std::sync::Arc;
 
 use bson::Document;
 
@@ -104,13 +102,6 @@ fn refused_limit() -> Option<usize> {
         .map(|memory| memory.bytes)
 }
 
-/// The bytes a stage that can spill may hold, and the directory its temporary files go to,
-/// when the command lets it spill (a find or aggregate without `allowDiskUse: false`).
-pub fn spill_dir() -> Option<(usize, Arc<Path>)> {
-    crate::interrupt::blocking_memory()
-        .and_then(|memory| memory.spill_dir.map(|dir| (memory.bytes, dir)))
-}
-
 pub use crate::query::value::size::{document_size, value_size};
 
 /// The size of `documents` encoded as BSON (what MongoDB counts for a sort).
@@ -121,6 +112,8 @@ pub fn documents_size(documents: &[Document]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+    use std::sync::Arc;
 
     #[test]
     fn no_limit_without_an_installed_one() {
@@ -135,7 +128,6 @@ mod tests {
             assert!(check_sort(10).is_ok());
             assert_eq!(check_sort(11).unwrap_err().code(), 292);
             assert_eq!(check_group(11).unwrap_err().code(), 292);
-            assert!(spill_dir().is_none());
         });
         assert!(!limited());
     }
@@ -151,7 +143,10 @@ mod tests {
         interrupt.install(|| {
             assert!(!limited());
             assert!(check_sort(11).is_ok());
-            assert_eq!(spill_dir(), Some((10, dir)));
+            assert_eq!(
+                crate::interrupt::blocking_memory().and_then(|memory| memory.spill_dir),
+                Some(dir)
+            );
         });
     }
 }
