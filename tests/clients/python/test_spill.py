@@ -339,3 +339,36 @@ def test_explain_reports_a_sort_that_spilled(big):
     with pytest.raises(OperationFailure) as failure:
         db.command({"explain": {**find, "allowDiskUse": False}, "verbosity": "executionStats"})
     assert failure.value.code == 292
+
+
+def test_a_cursor_that_times_out_takes_its_files_with_it(tmp_path):
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    srv = DocgateServer(
+        tmp_path,
+        extra_args=[
+            "--blocking-stage-memory-limit-bytes",
+            str(LIMIT),
+            "--temp-dir",
+            str(spill),
+            "--cursor-timeout-ms",
+            "1000",
+        ],
+        fresh_storage=True,
+    )
+    srv.start()
+    try:
+        client = srv.client()
+        coll = client.spill_timeout.big
+        coll.insert_many([{"_id": i, "n": number(i), "pad": "x" * 1000} for i in range(COUNT)])
+        cursor = coll.find({}, sort=SORT, batch_size=10)
+        next(cursor)
+        assert spill_files(spill)
+        # Nobody reads it for longer than --cursor-timeout-ms: the server closes it.
+        assert wait_for_no_spill_files(spill, seconds=20) == []
+        with pytest.raises(OperationFailure) as failure:
+            list(cursor)
+        assert failure.value.code == 43  # CursorNotFound
+        client.close()
+    finally:
+        srv.stop()
