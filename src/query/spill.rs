@@ -270,6 +270,14 @@ impl SortedOutput {
         }
     }
 
+    /// The next document's sort key and the document, decoded; None at the end.
+    pub fn next_decoded(&mut self) -> Result<Option<(Vec<Bson>, Document)>, QueryError> {
+        match self.next_keyed()? {
+            Some((key, bytes)) => Ok(Some((key, decode(&bytes)?))),
+            None => Ok(None),
+        }
+    }
+
     /// Everything left, decoded.
     pub fn into_documents(mut self) -> Result<Vec<Document>, QueryError> {
         let mut documents = Vec::new();

@@ -287,23 +287,38 @@ def test_decimal_and_double_keys_group_as_one(big):
     assert got[2] == counts[2]["count"] + 2
 
 
+def test_bucket_auto_past_the_limit_sorts_through_runs(big):
+    docs = all_docs(big)
+    values = sorted(int(d["n"]) for d in docs)
+    sorts_before, _ = spill_metrics(big)
+    pipeline = [{"$bucketAuto": {"groupBy": "$n", "buckets": 4, "output": {"count": {"$sum": 1}}}}]
+    got = list(big.aggregate(pipeline))
+    assert spill_metrics(big)[0] == sorts_before + 1
+    assert sum(b["count"] for b in got) == COUNT
+    assert got[0]["_id"]["min"] == values[0] and got[-1]["_id"]["max"] == values[-1]
+    # Buckets follow each other: each starts where the one before it ends.
+    for before, after in zip(got, got[1:]):
+        assert before["_id"]["max"] == after["_id"]["min"]
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate(pipeline, allowDiskUse=False))
+    assert failure.value.code == 292
+
+
 def test_stages_docgate_does_not_spill_answer_an_error_past_the_limit(big):
-    # $bucketAuto and $setWindowFields hold their whole input: past the limit docgate says
-    # it cannot spill them (146) rather than hold them without bound; 292 without disk use.
-    for pipeline in (
-        [{"$bucketAuto": {"groupBy": "$n", "buckets": 3}}],
-        [{"$setWindowFields": {"sortBy": {"n": 1}, "output": {"r": {"$rank": {}}}}}],
-    ):
-        with pytest.raises(OperationFailure) as failure:
-            list(big.aggregate(pipeline))
-        assert failure.value.code == 146, pipeline
-        assert failure.value.details["codeName"] == "ExceededMemoryLimit"
-        with pytest.raises(OperationFailure) as failure:
-            list(big.aggregate(pipeline, allowDiskUse=False))
-        assert failure.value.code == 292, pipeline
-    # Under the limit they run as before.
-    small = [{"$match": {"_id": {"$lt": 20}}}, {"$bucketAuto": {"groupBy": "$_id", "buckets": 2}}]
-    assert [b["count"] for b in big.aggregate(small)] == [10, 10]
+    # $setWindowFields holds its whole input: past the limit docgate says it cannot spill
+    # it (146) rather than hold it without bound; 292 without disk use.
+    pipeline = [{"$setWindowFields": {"sortBy": {"n": 1}, "output": {"r": {"$rank": {}}}}}]
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate(pipeline))
+    assert failure.value.code == 146
+    assert failure.value.details["codeName"] == "ExceededMemoryLimit"
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate(pipeline, allowDiskUse=False))
+    assert failure.value.code == 292
+    # Under the limit it runs as before.
+    small = [{"$match": {"_id": {"$lt": 20}}}, pipeline[0]]
+    assert sorted(d["r"] for d in big.aggregate(small))[-1] <= 20
+    assert len(list(big.aggregate(small))) == 20
     # A $facet's document past the limit is MongoDB's 4031700, whatever allowDiskUse says.
     with pytest.raises(OperationFailure) as failure:
         list(big.aggregate([{"$facet": {"all": [{"$match": {}}]}}]))
