@@ -304,9 +304,38 @@ def test_bucket_auto_past_the_limit_sorts_through_runs(big):
     assert failure.value.code == 292
 
 
+def test_set_window_fields_past_the_limit_windows_one_partition_at_a_time(big):
+    docs = all_docs(big)
+    sorts_before, _ = spill_metrics(big)
+    # 20 partitions of 30 documents (~30 KB each, under the limit; 600 KB together, over it).
+    pipeline = [
+        {
+            "$setWindowFields": {
+                "partitionBy": {"$mod": ["$_id", 20]},
+                "sortBy": {"n": 1},
+                "output": {"rank": {"$rank": {}}},
+            }
+        },
+        {"$project": {"pad": 0}},
+    ]
+    got = list(big.aggregate(pipeline))
+    assert spill_metrics(big)[0] == sorts_before + 1
+    expected = []
+    for p in range(20):
+        members = sorted((d for d in docs if d["_id"] % 20 == p), key=lambda d: (int(d["n"]), d["_id"]))
+        for d in members:
+            rank = 1 + sum(1 for o in members if int(o["n"]) < int(d["n"]))
+            expected.append((d["_id"], rank))
+    assert [(d["_id"], d["rank"]) for d in got] == expected
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate(pipeline, allowDiskUse=False))
+    assert failure.value.code == 292
+
+
 def test_stages_docgate_does_not_spill_answer_an_error_past_the_limit(big):
-    # $setWindowFields holds its whole input: past the limit docgate says it cannot spill
-    # it (146) rather than hold it without bound; 292 without disk use.
+    # A $setWindowFields partition (here the whole input: no partitionBy) past the limit:
+    # docgate says it cannot spill a window (146) rather than hold it without bound; 292
+    # without disk use.
     pipeline = [{"$setWindowFields": {"sortBy": {"n": 1}, "output": {"r": {"$rank": {}}}}}]
     with pytest.raises(OperationFailure) as failure:
         list(big.aggregate(pipeline))
