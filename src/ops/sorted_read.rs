@@ -249,7 +249,6 @@ impl BatchState {
 /// An aggregate over `info` whose leading read is sorted in Rust and whose later stages
 /// look at one document at a time, opened through [`open`] when its plan [`spills`]; None
 /// otherwise (the pipeline runs as before).
-#[allow(clippy::too_many_arguments)]
 pub async fn open_pipeline(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
