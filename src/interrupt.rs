@@ -1,7 +1,7 @@
 //! Stopping evaluation part way: a command's time limit (`maxTimeMS`), its client going
 //! away, or the server shutting down — and the command's other limit that evaluation reads
-//! as it goes: the memory a blocking stage may hold when the command said
-//! `allowDiskUse: false` ([`blocking_memory_limit`]).
+//! as it goes: the memory a blocking stage may hold, and where it may spill past it
+//! ([`blocking_memory`]; no spill directory when the command said `allowDiskUse: false`).
 //!
 //! The code that owns a command makes an [`Interrupt`] (a deadline and a cancel flag shared
 //! with whoever may cancel it) and installs it on the thread that evaluates, with
@@ -24,6 +24,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -146,12 +147,23 @@ struct Shared {
     deadline: OnceLock<Instant>,
     /// 0 while running, else [`Interruption::flag`] of why it was cancelled.
     cancelled: AtomicU8,
-    /// Set once: the bytes a blocking stage (a sort, a group) may hold.
-    blocking_memory_limit: OnceLock<usize>,
+    /// Set once: the bytes a blocking stage (a sort, a group) may hold, and where it spills.
+    blocking_memory: OnceLock<BlockingMemory>,
     /// The statement the command runs or ran last, and how to cancel it while it runs.
     statement: Mutex<Statement>,
     /// Who waits in [`Interrupt::cancelled`].
     waiters: Mutex<Vec<Waker>>,
+}
+
+/// What a blocking stage of a command may hold in memory, and where it writes what does not
+/// fit: `spill_dir` is None when the command refused disk use (`allowDiskUse: false`), and
+/// the stage then answers 292 past `bytes`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockingMemory {
+    /// Bytes one blocking stage may hold.
+    pub bytes: usize,
+    /// The directory its temporary files go to, when it may spill.
+    pub spill_dir: Option<Arc<Path>>,
 }
 
 #[derive(Default)]
@@ -186,10 +198,15 @@ impl Interrupt {
         let _ = self.shared.deadline.set(deadline);
     }
 
-    /// Limits the memory each blocking stage of the command may hold (a command that
-    /// refused disk use); a limit set already stays.
-    pub fn limit_blocking_memory(&self, bytes: usize) {
-        let _ = self.shared.blocking_memory_limit.set(bytes);
+    /// Limits the memory each blocking stage of the command may hold, and says where it
+    /// spills past that (nowhere: the command refused disk use); a limit set already stays.
+    pub fn limit_blocking_memory(&self, limit: BlockingMemory) {
+        let _ = self.shared.blocking_memory.set(limit);
+    }
+
+    /// What a blocking stage of the command may hold and where it spills, if limited.
+    pub fn blocking_memory(&self) -> Option<BlockingMemory> {
+        self.shared.blocking_memory.get().cloned()
     }
 
     /// The deadline, if the command has one.
@@ -355,14 +372,14 @@ thread_local! {
     static CALLS: Cell<u32> = const { Cell::new(0) };
 }
 
-/// The bytes a blocking stage of the command evaluating on this thread may hold, if its
-/// command limited them.
-pub fn blocking_memory_limit() -> Option<usize> {
+/// What a blocking stage of the command evaluating on this thread may hold and where it
+/// spills, if its command limited it.
+pub fn blocking_memory() -> Option<BlockingMemory> {
     CURRENT.with(|current| {
         current
             .borrow()
             .as_ref()
-            .and_then(|interrupt| interrupt.shared.blocking_memory_limit.get().copied())
+            .and_then(|interrupt| interrupt.shared.blocking_memory.get().cloned())
     })
 }
 

@@ -269,11 +269,15 @@ pub struct LimitArgs {
     /// (default 100).
     #[arg(long, env = "DOCGATE_REST_MAX_JSON_DEPTH")]
     pub rest_max_json_depth: Option<usize>,
-    /// Bytes a blocking sort or `$group` may hold in a command that sets `allowDiskUse:
-    /// false` before it answers 292 (MongoDB's 100 MiB; docgate writes no temporary files,
-    /// so without that option the stage keeps what it needs in memory).
+    /// Bytes a blocking sort or `$group` may hold (MongoDB's 100 MiB): past them it writes
+    /// temporary files under `--temp-dir`, or answers 292 in a command that sets
+    /// `allowDiskUse: false`.
     #[arg(long, env = "DOCGATE_BLOCKING_STAGE_MEMORY_LIMIT_BYTES")]
     pub blocking_stage_memory_limit_bytes: Option<usize>,
+    /// Directory of the temporary files of blocking stages past their memory limit
+    /// (default: the OS temporary directory, `$TMPDIR` or /tmp).
+    #[arg(long, env = "DOCGATE_TEMP_DIR")]
+    pub temp_dir: Option<std::path::PathBuf>,
     /// `maxTimeMS` of commands that do not set one, as MongoDB 8's `defaultMaxTimeMS`
     /// (default 0: none).
     #[arg(long, env = "DOCGATE_DEFAULT_MAX_TIME_MS")]

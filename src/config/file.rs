@@ -153,6 +153,7 @@ pub(super) struct FileLimits {
     pub(super) rest_max_json_depth: Option<usize>,
     pub(super) default_max_time_ms: Option<u64>,
     pub(super) blocking_stage_memory_limit_bytes: Option<usize>,
+    pub(super) temp_dir: Option<std::path::PathBuf>,
     pub(super) shutdown_grace: Option<String>,
     pub(super) max_open_cursors: Option<usize>,
     pub(super) max_open_cursors_per_session: Option<usize>,

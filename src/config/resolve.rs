@@ -419,6 +419,11 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
             .blocking_stage_memory_limit_bytes
             .or(file.blocking_stage_memory_limit_bytes)
             .unwrap_or(mongo_defaults.blocking_stage_memory_bytes),
+        spill_dir: args
+            .temp_dir
+            .or(file.temp_dir)
+            .map(std::sync::Arc::from)
+            .unwrap_or(mongo_defaults.spill_dir),
         default_max_time: args
             .default_max_time_ms
             .or(file.default_max_time_ms)

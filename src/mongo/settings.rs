@@ -77,12 +77,30 @@ pub struct MongoLimits {
     pub incoming_message_budget_bytes: usize,
     /// `maxTimeMS` of commands that do not set one (MongoDB 8's `defaultMaxTimeMS`).
     pub default_max_time: Option<Duration>,
-    /// Bytes a blocking stage may hold in a command with `allowDiskUse: false`.
+    /// Bytes a blocking stage may hold before it spills (or answers 292 in a command with
+    /// `allowDiskUse: false`).
     pub blocking_stage_memory_bytes: usize,
+    /// Where blocking stages write their temporary files (`--temp-dir`).
+    pub spill_dir: std::sync::Arc<std::path::Path>,
     /// Open cursors and their idle timeout.
     pub cursors: CursorLimits,
     /// How long sessions and their transactions may live.
     pub sessions: SessionSettings,
+}
+
+impl MongoLimits {
+    /// What a blocking stage of a `find`/`aggregate` may hold: the limit, and the temporary
+    /// directory unless the command refused disk use (`allowDiskUse: false`; absent is
+    /// MongoDB's `allowDiskUseByDefault`, true).
+    pub fn blocking_memory(
+        &self,
+        allow_disk_use: Option<bool>,
+    ) -> crate::interrupt::BlockingMemory {
+        crate::interrupt::BlockingMemory {
+            bytes: self.blocking_stage_memory_bytes,
+            spill_dir: (allow_disk_use != Some(false)).then(|| self.spill_dir.clone()),
+        }
+    }
 }
 
 impl Default for MongoLimits {
@@ -96,6 +114,7 @@ impl Default for MongoLimits {
             incoming_message_budget_bytes: 1 << 30,
             default_max_time: None,
             blocking_stage_memory_bytes: crate::query::memory::BLOCKING_STAGE_LIMIT,
+            spill_dir: std::sync::Arc::from(std::env::temp_dir()),
             cursors: CursorLimits::default(),
             sessions: SessionSettings::default(),
         }

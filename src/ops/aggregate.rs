@@ -75,7 +75,7 @@ pub async fn run_pipeline(
 /// The plan of `pipeline`'s leading read over a collection with `indexes`. A `$text` (only
 /// in the first `$match`: else MongoDB's 17313; with a text index: else 27) leaves each
 /// document's score on it for `{$meta: "textScore"}` in the stages after it.
-fn plan_leading_read(
+pub(super) fn plan_leading_read(
     pipeline: &Pipeline,
     indexes: &[crate::catalog::CollectionIndex],
     collation: Collation,
@@ -169,6 +169,12 @@ pub async fn open_stream(
     collation: Option<&Collation>,
     first: BatchLimit,
 ) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
+    // Boxed: the sort's future is large, and every command's future holds this one.
+    let sorted =
+        super::sorted_read::open_pipeline(catalog, scope, info, pipeline, hint, collation, first);
+    if let Some(opened) = Box::pin(sorted).await? {
+        return Ok(Some(opened));
+    }
     let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
         return Ok(None);
     };
@@ -245,7 +251,7 @@ pub async fn run_grouped(
         .await?;
     }
     let results = crate::compute::run(move || {
-        let groups = grouping.finish();
+        let groups = grouping.finish()?;
         if crate::query::memory::limited() {
             crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
         }

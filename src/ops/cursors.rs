@@ -5,8 +5,9 @@
 //!
 //! What a cursor holds is a [`ResultSource`]: a streaming read ([`ReadCursor`]: a position
 //! in a scan, never the rest of the result) for every `find` whose order the store produces,
-//! or the remaining documents of a result that had to be computed whole (a sort in Rust, an
-//! aggregation pipeline, a catalog listing). Documents are BSON bytes: stored documents go to
+//! the merge of a sort in Rust that may have spilled to temporary files ([`SortedResult`],
+//! deleted with the cursor), or the remaining documents of a result that had to be computed
+//! whole (an aggregation pipeline, a catalog listing). Documents are BSON bytes: stored documents go to
 //! the client as the store returned them.
 //!
 //! Ownership follows MongoDB: a cursor belongs to the logical session (`lsid`) and the user
@@ -33,6 +34,7 @@ use bson::{Bson, RawDocumentBuf};
 
 use super::error::OpError;
 use super::read_cursor::{BatchLimit, ReadCursor};
+use super::sorted_read::SortedResult;
 use super::transaction::OpScope;
 
 /// A batch stops growing once it passes this many bytes (MongoDB's 16 MiB reply budget).
@@ -128,6 +130,8 @@ pub enum ResultSource {
     Documents(VecDeque<RawDocumentBuf>),
     /// A streaming read, positioned after the last document returned.
     Stream(Box<ReadCursor>),
+    /// A sort in Rust that may have spilled: the merge of its runs, read as it is drained.
+    Sorted(Box<SortedResult>),
 }
 
 impl ResultSource {
@@ -135,6 +139,7 @@ impl ResultSource {
         match self {
             ResultSource::Documents(documents) => documents.is_empty(),
             ResultSource::Stream(read) => read.is_exhausted(),
+            ResultSource::Sorted(sorted) => sorted.is_exhausted(),
         }
     }
 
@@ -157,6 +162,7 @@ impl ResultSource {
                 read.next_batch_awaiting(scope, limit, max_await).await
             }
             ResultSource::Stream(read) => read.next_batch(scope, limit).await,
+            ResultSource::Sorted(sorted) => sorted.next_batch(limit).await,
         }
     }
 }

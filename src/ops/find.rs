@@ -131,6 +131,14 @@ pub async fn open(
     first: BatchLimit,
 ) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
     let (plan, projection, positional_filter) = plan_find(info, request)?;
+    if super::sorted_read::spills(&plan, scope) {
+        let shape = super::sorted_read::SortedShape::Find {
+            projection,
+            positional_filter,
+        };
+        // Boxed: the sort's future is large, and every command's future holds this one.
+        return Box::pin(super::sorted_read::open(scope, info, plan, shape, first)).await;
+    }
     if ReadCursor::streams(&plan) && !scope.reads_whole() {
         let mut cursor = ReadCursor::new(info, plan, projection, positional_filter);
         let batch = cursor.next_batch(scope, first).await?;

@@ -27,6 +27,8 @@
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
 //! - `read`: a planned read run on a store session, the residual filter, sort, skip and
 //!   limit in Rust, and the decoding of stored documents;
+//! - `sorted_read`: a find (or an aggregate's leading sort) sorted in Rust through an
+//!   external sort that spills past the memory limit, drained by its cursor;
 //! - `aggregate`: running a pipeline over a collection, or over the input of
 //!   `aggregate: 1` (`$documents`, `$listLocalSessions`);
 //! - `aggregate_writes`: `$out` and `$merge`, each in one transaction;
@@ -60,6 +62,7 @@ pub mod read;
 pub mod read_cursor;
 pub mod retry;
 pub mod sessions;
+pub mod sorted_read;
 pub mod transaction;
 pub mod ttl;
 pub mod update;

@@ -77,6 +77,16 @@ async fn in_rust<T: Send + 'static>(
 /// The residual filter, sort, skip and limit over the rows the store returned. Without a
 /// sort in Rust, evaluation stops once skip plus limit documents matched.
 pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, StoreError> {
+    finish_reporting_disk(rows, plan).map(|(documents, _)| documents)
+}
+
+/// [`finish`], answering too whether its sort went through temporary files (explain's
+/// `usedDisk`).
+pub fn finish_reporting_disk(
+    rows: Vec<Vec<u8>>,
+    plan: &ReadPlan,
+) -> Result<(Vec<Document>, bool), StoreError> {
+    let mut used_disk = false;
     let enough = enough_matches(plan);
     let mut documents = Vec::with_capacity(rows.len().min(enough));
     for row in in_scan_order(rows, plan) {
@@ -99,10 +109,32 @@ pub fn finish(rows: Vec<Vec<u8>>, plan: &ReadPlan) -> Result<Vec<Document>, Stor
     }
     crate::interrupt::check_now()?;
     if let Some(sort) = sort_in_rust(plan) {
-        sort.sort(&mut documents);
+        if plan.limit.is_none() {
+            // Past the command's limit the sort goes through runs on disk (292 when it
+            // refused disk use); a top-k sort keeps only skip + limit (measured below).
+            (documents, used_disk) =
+                crate::query::spill::sort_documents(sort, documents).map_err(spill_error)?;
+        } else {
+            sort.sort(&mut documents);
+        }
         check_sort_memory(&documents, plan, crate::query::memory::document_size)?;
     }
-    Ok(skip_and_limit(documents, plan))
+    Ok((skip_and_limit(documents, plan), used_disk))
+}
+
+/// A sort through temporary files that failed: the interruption it was (its memory limit,
+/// the time limit, …), a full device, or what the file system said.
+fn spill_error(error: crate::query::QueryError) -> StoreError {
+    if error.code == 292 {
+        return StoreError::Interrupted(crate::interrupt::Interruption::SortMemoryLimit);
+    }
+    if let Some(reason) = crate::interrupt::Interruption::from_code(error.code) {
+        return StoreError::Interrupted(reason);
+    }
+    match error.code {
+        14031 => StoreError::OutOfDiskSpace(error.message),
+        _ => StoreError::Database(error.message),
+    }
 }
 
 /// The `$text` search whose score each match carries, when the plan asks for scores.
@@ -237,7 +269,7 @@ fn skip_and_limit<T>(mut items: Vec<T>, plan: &ReadPlan) -> Vec<T> {
 /// The sort key of a stored document. A top-level field that is not an array is its own
 /// key (a missing one is null), read straight from the bytes; other paths are resolved on
 /// the decoded top-level fields they start with.
-fn raw_sort_key(raw: &RawDocument, sort: &SortSpec) -> Result<Vec<Bson>, StoreError> {
+pub(super) fn raw_sort_key(raw: &RawDocument, sort: &SortSpec) -> Result<Vec<Bson>, StoreError> {
     let mut key = Vec::with_capacity(sort.keys.len());
     for (path, _) in &sort.keys {
         let own_key = if path.contains('.') {

@@ -1,104 +1,128 @@
 //! The memory limit of blocking stages. MongoDB lets a sort or a `$group` hold 100 MB; past
-//! that it writes temporary files — by default since 6.0 — unless the command said
-//! `allowDiskUse: false`, which turns the overflow into 292
-//! QueryExceededMemoryLimitNoDiskUseAllowed. docgate writes no temporary files: without
-//! `allowDiskUse: false` a blocking stage keeps what it needs in memory; with it, the stage
-//! measures what it holds (documents by their BSON size) and answers MongoDB's error past the
-//! limit. The limit travels with the command's interrupt
-//! ([`crate::interrupt::blocking_memory_limit`]).
+//! that it writes temporary files — by default since 6.0 (`allowDiskUseByDefault`) — unless
+//! the command said `allowDiskUse: false`, which turns the overflow into 292
+//! QueryExceededMemoryLimitNoDiskUseAllowed. The limit and where to spill travel with the
+//! command's interrupt ([`crate::interrupt::blocking_memory`]): [`check_sort`] and
+//! [`check_group`] answer 292 for a command that refused disk use; the stages that spill read
+//! the directory from there (`crate::query::spill`); the ones that do not measure themselves
+//! with [`check_unspilled`].
 //!
-//! Not for: the stages themselves, or the time limit (`crate::interrupt`).
+//! Not for: the stages themselves, the temporary files (`crate::query::spill`), or the time
+//! limit (`crate::interrupt`).
 
-use bson::{Bson, Document};
+use bson::Document;
 
 use crate::interrupt::Interruption;
+use crate::query::error::QueryError;
 
 /// MongoDB's limit for a blocking sort (`internalQueryMaxBlockingSortMemoryUsageBytes`) and
 /// a `$group` (`internalDocumentSourceGroupMaxMemoryBytes`): 100 MiB.
 pub const BLOCKING_STAGE_LIMIT: usize = 100 * 1024 * 1024;
 
-/// A sort holding `bytes`: MongoDB's error when the command limits it and they are too many.
+/// A sort holding `bytes`: MongoDB's error when the command refused disk use and they are
+/// too many.
 pub fn check_sort(bytes: usize) -> Result<(), Interruption> {
-    match crate::interrupt::blocking_memory_limit() {
+    match refused_limit() {
         Some(limit) if bytes > limit => Err(Interruption::SortMemoryLimit),
         _ => Ok(()),
     }
 }
 
-/// A `$group` holding `bytes` of groups: MongoDB's error past the command's limit.
+/// A `$group` holding `bytes` of groups: MongoDB's error past the limit of a command that
+/// refused disk use.
 pub fn check_group(bytes: usize) -> Result<(), Interruption> {
-    match crate::interrupt::blocking_memory_limit() {
+    match refused_limit() {
         Some(limit) if bytes > limit => Err(Interruption::GroupMemoryLimit),
         _ => Ok(()),
     }
 }
 
-/// Whether a stage must measure what it holds (the command limited it).
+/// Whether a stage that does not spill must measure what it holds: the command refused
+/// disk use, so past the limit it answers 292.
 pub fn limited() -> bool {
-    crate::interrupt::blocking_memory_limit().is_some()
+    refused_limit().is_some()
 }
+
+/// A stage docgate keeps whole in memory and does not spill (`$bucketAuto`,
+/// `$setWindowFields`), holding `bytes`: past the command's limit 292 when the command
+/// refused disk use, else 146 ExceededMemoryLimit — MongoDB would spill it; docgate says
+/// so rather than hold it without bound.
+pub fn check_unspilled(stage: &str, bytes: usize) -> Result<(), QueryError> {
+    let Some(memory) = crate::interrupt::blocking_memory() else {
+        return Ok(());
+    };
+    if bytes <= memory.bytes {
+        return Ok(());
+    }
+    match memory.spill_dir {
+        None => Err(QueryError::coded(
+            292,
+            "QueryExceededMemoryLimitNoDiskUseAllowed",
+            format!(
+                "Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+            ),
+        )),
+        Some(_) => Err(QueryError::coded(
+            146,
+            "ExceededMemoryLimit",
+            format!(
+                "{stage} holds {bytes} bytes, past the memory limit of {} bytes, and docgate does not spill it to disk (raise --blocking-stage-memory-limit-bytes, or reduce its input)",
+                memory.bytes
+            ),
+        )),
+    }
+}
+
+/// Whether the command limits what blocking stages hold (so a stage that does not spill
+/// measures itself with [`check_unspilled`]).
+pub fn measured() -> bool {
+    crate::interrupt::blocking_memory().is_some()
+}
+
+/// The document a `$facet` builds, `bytes` long: MongoDB's 4031700 past 100 MiB (the
+/// command's limit when it set a smaller one), whatever `allowDiskUse` says — a `$facet`
+/// does not spill.
+pub fn check_facet_output(bytes: usize) -> Result<(), QueryError> {
+    let limit = crate::interrupt::blocking_memory().map_or(BLOCKING_STAGE_LIMIT, |memory| {
+        memory.bytes.min(BLOCKING_STAGE_LIMIT)
+    });
+    if bytes <= limit {
+        return Ok(());
+    }
+    Err(QueryError::location(
+        4031700,
+        format!("document constructed by $facet is {bytes} bytes, which exceeds the limit of {limit} bytes"),
+    ))
+}
+
+/// The limit of a command that refused disk use.
+fn refused_limit() -> Option<usize> {
+    crate::interrupt::blocking_memory()
+        .filter(|memory| memory.spill_dir.is_none())
+        .map(|memory| memory.bytes)
+}
+
+pub use crate::query::value::size::{document_size, value_size};
 
 /// The size of `documents` encoded as BSON (what MongoDB counts for a sort).
 pub fn documents_size(documents: &[Document]) -> usize {
     documents.iter().map(document_size).sum()
 }
 
-/// The exact BSON size of a document: length, elements, terminator.
-pub fn document_size(document: &Document) -> usize {
-    4 + document
-        .iter()
-        .map(|(key, value)| 1 + key.len() + 1 + value_size(value))
-        .sum::<usize>()
-        + 1
-}
-
-fn value_size(value: &Bson) -> usize {
-    match value {
-        Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) | Bson::Timestamp(_) => 8,
-        Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => 4 + s.len() + 1,
-        Bson::Document(d) => document_size(d),
-        Bson::Array(items) => {
-            let elements: usize = items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| 1 + i.to_string().len() + 1 + value_size(item))
-                .sum();
-            4 + elements + 1
-        }
-        Bson::Binary(b) => 4 + 1 + b.bytes.len(),
-        Bson::ObjectId(_) => 12,
-        Bson::Boolean(_) => 1,
-        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
-        Bson::RegularExpression(r) => r.pattern.as_str().len() + 1 + r.options.as_str().len() + 1,
-        Bson::JavaScriptCodeWithScope(c) => 4 + 4 + c.code.len() + 1 + document_size(&c.scope),
-        Bson::Int32(_) => 4,
-        Bson::Decimal128(_) => 16,
-        Bson::DbPointer(_) => 4 + 12 + 12,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
-
-    #[test]
-    fn sizes_are_those_of_the_encoding() {
-        let document = doc! {
-            "a": 1, "b": 2.5, "s": "text", "n": null, "arr": [1, "x", {"y": true}],
-            "d": {"e": bson::DateTime::now(), "o": bson::oid::ObjectId::new()},
-            "r": bson::Regex { pattern: "^a".try_into().unwrap(), options: "i".try_into().unwrap() },
-            "l": 7i64, "dec": bson::Decimal128::from_bytes([0; 16]),
-            "bin": bson::Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2, 3] },
-        };
-        assert_eq!(document_size(&document), document.to_vec().unwrap().len());
-    }
+    use std::path::Path;
+    use std::sync::Arc;
 
     #[test]
     fn no_limit_without_an_installed_one() {
         assert!(check_sort(usize::MAX).is_ok());
         let interrupt = crate::interrupt::Interrupt::new(None);
-        interrupt.limit_blocking_memory(10);
+        interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
+            bytes: 10,
+            spill_dir: None,
+        });
         interrupt.install(|| {
             assert!(limited());
             assert!(check_sort(10).is_ok());
@@ -106,5 +130,23 @@ mod tests {
             assert_eq!(check_group(11).unwrap_err().code(), 292);
         });
         assert!(!limited());
+    }
+
+    #[test]
+    fn a_command_that_may_spill_is_not_refused() {
+        let interrupt = crate::interrupt::Interrupt::new(None);
+        let dir: Arc<Path> = Arc::from(std::env::temp_dir().as_path());
+        interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
+            bytes: 10,
+            spill_dir: Some(dir.clone()),
+        });
+        interrupt.install(|| {
+            assert!(!limited());
+            assert!(check_sort(11).is_ok());
+            assert_eq!(
+                crate::interrupt::blocking_memory().and_then(|memory| memory.spill_dir),
+                Some(dir)
+            );
+        });
     }
 }

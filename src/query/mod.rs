@@ -39,6 +39,7 @@ mod projection;
 mod robustness_tests;
 pub mod scan;
 mod sort;
+pub mod spill;
 pub mod text;
 mod update;
 pub mod validator;

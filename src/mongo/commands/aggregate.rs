@@ -31,12 +31,11 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let collation = arguments.collation()?;
     let variables = arguments.variables("let")?;
     let hint = arguments.value("hint").filter(|h| !matches!(h, Bson::Null));
-    // `allowDiskUse: false` limits what a blocking stage may hold (292 past it); true,
-    // MongoDB's default since 6.0, lets it spill — docgate keeps it in memory.
-    if arguments.bool("allowDiskUse")? == Some(false) {
-        crate::compute::current_interrupt()
-            .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
-    }
+    // A blocking stage past its memory limit spills to temporary files; `allowDiskUse:
+    // false` makes it answer 292 instead (true is MongoDB's default since 6.0).
+    let allow_disk_use = arguments.bool("allowDiskUse")?;
+    crate::compute::current_interrupt()
+        .limit_blocking_memory(context.server.limits.blocking_memory(allow_disk_use));
     // For `$out`/`$merge`; its privilege is checked before the command runs
     // (`auth::authorize`).
     let validation = DocumentValidation::from_bypass_flag(

@@ -149,7 +149,7 @@ pub fn server_status(context: &CommandContext<'_>) -> Document {
             "getmore": ServerCounters::get(&counters.op_getmore) as i64,
             "command": ServerCounters::get(&counters.op_command) as i64,
         },
-        "metrics": {"cursor": cursor_metrics(context)},
+        "metrics": {"cursor": cursor_metrics(context), "query": spill_metrics()},
         "transactions": transaction_metrics(context),
         "logicalSessionRecordCache": {
             "activeSessionsCount": context.server.sessions.metrics().active_sessions as i64,
@@ -206,6 +206,19 @@ fn cursor_metrics(context: &CommandContext<'_>) -> Document {
             "pinned": count(metrics.open_pinned),
             "total": count(metrics.open),
         },
+    }
+}
+
+/// `metrics.query` as MongoDB 7.0 reports spilling: sorts that wrote temporary files
+/// (`sort.spillToDisk`) and `$group`s that did (`group.spills`), with docgate's own totals of
+/// files and bytes written (`--temp-dir`).
+fn spill_metrics() -> Document {
+    let totals = crate::query::spill::totals();
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    doc! {
+        "sort": {"spillToDisk": count(totals.sorts)},
+        "group": {"spills": count(totals.groups)},
+        "docgateSpill": {"files": count(totals.files), "bytes": count(totals.bytes)},
     }
 }
 

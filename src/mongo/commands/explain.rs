@@ -137,15 +137,25 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     );
     if verbosity != "queryPlanner" {
         let started = Instant::now();
+        // Under the explained command's memory limit: a sort past it spills (`usedDisk`), or
+        // answers 292 with `allowDiskUse: false`.
+        let allow_disk_use = inner_request.body.get_bool("allowDiskUse").ok();
+        let memory = context.server.limits.blocking_memory(allow_disk_use);
+        let interrupt = crate::compute::current_interrupt();
+        interrupt.limit_blocking_memory(memory.clone());
         let rows = session.scan(&info.record, &plan.scan).await?;
         let examined = rows.len();
-        let returned = read::finish(rows, &plan)?.len();
+        let (returned, used_disk) =
+            interrupt.install(|| read::finish_reporting_disk(rows, &plan))?;
+        let mut stages = describe_plan(&plan, &info);
+        mark_sort_stage(&mut stages, used_disk, memory.bytes);
         reply.insert("executionStats", doc! {
             "executionSuccess": true,
-            "nReturned": returned as i64,
+            "nReturned": returned.len() as i64,
             "executionTimeMillis": started.elapsed().as_millis() as i64,
             "totalDocsExamined": examined as i64,
             "totalKeysExamined": if uses_index(&plan.scan.filter) || plan.scan.order_index.is_some() { examined as i64 } else { 0 },
+            "executionStages": stages,
         });
     }
     reply.insert("command", inner.clone());
@@ -354,6 +364,23 @@ fn indexes_used(predicate: &Predicate, info: &CollectionInfo, out: &mut Vec<Stri
             }
         }
         Predicate::True | Predicate::PathEquals { .. } => {}
+    }
+}
+
+/// Gives the SORT stage of `stages` (if any) MongoDB's execution figures for memory: whether
+/// it spilled to temporary files (`usedDisk`) and its limit (`memLimit`).
+fn mark_sort_stage(stages: &mut Document, used_disk: bool, limit: usize) {
+    let mut stage = stages;
+    loop {
+        if stage.get_str("stage").is_ok_and(|name| name == "SORT") {
+            stage.insert("usedDisk", used_disk);
+            stage.insert("memLimit", i64::try_from(limit).unwrap_or(i64::MAX));
+            return;
+        }
+        match stage.get_mut("inputStage") {
+            Some(Bson::Document(input)) => stage = input,
+            _ => return,
+        }
     }
 }
 

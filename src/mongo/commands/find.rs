@@ -34,7 +34,8 @@ pub(super) struct FindArguments {
     pub hint: Option<Bson>,
     /// `noCursorTimeout`: the cursor is not closed for being idle.
     pub no_cursor_timeout: bool,
-    /// `allowDiskUse: false`: a sort in memory is limited (292 past the limit).
+    /// `allowDiskUse: false`: a sort in memory answers 292 past the limit instead of
+    /// spilling to temporary files.
     pub disk_use_refused: bool,
     /// The find's own collation (none: the collection's default).
     pub collation: Option<Collation>,
@@ -102,8 +103,8 @@ impl FindArguments {
             .filter(|h| !matches!(h, Bson::Null))
             .cloned();
         let no_cursor_timeout = arguments.bool("noCursorTimeout")?.unwrap_or(false);
-        // `allowDiskUse: false` limits what a sort in memory may hold (292 past it); true,
-        // MongoDB's default since 6.0, lets it spill — docgate keeps it in memory.
+        // A sort in memory past its limit spills to temporary files; `allowDiskUse: false`
+        // makes it answer 292 instead (true is MongoDB's default since 6.0).
         let disk_use_refused = arguments.bool("allowDiskUse")? == Some(false);
         // Honoured by doing nothing: partial results and oplog replay only mean something on
         // a sharded cluster or the oplog; `readOnce` is a storage-engine cache hint.
@@ -162,10 +163,12 @@ pub async fn find(context: &mut CommandContext<'_>, request: &CommandRequest) ->
             "cannot use tailable option with the 'singleBatch' option".into(),
         ));
     }
-    if disk_use_refused {
-        crate::compute::current_interrupt()
-            .limit_blocking_memory(context.server.limits.blocking_stage_memory_bytes);
-    }
+    crate::compute::current_interrupt().limit_blocking_memory(
+        context
+            .server
+            .limits
+            .blocking_memory(Some(!disk_use_refused)),
+    );
     let options = BatchOptions {
         batch_size,
         single_batch,

@@ -3,6 +3,9 @@
 //! with a `granularity`, boundaries are rounded to a preferred-number series (Renard R5–R80,
 //! E6–E192, 1-2-5) or powers of two, as MongoDB's rounders do.
 //!
+//! Past the command's memory limit the documents are sorted through runs on disk
+//! (`query::spill`) and cut into buckets as the merge goes by.
+//!
 //! Not for: `$bucket` with explicit boundaries (`stages.rs`) or the accumulators
 //! (`accumulators.rs`).
 
@@ -10,6 +13,9 @@ use super::accumulators::{feed, AccumulatorSpec, AccumulatorState};
 use crate::query::error::QueryError;
 use crate::query::expr::ops::type_name;
 use crate::query::expr::Expression;
+use crate::query::sort::{SortDirection, SortSpec};
+use crate::query::spill::ExternalSort;
+use crate::query::value::collation::Collation;
 use crate::query::value::compare::compare_values;
 use crate::query::value::number::Number;
 use bson::{Bson, Document};
@@ -302,79 +308,177 @@ fn granular_value(value: &Bson) -> Result<f64, QueryError> {
     Ok(n)
 }
 
-/// Runs `$bucketAuto`.
+/// Runs `$bucketAuto`: sorted in memory while the documents fit the command's limit, else
+/// through sorted runs on disk (292 if the command refused disk use), then cut into buckets
+/// as the sorted documents go by.
 pub fn run_bucket_auto(
     spec: &BucketAuto,
     docs: Vec<Document>,
 ) -> Result<Vec<Document>, QueryError> {
-    let mut keyed = Vec::with_capacity(docs.len());
+    let n = docs.len();
+    let memory = crate::interrupt::blocking_memory();
+    let fits = memory
+        .as_ref()
+        .is_none_or(|memory| crate::query::memory::documents_size(&docs) <= memory.bytes);
+    if fits {
+        let mut keyed = Vec::with_capacity(n);
+        for doc in docs {
+            crate::interrupt::check()?;
+            keyed.push((group_value(spec, &doc)?, doc));
+        }
+        keyed.sort_by(|(a, _), (b, _)| compare_values(a, b));
+        return cut_into_buckets(spec, n, keyed.into_iter().map(Ok));
+    }
+    let by_value = SortSpec {
+        keys: vec![("_id".to_string(), SortDirection::Ascending)],
+        natural: None,
+    };
+    let mut sort = ExternalSort::for_command(by_value, Collation::installed());
     for doc in docs {
         crate::interrupt::check()?;
-        let value = spec.group_by.evaluate(&doc)?;
-        if spec.granularity.is_some() {
-            granular_value(&value)?;
-        }
-        keyed.push((value, doc));
+        let value = group_value(spec, &doc)?;
+        let bytes = doc
+            .to_vec()
+            .map_err(|error| QueryError::bad_value(format!("cannot encode a document: {error}")))?;
+        sort.push(vec![value], bytes)?;
     }
-    keyed.sort_by(|(a, _), (b, _)| compare_values(a, b));
-    let n = keyed.len();
+    let mut sorted = sort.finish()?;
+    let items = std::iter::from_fn(move || match sorted.next_decoded() {
+        Ok(Some((mut key, doc))) => Some(Ok((key.pop().unwrap_or(Bson::Null), doc))),
+        Ok(None) => None,
+        Err(error) => Some(Err(error)),
+    });
+    cut_into_buckets(spec, n, items)
+}
+
+/// The value a document is bucketed by (a number, with a `granularity`).
+fn group_value(spec: &BucketAuto, doc: &Document) -> Result<Bson, QueryError> {
+    let value = spec.group_by.evaluate(doc)?;
+    if spec.granularity.is_some() {
+        granular_value(&value)?;
+    }
+    Ok(value)
+}
+
+/// Cuts `n` documents, sorted by their values, into buckets of about `n / buckets` each
+/// (equal values never split; with a granularity, boundaries on the series), each fed to
+/// its accumulators as it goes by.
+fn cut_into_buckets(
+    spec: &BucketAuto,
+    n: usize,
+    items: impl Iterator<Item = Result<(Bson, Document), QueryError>>,
+) -> Result<Vec<Document>, QueryError> {
     let size = ((n as f64 / spec.buckets as f64).round() as usize).max(1);
-    // Each bucket: [start, end) of `keyed`, min and max boundaries.
-    let mut buckets: Vec<(usize, usize, Bson, Bson)> = Vec::new();
-    let mut index = 0;
-    while index < n && buckets.len() < spec.buckets {
-        let start = index;
-        let last = buckets.len() + 1 == spec.buckets;
-        let mut end = if last { n } else { (start + size).min(n) };
-        let min = match (spec.granularity, buckets.last()) {
-            (Some(_), Some((_, _, _, previous_max))) => previous_max.clone(),
-            (Some(g), None) => Bson::Double(g.round_down(granular_value(&keyed[start].0)?)),
-            (None, _) => keyed[start].0.clone(),
+    let mut items = items.peekable();
+    let mut out: Vec<Document> = Vec::new();
+    let mut previous_max: Option<Bson> = None;
+    let mut taken = 0usize;
+    while taken < n && out.len() < spec.buckets {
+        let last = out.len() + 1 == spec.buckets;
+        let nominal = if last { n - taken } else { size.min(n - taken) };
+        let mut bucket = Bucket::new(spec);
+        while bucket.count < nominal {
+            match items.next() {
+                Some(item) => bucket.add(spec, item?)?,
+                None => break,
+            }
+        }
+        let (Some(first), Some(end)) = (bucket.first.clone(), bucket.last.clone()) else {
+            break;
+        };
+        let min = match (spec.granularity, &previous_max) {
+            (Some(_), Some(previous)) => previous.clone(),
+            (Some(g), None) => Bson::Double(g.round_down(granular_value(&first)?)),
+            (None, _) => first,
         };
         let max = match spec.granularity {
             Some(g) => {
-                let boundary = g.round_up(granular_value(&keyed[end - 1].0)?);
-                while end < n && granular_value(&keyed[end].0)? < boundary {
-                    end += 1;
+                let boundary = g.round_up(granular_value(&end)?);
+                while let Some(next) = peek_value(&mut items)? {
+                    if granular_value(&next)? >= boundary {
+                        break;
+                    }
+                    if let Some(item) = items.next() {
+                        bucket.add(spec, item?)?;
+                    }
                 }
-                if boundary == 0.0 && end < n {
-                    Bson::Double(g.round_down(granular_value(&keyed[end].0)?))
-                } else {
-                    Bson::Double(boundary)
+                match peek_value(&mut items)? {
+                    Some(next) if boundary == 0.0 => {
+                        Bson::Double(g.round_down(granular_value(&next)?))
+                    }
+                    _ => Bson::Double(boundary),
                 }
             }
             None => {
-                while end < n && compare_values(&keyed[end].0, &keyed[end - 1].0) == Ordering::Equal
-                {
-                    end += 1;
+                while let Some(next) = peek_value(&mut items)? {
+                    if compare_values(&next, &end) != Ordering::Equal {
+                        break;
+                    }
+                    if let Some(item) = items.next() {
+                        bucket.add(spec, item?)?;
+                    }
                 }
-                match keyed.get(end) {
-                    Some((next, _)) => next.clone(),
-                    None => keyed[end - 1].0.clone(),
-                }
+                peek_value(&mut items)?.unwrap_or(end)
             }
         };
-        buckets.push((start, end, min, max));
-        index = end;
-    }
-    let mut out = Vec::with_capacity(buckets.len());
-    for (start, end, min, max) in buckets {
-        let mut states: Vec<AccumulatorState> = spec
-            .output
-            .iter()
-            .map(|a| AccumulatorState::new(a.kind))
-            .collect();
-        for (_, doc) in &keyed[start..end] {
-            feed(&spec.output, &mut states, doc)?;
-        }
+        taken += bucket.count;
         let mut d = Document::new();
-        d.insert("_id", bson::doc! {"min": min, "max": max});
-        for (a, state) in spec.output.iter().zip(states) {
+        d.insert("_id", bson::doc! {"min": min, "max": max.clone()});
+        for (a, state) in spec.output.iter().zip(bucket.states) {
             d.insert(a.field.clone(), state.finish());
         }
         out.push(d);
+        previous_max = Some(max);
     }
     Ok(out)
+}
+
+/// The value of the next item, without taking it (its error, if it is one).
+fn peek_value<I: Iterator<Item = Result<(Bson, Document), QueryError>>>(
+    items: &mut std::iter::Peekable<I>,
+) -> Result<Option<Bson>, QueryError> {
+    match items.peek() {
+        None => Ok(None),
+        Some(Ok((value, _))) => Ok(Some(value.clone())),
+        Some(Err(_)) => match items.next() {
+            Some(Err(error)) => Err(error),
+            _ => Ok(None),
+        },
+    }
+}
+
+/// One bucket being filled: its accumulators, how many documents, its first and last values.
+struct Bucket {
+    states: Vec<AccumulatorState>,
+    count: usize,
+    first: Option<Bson>,
+    last: Option<Bson>,
+}
+
+impl Bucket {
+    fn new(spec: &BucketAuto) -> Bucket {
+        Bucket {
+            states: spec
+                .output
+                .iter()
+                .map(|a| AccumulatorState::new(a.kind))
+                .collect(),
+            count: 0,
+            first: None,
+            last: None,
+        }
+    }
+
+    fn add(&mut self, spec: &BucketAuto, (value, doc): (Bson, Document)) -> Result<(), QueryError> {
+        crate::interrupt::check()?;
+        feed(&spec.output, &mut self.states, &doc)?;
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(value.clone());
+        }
+        self.last = Some(value);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -457,5 +561,32 @@ mod tests {
         .run(vec![doc! {"v": -1}])
         .unwrap_err();
         assert_eq!(err.code, 40260);
+    }
+
+    #[test]
+    fn spilled_buckets_are_the_buckets_in_memory() {
+        use crate::interrupt::{BlockingMemory, Interrupt};
+        let dir = tempfile::tempdir().unwrap();
+        let docs: Vec<Document> = (0..300_i32)
+            .map(|i| doc! {"_id": i, "v": (i * 37) % 101, "pad": "p".repeat(50)})
+            .collect();
+        for stage in [
+            doc! {"groupBy": "$v", "buckets": 7, "output": {"n": {"$sum": 1}, "ids": {"$push": "$_id"}}},
+            doc! {"groupBy": "$v", "buckets": 4, "granularity": "R10"},
+            doc! {"groupBy": "$v", "buckets": 5, "granularity": "POWERSOF2"},
+            doc! {"groupBy": {"$mod": ["$v", 3]}, "buckets": 5},
+        ] {
+            let expected = run(stage.clone(), docs.clone());
+            let interrupt = Interrupt::new(None);
+            interrupt.limit_blocking_memory(BlockingMemory {
+                bytes: 2_000,
+                spill_dir: Some(dir.path().into()),
+            });
+            let before = crate::query::spill::totals().sorts;
+            let spilled = interrupt.install(|| run(stage.clone(), docs.clone()));
+            assert_eq!(spilled, expected, "{stage}");
+            assert!(crate::query::spill::totals().sorts > before);
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -687,9 +687,8 @@ fn run_stage(stage: &Stage, docs: Vec<Document>) -> Result<Vec<Document>, QueryE
             if crate::query::memory::limited() {
                 crate::query::memory::check_sort(crate::query::memory::documents_size(&docs))?;
             }
-            let mut docs = docs;
-            spec.sort(&mut docs);
-            docs
+            // Past the limit (allowDiskUse not false): sorted runs on disk, merged back.
+            crate::query::spill::sort_documents(spec, docs)?.0
         }
         Stage::Skip(n) => docs.into_iter().skip(usize::try_from(*n).unwrap_or(usize::MAX)).collect(),
         Stage::Limit(n) => docs.into_iter().take(usize::try_from(*n).unwrap_or(usize::MAX)).collect(),

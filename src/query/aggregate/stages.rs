@@ -6,7 +6,8 @@
 //! Not for: the single-collection stages (`aggregate/mod.rs`), correlated `$lookup` with `let`
 //! (rejected as unsupported) or `$graphLookup` (`graph_lookup.rs`).
 
-use crate::query::aggregate::accumulators::{feed, AccumulatorSpec, AccumulatorState};
+use crate::query::aggregate::accumulators::AccumulatorSpec;
+use crate::query::aggregate::Grouping;
 use crate::query::aggregate::Pipeline;
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
@@ -280,8 +281,10 @@ pub fn parse_bucket(spec: &Bson) -> Result<Bucket, QueryError> {
 
 /// Runs `$bucket`.
 pub fn run_bucket(bucket: &Bucket, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
-    let mut groups: Vec<(Bson, Vec<AccumulatorState>)> = Vec::new();
+    // Grouped by boundary like a `$group` (within the memory limit, spilling past it).
+    let mut grouping = Grouping::keyed(bucket.output.clone());
     for doc in &docs {
+        crate::interrupt::check()?;
         let value = bucket.group_by.evaluate(doc)?;
         let slot = bucket.boundaries.windows(2).position(|w| {
             compare_values(&value, &w[0]) != std::cmp::Ordering::Less
@@ -297,36 +300,16 @@ pub fn run_bucket(bucket: &Bucket, docs: Vec<Document>) -> Result<Vec<Document>,
                 ))
             }
         };
-        let index = match groups.iter().position(|(g, _)| values_equal(g, &id)) {
-            Some(i) => i,
-            None => {
-                groups.push((
-                    id,
-                    bucket
-                        .output
-                        .iter()
-                        .map(|a| AccumulatorState::new(a.kind))
-                        .collect(),
-                ));
-                groups.len() - 1
-            }
-        };
-        if let Some((_, states)) = groups.get_mut(index) {
-            feed(&bucket.output, states, doc)?;
-        }
+        grouping.feed_keyed(id, doc)?;
     }
-    groups.sort_by(|(a, _), (b, _)| compare_values(a, b));
-    Ok(groups
-        .into_iter()
-        .map(|(id, states)| {
-            let mut out = Document::new();
-            out.insert("_id", id);
-            for (spec, state) in bucket.output.iter().zip(states) {
-                out.insert(spec.field.clone(), state.finish());
-            }
-            out
-        })
-        .collect())
+    let mut groups = grouping.finish()?;
+    groups.sort_by(|a, b| {
+        compare_values(
+            a.get("_id").unwrap_or(&Bson::Null),
+            b.get("_id").unwrap_or(&Bson::Null),
+        )
+    });
+    Ok(groups)
 }
 
 /// Runs `$lookup`: each input document gets the matching foreign documents as an array.
@@ -402,6 +385,7 @@ pub fn run_facet(
             Bson::Array(results.into_iter().map(Bson::Document).collect()),
         );
     }
+    crate::query::memory::check_facet_output(crate::query::memory::document_size(&out))?;
     Ok(vec![out])
 }
 

@@ -2,7 +2,9 @@
 //! partition then `sortBy`, and computing each output over its window — `documents: [lo, hi]`
 //! or `range: [lo, hi]` with an optional date `unit` — with MongoDB's parse errors (the
 //! window function table of `jstests/aggregation/sources/setWindowFields`). The accumulators
-//! ($sum, $avg, $push, $topN, …) are `$group`'s own (`accumulators.rs`).
+//! ($sum, $avg, $push, $topN, …) are `$group`'s own (`accumulators.rs`). Past the command's
+//! memory limit the ordering goes through sorted runs on disk (`query::spill`) and each
+//! partition is windowed as the merge goes by; a partition must itself fit the limit.
 //!
 //! Not for: the window-only functions ($rank, $shift, $derivative, $integral,
 //! $expMovingAvg, the covariances, $locf, $linearFill), which are in `window_functions.rs`.
@@ -15,6 +17,8 @@ use crate::query::expr::ops::date::DateOperator;
 use crate::query::expr::ops::{date_math, type_name};
 use crate::query::expr::Expression;
 use crate::query::sort::{SortDirection, SortSpec};
+use crate::query::spill::ExternalSort;
+use crate::query::value::collation::Collation;
 use crate::query::value::compare::compare_values;
 use crate::query::value::number::{arithmetic, Arithmetic, Number};
 use bson::{Bson, Document};
@@ -337,30 +341,32 @@ fn range_bound(bound: &Bson, with_unit: bool) -> Result<RangeBound, QueryError> 
 }
 
 /// Runs `$setWindowFields`: the documents ordered by partition and `sortBy`, each with its
-/// outputs set.
+/// outputs set. Past the command's memory limit the ordering goes through sorted runs on
+/// disk and the partitions are windowed one at a time as the merge goes by; a partition
+/// itself must fit the limit (146 ExceededMemoryLimit beyond it: docgate does not spill a
+/// partition's window), as must the input of a stage with neither `partitionBy` nor `sortBy`
+/// (one partition, nothing to sort).
 pub fn run_set_window_fields(
     stage: &SetWindowFields,
     docs: Vec<Document>,
 ) -> Result<Vec<Document>, QueryError> {
+    let limit = crate::interrupt::blocking_memory().map(|memory| memory.bytes);
+    let held = limit.map(|_| crate::query::memory::documents_size(&docs));
+    let fits = limit.zip(held).is_none_or(|(limit, held)| held <= limit);
+    let orders = stage.partition_by.is_some() || stage.sort_by.is_some();
+    if !fits && orders {
+        return window_through_runs(stage, docs);
+    }
+    if let Some(held) = held {
+        crate::query::memory::check_unspilled("$setWindowFields", held)?;
+    }
     let mut keyed = Vec::with_capacity(docs.len());
     for doc in docs {
         crate::interrupt::check()?;
-        let partition = match &stage.partition_by {
-            None => Bson::Null,
-            Some(e) => match e.evaluate_optional(&doc)? {
-                Some(Bson::Array(_)) => return Err(partition_by_array()),
-                Some(v) => v,
-                None => Bson::Null,
-            },
-        };
-        let sort_keys = stage
-            .sort_by
-            .as_ref()
-            .map(|s| s.keys_of(&doc))
-            .unwrap_or_default();
+        let (partition, sort_keys) = window_keys(stage, &doc)?;
         keyed.push((partition, sort_keys, doc));
     }
-    if stage.partition_by.is_some() || stage.sort_by.is_some() {
+    if orders {
         keyed.sort_by(|(pa, ka, _), (pb, kb, _)| {
             compare_values(pa, pb).then_with(|| match &stage.sort_by {
                 Some(s) => s.compare_keys(ka, kb),
@@ -375,32 +381,116 @@ pub fn run_set_window_fields(
         while end < keyed.len() && compare_values(&keyed[start].0, &keyed[end].0).is_eq() {
             end += 1;
         }
-        let partition = Partition {
-            docs: keyed[start..end].iter().map(|(_, _, d)| d).collect(),
-            sort_values: keyed[start..end]
-                .iter()
-                .map(|(_, k, _)| k.first().cloned().unwrap_or(Bson::Null))
-                .collect(),
-            direction: stage
-                .sort_by
-                .as_ref()
-                .and_then(|s| s.keys.first().map(|(_, d)| *d))
-                .unwrap_or(SortDirection::Ascending),
-        };
-        let mut columns = Vec::with_capacity(stage.outputs.len());
-        for output in &stage.outputs {
-            columns.push(compute(output, &partition)?);
-        }
-        for (row, doc) in keyed[start..end].iter().map(|(_, _, d)| d).enumerate() {
-            let mut doc = doc.clone();
-            for (output, column) in stage.outputs.iter().zip(&columns) {
-                set_dotted(&mut doc, &output.field, column.get(row).cloned());
-            }
-            out.push(doc);
-        }
+        window_partition(stage, &keyed[start..end], &mut out)?;
         start = end;
     }
     Ok(out)
+}
+
+/// A document's partition (null without `partitionBy`) and `sortBy` keys.
+fn window_keys(stage: &SetWindowFields, doc: &Document) -> Result<(Bson, Vec<Bson>), QueryError> {
+    let partition = match &stage.partition_by {
+        None => Bson::Null,
+        Some(e) => match e.evaluate_optional(doc)? {
+            Some(Bson::Array(_)) => return Err(partition_by_array()),
+            Some(v) => v,
+            None => Bson::Null,
+        },
+    };
+    let sort_keys = stage
+        .sort_by
+        .as_ref()
+        .map(|s| s.keys_of(doc))
+        .unwrap_or_default();
+    Ok((partition, sort_keys))
+}
+
+/// [`run_set_window_fields`] past the limit: ordered by partition then `sortBy` through an
+/// external sort, each partition gathered from the merge and windowed on its own.
+fn window_through_runs(
+    stage: &SetWindowFields,
+    docs: Vec<Document>,
+) -> Result<Vec<Document>, QueryError> {
+    let mut keys = vec![("partitionBy".to_string(), SortDirection::Ascending)];
+    if let Some(sort_by) = &stage.sort_by {
+        keys.extend(sort_by.keys.iter().cloned());
+    }
+    let order = SortSpec {
+        keys,
+        natural: None,
+    };
+    let mut sort = ExternalSort::for_command(order, Collation::installed());
+    for doc in docs {
+        crate::interrupt::check()?;
+        let (partition, sort_keys) = window_keys(stage, &doc)?;
+        let mut key = Vec::with_capacity(sort_keys.len() + 1);
+        key.push(partition);
+        key.extend(sort_keys);
+        let bytes = doc
+            .to_vec()
+            .map_err(|error| QueryError::bad_value(format!("cannot encode a document: {error}")))?;
+        sort.push(key, bytes)?;
+    }
+    let mut sorted = sort.finish()?;
+    let mut out = Vec::new();
+    let mut partition: Vec<(Bson, Vec<Bson>, Document)> = Vec::new();
+    let mut held = 0usize;
+    while let Some((mut key, doc)) = sorted.next_decoded()? {
+        crate::interrupt::check()?;
+        let value = if key.is_empty() {
+            Bson::Null
+        } else {
+            key.remove(0)
+        };
+        if partition
+            .first()
+            .is_some_and(|(current, _, _)| !compare_values(current, &value).is_eq())
+        {
+            window_partition(stage, &partition, &mut out)?;
+            partition.clear();
+            held = 0;
+        }
+        held += crate::query::value::size::document_size(&doc);
+        crate::query::memory::check_unspilled("a $setWindowFields partition", held)?;
+        partition.push((value, key, doc));
+    }
+    window_partition(stage, &partition, &mut out)?;
+    Ok(out)
+}
+
+/// Sets the outputs of one partition's documents (in window order) and adds them to `out`.
+fn window_partition(
+    stage: &SetWindowFields,
+    rows: &[(Bson, Vec<Bson>, Document)],
+    out: &mut Vec<Document>,
+) -> Result<(), QueryError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let partition = Partition {
+        docs: rows.iter().map(|(_, _, d)| d).collect(),
+        sort_values: rows
+            .iter()
+            .map(|(_, k, _)| k.first().cloned().unwrap_or(Bson::Null))
+            .collect(),
+        direction: stage
+            .sort_by
+            .as_ref()
+            .and_then(|s| s.keys.first().map(|(_, d)| *d))
+            .unwrap_or(SortDirection::Ascending),
+    };
+    let mut columns = Vec::with_capacity(stage.outputs.len());
+    for output in &stage.outputs {
+        columns.push(compute(output, &partition)?);
+    }
+    for (row, doc) in rows.iter().map(|(_, _, d)| d).enumerate() {
+        let mut doc = doc.clone();
+        for (output, column) in stage.outputs.iter().zip(&columns) {
+            set_dotted(&mut doc, &output.field, column.get(row).cloned());
+        }
+        out.push(doc);
+    }
+    Ok(())
 }
 
 /// The documents of one partition in window order, with the first `sortBy` key of each.

@@ -377,3 +377,40 @@ fn decimal_inputs_of_double_computations_are_refused() {
         Some(&Bson::Decimal128("1.5".parse().unwrap()))
     );
 }
+
+#[test]
+fn windows_past_the_limit_are_computed_partition_by_partition_from_runs() {
+    use crate::interrupt::{BlockingMemory, Interrupt};
+    use crate::query::aggregate::Pipeline;
+    use bson::{doc, Document};
+    let dir = tempfile::tempdir().unwrap();
+    let docs: Vec<Document> = (0..240_i32)
+        .map(|i| doc! {"_id": i, "p": i % 12, "v": (i * 31) % 17, "pad": "p".repeat(40)})
+        .collect();
+    let stage = doc! {"$setWindowFields": {
+        "partitionBy": "$p",
+        "sortBy": {"v": 1},
+        "output": {
+            "rank": {"$rank": {}},
+            "running": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}},
+            "around": {"$push": "$_id", "window": {"documents": [-1, 1]}},
+        },
+    }};
+    let pipeline = Pipeline::parse(&[stage]).unwrap();
+    let expected = pipeline.run(docs.clone()).unwrap();
+    let under = |bytes: usize| {
+        let interrupt = Interrupt::new(None);
+        interrupt.limit_blocking_memory(BlockingMemory {
+            bytes,
+            spill_dir: Some(dir.path().into()),
+        });
+        interrupt.install(|| pipeline.run(docs.clone()))
+    };
+    let before = crate::query::spill::totals().sorts;
+    // Each partition (20 documents of ~90 bytes) fits 3,000 bytes; the input does not.
+    assert_eq!(under(3_000).unwrap(), expected);
+    assert!(crate::query::spill::totals().sorts > before);
+    // A partition past the limit: docgate does not spill a window.
+    assert_eq!(under(1_000).unwrap_err().code, 146);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

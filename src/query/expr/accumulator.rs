@@ -12,6 +12,7 @@ use crate::query::sort::SortSpec;
 use crate::query::value::compare::compare_values;
 use crate::query::value::number::Number;
 use crate::query::value::numeric_sum::NumericSum;
+use crate::query::value::size::value_size;
 use crate::query::value::value_set::ValueSet;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -80,6 +81,9 @@ pub struct AccumulatorState {
     /// Sort keys and outputs of `$top`/`$bottom`(`N`).
     keyed: Vec<(Vec<Bson>, Bson)>,
     sort_by: Option<SortSpec>,
+    /// The encoded size of the values held (`value`, `items` and their set keys, `keyed`),
+    /// for the memory limit of `$group`.
+    bytes: usize,
 }
 
 impl AccumulatorState {
@@ -98,7 +102,13 @@ impl AccumulatorState {
             limit: None,
             keyed: Vec::new(),
             sort_by: None,
+            bytes: 0,
         }
+    }
+
+    /// About how many bytes the state holds: the encoded size of the values it keeps.
+    pub fn held_bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Whether the `n` of an `…N` accumulator is still to be evaluated.
@@ -114,6 +124,7 @@ impl AccumulatorState {
     /// Feeds one sort key and output of `$top`/`$bottom`(`N`), ordered by `sort` at the end.
     pub fn add_keyed(&mut self, sort: &SortSpec, key: Vec<Bson>, value: Bson) {
         self.sort_by.get_or_insert_with(|| sort.clone());
+        self.bytes += value_size(&value) + key.iter().map(value_size).sum::<usize>();
         self.keyed.push((key, value));
     }
 
@@ -141,23 +152,31 @@ impl AccumulatorState {
                     }
                 };
                 if replace {
+                    self.bytes = value_size(&v);
                     self.value = Some(v);
                 }
             }
             AccumulatorKind::First => {
                 if !self.seen_any {
+                    self.bytes = value.as_ref().map_or(0, value_size);
                     self.value = value;
                 }
             }
-            AccumulatorKind::Last => self.value = value,
+            AccumulatorKind::Last => {
+                self.bytes = value.as_ref().map_or(0, value_size);
+                self.value = value;
+            }
             AccumulatorKind::Push => {
                 if let Some(v) = value {
+                    self.bytes += value_size(&v);
                     self.items.push(v);
                 }
             }
             AccumulatorKind::AddToSet => {
                 if let Some(v) = value {
                     if self.seen.insert(&v) {
+                        // The value and its key in the set.
+                        self.bytes += 2 * value_size(&v);
                         self.items.push(v);
                     }
                 }
@@ -175,19 +194,28 @@ impl AccumulatorState {
                 }
             }
             AccumulatorKind::FirstN | AccumulatorKind::LastN => {
-                self.items.push(value.unwrap_or(Bson::Null));
+                let item = value.unwrap_or(Bson::Null);
+                let size = value_size(&item);
+                self.items.push(item);
                 let limit = self.limit.unwrap_or(usize::MAX);
                 if self.kind == AccumulatorKind::FirstN {
+                    if self.items.len() <= limit {
+                        self.bytes += size;
+                    }
                     self.items.truncate(limit);
                 } else if self.items.len() > limit.saturating_mul(2) {
                     // Drop the overflow in batches (amortised O(1) per item; `finish` keeps
                     // the last `limit`), not one front removal per item.
                     let excess = self.items.len() - limit;
                     self.items.drain(..excess);
+                    self.bytes = self.items.iter().map(value_size).sum();
+                } else {
+                    self.bytes += size;
                 }
             }
             AccumulatorKind::MaxN | AccumulatorKind::MinN => {
                 if let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) {
+                    self.bytes += value_size(&v);
                     self.items.push(v);
                 }
             }
@@ -204,6 +232,7 @@ impl AccumulatorState {
                     for (k, v) in d {
                         merged.insert(k, v);
                     }
+                    self.bytes = crate::query::value::size::document_size(&merged);
                     self.value = Some(Bson::Document(merged));
                 }
             }

@@ -305,6 +305,11 @@ impl Collation {
             .map(|collator| spec_document(&collator.spec))
     }
 
+    /// The collation installed on the current thread (simple when none is).
+    pub fn installed() -> Collation {
+        Collation(ACTIVE.with(|active| active.borrow().clone()))
+    }
+
     /// Runs `work` with this collation installed on the current thread (see [`install`]).
     pub fn install<R>(&self, work: impl FnOnce() -> R) -> R {
         install(self.0.clone(), work)

@@ -1,10 +1,9 @@
 """The memory limit of blocking stages through pymongo. MongoDB 7.0 lets a blocking sort or
 `$group` spill to disk past 100 MB by default; a command with `allowDiskUse: false` gets
-292 QueryExceededMemoryLimitNoDiskUseAllowed instead. docgate writes no temporary files: by
-default the stage keeps what it needs in memory; with `allowDiskUse: false` it measures what
-it holds and answers 292 past `--blocking-stage-memory-limit-bytes` (100 MiB by default,
-set to 200 KB here so a few hundred documents cross it).
-"""
+292 QueryExceededMemoryLimitNoDiskUseAllowed instead. docgate does the same past
+`--blocking-stage-memory-limit-bytes` (100 MiB by default, set to 200 KB here so a few
+hundred documents cross it); test_spill.py checks what the spilled stages answer and that
+their temporary files go."""
 
 from __future__ import annotations
 

@@ -1,0 +1,284 @@
+//! Reads sorted in Rust that may spill: a `find` — or an aggregate's leading `$match` +
+//! `$sort` followed by stages that look at one document at a time — whose sort no index
+//! serves, in a command that lets blocking stages spill (`allowDiskUse` true or absent).
+//! The matching documents stream in chunks from a [`ReadCursor`] (natural order, residual
+//! filter applied) into an [`ExternalSort`], which holds at most the command's limit and
+//! writes sorted runs to temporary files past it; the cursor then hands out the k-way merge
+//! batch by batch ([`SortedResult`]), projecting each document (a find) or sending it
+//! through the stages after the sort (an aggregate) as it goes. Neither the collection nor
+//! the sorted result is ever held whole; the temporary files go when the cursor does
+//! (exhausted, killed, timed out, its session ended) or the command fails.
+//!
+//! Not taken (the result is computed whole as before): a sort with a limit (a top-k sort
+//! holds only skip + limit documents), a `$text` score, a snapshot read in a transaction,
+//! or a command that refused disk use (its sort answers 292 past the limit).
+//!
+//! Not for: the merge sort and its files (`query::spill`) or cursors (`cursors`).
+
+use std::sync::Arc;
+
+use bson::raw::RawDocumentBuf;
+use bson::{Bson, Document};
+
+use super::cursors::ResultSource;
+use super::find::encode_documents;
+use super::read::decode_document;
+use super::read_cursor::{BatchLimit, ReadCursor};
+use super::transaction::OpScope;
+use super::OpError;
+use crate::catalog::CollectionInfo;
+use crate::query::planner::ReadPlan;
+use crate::query::spill::{ExternalSort, SortedOutput};
+use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
+
+/// Rows read from the store per round trip while the sort is fed.
+const INPUT_CHUNK: usize = 10_000;
+
+/// What each sorted document becomes before it reaches the client.
+pub enum SortedShape {
+    /// A find's projection (with the whole filter for a positional one).
+    Find {
+        projection: Option<Projection>,
+        positional_filter: Option<Filter>,
+    },
+    /// The per-document stages of an aggregate after its sort, and what they read.
+    Stages {
+        pipeline: Pipeline,
+        foreign: ForeignDocuments,
+    },
+}
+
+/// Whether `plan` is sorted through [`open`]: its sort is done in Rust without a limit, it
+/// needs no text score, the scope does not read a snapshot, and the command lets blocking
+/// stages spill.
+pub fn spills(plan: &ReadPlan, scope: &OpScope<'_>) -> bool {
+    let may_spill = crate::compute::current_interrupt()
+        .blocking_memory()
+        .is_some_and(|memory| memory.spill_dir.is_some());
+    may_spill
+        && plan.sort.as_ref().is_some_and(|sort| !sort.keys.is_empty())
+        && plan.limit.is_none()
+        && !plan.text_score
+        && !scope.reads_whole()
+}
+
+/// Reads every document `plan` selects into an external sort and answers the first batch
+/// of the sorted result (bounded by `first`) and the cursor source of the rest. The plan
+/// must be one that [`spills`].
+pub async fn open(
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    plan: ReadPlan,
+    shape: SortedShape,
+    first: BatchLimit,
+) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
+    let collation = plan.collation.clone();
+    let skip = plan.skip;
+    let Some(spec) = plan.sort.clone() else {
+        return Err(OpError::BadValue("a sorted read without a sort".into()));
+    };
+    let unsorted = ReadPlan {
+        sort: None,
+        skip: 0,
+        limit: None,
+        ..plan
+    };
+    let mut input = ReadCursor::new(info, unsorted, None, None);
+    let (limit, spill_dir) = crate::compute::current_interrupt()
+        .blocking_memory()
+        .map_or((usize::MAX, None), |memory| {
+            (memory.bytes, memory.spill_dir)
+        });
+    let mut sort = ExternalSort::new(spec, collation.clone(), limit, spill_dir);
+    let chunk = BatchLimit {
+        documents: INPUT_CHUNK,
+        bytes: super::cursors::MAX_BATCH_BYTES,
+    };
+    while !input.is_exhausted() {
+        let rows = input.next_batch(scope, chunk).await?;
+        let sort_collation = collation.clone();
+        sort = crate::compute::run(move || {
+            sort_collation.install(|| {
+                for row in rows {
+                    crate::interrupt::check()?;
+                    // Only the sorted fields are decoded.
+                    let key = super::read::raw_sort_key(&row, sort.spec())?;
+                    sort.push(key, row.into_bytes())?;
+                }
+                Ok::<_, OpError>(())
+            })?;
+            Ok::<_, OpError>(sort)
+        })
+        .await?;
+    }
+    let output = crate::compute::run(move || Ok::<_, OpError>(sort.finish()?)).await?;
+    let mut result = SortedResult {
+        output: Some(output),
+        pending: None,
+        skip,
+        shape: Arc::new(shape),
+        collation,
+        exhausted: false,
+    };
+    let batch = result.next_batch(first).await?;
+    Ok((batch, ResultSource::Sorted(Box::new(result))))
+}
+
+/// The rest of a sorted result: the merge of its runs (or its sorted documents in memory),
+/// read batch by batch.
+pub struct SortedResult {
+    /// None once exhausted (its files are gone with it).
+    output: Option<SortedOutput>,
+    /// The document read after the last batch (it tells the result goes on).
+    pending: Option<Vec<u8>>,
+    /// Sorted documents still to skip.
+    skip: u64,
+    shape: Arc<SortedShape>,
+    collation: Collation,
+    exhausted: bool,
+}
+
+impl SortedResult {
+    /// True once every document has been handed out.
+    pub fn is_exhausted(&self) -> bool {
+        self.exhausted
+    }
+
+    /// Whether the sort wrote temporary files.
+    pub fn used_disk(&self) -> bool {
+        self.output.as_ref().is_some_and(SortedOutput::used_disk)
+    }
+
+    /// The next batch, bounded by `limit`, merged on the compute pool.
+    pub async fn next_batch(&mut self, limit: BatchLimit) -> Result<Vec<RawDocumentBuf>, OpError> {
+        let Some(output) = self.output.take() else {
+            self.exhausted = true;
+            return Ok(Vec::new());
+        };
+        let mut state = BatchState {
+            output,
+            pending: self.pending.take(),
+            skip: self.skip,
+            shape: Arc::clone(&self.shape),
+            collation: self.collation.clone(),
+        };
+        let (state, batch, more) = crate::compute::run(move || {
+            let (batch, more) = state.fill(limit)?;
+            Ok::<_, OpError>((state, batch, more))
+        })
+        .await?;
+        self.skip = state.skip;
+        self.pending = state.pending;
+        if more {
+            self.output = Some(state.output);
+        } else {
+            self.exhausted = true;
+        }
+        Ok(batch)
+    }
+}
+
+/// A batch being filled on the compute pool.
+struct BatchState {
+    output: SortedOutput,
+    pending: Option<Vec<u8>>,
+    skip: u64,
+    shape: Arc<SortedShape>,
+    collation: Collation,
+}
+
+impl BatchState {
+    /// Fills a batch; answers it and whether more documents follow.
+    fn fill(&mut self, limit: BatchLimit) -> Result<(Vec<RawDocumentBuf>, bool), OpError> {
+        let collation = self.collation.clone();
+        collation.install(|| {
+            let mut batch = Vec::new();
+            let mut bytes = 0usize;
+            while batch.len() < limit.documents && bytes < limit.bytes {
+                crate::interrupt::check()?;
+                let next = match self.pending.take() {
+                    Some(next) => Some(next),
+                    None => self.output.next_document()?,
+                };
+                let Some(next) = next else {
+                    return Ok((batch, false));
+                };
+                if self.skip > 0 {
+                    self.skip -= 1;
+                    continue;
+                }
+                for document in self.shaped(next)? {
+                    bytes += document.as_bytes().len();
+                    batch.push(document);
+                }
+            }
+            if self.pending.is_none() {
+                self.pending = self.output.next_document()?;
+            }
+            let more = self.pending.is_some();
+            Ok((batch, more))
+        })
+    }
+
+    /// A sorted document as the client gets it.
+    fn shaped(&self, bytes: Vec<u8>) -> Result<Vec<RawDocumentBuf>, OpError> {
+        match &*self.shape {
+            SortedShape::Find {
+                projection: None, ..
+            } => Ok(vec![RawDocumentBuf::from_bytes(bytes)
+                .map_err(|error| OpError::BadValue(error.to_string()))?]),
+            SortedShape::Find {
+                projection: Some(projection),
+                positional_filter,
+            } => {
+                let document = decode_document(&bytes)?;
+                let projected: Document = match positional_filter {
+                    Some(filter) => projection.apply_with_query(&document, filter)?,
+                    None => projection.apply(&document)?,
+                };
+                encode_documents(&[projected])
+            }
+            SortedShape::Stages { pipeline, foreign } => {
+                let document = decode_document(&bytes)?;
+                encode_documents(&pipeline.run_with(vec![document], foreign)?)
+            }
+        }
+    }
+}
+
+/// An aggregate over `info` whose leading read is sorted in Rust and whose later stages
+/// look at one document at a time, opened through [`open`] when its plan [`spills`]; None
+/// otherwise (the pipeline runs as before).
+pub async fn open_pipeline(
+    catalog: &crate::catalog::Catalog,
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    pipeline: &Pipeline,
+    hint: Option<&Bson>,
+    collation: Option<&Collation>,
+    first: BatchLimit,
+) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
+    let lead = pipeline.leading_read();
+    let rest = pipeline.after(lead.stages);
+    if lead.sort.is_none() || !rest.is_per_document() {
+        return Ok(None);
+    }
+    let indexes = super::find::hinted_indexes(&info.indexes, hint)?;
+    let plan = super::aggregate::plan_leading_read(
+        pipeline,
+        indexes,
+        info.collation_for(collation.cloned())?,
+    )?;
+    if !spills(&plan, scope) {
+        return Ok(None);
+    }
+    let foreign = {
+        let mut session = scope.reader().await?;
+        super::aggregate::read_foreign(catalog, session.as_mut(), &info.record.db, &rest).await?
+    };
+    let shape = SortedShape::Stages {
+        pipeline: rest,
+        foreign,
+    };
+    open(scope, info, plan, shape, first).await.map(Some)
+}

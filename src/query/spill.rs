@@ -1,0 +1,575 @@
+//! Blocking stages past their memory limit: an external merge sort over temporary files.
+//! An [`ExternalSort`] holds documents (as BSON bytes, each with its precomputed sort key,
+//! [`SortSpec::keys_of`]) up to the command's limit; past it the held ones are sorted and
+//! written as one sorted run to a temporary file, and [`ExternalSort::finish`] answers a
+//! [`SortedOutput`] that k-way merges the runs as it is read — by a cursor batch by batch,
+//! or whole by a pipeline stage. Ties keep their input order (a run's items precede the
+//! next run's), so the result is the stable sort an in-memory sort gives.
+//!
+//! Files are named `docgate-spill-*` in the command's spill directory (`--temp-dir`) and
+//! are deleted when the sort or its output is dropped: exhausted, killed, timed out, failed
+//! or interrupted. A command that refused disk use (`allowDiskUse: false`) answers 292 past
+//! the limit instead; a command without a limit (REST, internal reads) sorts in memory.
+//!
+//! Record layout in a run: the key as a BSON document `{k: [..]}`, then the document's
+//! BSON bytes; both carry their own length.
+//!
+//! Not for: deciding which stages spill (`crate::query::memory` holds the budget, the
+//! stages and `crate::ops` call this), or sorting in memory (`SortSpec`).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bson::{Bson, Document};
+
+use crate::interrupt::Interruption;
+use crate::query::error::QueryError;
+use crate::query::sort::SortSpec;
+use crate::query::value::collation::Collation;
+
+/// How the temporary files of blocking stages start their names.
+pub const FILE_PREFIX: &str = "docgate-spill-";
+
+/// The largest record a run may hold (a document in a pipeline may pass 16 MiB; this is
+/// MongoDB's intermediate-document bound with room for the key).
+const MAX_RECORD_BYTES: usize = 128 * 1024 * 1024;
+
+/// What the process has spilled since it started (`serverStatus.metrics.query.spill`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpillTotals {
+    /// Sorts that wrote at least one run (`metrics.query.sort.spillToDisk`).
+    pub sorts: u64,
+    /// `$group`s (and `$bucket`s) that went on through temporary files
+    /// (`metrics.query.group.spills`).
+    pub groups: u64,
+    /// Runs (temporary files) written.
+    pub files: u64,
+    /// Bytes written to them.
+    pub bytes: u64,
+}
+
+static SORTS: AtomicU64 = AtomicU64::new(0);
+static GROUPS: AtomicU64 = AtomicU64::new(0);
+static FILES: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// The process's spill totals.
+pub fn totals() -> SpillTotals {
+    SpillTotals {
+        sorts: SORTS.load(Ordering::Relaxed),
+        groups: GROUPS.load(Ordering::Relaxed),
+        files: FILES.load(Ordering::Relaxed),
+        bytes: BYTES.load(Ordering::Relaxed),
+    }
+}
+
+/// One item: its sort key and its BSON bytes.
+pub type Keyed = (Vec<Bson>, Vec<u8>);
+
+/// A sort fed one document at a time that spills sorted runs past its limit.
+pub struct ExternalSort {
+    spec: SortSpec,
+    collation: Collation,
+    /// Bytes held before a run is written (or 292 answered).
+    limit: usize,
+    /// Where runs go; None: past the limit is 292 (the command refused disk use).
+    dir: Option<Arc<Path>>,
+    buffer: Vec<Keyed>,
+    held: usize,
+    runs: Vec<Run>,
+    /// Counted as a spilled `$group` rather than a spilled sort.
+    for_group: bool,
+}
+
+impl ExternalSort {
+    /// A sort by `spec` under `collation`, holding at most `limit` bytes, spilling to `dir`
+    /// (None: answering 292 past the limit).
+    pub fn new(
+        spec: SortSpec,
+        collation: Collation,
+        limit: usize,
+        dir: Option<Arc<Path>>,
+    ) -> ExternalSort {
+        ExternalSort {
+            spec,
+            collation,
+            limit,
+            dir,
+            buffer: Vec::new(),
+            held: 0,
+            runs: Vec::new(),
+            for_group: false,
+        }
+    }
+
+    /// Counts this sort's spill as a `$group`'s (whose later documents it sorts by key).
+    pub fn for_group(mut self) -> ExternalSort {
+        self.for_group = true;
+        self
+    }
+
+    /// A sort under the budget of the command evaluating on this thread: its limit and
+    /// spill directory, 292 past the limit if it refused disk use, no limit without one.
+    pub fn for_command(spec: SortSpec, collation: Collation) -> ExternalSort {
+        match crate::interrupt::blocking_memory() {
+            Some(memory) => ExternalSort::new(spec, collation, memory.bytes, memory.spill_dir),
+            None => ExternalSort::new(spec, collation, usize::MAX, None),
+        }
+    }
+
+    /// The sort specification.
+    pub fn spec(&self) -> &SortSpec {
+        &self.spec
+    }
+
+    /// Adds a document (its BSON bytes) with its sort key ([`SortSpec::keys_of`]).
+    pub fn push(&mut self, key: Vec<Bson>, document: Vec<u8>) -> Result<(), QueryError> {
+        self.held = self.held.saturating_add(document.len()).saturating_add(
+            key.iter()
+                .map(crate::query::memory::value_size)
+                .sum::<usize>()
+                + 16,
+        );
+        self.buffer.push((key, document));
+        if self.held > self.limit {
+            match self.dir.clone() {
+                None => return Err(Interruption::SortMemoryLimit.into()),
+                Some(dir) => self.spill(&dir)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a document, computing its sort key.
+    pub fn push_document(&mut self, document: &Document) -> Result<(), QueryError> {
+        let key = self.spec.keys_of(document);
+        let bytes = document
+            .to_vec()
+            .map_err(|error| QueryError::bad_value(format!("cannot encode a document: {error}")))?;
+        self.push(key, bytes)
+    }
+
+    /// Whether a run has been written.
+    pub fn spilled(&self) -> bool {
+        !self.runs.is_empty()
+    }
+
+    /// Sorts what is held and writes it as one run.
+    fn spill(&mut self, dir: &Path) -> Result<(), QueryError> {
+        crate::interrupt::check_now()?;
+        let mut items = std::mem::take(&mut self.buffer);
+        self.held = 0;
+        self.sort(&mut items);
+        if self.runs.is_empty() {
+            let counter = if self.for_group { &GROUPS } else { &SORTS };
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        self.runs.push(Run::write(dir, items)?);
+        Ok(())
+    }
+
+    /// Sorts items stably by key under the sort's collation.
+    fn sort(&self, items: &mut [Keyed]) {
+        let spec = &self.spec;
+        self.collation
+            .install(|| items.sort_by(|(a, _), (b, _)| spec.compare_keys(a, b)));
+    }
+
+    /// The sorted documents: from memory when nothing spilled, else merged from the runs
+    /// (what is still held is written as the last one).
+    pub fn finish(mut self) -> Result<SortedOutput, QueryError> {
+        let source = if self.runs.is_empty() {
+            let mut items = std::mem::take(&mut self.buffer);
+            self.sort(&mut items);
+            Source::Memory(items.into_iter())
+        } else {
+            if !self.buffer.is_empty() {
+                if let Some(dir) = self.dir.clone() {
+                    self.spill(&dir)?;
+                }
+            }
+            let mut readers = Vec::with_capacity(self.runs.len());
+            let mut heads = Vec::with_capacity(self.runs.len());
+            for run in std::mem::take(&mut self.runs) {
+                let mut reader = run.read()?;
+                heads.push(reader.next_record()?);
+                readers.push(reader);
+            }
+            Source::Merge { readers, heads }
+        };
+        Ok(SortedOutput {
+            spec: self.spec,
+            collation: self.collation,
+            source,
+        })
+    }
+}
+
+/// The output of an [`ExternalSort`], read in order.
+pub struct SortedOutput {
+    spec: SortSpec,
+    collation: Collation,
+    source: Source,
+}
+
+enum Source {
+    Memory(std::vec::IntoIter<Keyed>),
+    /// One reader per run and the next item of each (None: that run is done).
+    Merge {
+        readers: Vec<RunReader>,
+        heads: Vec<Option<Keyed>>,
+    },
+}
+
+impl SortedOutput {
+    /// Whether the output is merged from temporary files (MongoDB's `usedDisk`).
+    pub fn used_disk(&self) -> bool {
+        matches!(self.source, Source::Merge { .. })
+    }
+
+    /// The next document's BSON bytes, None at the end.
+    pub fn next_document(&mut self) -> Result<Option<Vec<u8>>, QueryError> {
+        Ok(self.next_keyed()?.map(|(_, document)| document))
+    }
+
+    /// The next document's sort key and BSON bytes, None at the end.
+    pub fn next_keyed(&mut self) -> Result<Option<Keyed>, QueryError> {
+        match &mut self.source {
+            Source::Memory(items) => Ok(items.next()),
+            Source::Merge { readers, heads } => {
+                let spec = &self.spec;
+                let smallest = self.collation.install(|| {
+                    let mut smallest: Option<usize> = None;
+                    for (at, head) in heads.iter().enumerate() {
+                        let Some((key, _)) = head else { continue };
+                        let better = match smallest.and_then(|s| heads[s].as_ref()) {
+                            None => true,
+                            // Strictly smaller only: on a tie the earlier run goes first.
+                            Some((best, _)) => spec.compare_keys(key, best).is_lt(),
+                        };
+                        if better {
+                            smallest = Some(at);
+                        }
+                    }
+                    smallest
+                });
+                let Some(at) = smallest else {
+                    return Ok(None);
+                };
+                let next = match readers.get_mut(at) {
+                    Some(reader) => reader.next_record()?,
+                    None => None,
+                };
+                Ok(heads
+                    .get_mut(at)
+                    .and_then(|head| std::mem::replace(head, next)))
+            }
+        }
+    }
+
+    /// The next document's sort key and the document, decoded; None at the end.
+    pub fn next_decoded(&mut self) -> Result<Option<(Vec<Bson>, Document)>, QueryError> {
+        match self.next_keyed()? {
+            Some((key, bytes)) => Ok(Some((key, decode(&bytes)?))),
+            None => Ok(None),
+        }
+    }
+
+    /// Everything left, decoded.
+    pub fn into_documents(mut self) -> Result<Vec<Document>, QueryError> {
+        let mut documents = Vec::new();
+        while let Some(bytes) = self.next_document()? {
+            crate::interrupt::check()?;
+            documents.push(decode(&bytes)?);
+        }
+        Ok(documents)
+    }
+}
+
+/// Sorts `documents` for a pipeline's `$sort` under the command's budget: in memory while
+/// they fit the limit (or the command has none), else through sorted runs on disk (292 if
+/// the command refused disk use). Answers the sorted documents and whether disk was used.
+pub fn sort_documents(
+    spec: &SortSpec,
+    documents: Vec<Document>,
+) -> Result<(Vec<Document>, bool), QueryError> {
+    let limit = crate::interrupt::blocking_memory().map(|memory| memory.bytes);
+    let fits = limit.is_none_or(|limit| crate::query::memory::documents_size(&documents) <= limit);
+    if fits || spec.keys.is_empty() {
+        let mut documents = documents;
+        spec.sort(&mut documents);
+        return Ok((documents, false));
+    }
+    let collation = Collation::installed();
+    let mut sort = ExternalSort::for_command(spec.clone(), collation);
+    for document in documents {
+        crate::interrupt::check()?;
+        sort.push_document(&document)?;
+    }
+    let output = sort.finish()?;
+    let used_disk = output.used_disk();
+    Ok((output.into_documents()?, used_disk))
+}
+
+fn decode(bytes: &[u8]) -> Result<Document, QueryError> {
+    bson::RawDocument::from_bytes(bytes)
+        .and_then(Document::try_from)
+        .map_err(|error| corrupt(&error.to_string()))
+}
+
+fn corrupt(detail: &str) -> QueryError {
+    QueryError::coded(
+        1,
+        "InternalError",
+        format!("a temporary file of a sort could not be read back: {detail}"),
+    )
+}
+
+/// An I/O failure on a temporary file: MongoDB's 14031 OutOfDiskSpace when the device is
+/// full, else InternalError naming the directory.
+fn io_error(dir: &Path, error: &std::io::Error) -> QueryError {
+    const NO_SPACE: i32 = 28;
+    if error.raw_os_error() == Some(NO_SPACE) {
+        return QueryError::coded(
+            14031,
+            "OutOfDiskSpace",
+            format!(
+                "a sort past its memory limit could not write its temporary file in {}: {error}",
+                dir.display()
+            ),
+        );
+    }
+    QueryError::coded(
+        1,
+        "InternalError",
+        format!(
+            "a sort past its memory limit could not write its temporary file in {} (--temp-dir): {error}",
+            dir.display()
+        ),
+    )
+}
+
+/// One sorted run on disk; the file is deleted when this is dropped.
+struct Run {
+    file: tempfile::NamedTempFile,
+    dir: Arc<Path>,
+}
+
+impl Run {
+    fn write(dir: &Path, items: Vec<Keyed>) -> Result<Run, QueryError> {
+        let fail = |error: std::io::Error| io_error(dir, &error);
+        let mut file = tempfile::Builder::new()
+            .prefix(FILE_PREFIX)
+            .tempfile_in(dir)
+            .map_err(fail)?;
+        let mut written = 0u64;
+        {
+            let mut out = BufWriter::new(file.as_file_mut());
+            for (key, document) in items {
+                let key = bson::doc! {"k": Bson::Array(key)}
+                    .to_vec()
+                    .map_err(|error| corrupt(&error.to_string()))?;
+                out.write_all(&key).map_err(fail)?;
+                out.write_all(&document).map_err(fail)?;
+                written += (key.len() + document.len()) as u64;
+            }
+            out.flush().map_err(fail)?;
+        }
+        FILES.fetch_add(1, Ordering::Relaxed);
+        BYTES.fetch_add(written, Ordering::Relaxed);
+        Ok(Run {
+            file,
+            dir: Arc::from(dir),
+        })
+    }
+
+    fn read(mut self) -> Result<RunReader, QueryError> {
+        let dir = self.dir.clone();
+        let fail = |error: std::io::Error| io_error(&dir, &error);
+        self.file.as_file_mut().rewind().map_err(fail)?;
+        let handle = self.file.reopen().map_err(fail)?;
+        Ok(RunReader {
+            input: BufReader::new(handle),
+            _run: self,
+        })
+    }
+}
+
+/// Reads a run's records in order; keeps the run (its file) alive.
+struct RunReader {
+    input: BufReader<File>,
+    _run: Run,
+}
+
+impl RunReader {
+    /// The next record, None at the end of the file.
+    fn next_record(&mut self) -> Result<Option<Keyed>, QueryError> {
+        let Some(key) = self.next_bson()? else {
+            return Ok(None);
+        };
+        let key = match decode(&key)?.remove("k") {
+            Some(Bson::Array(key)) => key,
+            _ => return Err(corrupt("a record without its key")),
+        };
+        match self.next_bson()? {
+            Some(document) => Ok(Some((key, document))),
+            None => Err(corrupt("a key without its document")),
+        }
+    }
+
+    /// One BSON document's bytes (its length first), None at a clean end of file.
+    fn next_bson(&mut self) -> Result<Option<Vec<u8>>, QueryError> {
+        let mut length = [0u8; 4];
+        match self.input.read_exact(&mut length) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(error) => return Err(corrupt(&error.to_string())),
+        }
+        let size = usize::try_from(i32::from_le_bytes(length)).unwrap_or(0);
+        if !(5..=MAX_RECORD_BYTES).contains(&size) {
+            return Err(corrupt("a record of impossible length"));
+        }
+        let mut bytes = vec![0u8; size];
+        bytes[..4].copy_from_slice(&length);
+        self.input
+            .read_exact(&mut bytes[4..])
+            .map_err(|error| corrupt(&error.to_string()))?;
+        Ok(Some(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn spilled_files(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|entry| {
+                entry
+                    .as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(FILE_PREFIX)
+            })
+            .count()
+    }
+
+    fn documents() -> Vec<Document> {
+        // Mixed numeric types, ties, missing fields and arrays (min/max sort keys).
+        (0..500)
+            .map(|i: i32| match i % 5 {
+                0 => doc! {"_id": i, "a": i % 7, "b": format!("s{}", i % 3)},
+                1 => doc! {"_id": i, "a": f64::from(i % 7) + 0.5},
+                2 => doc! {"_id": i, "a": i64::from(i % 7), "b": "x"},
+                3 => doc! {"_id": i, "a": [i % 11, -1 - (i % 2)]},
+                _ => doc! {"_id": i, "b": null},
+            })
+            .collect()
+    }
+
+    fn sorted_through_runs(spec: &SortSpec, limit: usize, dir: &Path) -> (Vec<Document>, bool) {
+        let mut sort = ExternalSort::new(
+            spec.clone(),
+            Collation::simple(),
+            limit,
+            Some(Arc::from(dir)),
+        );
+        for document in documents() {
+            sort.push_document(&document).unwrap();
+        }
+        let output = sort.finish().unwrap();
+        let used_disk = output.used_disk();
+        (output.into_documents().unwrap(), used_disk)
+    }
+
+    #[test]
+    fn runs_merge_into_the_stable_in_memory_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for spec in [
+            doc! {"a": 1},
+            doc! {"a": -1},
+            doc! {"b": 1, "a": -1},
+            doc! {"a": 1, "_id": -1},
+        ] {
+            let spec = SortSpec::parse(&spec).unwrap();
+            let mut expected = documents();
+            spec.sort(&mut expected);
+            for limit in [1, 700, 5_000, usize::MAX] {
+                let (sorted, used_disk) = sorted_through_runs(&spec, limit, dir.path());
+                assert_eq!(used_disk, limit != usize::MAX, "limit {limit}");
+                assert_eq!(sorted, expected, "spec {:?} limit {limit}", spec.keys);
+            }
+        }
+        assert_eq!(spilled_files(dir.path()), 0, "runs are deleted once read");
+    }
+
+    #[test]
+    fn files_live_as_long_as_the_output_and_go_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SortSpec::parse(&doc! {"a": 1}).unwrap();
+        let mut sort = ExternalSort::new(spec, Collation::simple(), 2_000, Some(dir.path().into()));
+        for document in documents() {
+            sort.push_document(&document).unwrap();
+        }
+        assert!(sort.spilled());
+        let mut output = sort.finish().unwrap();
+        assert!(spilled_files(dir.path()) > 1);
+        assert!(output.next_document().unwrap().is_some());
+        drop(output);
+        assert_eq!(spilled_files(dir.path()), 0);
+    }
+
+    #[test]
+    fn without_a_directory_past_the_limit_is_292() {
+        let spec = SortSpec::parse(&doc! {"a": 1}).unwrap();
+        let mut sort = ExternalSort::new(spec, Collation::simple(), 100, None);
+        let error = documents()
+            .iter()
+            .find_map(|document| sort.push_document(document).err())
+            .unwrap();
+        assert_eq!(error.code, 292);
+    }
+
+    #[test]
+    fn a_command_that_may_spill_sorts_its_stage_through_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let interrupt = crate::interrupt::Interrupt::new(None);
+        interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
+            bytes: 1_000,
+            spill_dir: Some(dir.path().into()),
+        });
+        let spec = SortSpec::parse(&doc! {"b": -1, "_id": 1}).unwrap();
+        let mut expected = documents();
+        spec.sort(&mut expected);
+        let (sorted, used_disk) = interrupt.install(|| sort_documents(&spec, documents()).unwrap());
+        assert!(used_disk);
+        assert_eq!(sorted, expected);
+        assert_eq!(spilled_files(dir.path()), 0);
+    }
+
+    #[test]
+    fn a_collation_orders_the_merge_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let collation = Collation::parse(&doc! {"locale": "en", "strength": 2}).unwrap();
+        let spec = SortSpec::parse(&doc! {"s": 1}).unwrap();
+        let words = ["b", "A", "a", "C", "B", "c", "á", "Z"];
+        let input: Vec<Document> = (0..200_i32)
+            .map(|i| doc! {"_id": i, "s": words[i as usize % words.len()]})
+            .collect();
+        let mut expected = input.clone();
+        collation.install(|| spec.sort(&mut expected));
+        let mut sort = ExternalSort::new(spec, collation, 300, Some(dir.path().into()));
+        for document in &input {
+            sort.push_document(document).unwrap();
+        }
+        let output = sort.finish().unwrap();
+        assert!(output.used_disk());
+        assert_eq!(output.into_documents().unwrap(), expected);
+    }
+}
