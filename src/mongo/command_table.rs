@@ -242,9 +242,11 @@ static BY_NAME: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
 /// Changelog"; `saslStart`/`saslContinue` are V1 in the server so strict clients can log in).
 /// An alias is in the API when its command is (`isMaster` is `hello`'s).
 const API_V1: &[Command] = &[
+    Command::AbortTransaction,
     Command::Aggregate,
     Command::Authenticate,
     Command::CollMod,
+    Command::CommitTransaction,
     Command::Count,
     Command::Create,
     Command::CreateIndexes,

@@ -129,7 +129,7 @@ async fn run_registered(
     {
         return reply.into();
     }
-    let refused = check_stable_api(spec, request);
+    let refused = super::stable_api::check(spec, request);
     let limit = match spec.command {
         Command::GetMore => get_more_time_limit(server, request),
         _ => time_limit(server, request),
@@ -270,52 +270,6 @@ fn time_limit(
         _ => Err(OpError::BadValue(format!(
             "{millis} value for maxTimeMS is out of range [0, {}]",
             i32::MAX
-        ))),
-    }
-}
-
-/// The Stable API parameters (`apiVersion`, `apiStrict`, `apiDeprecationErrors`): version
-/// "1" is the only one (322 APIVersionError otherwise), the two flags need a version (72
-/// InvalidOptions), and `apiStrict: true` refuses commands outside API V1 (323
-/// APIStrictError). `apiDeprecationErrors` has nothing to refuse: docgate implements no
-/// behaviour deprecated in V1.
-fn check_stable_api(spec: &CommandSpec, request: &CommandRequest) -> Result<(), OpError> {
-    let flag = |field: &str| -> Result<bool, OpError> {
-        match request.body.get(field) {
-            None => Ok(false),
-            Some(Bson::Boolean(value)) => Ok(*value),
-            Some(other) => Err(OpError::TypeMismatch(format!(
-                "BSON field '{field}' is the wrong type '{}', expected type 'bool'",
-                crate::mongo::request::type_name(other)
-            ))),
-        }
-    };
-    let strict = flag("apiStrict")?;
-    flag("apiDeprecationErrors")?;
-    match request.body.get("apiVersion") {
-        None if request.body.contains_key("apiStrict")
-            || request.body.contains_key("apiDeprecationErrors") =>
-        {
-            Err(OpError::InvalidOptions(
-                "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion".into(),
-            ))
-        }
-        None => Ok(()),
-        Some(Bson::String(version)) if version == "1" => {
-            if strict && !spec.in_api_v1() {
-                return Err(OpError::ApiStrict(format!(
-                    "Provided apiStrict:true, but the command {} is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioning",
-                    request.name
-                )));
-            }
-            Ok(())
-        }
-        Some(Bson::String(version)) => Err(OpError::ApiVersion(format!(
-            "API version must be \"1\", got \"{version}\""
-        ))),
-        Some(other) => Err(OpError::TypeMismatch(format!(
-            "BSON field 'apiVersion' is the wrong type '{}', expected type 'string'",
-            crate::mongo::request::type_name(other)
         ))),
     }
 }
