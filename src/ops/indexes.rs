@@ -115,6 +115,9 @@ pub async fn create_indexes(
         }
     }
     transaction.commit().await?;
+    for spec in &to_build {
+        super::index_usage::built(db, name, &spec.name);
+    }
     Ok(IndexesCreated {
         before,
         after: before + to_build.len(),
