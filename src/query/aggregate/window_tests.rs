@@ -369,7 +369,7 @@ fn decimal_inputs_of_double_computations_are_refused() {
         docs.clone(),
     )
     .unwrap_err();
-    assert_eq!(err.code, 2);
+    assert_eq!(err.code, 115);
     // Accumulators keep decimals exact, as $group does.
     let out = run(doc! {"output": {"s": {"$sum": "$v"}}}, docs).unwrap();
     assert_eq!(
