@@ -130,6 +130,9 @@ async fn run_registered(
         return reply.into();
     }
     let refused = super::stable_api::check(spec, request);
+    if server.is_replica_set() {
+        interrupt.set_cluster_time(server.state.cluster_time.now());
+    }
     let limit = match spec.command {
         Command::GetMore => get_more_time_limit(server, request),
         _ => time_limit(server, request),
