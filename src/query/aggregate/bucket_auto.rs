@@ -359,11 +359,8 @@ pub fn run_bucket_auto(
     }
     let mut out = Vec::with_capacity(buckets.len());
     for (start, end, min, max) in buckets {
-        let mut states: Vec<AccumulatorState> = spec
-            .output
-            .iter()
-            .map(|a| AccumulatorState::new(a.kind))
-            .collect();
+        let mut states: Vec<AccumulatorState> =
+            spec.output.iter().map(AccumulatorSpec::new_state).collect();
         for (_, doc) in &keyed[start..end] {
             feed(&spec.output, &mut states, doc)?;
         }

@@ -85,7 +85,7 @@ impl Grouping {
                     key,
                     self.accumulators
                         .iter()
-                        .map(|a| AccumulatorState::new(a.kind))
+                        .map(AccumulatorSpec::new_state)
                         .collect(),
                 ));
                 self.index.insert(encoded, self.groups.len() - 1);

@@ -305,7 +305,7 @@ pub fn run_bucket(bucket: &Bucket, docs: Vec<Document>) -> Result<Vec<Document>,
                     bucket
                         .output
                         .iter()
-                        .map(|a| AccumulatorState::new(a.kind))
+                        .map(AccumulatorSpec::new_state)
                         .collect(),
                 ));
                 groups.len() - 1

@@ -94,6 +94,8 @@ const ACCUMULATORS: &[&str] = &[
     "$bottom",
     "$topN",
     "$bottomN",
+    "$percentile",
+    "$median",
 ];
 
 fn failed(message: impl Into<String>) -> QueryError {
@@ -276,9 +278,6 @@ pub fn parse(
             }
             Ok(WindowFunction::LinearFill(Expression::parse(arg)?))
         }
-        "$median" | "$percentile" => Err(QueryError::not_supported(format!(
-            "the {name} window function is not supported by docgate"
-        ))),
         other => Err(failed(format!("Unrecognized window function, {other}"))),
     }
 }

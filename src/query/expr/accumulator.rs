@@ -59,6 +59,9 @@ pub enum AccumulatorKind {
     TopN,
     /// `$bottomN` (sortBy, output, n)
     BottomN,
+    /// `$percentile` and `$median` (input, p; method "approximate"): the numbers are kept,
+    /// the percentiles computed at the end as the expressions compute them.
+    Percentile,
 }
 
 /// Running state of one accumulator for one group.
@@ -80,6 +83,8 @@ pub struct AccumulatorState {
     /// Sort keys and outputs of `$top`/`$bottom`(`N`).
     keyed: Vec<(Vec<Bson>, Bson)>,
     sort_by: Option<SortSpec>,
+    /// `p` of `$percentile` (an array) or `$median` (0.5).
+    percentiles: Option<Bson>,
 }
 
 impl AccumulatorState {
@@ -98,7 +103,14 @@ impl AccumulatorState {
             limit: None,
             keyed: Vec::new(),
             sort_by: None,
+            percentiles: None,
         }
+    }
+
+    /// Fresh state of `$percentile`/`$median` answering the percentiles `p`.
+    pub fn with_percentiles(mut self, p: Option<Bson>) -> Self {
+        self.percentiles = p;
+        self
     }
 
     /// Whether the `n` of an `…N` accumulator is still to be evaluated.
@@ -191,6 +203,12 @@ impl AccumulatorState {
                     self.items.push(v);
                 }
             }
+            // Only numbers count (MongoDB ignores the rest).
+            AccumulatorKind::Percentile => {
+                if let Some(v) = value.filter(|v| Number::from_bson(v).is_some()) {
+                    self.items.push(v);
+                }
+            }
             AccumulatorKind::Top
             | AccumulatorKind::Bottom
             | AccumulatorKind::TopN
@@ -230,6 +248,12 @@ impl AccumulatorState {
                 .value
                 .unwrap_or_else(|| Bson::Document(Document::new())),
             AccumulatorKind::FirstN => Bson::Array(self.items),
+            AccumulatorKind::Percentile => {
+                super::ops::percentile(Some(&Bson::Array(self.items)), self.percentiles.as_ref())
+                    .ok()
+                    .flatten()
+                    .unwrap_or(Bson::Null)
+            }
             AccumulatorKind::LastN => {
                 let mut items = self.items;
                 let excess = items.len().saturating_sub(self.limit.unwrap_or(usize::MAX));

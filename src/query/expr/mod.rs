@@ -14,6 +14,7 @@ mod variables;
 
 pub use crate::query::value::truthy::truthy;
 
+pub(crate) use parse_more::percentile_arguments;
 pub use variables::{bind_variables, parse_with_variables, visible_constants};
 
 use crate::query::error::QueryError;
