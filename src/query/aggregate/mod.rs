@@ -31,6 +31,7 @@ pub mod stages;
 mod tests;
 pub mod window;
 mod window_functions;
+mod window_numbers;
 
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;

@@ -1,6 +1,7 @@
 """`$percentile` and `$median` as `$group` accumulators and `$setWindowFields` window functions
 (method "approximate"), with the expected results of MongoDB's manual examples ("$percentile
-(aggregation)", "$median (aggregation)": the `testScores` collection).
+(aggregation)", "$median (aggregation)": the `testScores` collection); and the computing window
+functions over Decimal128 inputs, which MongoDB computes (and answers) in Decimal128.
 """
 
 from __future__ import annotations
@@ -138,3 +139,39 @@ def test_percentile_accumulator_errors(scores):
     assert code({"$median": {"input": "$test01"}}) == 40414
     assert code({"$median": {"input": "$test01", "method": "approximate", "p": [0.5]}}) == 40415
     assert code({"$percentile": 5}) == 7436200
+
+
+def test_window_functions_compute_decimal_inputs_in_decimal(db):
+    db.d.insert_many(
+        [
+            {"x": 0, "v": Decimal128("0.1")},
+            {"x": 1, "v": Decimal128("0.2")},
+            {"x": 2, "v": None},
+            {"x": 3, "v": Decimal128("0.4")},
+        ]
+    )
+    out = list(
+        db.d.aggregate(
+            [
+                {
+                    "$setWindowFields": {
+                        "sortBy": {"x": 1},
+                        "output": {
+                            "d": {"$derivative": {"input": "$v"}, "window": {"documents": [-1, 0]}},
+                            "i": {"$integral": {"input": "$v"}, "window": {"documents": ["unbounded", "current"]}},
+                            "ema": {"$expMovingAvg": {"input": "$v", "alpha": 0.5}},
+                            "fill": {"$linearFill": "$v"},
+                            "cov": {"$covariancePop": ["$x", "$v"], "window": {"documents": [0, 1]}},
+                        },
+                    }
+                },
+                {"$project": {"_id": 0, "v": 0}},
+            ]
+        )
+    )
+    assert out[1]["d"] == Decimal128("0.1")
+    assert out[1]["i"].to_decimal() == Decimal128("0.15").to_decimal()
+    assert out[1]["ema"].to_decimal() == Decimal128("0.15").to_decimal()
+    assert out[2]["fill"].to_decimal() == Decimal128("0.3").to_decimal()
+    assert out[0]["cov"].to_decimal() == Decimal128("0.025").to_decimal()
+    assert all(isinstance(row["d"], (Decimal128, type(None))) for row in out)
