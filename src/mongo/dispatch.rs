@@ -16,8 +16,8 @@ use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
     aggregate, auth, capped, coll_mod, delete, diagnostics, explain, fail_points, find,
-    find_and_modify, fsync, handshake, indexes, insert, namespaces, operations, profiling,
-    replication, shutdown, stats, update, users,
+    find_and_modify, fsync, handshake, indexes, insert, namespaces, operations, plan_cache,
+    profiling, replication, shutdown, stats, update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -316,6 +316,13 @@ async fn run(
         Command::DropRole => document(users::drop_role(context, request).await),
         Command::RolesInfo => document(users::roles_info(context, request).await),
         Command::Ping => document(Ok(Document::new())),
+        Command::PlanCacheClear => document(plan_cache::plan_cache_clear(context, request)),
+        Command::PlanCacheClearFilters => {
+            document(plan_cache::plan_cache_clear_filters(context, request))
+        }
+        Command::PlanCacheListFilters => {
+            document(plan_cache::plan_cache_list_filters(context, request))
+        }
         Command::BuildInfo => document(Ok(handshake::build_info(context))),
         Command::WhatsMyUri => document(handshake::whats_my_uri(context)),
         Command::EndSessions | Command::KillSessions => {

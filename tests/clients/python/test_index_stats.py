@@ -3,8 +3,8 @@
 `$indexStats` (MongoDB's manual, "$indexStats"): one document per index with `name`, `key`,
 `host`, `accesses: {ops, since}` and `spec`; `ops` counts the operations whose plan used the
 index (find, count, aggregate, update, delete), in memory since the server started or the
-index was built. `explain` counts nothing. `$planCacheStats` is empty: docgate caches no
-plans. With `ServerApi("1", strict=True)`, options and stages outside API V1 answer 323.
+index was built. `explain` counts nothing. `$planCacheStats` is empty and `planCacheClear`/`planCacheListFilters`/
+`planCacheClearFilters` have nothing to do: docgate caches no plans and sets no index filters. With `ServerApi("1", strict=True)`, options and stages outside API V1 answer 323.
 """
 
 from __future__ import annotations
@@ -82,6 +82,20 @@ def test_plan_cache_stats_is_empty(coll):
     coll.find_one({"a": 1})
     assert list(coll.aggregate([{"$planCacheStats": {}}])) == []
     assert failure(lambda: list(coll.aggregate([{"$match": {}}, {"$planCacheStats": {}}]))).code == 40602
+
+
+def test_plan_cache_commands_have_nothing_to_clear_or_list(coll, db):
+    coll.insert_one({"_id": 1, "a": 1})
+    assert db.command("planCacheClear", coll.name)["ok"] == 1.0
+    assert db.command("planCacheClear", coll.name, query={"a": 1}, sort={"a": 1})["ok"] == 1.0
+    assert db.command("planCacheListFilters", coll.name)["filters"] == []
+    assert db.command("planCacheClearFilters", coll.name)["ok"] == 1.0
+    assert failure(lambda: db.command("planCacheClear", coll.name, bogus=1)).code == 40415
+    # Index filters would change the plans: not implemented, an unknown command.
+    error = failure(
+        lambda: db.command("planCacheSetFilter", coll.name, query={"a": 1}, indexes=[{"a": 1}])
+    )
+    assert error.code == 59
 
 
 def test_strict_stable_api_refuses_what_is_outside_v1(server, db):
