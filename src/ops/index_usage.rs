@@ -15,7 +15,7 @@ use std::time::SystemTime;
 
 use crate::catalog::CollectionInfo;
 use crate::query::planner::ReadPlan;
-use crate::store::Predicate;
+use crate::store::{CollectionRecord, Predicate};
 
 /// The name of the `_id` index.
 pub const ID_INDEX: &str = "_id_";
@@ -27,12 +27,13 @@ pub struct Accesses {
     pub since: Option<SystemTime>,
 }
 
-/// Accesses by `db.collection` and index name.
-static ACCESSES: LazyLock<Mutex<HashMap<(String, String), Accesses>>> =
+/// Accesses by collection (its UUID: a dropped and recreated collection starts afresh, a
+/// renamed one keeps its counts) and index name.
+static ACCESSES: LazyLock<Mutex<HashMap<(Vec<u8>, String), Accesses>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-fn namespace(info: &CollectionInfo) -> String {
-    format!("{}.{}", info.record.db, info.record.name)
+fn collection_key(record: &CollectionRecord) -> Vec<u8> {
+    record.uuid.clone()
 }
 
 /// Counts one access to each index `plan` reads.
@@ -41,20 +42,20 @@ pub fn record(info: &CollectionInfo, plan: &ReadPlan) {
     if names.is_empty() {
         return;
     }
-    let namespace = namespace(info);
+    let collection = collection_key(&info.record);
     let Ok(mut accesses) = ACCESSES.lock() else {
         return;
     };
     for name in names {
-        accesses.entry((namespace.clone(), name)).or_default().ops += 1;
+        accesses.entry((collection.clone(), name)).or_default().ops += 1;
     }
 }
 
-/// An index was built now: its count starts again at zero.
-pub fn built(db: &str, collection: &str, index: &str) {
+/// An index of `collection` was built now: its count starts again at zero.
+pub fn built(collection: &CollectionRecord, index: &str) {
     if let Ok(mut accesses) = ACCESSES.lock() {
         accesses.insert(
-            (format!("{db}.{collection}"), index.to_string()),
+            (collection_key(collection), index.to_string()),
             Accesses {
                 ops: 0,
                 since: Some(SystemTime::now()),
@@ -68,7 +69,11 @@ pub fn accesses(info: &CollectionInfo, index: &str) -> Accesses {
     ACCESSES
         .lock()
         .ok()
-        .and_then(|accesses| accesses.get(&(namespace(info), index.to_string())).copied())
+        .and_then(|accesses| {
+            accesses
+                .get(&(collection_key(&info.record), index.to_string()))
+                .copied()
+        })
         .unwrap_or_default()
 }
 

@@ -116,7 +116,7 @@ pub async fn create_indexes(
     }
     transaction.commit().await?;
     for spec in &to_build {
-        super::index_usage::built(db, name, &spec.name);
+        super::index_usage::built(&info.record, &spec.name);
     }
     Ok(IndexesCreated {
         before,

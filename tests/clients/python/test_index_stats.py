@@ -63,6 +63,16 @@ def test_index_stats_rebuilt_index_starts_again(coll):
     coll.drop_index("a_1")
     coll.create_index("a")
     assert index_stats(coll)["a_1"]["accesses"]["ops"] == 0
+    # A dropped collection's counts go with it, `_id_`'s too.
+    coll.find_one({"_id": 1})
+    assert index_stats(coll)["_id_"]["accesses"]["ops"] == 1
+    coll.drop()
+    coll.insert_one({"_id": 1})
+    assert index_stats(coll)["_id_"]["accesses"]["ops"] == 0
+    # A renamed one keeps them.
+    coll.find_one({"_id": 1})
+    coll.rename("renamed")
+    assert index_stats(coll.database["renamed"])["_id_"]["accesses"]["ops"] == 1
 
 
 def test_index_stats_stage_rules(coll, db):
