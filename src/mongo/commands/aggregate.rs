@@ -2,8 +2,9 @@
 //! SQL where possible), the collections `$lookup`/`$unionWith` name are read from the same
 //! database, the pipeline runs in the query core, the result is returned through a cursor.
 //! A pipeline ending in `$out`/`$merge` has its result written by the core and answers an
-//! empty cursor. Collection-less aggregation (`aggregate: 1`) starts from `$documents` or
-//! `$listLocalSessions` (`$currentOp` is not supported).
+//! empty cursor. A leading `$collStats`, `$indexStats` or `$planCacheStats` starts from the
+//! collection's figures instead of its documents. Collection-less aggregation
+//! (`aggregate: 1`) starts from `$documents`, `$listLocalSessions` or `$currentOp`.
 //!
 //! Not for: the stages themselves (see `query::aggregate`).
 
