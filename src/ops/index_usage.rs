@@ -27,9 +27,12 @@ pub struct Accesses {
     pub since: Option<SystemTime>,
 }
 
-/// Accesses by collection (its UUID: a dropped and recreated collection starts afresh, a
-/// renamed one keeps its counts) and index name.
-static ACCESSES: LazyLock<Mutex<HashMap<(Vec<u8>, String), Accesses>>> =
+/// An index: its collection's UUID (a dropped and recreated collection starts afresh, a
+/// renamed one keeps its counts) and its name.
+type IndexKey = (Vec<u8>, String);
+
+/// Accesses by index.
+static ACCESSES: LazyLock<Mutex<HashMap<IndexKey, Accesses>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 fn collection_key(record: &CollectionRecord) -> Vec<u8> {
