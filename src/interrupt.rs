@@ -2,6 +2,9 @@
 //! away, or the server shutting down — and the command's other limit that evaluation reads
 //! as it goes: the memory a blocking stage may hold, and where it may spill past it
 //! ([`blocking_memory`]; no spill directory when the command said `allowDiskUse: false`).
+//! It also carries the values MongoDB fixes once per command, which evaluation reads
+//! wherever it runs: `$$NOW` ([`command_now`]) and `$$CLUSTER_TIME`
+//! ([`command_cluster_time`]).
 //!
 //! The code that owns a command makes an [`Interrupt`] (a deadline and a cancel flag shared
 //! with whoever may cancel it) and installs it on the thread that evaluates, with
@@ -153,6 +156,10 @@ struct Shared {
     statement: Mutex<Statement>,
     /// Who waits in [`Interrupt::cancelled`].
     waiters: Mutex<Vec<Waker>>,
+    /// The command's `$$NOW`: the clock read once, when the command first asks.
+    now: OnceLock<bson::DateTime>,
+    /// The command's `$$CLUSTER_TIME`, set when it starts on a replica set.
+    cluster_time: OnceLock<bson::Timestamp>,
 }
 
 /// What a blocking stage of a command may hold in memory, and where it writes what does not
@@ -207,6 +214,22 @@ impl Interrupt {
     /// What a blocking stage of the command may hold and where it spills, if limited.
     pub fn blocking_memory(&self) -> Option<BlockingMemory> {
         self.shared.blocking_memory.get().cloned()
+    }
+
+    /// The command's `$$NOW`: the same for every document and stage of the command (MongoDB
+    /// fixes it once per command), read from the clock the first time it is asked for.
+    pub fn now(&self) -> bson::DateTime {
+        *self.shared.now.get_or_init(bson::DateTime::now)
+    }
+
+    /// Gives the command its `$$CLUSTER_TIME` (on a replica set); a time set already stays.
+    pub fn set_cluster_time(&self, time: bson::Timestamp) {
+        let _ = self.shared.cluster_time.set(time);
+    }
+
+    /// The command's `$$CLUSTER_TIME`, if it runs on a replica set.
+    pub fn cluster_time(&self) -> Option<bson::Timestamp> {
+        self.shared.cluster_time.get().copied()
     }
 
     /// The deadline, if the command has one.
@@ -381,6 +404,26 @@ pub fn blocking_memory() -> Option<BlockingMemory> {
             .as_ref()
             .and_then(|interrupt| interrupt.shared.blocking_memory.get().cloned())
     })
+}
+
+/// Runs `with` on the interrupt of the command evaluating here: the one installed on this
+/// thread (an evaluation on the compute pool), else the one of the task (a command's own
+/// task), if any.
+fn with_evaluating<R>(with: impl Fn(&Interrupt) -> R) -> Option<R> {
+    CURRENT
+        .with(|current| current.borrow().as_ref().map(&with))
+        .or_else(|| crate::compute::with_command_interrupt(|interrupt| with(interrupt)))
+}
+
+/// `$$NOW` for the command evaluating here (one value per command); the clock outside a
+/// command.
+pub fn command_now() -> bson::DateTime {
+    with_evaluating(Interrupt::now).unwrap_or_else(bson::DateTime::now)
+}
+
+/// `$$CLUSTER_TIME` for the command evaluating here, if it runs on a replica set.
+pub fn command_cluster_time() -> Option<bson::Timestamp> {
+    with_evaluating(Interrupt::cluster_time).flatten()
 }
 
 /// Called from evaluation loops: an error once the installed interrupt has fired. Cheap

@@ -701,6 +701,50 @@ async fn stable_api_strict_clients_are_held_to_version_1() {
             .expect_err("outside V1");
         assert_eq!(server_code(&error), Some(323), "{command}: {error}");
     }
+    // Inside V1 commands: the options and stages MongoDB keeps outside API V1.
+    for command in [
+        doc! {"find": "items", "tailable": true},
+        doc! {"find": "items", "showRecordId": true},
+        doc! {"aggregate": "items", "pipeline": [], "explain": true},
+        doc! {"aggregate": "items", "pipeline": [{"$indexStats": {}}], "cursor": {}},
+        doc! {"aggregate": "items", "pipeline": [{"$collStats": {"storageStats": {}}}], "cursor": {}},
+        doc! {"create": "capped", "capped": true, "size": 4096},
+        doc! {"createIndexes": "items", "indexes": [{"key": {"a": 1}, "name": "a_1", "sparse": true}]},
+    ] {
+        let error = db
+            .run_command(command.clone())
+            .await
+            .expect_err("outside V1");
+        assert_eq!(server_code(&error), Some(323), "{command}: {error}");
+    }
+    // The unified test's "aggregate on database": `$listLocalSessions` is not in V1.
+    let error = strict
+        .database("admin")
+        .aggregate(vec![doc! {"$listLocalSessions": {}}, doc! {"$limit": 1}])
+        .await
+        .expect_err("$listLocalSessions is outside V1");
+    assert_eq!(server_code(&error), Some(323), "{error}");
+    // estimatedDocumentCount's `$collStats: {count: {}}` form and transactions are V1.
+    let count = db
+        .run_command(doc! {"aggregate": "items", "pipeline": [{"$collStats": {"count": {}}}, {"$group": {"_id": 1, "n": {"$sum": "$count"}}}], "cursor": {}})
+        .await
+        .expect("$collStats with count is V1");
+    let first = count
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .expect("a batch");
+    assert_eq!(first.len(), 1, "{count}");
+    let mut session = strict.start_session().await.expect("session");
+    session.start_transaction().await.expect("start");
+    coll.insert_one(doc! {"_id": 2, "a": "y"})
+        .session(&mut session)
+        .await
+        .expect("insert in a transaction");
+    session
+        .commit_transaction()
+        .await
+        .expect("commitTransaction is V1");
+    assert_eq!(coll.count_documents(doc! {}).await.expect("count"), 2);
 
     let lenient = with_api(false).await;
     lenient

@@ -387,3 +387,134 @@ fn basic(user: &str, password: &str) -> String {
         base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
     )
 }
+
+/// A `pipeline` handler ending in `$out` or `$merge` writes its result, as the wire's
+/// `aggregate` does, and answers an empty page; the caller needs MongoDB's privileges for the
+/// write (`$out`: insert and remove, `$merge`: insert and update on the handler's database)
+/// beyond the handler's own privilege, an anonymous caller is refused once users exist, and a
+/// target in another database is refused (403).
+#[tokio::test]
+async fn pipeline_handlers_write_with_out_and_merge() {
+    let server = TestServer::start();
+    seed_events(&server).await;
+    let module = json!({
+        "base_path": "/concert/reports/",
+        "templates": [
+            {"uri_template": "rebuild", "handlers": [
+                {"method": "POST", "source_type": "pipeline",
+                 "source": {"collection": "events", "pipeline": [
+                     {"$match": {"year": {"$gte": ":from"}}},
+                     {"$group": {"_id": "$venue", "n": {"$sum": 1}}},
+                     {"$out": "venue_counts"}]}}
+            ]},
+            {"uri_template": "tally", "handlers": [
+                {"method": "POST", "source_type": "pipeline",
+                 "source": {"collection": "events", "pipeline": [
+                     {"$project": {"_id": "$venue", "seen": {"$literal": true}}},
+                     {"$merge": {"into": "venue_counts", "whenMatched": "merge", "whenNotMatched": "insert"}}]}}
+            ]},
+            {"uri_template": "elsewhere", "handlers": [
+                {"method": "POST", "source_type": "pipeline",
+                 "source": {"collection": "events", "pipeline": [
+                     {"$out": {"db": "other", "coll": "copy"}}]}}
+            ]}
+        ]
+    });
+    let rest = Rest::new(server.rest_base());
+    rest.put(&format!("{ADMIN}/reports"), &module)
+        .await
+        .expect(201);
+    let base = "/ords/concert/concert/reports";
+    let written = rest
+        .post(&format!("{base}/rebuild?from=2026"), &json!({}))
+        .await
+        .expect(200);
+    assert_eq!(written["items"], json!([]));
+    let client = server.client().await;
+    let counts = client
+        .database("concert")
+        .collection::<mongodb::bson::Document>("venue_counts");
+    let mut found: Vec<_> = {
+        let mut cursor = counts
+            .find(doc! {})
+            .sort(doc! {"_id": 1})
+            .await
+            .expect("find");
+        let mut all = Vec::new();
+        while cursor.advance().await.expect("advance") {
+            all.push(cursor.deserialize_current().expect("document"));
+        }
+        all
+    };
+    assert_eq!(
+        found,
+        vec![doc! {"_id": "club", "n": 1}, doc! {"_id": "hall", "n": 1}]
+    );
+    rest.post(&format!("{base}/tally"), &json!({}))
+        .await
+        .expect(200);
+    found = {
+        let mut cursor = counts
+            .find(doc! {})
+            .sort(doc! {"_id": 1})
+            .await
+            .expect("find");
+        let mut all = Vec::new();
+        while cursor.advance().await.expect("advance") {
+            all.push(cursor.deserialize_current().expect("document"));
+        }
+        all
+    };
+    assert_eq!(
+        found,
+        vec![
+            doc! {"_id": "club", "n": 1, "seen": true},
+            doc! {"_id": "hall", "n": 1, "seen": true}
+        ]
+    );
+    rest.post(&format!("{base}/elsewhere"), &json!({}))
+        .await
+        .expect_error(403);
+
+    // With users: the caller's roles decide, as for the wire's $out.
+    client
+        .database("admin")
+        .run_command(doc! {"createUser": "boss", "pwd": "boss-pw", "roles": ["root"]})
+        .await
+        .expect("createUser boss");
+    let admin = server
+        .client_with_uri(&format!(
+            "mongodb://boss:boss-pw@127.0.0.1:{}/?directConnection=true&authSource=admin",
+            server.port()
+        ))
+        .await;
+    admin
+        .database("concert")
+        .run_command(doc! {"createUser": "reader", "pwd": "reader-pw", "roles": ["read"]})
+        .await
+        .expect("createUser reader");
+    admin
+        .database("concert")
+        .run_command(doc! {"createUser": "writer", "pwd": "writer-pw", "roles": ["readWrite"]})
+        .await
+        .expect("createUser writer");
+    rest.post(&format!("{base}/rebuild?from=2025"), &json!({}))
+        .await
+        .expect_error(401);
+    rest.with_authorization(&basic("reader", "reader-pw"))
+        .post(&format!("{base}/rebuild?from=2025"), &json!({}))
+        .await
+        .expect_error(403);
+    rest.with_authorization(&basic("writer", "writer-pw"))
+        .post(&format!("{base}/rebuild?from=2025"), &json!({}))
+        .await
+        .expect(200);
+    let hall = admin
+        .database("concert")
+        .collection::<mongodb::bson::Document>("venue_counts")
+        .find_one(doc! {"_id": "hall"})
+        .await
+        .expect("find")
+        .expect("hall");
+    assert_eq!(hall, doc! {"_id": "hall", "n": 2});
+}

@@ -532,7 +532,7 @@ suite_node() {
     DOCGATE_URI="$(server_uri)" timeout -k 10 "$CLIENT_TIMEOUT_S" \
         node --test "$NODE_DIR/crud_test.mjs" "$NODE_DIR/transactions_test.mjs" \
         "$NODE_DIR/views_test.mjs" "$NODE_DIR/mongoose_text_test.mjs" \
-        "$NODE_DIR/validation_test.mjs" || rc=$?
+        "$NODE_DIR/validation_test.mjs" "$NODE_DIR/stable_api_test.mjs" || rc=$?
     stop_server || rc=1
     if [[ $rc -ne 0 ]]; then
         show_server_log

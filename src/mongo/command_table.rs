@@ -69,6 +69,9 @@ pub enum Command {
     ListIndexes,
     Logout,
     Ping,
+    PlanCacheClear,
+    PlanCacheClearFilters,
+    PlanCacheListFilters,
     Profile,
     RefreshSessions,
     RenameCollection,
@@ -206,6 +209,9 @@ pub const COMMANDS: &[CommandSpec] = &[
     spec("listIndexes", &[], Command::ListIndexes, needs(&[ListIndexes]), "Lists the indexes of a collection."),
     spec("logout", &[], Command::Logout, Open, "Ends the connection's authentication."),
     spec("ping", &[], Command::Ping, Open, "Checks that the server answers."),
+    spec("planCacheClear", &[], Command::PlanCacheClear, needs(&[PlanCacheWrite]), "Clears a collection's plan cache: docgate caches no plans, so there is nothing to clear."),
+    spec("planCacheClearFilters", &[], Command::PlanCacheClearFilters, needs(&[PlanCacheWrite]), "Clears index filters: docgate sets none (planCacheSetFilter is not implemented)."),
+    spec("planCacheListFilters", &[], Command::PlanCacheListFilters, needs(&[PlanCacheRead]), "Lists index filters: docgate sets none."),
     spec("profile", &[], Command::Profile, needs(&[EnableProfiler]), "Sets or reads the profiler level, slowms, sampleRate and filter of a database."),
     spec("refreshSessions", &[], Command::RefreshSessions, Authenticated, "Keeps sessions from expiring."),
     spec("renameCollection", &[], Command::RenameCollection, needs(&[RenameCollectionSameDb]), "Renames a collection, possibly into another database."),
@@ -242,9 +248,11 @@ static BY_NAME: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
 /// Changelog"; `saslStart`/`saslContinue` are V1 in the server so strict clients can log in).
 /// An alias is in the API when its command is (`isMaster` is `hello`'s).
 const API_V1: &[Command] = &[
+    Command::AbortTransaction,
     Command::Aggregate,
     Command::Authenticate,
     Command::CollMod,
+    Command::CommitTransaction,
     Command::Count,
     Command::Create,
     Command::CreateIndexes,

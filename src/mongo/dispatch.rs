@@ -16,8 +16,8 @@ use super::command_table::{self, Command, CommandSpec};
 use super::commands::fail_points::Intercept;
 use super::commands::{
     aggregate, auth, capped, coll_mod, delete, diagnostics, explain, fail_points, find,
-    find_and_modify, fsync, handshake, indexes, insert, namespaces, operations, profiling,
-    replication, shutdown, stats, update, users,
+    find_and_modify, fsync, handshake, indexes, insert, namespaces, operations, plan_cache,
+    profiling, replication, shutdown, stats, update, users,
 };
 use super::context::{CommandContext, ConnectionInfo};
 use super::error::{CommandResult, OpError, ReplyResult};
@@ -129,7 +129,10 @@ async fn run_registered(
     {
         return reply.into();
     }
-    let refused = check_stable_api(spec, request);
+    let refused = super::stable_api::check(spec, request);
+    if server.is_replica_set() {
+        interrupt.set_cluster_time(server.state.cluster_time.now());
+    }
     let limit = match spec.command {
         Command::GetMore => get_more_time_limit(server, request),
         _ => time_limit(server, request),
@@ -274,52 +277,6 @@ fn time_limit(
     }
 }
 
-/// The Stable API parameters (`apiVersion`, `apiStrict`, `apiDeprecationErrors`): version
-/// "1" is the only one (322 APIVersionError otherwise), the two flags need a version (72
-/// InvalidOptions), and `apiStrict: true` refuses commands outside API V1 (323
-/// APIStrictError). `apiDeprecationErrors` has nothing to refuse: docgate implements no
-/// behaviour deprecated in V1.
-fn check_stable_api(spec: &CommandSpec, request: &CommandRequest) -> Result<(), OpError> {
-    let flag = |field: &str| -> Result<bool, OpError> {
-        match request.body.get(field) {
-            None => Ok(false),
-            Some(Bson::Boolean(value)) => Ok(*value),
-            Some(other) => Err(OpError::TypeMismatch(format!(
-                "BSON field '{field}' is the wrong type '{}', expected type 'bool'",
-                crate::mongo::request::type_name(other)
-            ))),
-        }
-    };
-    let strict = flag("apiStrict")?;
-    flag("apiDeprecationErrors")?;
-    match request.body.get("apiVersion") {
-        None if request.body.contains_key("apiStrict")
-            || request.body.contains_key("apiDeprecationErrors") =>
-        {
-            Err(OpError::InvalidOptions(
-                "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion".into(),
-            ))
-        }
-        None => Ok(()),
-        Some(Bson::String(version)) if version == "1" => {
-            if strict && !spec.in_api_v1() {
-                return Err(OpError::ApiStrict(format!(
-                    "Provided apiStrict:true, but the command {} is not in API Version 1. Information on supported commands and migrations in API Version 1 can be found at https://dochub.mongodb.org/core/manual-versioning",
-                    request.name
-                )));
-            }
-            Ok(())
-        }
-        Some(Bson::String(version)) => Err(OpError::ApiVersion(format!(
-            "API version must be \"1\", got \"{version}\""
-        ))),
-        Some(other) => Err(OpError::TypeMismatch(format!(
-            "BSON field 'apiVersion' is the wrong type '{}', expected type 'string'",
-            crate::mongo::request::type_name(other)
-        ))),
-    }
-}
-
 /// Runs the handler of `command`.
 async fn run(
     context: &mut CommandContext<'_>,
@@ -359,6 +316,13 @@ async fn run(
         Command::DropRole => document(users::drop_role(context, request).await),
         Command::RolesInfo => document(users::roles_info(context, request).await),
         Command::Ping => document(Ok(Document::new())),
+        Command::PlanCacheClear => document(plan_cache::plan_cache_clear(context, request)),
+        Command::PlanCacheClearFilters => {
+            document(plan_cache::plan_cache_clear_filters(context, request))
+        }
+        Command::PlanCacheListFilters => {
+            document(plan_cache::plan_cache_list_filters(context, request))
+        }
         Command::BuildInfo => document(Ok(handshake::build_info(context))),
         Command::WhatsMyUri => document(handshake::whats_my_uri(context)),
         Command::EndSessions | Command::KillSessions => {

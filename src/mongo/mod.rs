@@ -18,6 +18,7 @@ pub mod observe;
 pub mod reader;
 pub mod request;
 pub mod settings;
+pub mod stable_api;
 pub mod tls;
 pub mod transactions;
 

@@ -57,6 +57,7 @@ pub async fn run_pipeline(
             let indexes = hinted_indexes(&info.indexes, hint)?;
             let collation = info.collation_for(collation)?;
             let plan = plan_leading_read(pipeline, indexes, collation.clone())?;
+            super::index_usage::record(&info, &plan);
             (
                 read::execute(session, &info.record, &plan).await?,
                 collation,
@@ -181,6 +182,7 @@ pub async fn open_stream(
     if !rest.is_per_document() {
         return Ok(None);
     }
+    super::index_usage::record(info, &plan);
     let foreign = {
         let mut session = scope.reader().await?;
         read_foreign(catalog, session.as_mut(), &info.record.db, &rest).await?
@@ -224,6 +226,7 @@ pub async fn run_grouped(
     let Some((before, mut grouping, after)) = rest.split_at_group() else {
         return Ok(None);
     };
+    super::index_usage::record(info, &plan);
     let (foreign_before, foreign_after) = {
         let mut session = scope.reader().await?;
         let db = &info.record.db;

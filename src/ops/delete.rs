@@ -40,6 +40,7 @@ pub async fn run_statement(
         &collection.indexes,
         collation,
     );
+    super::index_usage::record(collection, &plan);
     let documents = read::execute_for_update(session, record, &plan).await?;
     let keys: Vec<Vec<u8>> = documents
         .iter()

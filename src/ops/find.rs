@@ -227,6 +227,7 @@ fn plan_find(
         .map(|_| filter.clone());
     let mut plan = ReadPlan::collated(filter, sort, skip, limit, indexes, collation);
     plan.text_score = text_score;
+    super::index_usage::record(info, &plan);
     Ok((plan, projection, positional_filter))
 }
 
@@ -292,7 +293,7 @@ pub async fn count(
     read::check_text_index(&filter, indexes)?;
     let collation = info.collation_for(collation)?;
     let mut session = scope.reader().await?;
-    Ok(read::count(session.as_mut(), &info.record, indexes, filter, collation).await?)
+    Ok(read::count(session.as_mut(), info, indexes, filter, collation).await?)
 }
 
 /// The distinct values at `key` over the documents of `info` matching `filter`, in BSON
@@ -310,6 +311,7 @@ pub async fn distinct(
     let collation = info.collation_for(collation)?;
     let mut session = scope.reader().await?;
     let plan = ReadPlan::collated(filter, None, 0, None, indexes, collation.clone());
+    super::index_usage::record(info, &plan);
     let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
     Ok(distinct_values(&documents, key, &collation))
 }

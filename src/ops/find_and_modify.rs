@@ -94,6 +94,7 @@ pub async fn find_and_modify(
             let collation = collection.collation_for(collation)?;
             read::check_text_index(&filter, &collection.indexes)?;
             let plan = ReadPlan::collated(filter, sort, 0, Some(1), &collection.indexes, collation);
+            super::index_usage::record(&collection, &plan);
             let found = read::execute_for_update(transaction.session(), record, &plan)
                 .await?
                 .into_iter()

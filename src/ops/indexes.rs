@@ -166,6 +166,9 @@ pub async fn create_indexes(
         }
     }
     transaction.commit().await?;
+    for spec in &to_build {
+        super::index_usage::built(&info.record, &spec.name);
+    }
     Ok(IndexesCreated {
         before,
         after: before + to_build.len(),

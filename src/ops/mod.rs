@@ -52,6 +52,7 @@ pub mod delete;
 pub mod error;
 pub mod find;
 pub mod find_and_modify;
+pub mod index_usage;
 pub mod indexes;
 pub mod insert;
 pub mod namespace;

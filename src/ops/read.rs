@@ -311,12 +311,14 @@ fn corrupt(error: bson::error::Error) -> StoreError {
 /// Counts what a filter matches: a SQL `COUNT` when the pushdown is exact.
 pub async fn count<I: IndexCandidate>(
     session: &mut dyn StoreSession,
-    collection: &CollectionRecord,
+    info: &crate::catalog::CollectionInfo,
     indexes: &[I],
     filter: Filter,
     collation: Collation,
 ) -> Result<u64, StoreError> {
     let plan = ReadPlan::collated(filter, None, 0, None, indexes, collation);
+    super::index_usage::record(info, &plan);
+    let collection = &info.record;
     if plan.is_fully_pushed() {
         return session.count(collection, &plan.scan.filter).await;
     }

@@ -124,6 +124,7 @@ pub async fn apply_statement(
         &collection.indexes,
         collation.clone(),
     );
+    super::index_usage::record(collection, &plan);
     // A concurrent upsert of the same document may win the insert; MongoDB then retries the
     // statement as an update, and so do we (a bounded number of times).
     for attempt in 0..=UPSERT_RETRIES {

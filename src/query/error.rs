@@ -76,11 +76,11 @@ impl QueryError {
         Self::with(168, "InvalidPipelineOperator", message)
     }
 
-    /// Code 2, BadValue: MongoDB answers unknown or unsupported query operators with BadValue
-    /// ("unknown top level operator: $foo", "unknown operator: $foo"); features docgate does
-    /// not implement ($where, $text, geo) are reported the same way.
+    /// Code 115, CommandNotSupported: a feature MongoDB has and docgate does not implement
+    /// (`$where`, geospatial operators, time zones other than UTC, …) — not bad input, which
+    /// is [`QueryError::bad_value`].
     pub fn not_supported(message: impl Into<String>) -> Self {
-        Self::with(2, "BadValue", message)
+        Self::with(115, "CommandNotSupported", message)
     }
 
     /// A named MongoDB error code other than the ones above (e.g. 73 InvalidNamespace,

@@ -390,6 +390,60 @@ async fn delete_once(
 
 /// Runs an aggregation pipeline over `db.name` (a missing collection is empty) with the
 /// `aggregate` command's code.
+/// Runs `stages` over `db.name` (a collection or a view) and writes the result as the last
+/// stage, `$out` or `$merge`, says (`pipeline` is `stages` parsed): what the wire's
+/// `aggregate` does, validating what it writes.
+pub async fn aggregate_into(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    stages: &[Document],
+    pipeline: &crate::query::Pipeline,
+) -> RestResult<()> {
+    let Some(output) = pipeline.output() else {
+        return Err(RestError::Internal("the pipeline writes nothing".into()));
+    };
+    ServerCounters::add(&state.counters.op_query, 1);
+    let reading = &stages[..stages.len().saturating_sub(1)];
+    let results = {
+        let mut session = state.store.session().await?;
+        match state.catalog.collection_info(db, name).await? {
+            Some(view) if ops::views::is_view(&view.record) => {
+                ops::views::read(
+                    &state.catalog,
+                    session.as_mut(),
+                    &view.record,
+                    reading,
+                    None,
+                    None,
+                )
+                .await?
+            }
+            _ => {
+                crate::ops::aggregate::run_pipeline(
+                    &state.catalog,
+                    session.as_mut(),
+                    db,
+                    name,
+                    &pipeline.inner(0),
+                    None,
+                    None,
+                )
+                .await?
+            }
+        }
+    };
+    ops::aggregate_writes::write_output(
+        &mut OpScope::autocommit(state),
+        db,
+        output,
+        results,
+        DocumentValidation::from_bypass_flag(false),
+    )
+    .await?;
+    Ok(())
+}
+
 pub async fn aggregate(
     state: &AppState,
     db: &str,

@@ -2,8 +2,9 @@
 //! SQL where possible), the collections `$lookup`/`$unionWith` name are read from the same
 //! database, the pipeline runs in the query core, the result is returned through a cursor.
 //! A pipeline ending in `$out`/`$merge` has its result written by the core and answers an
-//! empty cursor. Collection-less aggregation (`aggregate: 1`) starts from `$documents` or
-//! `$listLocalSessions` (`$currentOp` is not supported).
+//! empty cursor. A leading `$collStats`, `$indexStats` or `$planCacheStats` starts from the
+//! collection's figures instead of its documents. Collection-less aggregation
+//! (`aggregate: 1`) starts from `$documents`, `$listLocalSessions` or `$currentOp`.
 //!
 //! Not for: the stages themselves (see `query::aggregate`).
 
@@ -21,6 +22,10 @@ use crate::ops::cursors::BatchOptions;
 use crate::ops::validation::DocumentValidation;
 use crate::query::{parse_with_variables, Pipeline, Stage};
 use crate::state::ServerCounters;
+
+/// The stages that start from the collection's figures rather than its documents; only
+/// valid first.
+const LEADING_STAGES: &[&str] = &["$collStats", "$indexStats", "$planCacheStats"];
 
 /// `aggregate`.
 pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandRequest) -> ReplyResult {
@@ -104,15 +109,18 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         }
         None => (name, stages, collation),
     };
-    // A leading `$collStats` produces one document from the collection's figures; the rest
-    // of the pipeline runs over it.
-    let coll_stats = match (name, stages.first()) {
-        (Some(_), Some(first)) if first.len() == 1 && first.contains_key("$collStats") => {
-            first.get("$collStats").cloned()
-        }
+    // A leading `$collStats` produces one document from the collection's figures, a leading
+    // `$indexStats` one per index, `$planCacheStats` none (docgate caches no plans: every
+    // read is planned afresh); the rest of the pipeline runs over them.
+    let leading = match (name, stages.first()) {
+        (Some(_), Some(first)) if first.len() == 1 => first
+            .iter()
+            .next()
+            .filter(|(stage, _)| LEADING_STAGES.contains(&stage.as_str()))
+            .map(|(stage, spec)| (stage.clone(), spec.clone())),
         _ => None,
     };
-    let parsed = if coll_stats.is_some() {
+    let parsed = if leading.is_some() {
         &stages[1..]
     } else {
         &stages[..]
@@ -150,16 +158,22 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         batch_size,
         ..BatchOptions::default()
     };
-    let results = match (name, coll_stats) {
-        (Some(name), Some(spec)) => {
-            let input = super::stats::coll_stats_stage(context, &request.db, name, &spec).await?;
+    let results = match (name, leading) {
+        (Some(name), Some((stage, spec))) => {
+            let input = match stage.as_str() {
+                "$indexStats" => {
+                    super::stats::index_stats_stage(context, &request.db, name, &spec).await?
+                }
+                "$planCacheStats" => super::stats::plan_cache_stats_stage(&spec)?,
+                _ => vec![super::stats::coll_stats_stage(context, &request.db, name, &spec).await?],
+            };
             let rest = pipeline.inner(0);
             let mut scope = context.scope();
             let mut session = scope.reader().await?;
             let foreign =
                 read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest).await?;
             drop(session);
-            crate::compute::run(move || rest.run_with(vec![input], &foreign)).await?
+            crate::compute::run(move || rest.run_with(input, &foreign)).await?
         }
         (Some(name), None) if name == super::profiling::PROFILE_COLLECTION => {
             // `system.profile` is kept in memory by the profiler.

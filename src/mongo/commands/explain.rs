@@ -342,31 +342,6 @@ fn uses_text_index(predicate: &Predicate) -> bool {
     }
 }
 
-/// The index names a predicate reads, in order of appearance.
-fn indexes_used(predicate: &Predicate, info: &CollectionInfo, out: &mut Vec<String>) {
-    let mut add = |name: String| {
-        if !out.contains(&name) {
-            out.push(name);
-        }
-    };
-    match predicate {
-        Predicate::KeyEquals(_) | Predicate::KeyIn(_) | Predicate::KeyRange { .. } => {
-            add("_id_".to_string())
-        }
-        Predicate::IndexRange { table, .. } | Predicate::TextTerms { table, .. } => {
-            if let Some(index) = info.indexes.iter().find(|i| &i.record.table == table) {
-                add(index.record.name.clone());
-            }
-        }
-        Predicate::And(parts) | Predicate::Or(parts) => {
-            for part in parts {
-                indexes_used(part, info, out);
-            }
-        }
-        Predicate::True | Predicate::PathEquals { .. } => {}
-    }
-}
-
 /// Gives the SORT stage of `stages` (if any) MongoDB's execution figures for memory: whether
 /// it spilled to temporary files (`usedDisk`) and its limit (`memLimit`).
 fn mark_sort_stage(stages: &mut Document, used_disk: bool, limit: usize) {
@@ -387,21 +362,7 @@ fn mark_sort_stage(stages: &mut Document, used_disk: bool, limit: usize) {
 /// MongoDB-style stages: FETCH over IXSCAN when an index selects or orders the documents,
 /// COLLSCAN otherwise; SORT/SKIP/LIMIT when Rust does them.
 fn describe_plan(plan: &ReadPlan, info: &CollectionInfo) -> Document {
-    let mut names = Vec::new();
-    indexes_used(&plan.scan.filter, info, &mut names);
-    if let Some(table) = &plan.scan.order_index {
-        if let Some(index) = info.indexes.iter().find(|i| &i.record.table == table) {
-            if !names.contains(&index.record.name) {
-                names.push(index.record.name.clone());
-            }
-        }
-    }
-    if plan.scan.order.is_some()
-        && plan.scan.order_index.is_none()
-        && !names.iter().any(|n| n == "_id_")
-    {
-        names.push("_id_".to_string());
-    }
+    let names = crate::ops::index_usage::chosen_indexes(plan, info);
     let mut stage = if uses_index(&plan.scan.filter) || !names.is_empty() {
         let name = names.first().cloned().unwrap_or_else(|| "_id_".to_string());
         let key_pattern = info

@@ -23,6 +23,7 @@ pub mod indexes;
 pub mod insert;
 pub mod namespaces;
 pub mod operations;
+pub mod plan_cache;
 pub mod profiling;
 pub mod replication;
 pub mod shutdown;

@@ -1,6 +1,7 @@
-//! Sizes and health: `collStats`, `dbStats`, `validate`, and the `$collStats` aggregate stage
+//! Sizes and health: `collStats`, `dbStats`, `validate`, the `$collStats` aggregate stage
 //! (`storageStats` and `count`; `latencyStats` and `queryExecStats` are refused, docgate
-//! keeps no per-collection latencies).
+//! keeps no per-collection latencies), and the `$indexStats` stage (each index with the
+//! operations that chose it, `ops::index_usage`).
 //!
 //! `validate` really checks: every stored document must decode as BSON, have an `_id`, and be
 //! stored under the key that `_id` encodes to; the count must agree with a SQL `COUNT`.
@@ -323,4 +324,72 @@ pub async fn validate(context: &mut CommandContext<'_>, request: &CommandRequest
         "corruptRecords": [],
         "advice": "",
     })
+}
+
+/// The documents of a leading `$indexStats: {}` over `db.name`: one per index (`_id_` first),
+/// with its name, key, this server's `host`, `accesses` (operations whose plan read it, and
+/// since when: the server's start or the index's build) and its `spec` as `listIndexes`
+/// shows it. None for a missing collection; a view is refused (166) as in MongoDB.
+pub async fn index_stats_stage(
+    context: &mut CommandContext<'_>,
+    db: &str,
+    name: &str,
+    spec: &Bson,
+) -> Result<Vec<Document>, OpError> {
+    if !matches!(spec, Bson::Document(spec) if spec.is_empty()) {
+        return Err(OpError::Query(crate::query::QueryError::location(
+            28803,
+            "The $indexStats stage specification must be an empty object",
+        )));
+    }
+    let Some(info) = context.collection_info(db, name).await? else {
+        return Ok(Vec::new());
+    };
+    crate::ops::views::check_not_view(&info.record)?;
+    let started = bson::DateTime::from_system_time(context.server.state.started_at);
+    let mut specs = vec![crate::ops::indexes::id_index_spec_of(&info.record)];
+    specs.extend(info.indexes.iter().map(|index| index.spec.document.clone()));
+    Ok(specs
+        .into_iter()
+        .map(|spec| {
+            let index = spec.get_str("name").unwrap_or_default().to_string();
+            let accesses = crate::ops::index_usage::accesses(&info, &index);
+            let since = accesses
+                .since
+                .map(bson::DateTime::from_system_time)
+                .unwrap_or(started);
+            doc! {
+                "name": &index,
+                "key": spec.get("key").cloned().unwrap_or(Bson::Document(Document::new())),
+                "host": context.server.advertise.clone(),
+                "accesses": {
+                    "ops": i64::try_from(accesses.ops).unwrap_or(i64::MAX),
+                    "since": since,
+                },
+                "spec": spec,
+            }
+        })
+        .collect())
+}
+
+/// The documents of a leading `$planCacheStats`: none. docgate keeps no plan cache (every
+/// read is planned afresh from the catalog), so the cache MongoDB would list is empty, as a
+/// MongoDB collection's is before its first query. `allShards: true` is a mongos option
+/// (refused with 72).
+pub fn plan_cache_stats_stage(spec: &Bson) -> Result<Vec<Document>, OpError> {
+    let Bson::Document(spec) = spec else {
+        return Err(OpError::FailedToParse(
+            "$planCacheStats value must be an object. Found: non-object".into(),
+        ));
+    };
+    let mut fields = Arguments::new("$planCacheStats", spec);
+    // `allShards: true` gathers the caches of a sharded cluster (mongos only); false asks
+    // nothing of a single server.
+    if fields.bool("allShards")? == Some(true) {
+        return Err(OpError::InvalidOptions(
+            "$planCacheStats allShards: true is only valid on mongos".into(),
+        ));
+    }
+    fields.finish()?;
+    Ok(Vec::new())
 }

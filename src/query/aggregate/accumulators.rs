@@ -25,6 +25,8 @@ pub struct AccumulatorSpec {
     pub n: Option<Expression>,
     /// `sortBy` of `$top`, `$bottom`, `$topN`, `$bottomN`.
     pub sort_by: Option<SortSpec>,
+    /// `p` of `$percentile` (an array of numbers), 0.5 for `$median`.
+    pub percentiles: Option<Bson>,
 }
 
 impl AccumulatorSpec {
@@ -73,10 +75,22 @@ impl AccumulatorSpec {
                     argument: Expression::literal(Bson::Int32(1)),
                     n: None,
                     sort_by: None,
+                    percentiles: None,
                 });
             }
             "$firstN" | "$lastN" | "$maxN" | "$minN" | "$top" | "$bottom" | "$topN"
             | "$bottomN" => return parse_selection(field, name, arg),
+            "$percentile" | "$median" => {
+                let (input, p) = crate::query::expr::percentile_arguments(name, arg, 0)?;
+                return Ok(AccumulatorSpec {
+                    field: field.to_string(),
+                    kind: AccumulatorKind::Percentile,
+                    argument: Expression::parse(input)?,
+                    n: None,
+                    sort_by: None,
+                    percentiles: Some(p),
+                });
+            }
             // A JavaScript accumulator: MongoDB's answer when it has no script engine.
             "$accumulator" => {
                 return Err(QueryError::location(
@@ -103,7 +117,13 @@ impl AccumulatorSpec {
             argument: Expression::parse(arg)?,
             n: None,
             sort_by: None,
+            percentiles: None,
         })
+    }
+
+    /// A fresh running state of this accumulator for one group or window.
+    pub fn new_state(&self) -> AccumulatorState {
+        AccumulatorState::new(self.kind).with_percentiles(self.percentiles.clone())
     }
 }
 
@@ -179,6 +199,7 @@ fn parse_selection(field: &str, name: &str, arg: &Bson) -> Result<AccumulatorSpe
         argument: Expression::parse(value)?,
         n,
         sort_by,
+        percentiles: None,
     })
 }
 

@@ -461,7 +461,7 @@ impl Bucket {
             states: spec
                 .output
                 .iter()
-                .map(|a| AccumulatorState::new(a.kind))
+                .map(AccumulatorSpec::new_state)
                 .collect(),
             count: 0,
             first: None,

@@ -143,7 +143,7 @@ impl Grouping {
     fn fresh_states(&self) -> Vec<AccumulatorState> {
         self.accumulators
             .iter()
-            .map(|a| AccumulatorState::new(a.kind))
+            .map(AccumulatorSpec::new_state)
             .collect()
     }
 
@@ -205,7 +205,7 @@ impl Grouping {
                         Some((_, states)) => std::mem::take(states),
                         None => accumulators
                             .iter()
-                            .map(|a| AccumulatorState::new(a.kind))
+                            .map(AccumulatorSpec::new_state)
                             .collect(),
                     };
                     current = Some(ReadBack {

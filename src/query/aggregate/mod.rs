@@ -31,6 +31,7 @@ pub mod stages;
 mod tests;
 pub mod window;
 mod window_functions;
+mod window_numbers;
 
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
@@ -559,14 +560,15 @@ fn parse_stage(stage: &Document, out: &mut Vec<Stage>) -> Result<(), QueryError>
         "$bucketAuto" => Stage::BucketAuto(Box::new(bucket_auto::parse_bucket_auto(spec)?)),
         "$redact" => Stage::Redact(Expression::parse(spec)?),
         "$graphLookup" => Stage::GraphLookup(Box::new(graph_lookup::parse_graph_lookup(spec)?)),
-        // A leading `$collStats` is taken off by the `aggregate` command before parsing.
-        "$collStats" => {
+        // A leading `$collStats`, `$indexStats` or `$planCacheStats` is taken off by the
+        // `aggregate` command before parsing.
+        "$collStats" | "$indexStats" | "$planCacheStats" => {
             return Err(QueryError::location(
                 40602,
-                "$collStats is only valid as the first stage in a pipeline",
+                format!("{name} is only valid as the first stage in a pipeline"),
             ))
         }
-        "$geoNear" | "$search" | "$indexStats" | "$listSessions" | "$changeStream" => {
+        "$geoNear" | "$search" | "$listSessions" | "$changeStream" => {
             return Err(QueryError::not_supported(format!(
                 "the {name} stage is not supported by docgate"
             )))

@@ -9,7 +9,7 @@
 //! Not for: the window-only functions ($rank, $shift, $derivative, $integral,
 //! $expMovingAvg, the covariances, $locf, $linearFill), which are in `window_functions.rs`.
 
-use super::accumulators::{feed, AccumulatorSpec, AccumulatorState};
+use super::accumulators::{feed, AccumulatorSpec};
 use super::reshape::set_dotted;
 use super::window_functions::{self, WindowFunction};
 use crate::query::error::QueryError;
@@ -643,7 +643,7 @@ fn accumulate(
     };
     let mut out = Vec::with_capacity(n);
     if running {
-        let mut state = vec![AccumulatorState::new(spec.kind)];
+        let mut state = vec![spec.new_state()];
         let mut fed = 0;
         let mut whole = None;
         for row in 0..n {
@@ -668,7 +668,7 @@ fn accumulate(
     }
     for row in 0..n {
         crate::interrupt::check()?;
-        let mut state = vec![AccumulatorState::new(spec.kind)];
+        let mut state = vec![spec.new_state()];
         let (lo, hi, any) = window_rows(window, row, partition)?;
         if any {
             for doc in &partition.docs[lo..=hi] {

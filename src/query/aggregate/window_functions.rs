@@ -9,6 +9,7 @@
 
 use super::accumulators::AccumulatorSpec;
 use super::window::{window_rows, Partition, Window};
+use super::window_numbers::{any_decimal, Decimal, WindowNumber};
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
 use crate::query::sort::SortSpec;
@@ -94,6 +95,8 @@ const ACCUMULATORS: &[&str] = &[
     "$bottom",
     "$topN",
     "$bottomN",
+    "$percentile",
+    "$median",
 ];
 
 fn failed(message: impl Into<String>) -> QueryError {
@@ -276,9 +279,6 @@ pub fn parse(
             }
             Ok(WindowFunction::LinearFill(Expression::parse(arg)?))
         }
-        "$median" | "$percentile" => Err(QueryError::not_supported(format!(
-            "the {name} window function is not supported by docgate"
-        ))),
         other => Err(failed(format!("Unrecognized window function, {other}"))),
     }
 }
@@ -334,10 +334,11 @@ fn fixed_unit_millis(unit: &str) -> Option<i64> {
     })
 }
 
-fn number(value: Option<&Bson>) -> Option<f64> {
+/// A value as a number of the computation: a number, or a date's milliseconds.
+fn number<T: WindowNumber>(value: Option<&Bson>) -> Option<T> {
     match value? {
-        Bson::DateTime(d) => Some(d.timestamp_millis() as f64),
-        other => Number::from_bson(other).map(Number::to_f64),
+        Bson::DateTime(d) => Some(T::from_number(Number::Int(d.timestamp_millis()))),
+        other => Number::from_bson(other).map(T::from_number),
     }
 }
 
@@ -350,25 +351,6 @@ fn evaluate_all(
         .iter()
         .map(|d| input.evaluate_optional(d))
         .collect()
-}
-
-/// [`evaluate_all`] for the functions that compute in doubles: a Decimal128 input, which
-/// MongoDB computes in decimal, is refused rather than answered with a double.
-fn evaluate_numeric(
-    input: &Expression,
-    partition: &Partition<'_>,
-    name: &str,
-) -> Result<Vec<Option<Bson>>, QueryError> {
-    let values = evaluate_all(input, partition)?;
-    if values
-        .iter()
-        .any(|v| matches!(v, Some(Bson::Decimal128(_))))
-    {
-        return Err(QueryError::not_supported(format!(
-            "{name} over Decimal128 values is not supported by docgate"
-        )));
-    }
-    Ok(values)
 }
 
 /// Computes a window function over one partition (one value per document).
@@ -403,48 +385,19 @@ pub fn compute(
             unit_millis,
         } => calculus(*integral, input, *unit_millis, window, partition),
         WindowFunction::ExpMovingAvg { input, alpha } => {
-            let mut average: Option<f64> = None;
-            let mut out = Vec::with_capacity(n);
-            for value in evaluate_numeric(input, partition, "$expMovingAvg")? {
-                match value
-                    .as_ref()
-                    .and_then(Number::from_bson)
-                    .map(Number::to_f64)
-                {
-                    Some(x) => {
-                        let next = match average {
-                            None => x,
-                            Some(prev) => x * alpha + prev * (1.0 - alpha),
-                        };
-                        average = Some(next);
-                        out.push(Bson::Double(next));
-                    }
-                    None => out.push(Bson::Null),
-                }
-            }
-            Ok(out)
+            let values = evaluate_all(input, partition)?;
+            Ok(match any_decimal(&values) {
+                true => exp_moving_avg::<Decimal>(&values, *alpha),
+                false => exp_moving_avg::<f64>(&values, *alpha),
+            })
         }
         WindowFunction::Covariance { sample, x, y } => {
-            let name = if *sample {
-                "$covarianceSamp"
-            } else {
-                "$covariancePop"
-            };
-            let xs = evaluate_numeric(x, partition, name)?;
-            let ys = evaluate_numeric(y, partition, name)?;
-            let mut out = Vec::with_capacity(n);
-            for row in 0..n {
-                let (lo, hi, any) = window_rows(window, row, partition)?;
-                let pairs: Vec<(f64, f64)> = if any {
-                    (lo..=hi)
-                        .filter_map(|i| Some((number(xs[i].as_ref())?, number(ys[i].as_ref())?)))
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                out.push(covariance(&pairs, *sample));
+            let xs = evaluate_all(x, partition)?;
+            let ys = evaluate_all(y, partition)?;
+            match any_decimal(xs.iter().chain(&ys)) {
+                true => covariances::<Decimal>(&xs, &ys, *sample, window, partition),
+                false => covariances::<f64>(&xs, &ys, *sample, window, partition),
             }
-            Ok(out)
         }
         WindowFunction::Locf(input) => {
             let mut last = Bson::Null;
@@ -459,8 +412,15 @@ pub fn compute(
                 .collect())
         }
         WindowFunction::LinearFill(input) => {
-            let values = evaluate_numeric(input, partition, "$linearFill")?;
-            linear_fill(values, partition)
+            let values = evaluate_all(input, partition)?;
+            let sorted_by_decimal = partition
+                .sort_values
+                .iter()
+                .any(|v| matches!(v, Bson::Decimal128(_)));
+            match sorted_by_decimal || any_decimal(&values) {
+                true => linear_fill::<Decimal>(values, partition),
+                false => linear_fill::<f64>(values, partition),
+            }
         }
     }
 }
@@ -489,15 +449,76 @@ fn ranks(kind: RankKind, keys: &[Bson]) -> Vec<Bson> {
     out
 }
 
-fn covariance(pairs: &[(f64, f64)], sample: bool) -> Bson {
-    let n = pairs.len() as f64;
+/// `$expMovingAvg`: each number's running average (`x·alpha + previous·(1 - alpha)`), null
+/// where the input is not a number.
+fn exp_moving_avg<T: WindowNumber>(values: &[Option<Bson>], alpha: f64) -> Vec<Bson> {
+    let (weight, keep) = (T::from_f64(alpha), T::from_f64(1.0 - alpha));
+    let mut average: Option<T> = None;
+    values
+        .iter()
+        .map(|value| {
+            match value
+                .as_ref()
+                .and_then(Number::from_bson)
+                .map(T::from_number)
+            {
+                Some(x) => {
+                    let next = match &average {
+                        None => x,
+                        Some(previous) => x.mul(&weight).add(&previous.mul(&keep)),
+                    };
+                    average = Some(next.clone());
+                    next.into_bson()
+                }
+                None => Bson::Null,
+            }
+        })
+        .collect()
+}
+
+/// `$covariancePop`/`$covarianceSamp` over each document's window.
+fn covariances<T: WindowNumber>(
+    xs: &[Option<Bson>],
+    ys: &[Option<Bson>],
+    sample: bool,
+    window: &Window,
+    partition: &Partition<'_>,
+) -> Result<Vec<Bson>, QueryError> {
+    let mut out = Vec::with_capacity(xs.len());
+    for row in 0..xs.len() {
+        let (lo, hi, any) = window_rows(window, row, partition)?;
+        let pairs: Vec<(T, T)> = if any {
+            (lo..=hi)
+                .filter_map(|i| Some((number(xs[i].as_ref())?, number(ys[i].as_ref())?)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.push(covariance(&pairs, sample));
+    }
+    Ok(out)
+}
+
+fn covariance<T: WindowNumber>(pairs: &[(T, T)], sample: bool) -> Bson {
     if pairs.is_empty() || (sample && pairs.len() < 2) {
         return Bson::Null;
     }
-    let mean_x = pairs.iter().map(|p| p.0).sum::<f64>() / n;
-    let mean_y = pairs.iter().map(|p| p.1).sum::<f64>() / n;
-    let sum: f64 = pairs.iter().map(|(x, y)| (x - mean_x) * (y - mean_y)).sum();
-    Bson::Double(sum / if sample { n - 1.0 } else { n })
+    let count = |n: usize| T::from_number(Number::Int(i64::try_from(n).unwrap_or(i64::MAX)));
+    let n = count(pairs.len());
+    let zero = count(0);
+    let mean_x = pairs
+        .iter()
+        .fold(zero.clone(), |sum, p| sum.add(&p.0))
+        .div(&n);
+    let mean_y = pairs
+        .iter()
+        .fold(zero.clone(), |sum, p| sum.add(&p.1))
+        .div(&n);
+    let sum = pairs.iter().fold(zero, |sum, (x, y)| {
+        sum.add(&x.sub(&mean_x).mul(&y.sub(&mean_y)))
+    });
+    let divisor = if sample { n.sub(&count(1)) } else { n };
+    sum.div(&divisor).into_bson()
 }
 
 /// The x value of a row for `$derivative`/`$integral`, checked against `unit`.
@@ -505,14 +526,14 @@ fn calculus_x(
     value: &Bson,
     name: &str,
     unit_millis: Option<i64>,
-) -> Result<Option<f64>, QueryError> {
+) -> Result<Option<Number>, QueryError> {
     let (with_unit, without_unit) = if name == "$integral" {
         (5423901, 5423902)
     } else {
         (5624900, 5624901)
     };
     match (value, unit_millis) {
-        (Bson::DateTime(d), Some(_)) => Ok(Some(d.timestamp_millis() as f64)),
+        (Bson::DateTime(d), Some(_)) => Ok(Some(Number::Int(d.timestamp_millis()))),
         (Bson::DateTime(_), None) => Err(QueryError::location(
             without_unit,
             format!("{name} where the sortBy is a Date requires an 'unit'"),
@@ -521,7 +542,7 @@ fn calculus_x(
             with_unit,
             format!("{name} with unit expects the sortBy field to be a Date"),
         )),
-        (other, None) => Ok(Number::from_bson(other).map(Number::to_f64)),
+        (other, None) => Ok(Number::from_bson(other)),
     }
 }
 
@@ -533,55 +554,87 @@ fn calculus(
     partition: &Partition<'_>,
 ) -> Result<Vec<Bson>, QueryError> {
     let name = if integral { "$integral" } else { "$derivative" };
-    let n = partition.docs.len();
-    let ys = evaluate_numeric(input, partition, name)?;
-    let mut xs = Vec::with_capacity(n);
+    let ys = evaluate_all(input, partition)?;
+    let mut xs = Vec::with_capacity(ys.len());
     for value in &partition.sort_values {
         xs.push(calculus_x(value, name, unit_millis)?);
     }
-    // x differences are taken in the sortBy's own terms (milliseconds for dates), then
-    // scaled to the unit, so large timestamps keep their precision.
-    let scale = unit_millis.map(|u| u as f64).unwrap_or(1.0);
-    let point = |i: usize| Some((xs[i]?, number(ys[i].as_ref())?));
-    let mut out = Vec::with_capacity(n);
-    for row in 0..n {
-        let (lo, hi, any) = window_rows(window, row, partition)?;
-        if !any {
-            out.push(Bson::Null);
-            continue;
-        }
-        if integral {
-            let points: Vec<(f64, f64)> = (lo..=hi).filter_map(point).collect();
-            if points.is_empty() {
+    let decimal_x = xs.iter().any(|x| matches!(x, Some(Number::Decimal(_))));
+    let points = CalculusPoints {
+        integral,
+        xs: &xs,
+        ys: &ys,
+        unit_millis,
+    };
+    match decimal_x || any_decimal(&ys) {
+        true => points.compute::<Decimal>(window, partition),
+        false => points.compute::<f64>(window, partition),
+    }
+}
+
+/// The points of `$derivative`/`$integral` over one partition.
+struct CalculusPoints<'a> {
+    integral: bool,
+    xs: &'a [Option<Number>],
+    ys: &'a [Option<Bson>],
+    unit_millis: Option<i64>,
+}
+
+impl CalculusPoints<'_> {
+    fn compute<T: WindowNumber>(
+        &self,
+        window: &Window,
+        partition: &Partition<'_>,
+    ) -> Result<Vec<Bson>, QueryError> {
+        // x differences are taken in the sortBy's own terms (milliseconds for dates), then
+        // scaled to the unit, so large timestamps keep their precision.
+        let scale = T::from_number(Number::Int(self.unit_millis.unwrap_or(1)));
+        let two = T::from_number(Number::Int(2));
+        let point = |i: usize| -> Option<(T, T)> {
+            Some((T::from_number(self.xs[i]?), number(self.ys[i].as_ref())?))
+        };
+        let mut out = Vec::with_capacity(self.ys.len());
+        for row in 0..self.ys.len() {
+            let (lo, hi, any) = window_rows(window, row, partition)?;
+            if !any {
                 out.push(Bson::Null);
                 continue;
             }
-            let area = points.windows(2).fold(0.0, |total, w| {
-                total + (w[1].0 - w[0].0) / scale * (w[0].1 + w[1].1) / 2.0
-            });
-            out.push(Bson::Double(area));
-        } else {
-            match (point(lo), point(hi)) {
-                (Some((x0, y0)), Some((x1, y1))) if hi > lo && x1 != x0 => {
-                    out.push(Bson::Double((y1 - y0) / ((x1 - x0) / scale)))
+            if self.integral {
+                let points: Vec<(T, T)> = (lo..=hi).filter_map(point).collect();
+                if points.is_empty() {
+                    out.push(Bson::Null);
+                    continue;
                 }
-                _ => out.push(Bson::Null),
+                let zero = T::from_number(Number::Int(0));
+                let area = points.windows(2).fold(zero, |total, w| {
+                    let width = w[1].0.sub(&w[0].0).div(&scale);
+                    total.add(&width.mul(&w[0].1.add(&w[1].1)).div(&two))
+                });
+                out.push(area.into_bson());
+            } else {
+                match (point(lo), point(hi)) {
+                    (Some((x0, y0)), Some((x1, y1))) if hi > lo && !x1.same(&x0) => {
+                        out.push(y1.sub(&y0).div(&x1.sub(&x0).div(&scale)).into_bson())
+                    }
+                    _ => out.push(Bson::Null),
+                }
             }
         }
+        Ok(out)
     }
-    Ok(out)
 }
 
-fn linear_fill(
+fn linear_fill<T: WindowNumber>(
     values: Vec<Option<Bson>>,
     partition: &Partition<'_>,
 ) -> Result<Vec<Bson>, QueryError> {
     let n = values.len();
     let mut xs = Vec::with_capacity(n);
     for value in &partition.sort_values {
-        xs.push(number(Some(value)));
+        xs.push(number::<T>(Some(value)));
     }
-    let known: Vec<Option<f64>> = values
+    let known: Vec<Option<T>> = values
         .iter()
         .map(|v| match v {
             None | Some(Bson::Null) | Some(Bson::Undefined) => None,
@@ -614,10 +667,10 @@ fn linear_fill(
             _ => {
                 let next = next_known[i + 1];
                 let filled = match (previous, next) {
-                    (Some(p), Some(q)) => match (xs[p], xs[q], xs[i], known[p], known[q]) {
-                        (Some(xp), Some(xq), Some(x), Some(yp), Some(yq)) if xq != xp => {
-                            Bson::Double(yp + (yq - yp) * (x - xp) / (xq - xp))
-                        }
+                    (Some(p), Some(q)) => match (&xs[p], &xs[q], &xs[i], &known[p], &known[q]) {
+                        (Some(xp), Some(xq), Some(x), Some(yp), Some(yq)) if !xq.same(xp) => yp
+                            .add(&yq.sub(yp).mul(&x.sub(xp)).div(&xq.sub(xp)))
+                            .into_bson(),
                         _ => Bson::Null,
                     },
                     _ => Bson::Null,

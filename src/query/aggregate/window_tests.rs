@@ -362,20 +362,62 @@ fn parse_errors_match_mongodb() {
 }
 
 #[test]
-fn decimal_inputs_of_double_computations_are_refused() {
-    let docs = vec![doc! {"_id": 1, "v": Bson::Decimal128("1.5".parse().unwrap())}];
-    let err = run(
-        doc! {"sortBy": {"_id": 1}, "output": {"e": {"$expMovingAvg": {"input": "$v", "N": 2}}}},
-        docs.clone(),
+fn decimal_inputs_are_computed_in_decimal() {
+    let dec = |s: &str| Bson::Decimal128(s.parse().unwrap());
+    // A Decimal128 result, compared by value.
+    let value = |out: &[Document], i: usize, field: &str| -> f64 {
+        match out[i].get(field) {
+            Some(Bson::Decimal128(d)) => crate::query::value::decimal::decimal_to_f64(d),
+            other => panic!("{field} of row {i} is not a Decimal128: {other:?}"),
+        }
+    };
+    let docs = vec![
+        doc! {"_id": 1, "x": 0, "v": dec("1")},
+        doc! {"_id": 2, "x": 1, "v": Bson::Null},
+        doc! {"_id": 3, "x": 2, "v": dec("3")},
+    ];
+    let out = run(
+        doc! {"sortBy": {"x": 1}, "output": {
+            "ema": {"$expMovingAvg": {"input": "$v", "N": 3}},
+            "d": {"$derivative": {"input": "$v"}, "window": {"documents": [-1, 0]}},
+            "i": {"$integral": {"input": "$v"}, "window": {"documents": ["unbounded", "current"]}},
+            "pop": {"$covariancePop": ["$x", "$v"], "window": {"documents": ["unbounded", "unbounded"]}},
+            "samp": {"$covarianceSamp": ["$x", "$v"], "window": {"documents": ["unbounded", "unbounded"]}},
+            "fill": {"$linearFill": "$v"},
+        }},
+        docs,
     )
-    .unwrap_err();
-    assert_eq!(err.code, 2);
+    .unwrap();
+    // alpha = 2 / (3 + 1): 1, (null), 3·0.5 + 1·0.5.
+    assert_eq!(value(&out, 0, "ema"), 1.0);
+    assert_eq!(out[1].get("ema"), Some(&Bson::Null));
+    assert_eq!(value(&out, 2, "ema"), 2.0);
+    // The area between (0, 1) and (2, 3); row 2's derivative window holds rows 1 and 2,
+    // and row 1 has no number.
+    assert_eq!(value(&out, 2, "i"), 4.0);
+    assert_eq!(out[2].get("d"), Some(&Bson::Null));
+    // Pairs (0, 1) and (2, 3): means 1 and 2, products 1 + 1.
+    assert_eq!(value(&out, 0, "pop"), 1.0);
+    assert_eq!(value(&out, 0, "samp"), 2.0);
+    assert_eq!(value(&out, 1, "fill"), 2.0);
+    // Decimal digits, not a double's: 0.1 + 0.2 stays 0.3.
+    let tenths = vec![
+        doc! {"x": 0, "v": dec("0.1")},
+        doc! {"x": 1, "v": dec("0.2")},
+        doc! {"x": 2, "v": dec("0.3")},
+    ];
+    let out = run(
+        doc! {"sortBy": {"x": 1}, "output": {
+            "d": {"$derivative": {"input": "$v"}, "window": {"documents": [-1, 0]}},
+        }},
+        tenths,
+    )
+    .unwrap();
+    assert_eq!(out[1].get("d"), Some(&dec("0.1")));
     // Accumulators keep decimals exact, as $group does.
+    let docs = vec![doc! {"_id": 1, "v": dec("1.5")}];
     let out = run(doc! {"output": {"s": {"$sum": "$v"}}}, docs).unwrap();
-    assert_eq!(
-        out[0].get("s"),
-        Some(&Bson::Decimal128("1.5".parse().unwrap()))
-    );
+    assert_eq!(out[0].get("s"), Some(&dec("1.5")));
 }
 
 #[test]

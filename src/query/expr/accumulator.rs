@@ -60,6 +60,9 @@ pub enum AccumulatorKind {
     TopN,
     /// `$bottomN` (sortBy, output, n)
     BottomN,
+    /// `$percentile` and `$median` (input, p; method "approximate"): the numbers are kept,
+    /// the percentiles computed at the end as the expressions compute them.
+    Percentile,
 }
 
 /// Running state of one accumulator for one group.
@@ -84,6 +87,8 @@ pub struct AccumulatorState {
     /// The encoded size of the values held (`value`, `items` and their set keys, `keyed`),
     /// for the memory limit of `$group`.
     bytes: usize,
+    /// `p` of `$percentile` (an array) or `$median` (0.5).
+    percentiles: Option<Bson>,
 }
 
 impl AccumulatorState {
@@ -103,12 +108,19 @@ impl AccumulatorState {
             keyed: Vec::new(),
             sort_by: None,
             bytes: 0,
+            percentiles: None,
         }
     }
 
     /// About how many bytes the state holds: the encoded size of the values it keeps.
     pub fn held_bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Fresh state of `$percentile`/`$median` answering the percentiles `p`.
+    pub fn with_percentiles(mut self, p: Option<Bson>) -> Self {
+        self.percentiles = p;
+        self
     }
 
     /// Whether the `n` of an `…N` accumulator is still to be evaluated.
@@ -219,6 +231,12 @@ impl AccumulatorState {
                     self.items.push(v);
                 }
             }
+            // Only numbers count (MongoDB ignores the rest).
+            AccumulatorKind::Percentile => {
+                if let Some(v) = value.filter(|v| Number::from_bson(v).is_some()) {
+                    self.items.push(v);
+                }
+            }
             AccumulatorKind::Top
             | AccumulatorKind::Bottom
             | AccumulatorKind::TopN
@@ -259,6 +277,12 @@ impl AccumulatorState {
                 .value
                 .unwrap_or_else(|| Bson::Document(Document::new())),
             AccumulatorKind::FirstN => Bson::Array(self.items),
+            AccumulatorKind::Percentile => {
+                super::ops::percentile(Some(&Bson::Array(self.items)), self.percentiles.as_ref())
+                    .ok()
+                    .flatten()
+                    .unwrap_or(Bson::Null)
+            }
             AccumulatorKind::LastN => {
                 let mut items = self.items;
                 let excess = items.len().saturating_sub(self.limit.unwrap_or(usize::MAX));

@@ -14,6 +14,7 @@ mod variables;
 
 pub use crate::query::value::truthy::truthy;
 
+pub(crate) use parse_more::percentile_arguments;
 pub use variables::{bind_variables, parse_with_variables, visible_constants};
 
 use crate::query::error::QueryError;
@@ -443,7 +444,17 @@ fn eval_variable(
         "ROOT" => Some(Bson::Document(scope.root.clone())),
         "CURRENT" => Some(Bson::Document(scope.current.clone())),
         "REMOVE" => None,
-        "NOW" => Some(Bson::DateTime(bson::DateTime::now())),
+        // One value per command, whatever the document or stage (MongoDB's rule).
+        "NOW" => Some(Bson::DateTime(crate::interrupt::command_now())),
+        "CLUSTER_TIME" => match crate::interrupt::command_cluster_time() {
+            Some(time) => Some(Bson::Timestamp(time)),
+            None => {
+                return Err(QueryError::location(
+                    51144,
+                    "Builtin variable '$$CLUSTER_TIME' is not available",
+                ))
+            }
+        },
         other => scope.lookup(other).ok_or_else(|| {
             QueryError::location(17276, format!("Use of undefined variable: {other}"))
         })?,

@@ -373,6 +373,21 @@ fn parse_zip(arg: &Bson, depth: usize) -> Result<Node, QueryError> {
 /// `$percentile: {input, p, method}` / `$median: {input, method}` into `[input, p]` with `p`
 /// a literal array of numbers, or the number 0.5 for $median.
 fn parse_percentile(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryError> {
+    let (input, p) = percentile_arguments(name, arg, depth)?;
+    Ok(call(
+        MoreOperator::Percentile,
+        vec![parse_nested(input, depth)?, literal(p)],
+    ))
+}
+
+/// The `input` (unparsed) and `p` of `$percentile: {input, p, method}` / `$median: {input,
+/// method}` — `p` a literal array of numbers, or the number 0.5 for $median — with MongoDB's
+/// errors; shared by the expressions and the `$group`/`$setWindowFields` accumulators.
+pub(crate) fn percentile_arguments<'a>(
+    name: &str,
+    arg: &'a Bson,
+    depth: usize,
+) -> Result<(&'a Bson, Bson), QueryError> {
     let takes_p = name == "$percentile";
     let Bson::Document(d) = arg else {
         return Err(QueryError::location(
@@ -419,10 +434,7 @@ fn parse_percentile(name: &str, arg: &Bson, depth: usize) -> Result<Node, QueryE
             )))
         }
     }
-    Ok(call(
-        MoreOperator::Percentile,
-        vec![parse_nested(input, depth)?, literal(p)],
-    ))
+    Ok((input, p))
 }
 
 /// `$percentile`'s `p`: a constant (7750300), non-empty array (7750301) of numbers

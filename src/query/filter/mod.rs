@@ -274,7 +274,7 @@ fn parse_entry(key: &str, value: &Bson, depth: usize) -> Result<Option<Filter>, 
         "$jsonSchema" => {
             Filter::JsonSchema(Box::new(json_schema::JsonSchema::parse_operand(value)?))
         }
-        "$where" | "$search" => {
+        "$where" => {
             return Err(QueryError::not_supported(format!(
                 "{key} is not supported by docgate"
             )))
@@ -371,11 +371,6 @@ pub fn parse_operators(ops: &Document, depth: usize) -> Result<Vec<FieldPredicat
             | "$maxDistance" | "$minDistance" => {
                 return Err(QueryError::not_supported(format!(
                     "geospatial operator {op} is not supported by docgate"
-                )))
-            }
-            "$where" | "$text" => {
-                return Err(QueryError::not_supported(format!(
-                    "{op} is not supported by docgate"
                 )))
             }
             _ => return Err(QueryError::bad_value(format!("unknown operator: {op}"))),

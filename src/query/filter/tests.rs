@@ -219,9 +219,16 @@ mod parsing_and_matching {
         assert_eq!((e.code, e.message.as_str()), (2, "unknown operator: $foo"));
         assert_eq!(Filter::parse(&doc! {"$or": []}).unwrap_err().code, 2);
         assert_eq!(Filter::parse(&doc! {"a": {"$in": 5}}).unwrap_err().code, 2);
-        assert_eq!(Filter::parse(&doc! {"$where": "1"}).unwrap_err().code, 2);
+        assert_eq!(Filter::parse(&doc! {"$where": "1"}).unwrap_err().code, 115);
         assert_eq!(
             Filter::parse(&doc! {"a": {"$near": [0, 0]}})
+                .unwrap_err()
+                .code,
+            115
+        );
+        // Not an operator under a field: MongoDB's "unknown operator".
+        assert_eq!(
+            Filter::parse(&doc! {"a": {"$where": "1"}})
                 .unwrap_err()
                 .code,
             2

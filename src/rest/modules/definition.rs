@@ -103,6 +103,17 @@ fn spec_fields(source_type: SourceType) -> &'static [&'static str] {
 }
 
 impl CompiledSource {
+    /// Whether the source is a pipeline ending in `$out` or `$merge` (it writes).
+    pub fn writes_output(&self) -> bool {
+        self.source_type == SourceType::Pipeline
+            && matches!(
+                self.spec.get("pipeline"),
+                Some(Bson::Array(stages)) if stages.last().and_then(Bson::as_document).is_some_and(
+                    |stage| stage.contains_key("$out") || stage.contains_key("$merge")
+                )
+            )
+    }
+
     /// Parses a handler's source: a collection name, or a JSON spec (text or object, Extended
     /// JSON allowed) with a literal `"collection"` and the fields of its source type.
     fn compile(source_type: SourceType, source: &Value) -> RestResult<CompiledSource> {

@@ -177,7 +177,12 @@ async fn serve_request(
     let privileges: Vec<_> = module.privileges_for(relative).collect();
     // An unprotected handler called without credentials needs nobody identified
     // (`:current_user` is null then), which spares the lookups on the hot path.
-    let caller = if privileges.is_empty() && !headers.contains_key(header::AUTHORIZATION) {
+    // A pipeline that writes checks its caller's own privileges on the target, so its
+    // caller is always identified.
+    let caller = if privileges.is_empty()
+        && !headers.contains_key(header::AUTHORIZATION)
+        && !handler.compiled.writes_output()
+    {
         security::Caller::Anonymous
     } else {
         security::identify(state, &headers, peer, db).await?
@@ -230,6 +235,7 @@ async fn serve_request(
             paging,
             uri: &uri,
             headers: &headers,
+            caller: &caller,
         },
     )
     .await

@@ -8,7 +8,7 @@
 //! | `collection_item` | `"events"` or `{"collection"}`; the `:id` segment names the `_id` (ObjectId hex, integer or string) | the document, or 404 |
 //! | `query` | `{"collection", "filter"?, "sort"?, "projection"?}` | a page |
 //! | `dml` | `{"collection", "insert": doc or [docs]}`, `{"collection", "update": {"filter", "update", "upsert"?}}` or `{"collection", "delete": filter}` | ids (201), the updated document, or the count deleted |
-//! | `pipeline` | `{"collection", "pipeline": [stages]}` | a page of the results |
+//! | `pipeline` | `{"collection", "pipeline": [stages]}` | a page of the results; ending in `$out`/`$merge` (into the handler's database; the caller needs MongoDB's privileges for it), an empty page once written |
 //!
 //! The collection is always a literal name, never a bind.
 //!
@@ -25,7 +25,9 @@ use serde_json::json;
 
 use super::binds::Binds;
 use super::definition::{HandlerDefinition, SourceType};
+use crate::auth::Action;
 use crate::ops::read::decode_document;
+use crate::query::output_stage::OutputStage;
 use crate::query::Projection;
 use crate::query::UpdateSpec;
 use crate::rest::error::{RestError, RestResult};
@@ -45,6 +47,8 @@ pub struct HandlerCall<'a> {
     pub paging: Paging,
     pub uri: &'a Uri,
     pub headers: &'a HeaderMap,
+    /// Who calls (a pipeline that writes checks its privileges on the target).
+    pub caller: &'a crate::rest::security::Caller,
 }
 
 /// A handler's source with the request's values bound (the compiled spec itself when it
@@ -227,6 +231,34 @@ async fn pipeline(call: &HandlerCall<'_>, source: &BoundSource<'_>) -> RestResul
             ))
         }
     };
+    let parsed = crate::query::Pipeline::parse(&stages)?;
+    if let Some(output) = parsed.output() {
+        // What the wire's `aggregate` requires of `$out`/`$merge`, asked of the caller: insert
+        // and remove ($out replaces the collection) or insert and update ($merge) on the
+        // target, which must be in the handler's own database.
+        let target_db = output.target().db_or(call.db);
+        if target_db != call.db {
+            return Err(RestError::Forbidden(format!(
+                "{} into database {target_db}: a handler of {} writes only there",
+                output.name(),
+                call.db
+            )));
+        }
+        call.caller.require_action(Action::Insert, call.db)?;
+        let second = match output {
+            OutputStage::Out(_) => Action::Remove,
+            OutputStage::Merge(_) => Action::Update,
+        };
+        call.caller.require_action(second, call.db)?;
+        operations::aggregate_into(call.state, call.db, source.collection, &stages, &parsed)
+            .await?;
+        return Ok(page_response(
+            Vec::<RelaxedDocument>::new(),
+            false,
+            None,
+            call,
+        ));
+    }
     let results = operations::aggregate(call.state, call.db, source.collection, &stages).await?;
     let offset = usize::try_from(call.paging.offset).unwrap_or(usize::MAX);
     let limit = usize::try_from(call.paging.limit).unwrap_or(usize::MAX);

@@ -154,7 +154,10 @@ fn zip(args: &[Option<Bson>]) -> Result<Option<Bson>, QueryError> {
 
 /// `$percentile` (`p` an array: an array of results, nulls when the input holds no
 /// number) and `$median` (`p` a number: one result, null when there is no number).
-fn percentile(input: Option<&Bson>, p: Option<&Bson>) -> Result<Option<Bson>, QueryError> {
+pub(crate) fn percentile(
+    input: Option<&Bson>,
+    p: Option<&Bson>,
+) -> Result<Option<Bson>, QueryError> {
     let mut numbers: Vec<f64> = match input {
         Some(Bson::Array(items)) => items
             .iter()

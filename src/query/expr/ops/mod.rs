@@ -15,6 +15,7 @@ mod args;
 mod arithmetic;
 mod array;
 mod array_n;
+pub(crate) use array_n::percentile;
 mod bitwise;
 mod comparison;
 pub mod convert;

@@ -485,7 +485,7 @@ fn trigonometry() {
         ok(bson::bson!({"$degreesToRadians": dec("1")}), &d),
         dec("0.01745329251994329576923690768488613")
     );
-    assert_eq!(code(bson::bson!({"$sin": dec("1")}), &d), 2);
+    assert_eq!(code(bson::bson!({"$sin": dec("1")}), &d), 115);
 }
 
 #[test]
@@ -574,7 +574,7 @@ fn sizes_dates_timestamps_and_conversions() {
 fn refused_names_answer_mongodb_errors() {
     let d = doc! {};
     assert_eq!(code(bson::bson!({"$meta": "textScore"}), &d), 40218);
-    assert_eq!(code(bson::bson!({"$meta": "indexKey"}), &d), 2);
+    assert_eq!(code(bson::bson!({"$meta": "indexKey"}), &d), 115);
     assert_eq!(code(bson::bson!({"$meta": "bogus"}), &d), 17308);
     assert_eq!(code(bson::bson!({"$meta": 1}), &d), 17307);
     assert_eq!(

@@ -7,7 +7,7 @@
 //! constants, so they answer the Decimal128 MongoDB does. The transcendental functions on a
 //! Decimal128 would need 34-digit decimal evaluation that docgate does not have; rather
 //! than answer a double's 16 digits dressed as a Decimal128 they answer docgate's
-//! "not supported" error (2 BadValue, `QueryError::not_supported`).
+//! "not supported" error (115 CommandNotSupported, `QueryError::not_supported`).
 //!
 //! Not for: the other math operators ($sqrt, $exp, $ln, $pow: `arithmetic.rs`).
 

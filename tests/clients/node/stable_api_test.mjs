@@ -1,0 +1,100 @@
+// The Stable API through the MongoDB Node.js driver (7.x), run with `node --test`: a client
+// declared with `serverApi: {version: '1', strict: true}` runs CRUD, transactions and
+// estimatedDocumentCount, and is refused (323 APIStrictError) commands outside API V1
+// (`distinct`), options of V1 commands outside it (a tailable `find`, `createIndexes` with
+// `sparse` or a text key, a capped `create`) and stages outside it
+// (`$indexStats`, `$currentOp`, `$listLocalSessions`, `$collStats` with more than `count`),
+// also inside `$lookup`/`$facet`. The same requests from a non-strict V1 client pass.
+//
+// The server must already be running: tests/run_all.sh starts a fresh docgate and passes its
+// address in DOCGATE_URI, e.g.
+//   DOCGATE_URI='mongodb://127.0.0.1:PORT/?directConnection=true' node --test stable_api_test.mjs
+
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { MongoClient } from 'mongodb';
+
+const uri = process.env.DOCGATE_URI;
+if (!uri) {
+  console.error('DOCGATE_URI is not set (tests/run_all.sh sets it)');
+  process.exit(2);
+}
+const OPTS = { serverSelectionTimeoutMS: 10000, socketTimeoutMS: 15000 };
+
+async function rejectsWithStrictError(promise, what) {
+  await assert.rejects(promise, (err) => {
+    assert.equal(err.code, 323, `${what}: ${err.message}`);
+    assert.equal(err.codeName, 'APIStrictError', `${what}: ${err.message}`);
+    return true;
+  });
+}
+
+describe('Stable API V1 with the Node.js driver', () => {
+  let strict;
+  let lenient;
+  let coll;
+
+  before(async () => {
+    strict = new MongoClient(uri, { ...OPTS, serverApi: { version: '1', strict: true } });
+    lenient = new MongoClient(uri, { ...OPTS, serverApi: { version: '1' } });
+    await strict.connect();
+    await lenient.connect();
+    coll = strict.db('stable_api').collection('items');
+    await coll.drop().catch(() => {});
+    await coll.insertMany([{ _id: 1, a: 'x' }, { _id: 2, a: 'y' }]);
+  });
+
+  after(async () => {
+    await strict?.close();
+    await lenient?.close();
+  });
+
+  test('CRUD, counts and transactions are V1', async () => {
+    assert.deepEqual(await coll.find({}, { sort: { _id: 1 } }).toArray(), [
+      { _id: 1, a: 'x' },
+      { _id: 2, a: 'y' },
+    ]);
+    assert.equal(await coll.countDocuments({}), 2);
+    assert.equal(await coll.estimatedDocumentCount(), 2);
+    await coll.createIndex({ a: 1 }, { unique: true });
+    const session = strict.startSession();
+    try {
+      await session.withTransaction(async () => {
+        await coll.insertOne({ _id: 3, a: 'z' }, { session });
+      });
+    } finally {
+      await session.endSession();
+    }
+    assert.equal(await coll.countDocuments({}), 3);
+  });
+
+  test('commands, options and stages outside V1 answer 323', async () => {
+    const db = strict.db('stable_api');
+    await rejectsWithStrictError(coll.distinct('a'), 'distinct');
+    await rejectsWithStrictError(coll.find({}, { tailable: true }).toArray(), 'tailable find');
+    await rejectsWithStrictError(coll.find({}, { showRecordId: true }).toArray(), 'showRecordId');
+    await rejectsWithStrictError(coll.find({}, { noCursorTimeout: true }).toArray(), 'noCursorTimeout');
+    await rejectsWithStrictError(coll.createIndex({ b: 1 }, { sparse: true }), 'sparse index');
+    await rejectsWithStrictError(coll.createIndex({ b: 'text' }), 'text index');
+    await rejectsWithStrictError(db.createCollection('capped', { capped: true, size: 4096 }), 'capped create');
+    for (const pipeline of [
+      [{ $indexStats: {} }],
+      [{ $collStats: { storageStats: {} } }],
+      [{ $lookup: { from: 'other', pipeline: [{ $indexStats: {} }], as: 'x' } }],
+      [{ $facet: { a: [], b: [{ $indexStats: {} }] } }],
+    ]) {
+      await rejectsWithStrictError(coll.aggregate(pipeline).toArray(), JSON.stringify(pipeline));
+    }
+    const admin = strict.db('admin');
+    await rejectsWithStrictError(admin.aggregate([{ $currentOp: {} }]).toArray(), '$currentOp');
+    await rejectsWithStrictError(admin.aggregate([{ $listLocalSessions: {} }]).toArray(), '$listLocalSessions');
+  });
+
+  test('a non-strict V1 client may use them', async () => {
+    const loose = lenient.db('stable_api').collection('items');
+    assert.deepEqual((await loose.distinct('a')).sort(), ['x', 'y', 'z']);
+    const stats = await loose.aggregate([{ $indexStats: {} }]).toArray();
+    assert.deepEqual(stats.map((s) => s.name).sort(), ['_id_', 'a_1']);
+    assert.equal((await loose.find({}, { showRecordId: false }).toArray()).length, 3);
+  });
+});
