@@ -380,6 +380,22 @@ async fn privileges_answer_401_and_403_with_basic_credentials() {
         .expect(200);
 }
 
+/// Every document of `collection`, in `_id` order.
+async fn by_id(
+    collection: &mongodb::Collection<mongodb::bson::Document>,
+) -> Vec<mongodb::bson::Document> {
+    let mut cursor = collection
+        .find(doc! {})
+        .sort(doc! {"_id": 1})
+        .await
+        .expect("find");
+    let mut all = Vec::new();
+    while cursor.advance().await.expect("advance") {
+        all.push(cursor.deserialize_current().expect("document"));
+    }
+    all
+}
+
 fn basic(user: &str, password: &str) -> String {
     use base64::Engine;
     format!(
@@ -434,18 +450,7 @@ async fn pipeline_handlers_write_with_out_and_merge() {
     let counts = client
         .database("concert")
         .collection::<mongodb::bson::Document>("venue_counts");
-    let mut found: Vec<_> = {
-        let mut cursor = counts
-            .find(doc! {})
-            .sort(doc! {"_id": 1})
-            .await
-            .expect("find");
-        let mut all = Vec::new();
-        while cursor.advance().await.expect("advance") {
-            all.push(cursor.deserialize_current().expect("document"));
-        }
-        all
-    };
+    let mut found = by_id(&counts).await;
     assert_eq!(
         found,
         vec![doc! {"_id": "club", "n": 1}, doc! {"_id": "hall", "n": 1}]
@@ -453,18 +458,7 @@ async fn pipeline_handlers_write_with_out_and_merge() {
     rest.post(&format!("{base}/tally"), &json!({}))
         .await
         .expect(200);
-    found = {
-        let mut cursor = counts
-            .find(doc! {})
-            .sort(doc! {"_id": 1})
-            .await
-            .expect("find");
-        let mut all = Vec::new();
-        while cursor.advance().await.expect("advance") {
-            all.push(cursor.deserialize_current().expect("document"));
-        }
-        all
-    };
+    found = by_id(&counts).await;
     assert_eq!(
         found,
         vec![

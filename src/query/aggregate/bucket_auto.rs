@@ -458,11 +458,7 @@ struct Bucket {
 impl Bucket {
     fn new(spec: &BucketAuto) -> Bucket {
         Bucket {
-            states: spec
-                .output
-                .iter()
-                .map(AccumulatorSpec::new_state)
-                .collect(),
+            states: spec.output.iter().map(AccumulatorSpec::new_state).collect(),
             count: 0,
             first: None,
             last: None,
