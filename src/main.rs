@@ -424,6 +424,13 @@ async fn run_demo(settings: Settings) -> Result<(), MainError> {
     run(settings).await
 }
 
+/// Stack of every runtime thread (workers and the blocking pool, where the compute pool and
+/// SQLite run). Tokio's default is 2 MiB; documents nested up to the depth limit are walked
+/// recursively, under command futures that are large in debug builds, and a stack overflow
+/// aborts the whole process, so the margin is generous (it is address space, committed only
+/// as it is used).
+const THREAD_STACK_BYTES: usize = 8 * 1024 * 1024;
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let mut cli = Cli::parse();
@@ -438,6 +445,7 @@ fn main() -> ExitCode {
     init_logging(settings.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(THREAD_STACK_BYTES)
         .build()
     {
         Ok(runtime) => runtime,
