@@ -251,7 +251,9 @@ pub async fn run_grouped(
         let batch = cursor.next_batch(scope, chunk).await?;
         grouping = crate::compute::run(move || {
             for raw in &batch {
-                grouping.feed(&read::decode_document(raw.as_bytes())?)?;
+                if !grouping.feed_raw(raw)? {
+                    grouping.feed(&read::decode_document(raw.as_bytes())?)?;
+                }
             }
             Ok::<_, OpError>(grouping)
         })

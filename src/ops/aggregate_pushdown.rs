@@ -203,6 +203,18 @@ impl GroupFoldState {
         if self.remaining == Some(0) {
             return Ok(());
         }
+        let Some(grouping) = &mut self.grouping else {
+            return Ok(());
+        };
+        if self.residual.is_none() && self.skip == 0 && self.remaining.is_none() {
+            // Straight to the group, decoding only the values it reads when it can.
+            let raw = bson::RawDocument::from_bytes(bytes)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            if !grouping.feed_raw(raw)? {
+                grouping.feed(&decode_document(bytes)?)?;
+            }
+            return Ok(());
+        }
         let document = decode_document(bytes)?;
         if let Some(filter) = &self.residual {
             if !filter.matches(&document) {

@@ -373,6 +373,34 @@ impl Expression {
         }
     }
 
+    /// Evaluates a literal, or a plain field path that meets no array on its way, straight
+    /// from a raw document, decoding only the value found: `Some(result)` (`None` inside:
+    /// missing), exactly what [`Expression::evaluate_optional`] gives on the decoded
+    /// document. None when this expression needs the decoded document (any other
+    /// expression, a path through an array, which maps over its elements, or bytes that do
+    /// not read as BSON — decoding reports them).
+    pub fn evaluate_raw(&self, doc: &bson::RawDocument) -> Option<Option<Bson>> {
+        let path = match &self.node {
+            Node::Literal(v) => return Some(Some(v.clone())),
+            Node::FieldPath(path) => path,
+            _ => return None,
+        };
+        let (last, parents) = path.split_last()?;
+        let mut current = doc;
+        for part in parents {
+            match current.get(part).ok()? {
+                Some(bson::RawBsonRef::Document(inner)) => current = inner,
+                Some(bson::RawBsonRef::Array(_)) => return None,
+                // Through a scalar or an absent field: missing.
+                _ => return Some(None),
+            }
+        }
+        match current.get(last).ok()? {
+            None => Some(None),
+            Some(value) => Bson::try_from(value).ok().map(Some),
+        }
+    }
+
     /// The dotted path, if this expression is a plain field path like `"$a.b"`.
     pub fn as_field_path(&self) -> Option<String> {
         match &self.node {
