@@ -4,9 +4,13 @@
 //! - **count**: a `$count`, or a `$group` by a constant whose accumulators depend only on
 //!   how many documents there are (`query::counted`), after an exactly pushed filter, is
 //!   the store's SQL `COUNT(*)` (every backend), skip and limit applied to the count;
-//! - **fold**: any other `$group` straight after the read, on a backend that can run a fold
-//!   inside its statement (`Store::folds_in_statement`: SQLite, with the fold registered as
-//!   an aggregate function), feeds the group from the statement's rows: the same
+//! - **fold**: a `$group` straight after the read whose key and accumulator arguments are
+//!   literals, field paths or objects of those (`Grouping::reads_only_fields`: it costs what
+//!   reading the fields costs, for the fold runs on the store's thread, not on the compute
+//!   pool), after a filter SQL evaluates or one whose residual evaluates no expressions, on
+//!   a backend that can run a fold inside its statement (`Store::folds_in_statement`:
+//!   SQLite, with the fold registered as an aggregate function), feeds the group from the
+//!   statement's rows: the same
 //!   [`Grouping`] (keys by BSON equality, accumulators in input order) over the same rows
 //!   in the same order, with a residual filter, skip and limit re-applied in Rust first.
 //!
@@ -50,8 +54,19 @@ impl PushedStage {
         if plan.residual.is_none() && is_counted(first) {
             return Some(PushedStage::Count);
         }
+        // The fold runs on the store's thread, not on the compute pool: only a grouping
+        // that costs what reading the fields costs (and a residual filter that evaluates
+        // no expressions, as a cursor judges inline) goes there.
+        let cheap_residual = plan
+            .residual
+            .as_ref()
+            .is_none_or(|filter| !filter.evaluates_expressions());
         match first {
-            Stage::Group { .. } if folds => Some(PushedStage::Fold),
+            Stage::Group { id, accumulators }
+                if folds && cheap_residual && Grouping::reads_only_fields(id, accumulators) =>
+            {
+                Some(PushedStage::Fold)
+            }
             _ => None,
         }
     }
@@ -137,7 +152,10 @@ async fn fold_group(
         remaining: limit,
         error: None,
     }));
-    let fold = Box::new(GroupFold(Arc::clone(&state)));
+    let fold = Box::new(GroupFold {
+        state: Arc::clone(&state),
+        interrupt: crate::compute::current_interrupt(),
+    });
     let outcome = {
         let mut session = scope.reader().await?;
         session
@@ -179,15 +197,20 @@ struct GroupFoldState {
 }
 
 /// The fold handed to the store; the caller keeps the other handle on its state.
-struct GroupFold(Arc<Mutex<GroupFoldState>>);
+struct GroupFold {
+    state: Arc<Mutex<GroupFoldState>>,
+    /// The command's interrupt (`maxTimeMS`, `killOp`), installed while a row is grouped:
+    /// the fold runs on the store's thread, not on the compute pool that installs it.
+    interrupt: crate::interrupt::Interrupt,
+}
 
 impl DocumentFold for GroupFold {
     fn feed(&mut self, document: &[u8]) -> Result<(), StoreError> {
         let mut state = self
-            .0
+            .state
             .lock()
             .map_err(|_| StoreError::Database("a grouping failed".into()))?;
-        match state.feed(document) {
+        match self.interrupt.install(|| state.feed(document)) {
             Ok(()) => Ok(()),
             Err(error) => {
                 let reason = StoreError::Database(error.to_string());

@@ -373,7 +373,19 @@ impl Expression {
         }
     }
 
-    /// Evaluates a literal, or a plain field path that meets no array on its way, straight
+    /// Whether [`Expression::evaluate_raw`] can answer this expression (for documents
+    /// whose paths meet no array): a literal, a field path, or an object of those — what
+    /// costs no more per document than reading the fields.
+    pub fn reads_raw(&self) -> bool {
+        match &self.node {
+            Node::Literal(_) | Node::FieldPath(_) => true,
+            Node::Object(fields) => fields.iter().all(|(_, expr)| expr.reads_raw()),
+            _ => false,
+        }
+    }
+
+    /// Evaluates a literal, a plain field path that meets no array on its way, or an
+    /// object of those, straight
     /// from a raw document, decoding only the value found: `Some(result)` (`None` inside:
     /// missing), exactly what [`Expression::evaluate_optional`] gives on the decoded
     /// document. None when this expression needs the decoded document (any other
@@ -383,6 +395,15 @@ impl Expression {
         let path = match &self.node {
             Node::Literal(v) => return Some(Some(v.clone())),
             Node::FieldPath(path) => path,
+            Node::Object(fields) => {
+                let mut out = Document::new();
+                for (name, expr) in fields {
+                    if let Some(value) = expr.evaluate_raw(doc)? {
+                        out.insert(name.clone(), value);
+                    }
+                }
+                return Some(Some(Bson::Document(out)));
+            }
             _ => return None,
         };
         let (last, parents) = path.split_last()?;

@@ -224,9 +224,15 @@ GROUP_PIPELINES = [
     [{"$match": {"grp": 3}}, {"$sort": {"i": -1}}, {"$group": {"_id": "$k", "f": {"$first": "$i"}, "l": {"$last": "$i"}}}],
     [{"$match": {"grp": 3}}, {"$sort": {"i": -1}}, {"$skip": 5}, {"$limit": 40},
      {"$group": {"_id": "$k", "f": {"$first": "$i"}, "l": {"$last": "$i"}, "n": {"$sum": 1}}}],
-    # A residual filter ($expr) with skip and limit, re-applied before grouping.
+    # A residual filter with skip and limit, re-applied before grouping (in SQLite's fold).
+    [{"$match": {"i": {"$mod": [3, 1]}}}, {"$skip": 7}, {"$limit": 150},
+     {"$group": {"_id": "$k", "n": {"$sum": 1}, "f": {"$first": "$i"}, "l": {"$last": "$i"}}}],
+    # A residual filter evaluating expressions, and a computed key: streamed through Rust.
     [{"$match": {"$expr": {"$gt": ["$i", 100]}}}, {"$skip": 7}, {"$limit": 300},
      {"$group": {"_id": "$k", "n": {"$sum": 1}, "f": {"$first": "$i"}, "l": {"$last": "$i"}}}],
+    [{"$group": {"_id": {"$type": "$v"}, "n": {"$sum": 1}, "s": {"$sum": "$v"}}}],
+    # Top/bottom read their sort keys from the decoded document.
+    [{"$group": {"_id": "$grp", "top": {"$top": {"sortBy": {"i": -1}, "output": "$v"}}}}],
     # Stages after the group run in Rust over the groups.
     [{"$group": {"_id": "$grp", "s": {"$sum": "$i"}}}, {"$sort": {"s": -1}}, {"$limit": 2}],
     # Nothing matches: no groups.
@@ -324,6 +330,9 @@ def test_explain_names_the_group_where_the_store_runs_it(db, mixed):
     else:
         # PostgreSQL streams the rows through Rust's grouping.
         assert details["stagesInSql"] == ["$match"]
+    # A computed key is evaluated on the compute pool, not in the store's statement.
+    computed = [{"$group": {"_id": {"$type": "$v"}, "n": {"$sum": 1}}}]
+    assert explain_details(db, "mixed", computed)["stagesInSql"] == []
     counted = [{"$match": {"grp": 3}}, {"$count": "n"}]
     assert explain_details(db, "mixed", counted)["stagesInSql"] == ["$match", "$count"]
     # A residual filter: a count would under- or over-count, so it is not counted.
