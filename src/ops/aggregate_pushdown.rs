@@ -10,9 +10,9 @@
 //!   pool), after a filter SQL evaluates or one whose residual evaluates no expressions, on
 //!   a backend that can run a fold inside its statement (`Store::folds_in_statement`:
 //!   SQLite, with the fold registered as an aggregate function), feeds the group from the
-//!   statement's rows: the same
-//!   [`Grouping`] (keys by BSON equality, accumulators in input order) over the same rows
-//!   in the same order, with a residual filter, skip and limit re-applied in Rust first.
+//!   statement's rows: the same [`Grouping`] (keys by BSON equality, accumulators in input
+//!   order) over the same rows in the same order, with a residual filter, skip and limit
+//!   re-applied in Rust first.
 //!
 //! Anything else (PostgreSQL's and Oracle's `$group` by a field, a `$group` after other
 //! stages) is not pushed: `aggregate::run_grouped` streams the rows through Rust, and
