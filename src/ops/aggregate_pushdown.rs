@@ -32,7 +32,7 @@ use crate::catalog::CollectionInfo;
 use crate::query::counted::{counted_output, is_counted};
 use crate::query::planner::ReadPlan;
 use crate::query::{Filter, ForeignDocuments, Grouping, Pipeline, Stage};
-use crate::store::{DocumentFold, ScanRequest, StoreError};
+use crate::store::{DocumentFold, StoreError};
 
 /// How the stage after the leading read runs in the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,8 +98,12 @@ pub async fn run_pushed(
                     .count(&info.record, &plan.scan.filter)
                     .await?
             };
-            let skipped = total.saturating_sub(plan.scan.skip);
-            let n = plan.scan.limit.map_or(skipped, |limit| skipped.min(limit));
+            // Skip and limit in SQL, and any left to Rust (an exact plan has them in one
+            // place or the other).
+            let mut n = total.saturating_sub(plan.scan.skip);
+            n = plan.scan.limit.map_or(n, |limit| n.min(limit));
+            n = n.saturating_sub(plan.skip);
+            n = plan.limit.map_or(n, |limit| n.min(limit));
             match counted_output(first, n) {
                 Some(documents) => documents,
                 // A total past what the types hold: the stages run in Rust.
@@ -131,20 +135,9 @@ async fn fold_group(
     plan: &ReadPlan,
     grouping: Grouping,
 ) -> Result<Vec<Document>, OpError> {
-    // An exact plan's skip and limit are in its SQL; a residual one's are applied after
-    // the residual filter, here.
-    let (request, skip, limit) = match &plan.residual {
-        None => (plan.scan.clone(), 0, None),
-        Some(_) => (
-            ScanRequest {
-                skip: 0,
-                limit: None,
-                ..plan.scan.clone()
-            },
-            plan.skip,
-            plan.limit,
-        ),
-    };
+    // The skip and limit SQL could not take (after a residual filter) are the fold's.
+    let request = plan.scan.clone();
+    let (skip, limit) = (plan.skip, plan.limit);
     let state = Arc::new(Mutex::new(GroupFoldState {
         grouping: Some(grouping),
         residual: plan.residual.clone(),
@@ -226,24 +219,16 @@ impl GroupFoldState {
         if self.remaining == Some(0) {
             return Ok(());
         }
-        let Some(grouping) = &mut self.grouping else {
-            return Ok(());
+        let decoded = match &self.residual {
+            Some(filter) => {
+                let document = decode_document(bytes)?;
+                if !filter.matches(&document) {
+                    return Ok(());
+                }
+                Some(document)
+            }
+            None => None,
         };
-        if self.residual.is_none() && self.skip == 0 && self.remaining.is_none() {
-            // Straight to the group, decoding only the values it reads when it can.
-            let raw = bson::RawDocument::from_bytes(bytes)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            if !grouping.feed_raw(raw)? {
-                grouping.feed(&decode_document(bytes)?)?;
-            }
-            return Ok(());
-        }
-        let document = decode_document(bytes)?;
-        if let Some(filter) = &self.residual {
-            if !filter.matches(&document) {
-                return Ok(());
-            }
-        }
         if self.skip > 0 {
             self.skip -= 1;
             return Ok(());
@@ -251,8 +236,19 @@ impl GroupFoldState {
         if let Some(remaining) = &mut self.remaining {
             *remaining -= 1;
         }
-        if let Some(grouping) = &mut self.grouping {
-            grouping.feed(&document)?;
+        let Some(grouping) = &mut self.grouping else {
+            return Ok(());
+        };
+        match decoded {
+            Some(document) => grouping.feed(&document)?,
+            None => {
+                // Decoding only the values the group reads, when it can.
+                let raw = bson::RawDocument::from_bytes(bytes)
+                    .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                if !grouping.feed_raw(raw)? {
+                    grouping.feed(&decode_document(bytes)?)?;
+                }
+            }
         }
         Ok(())
     }
