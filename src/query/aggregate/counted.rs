@@ -102,7 +102,7 @@ mod tests {
             doc! {"$group": {"_id": null, "huge": {"$sum": i64::MAX}}},
         ];
         for stage in stages {
-            let pipeline = Pipeline::parse(&[stage.clone()]).unwrap();
+            let pipeline = Pipeline::parse(std::slice::from_ref(&stage)).unwrap();
             let first = &pipeline.stages[0];
             assert!(is_counted(first), "{stage}");
             for n in [0_u64, 1, 2, 3, 7] {
@@ -125,7 +125,7 @@ mod tests {
             doc! {"$group": {"_id": null, "n": {"$avg": 1}}},
             doc! {"$group": {"_id": null, "n": {"$push": 1}}},
         ] {
-            let pipeline = Pipeline::parse(&[stage.clone()]).unwrap();
+            let pipeline = Pipeline::parse(std::slice::from_ref(&stage)).unwrap();
             assert!(!is_counted(&pipeline.stages[0]), "{stage}");
         }
     }
