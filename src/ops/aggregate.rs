@@ -12,6 +12,7 @@ use bson::{Bson, Document};
 
 use bson::raw::RawDocumentBuf;
 
+use super::aggregate_pushdown::{run_pushed, PushedStage};
 use super::cursors::ResultSource;
 use super::find::hinted_indexes;
 use super::read;
@@ -198,7 +199,9 @@ pub async fn open_stream(
 /// Rows a grouped aggregate reads (and feeds its `$group`) per round trip.
 const GROUP_INPUT_CHUNK: usize = 10_000;
 
-/// Runs an aggregate whose first `$group` comes after per-document stages only
+/// Runs an aggregate whose stage after its leading read the store runs in the read's
+/// statement (a counted `$count`/`$group`, or a `$group` folded in SQLite's statement:
+/// `aggregate_pushdown`), or whose first `$group` comes after per-document stages only
 /// (`Pipeline::split_at_group`) with its input streaming: the leading read and those stages
 /// go through a [`ReadCursor`] chunk by chunk, each chunk feeds the `$group` on the compute
 /// pool, and only the groups are held — not the collection. The stages after the `$group`
@@ -216,13 +219,23 @@ pub async fn run_grouped(
     if !pipeline
         .stages
         .iter()
-        .any(|stage| matches!(stage, Stage::Group { .. }))
+        .any(|stage| matches!(stage, Stage::Group { .. } | Stage::Count(_)))
     {
         return Ok(None);
     }
     let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
         return Ok(None);
     };
+    let folds = scope.state.store.folds_in_statement();
+    if PushedStage::of(&plan, &rest, folds).is_some() {
+        let foreign = {
+            let mut session = scope.reader().await?;
+            read_foreign(catalog, session.as_mut(), &info.record.db, &rest.after(1)).await?
+        };
+        if let Some(results) = run_pushed(scope, info, &plan, &rest, foreign).await? {
+            return Ok(Some(results));
+        }
+    }
     let Some((before, mut grouping, after)) = rest.split_at_group() else {
         return Ok(None);
     };
@@ -247,7 +260,9 @@ pub async fn run_grouped(
         let batch = cursor.next_batch(scope, chunk).await?;
         grouping = crate::compute::run(move || {
             for raw in &batch {
-                grouping.feed(&read::decode_document(raw.as_bytes())?)?;
+                if !grouping.feed_raw(raw)? {
+                    grouping.feed(&read::decode_document(raw.as_bytes())?)?;
+                }
             }
             Ok::<_, OpError>(grouping)
         })

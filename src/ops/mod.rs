@@ -42,6 +42,7 @@
 //! semantics of filters, updates and pipelines (`query`).
 
 pub mod aggregate;
+pub mod aggregate_pushdown;
 pub mod aggregate_writes;
 pub mod capped;
 pub mod cluster_time;

@@ -392,6 +392,12 @@ impl ReadCursor {
         let Some(stages) = &self.stages else {
             return Ok((rows, verdicts, None));
         };
+        if stages.pipeline.stages.is_empty() {
+            // No stages (the rows feed a `$group` straight away): each selected row is its
+            // stored bytes, neither decoded nor re-encoded here.
+            let outputs = passed_through(&rows, verdicts.as_deref())?;
+            return Ok((rows, verdicts, Some(outputs)));
+        }
         let stages = Arc::clone(stages);
         crate::compute::run(move || {
             let mut outputs = Vec::with_capacity(rows.len());
@@ -584,4 +590,23 @@ impl ReadCursor {
         }
         Ok(true)
     }
+}
+
+/// The rows of a chunk through an empty stage list: each row the residual filter kept (all
+/// of them without one) as its stored bytes, unchanged.
+fn passed_through(
+    rows: &[PositionedRow],
+    verdicts: Option<&[Option<Document>]>,
+) -> Result<Vec<Option<Vec<RawDocumentBuf>>>, OpError> {
+    rows.iter()
+        .enumerate()
+        .map(|(index, row)| {
+            if verdicts.is_some_and(|v| v.get(index).is_none_or(Option::is_none)) {
+                return Ok(None);
+            }
+            let bytes = RawDocumentBuf::from_bytes(row.document.clone())
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            Ok(Some(vec![bytes]))
+        })
+        .collect()
 }

@@ -284,6 +284,14 @@ impl CollectionStats {
     }
 }
 
+/// What [`StoreSession::fold_scan`] feeds the selected documents to, one at a time in the
+/// scan's order: the core's grouping, say. The store knows nothing of what it computes.
+pub trait DocumentFold: Send {
+    /// Takes one selected row's stored BSON. An error stops the statement (the fold keeps
+    /// the reason; the store answers a generic one).
+    fn feed(&mut self, document: &[u8]) -> Result<(), StoreError>;
+}
+
 /// A backend: SQLite (`sqlite`), PostgreSQL (`postgres`) or Oracle (`oracle`, cargo feature
 /// `oracle`). Built once, shared by both front ends through `AppState`,
 /// owner of the one connection pool.
@@ -316,6 +324,13 @@ pub trait Store: Send + Sync + 'static {
     /// Whether the backend implements capped collections (`StoreSession::capped_overflow`
     /// and `serialize_capped_writes`); the core refuses to create one where it does not.
     fn supports_capped(&self) -> bool {
+        false
+    }
+
+    /// Whether the backend runs [`StoreSession::fold_scan`]: a fold the core supplies runs
+    /// inside the statement that selects the rows (SQLite, where Rust functions can be
+    /// registered on the connection). The others answer `Unsupported` there.
+    fn folds_in_statement(&self) -> bool {
         false
     }
 
@@ -463,6 +478,21 @@ pub trait StoreSession: Send {
         request: &ScanRequest,
     ) -> Result<Vec<Vec<u8>>, StoreError> {
         self.scan(coll, request).await
+    }
+    /// Runs `request` as one statement whose aggregate function is `fold`: every selected
+    /// row's stored document goes to it, in the request's order, and nothing else comes
+    /// back (the fold keeps what it makes). Backends whose [`Store::folds_in_statement`] is
+    /// false answer `Unsupported`.
+    async fn fold_scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        fold: Box<dyn DocumentFold>,
+    ) -> Result<(), StoreError> {
+        let _ = (coll, request, fold);
+        Err(StoreError::Unsupported(
+            "this backend cannot run a fold inside its statements".into(),
+        ))
     }
     /// `SELECT COUNT(*)` of what `filter` selects (callers pass only exact predicates).
     async fn count(

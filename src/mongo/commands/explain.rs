@@ -18,12 +18,13 @@ use crate::mongo::command_table::{self, Command};
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, CommandRequest};
+use crate::ops::aggregate_pushdown::PushedStage;
 use crate::ops::find::hinted_indexes;
 use crate::ops::read;
 use crate::query::planner::ReadPlan;
-use crate::query::Pipeline;
 use crate::query::SortSpec;
 use crate::query::{parse_with_variables, Collation, Filter};
+use crate::query::{Pipeline, Stage};
 use crate::store::Predicate;
 
 /// `explain`.
@@ -111,6 +112,19 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         indexes,
         collation,
     );
+    // The stage after an aggregate's leading read that the store runs in the same statement
+    // (only under the simple collation, as `ops::aggregate` pushes it).
+    let folds = context.server.state.store.folds_in_statement();
+    let pushed = target
+        .pipeline_rest
+        .as_ref()
+        .filter(|_| plan.collation.is_simple())
+        .filter(|rest| PushedStage::of(&plan, rest, folds).is_some())
+        .and_then(|rest| match rest.stages.first() {
+            Some(Stage::Group { .. }) => Some("$group"),
+            Some(Stage::Count(_)) => Some("$count"),
+            _ => None,
+        });
     let mut session = context.open_session().await?;
     let backend_plan = session.explain(&info.record, &plan.scan).await?;
     let mut winning = describe_plan(&plan, &info);
@@ -122,7 +136,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         "pushedLimit": plan.scan.limit.map(|l| Bson::Int64(l as i64)).unwrap_or(Bson::Null),
         "residualFilter": if plan.residual.is_some() { Bson::Document(target.filter_document.clone()) } else { Bson::Null },
         "inMemorySort": plan.sort.is_some(),
-        "stagesInSql": stages_in_sql(target.pipeline_stages.as_deref(), &plan),
+        "stagesInSql": stages_in_sql(target.pipeline_stages.as_deref(), &plan, pushed),
         "sqlPlan": backend_plan,
     });
     reply.insert(
@@ -168,8 +182,9 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
 
 /// For an aggregate, which of its leading stages the SQL runs: the `$match` when pushed
 /// exactly, the `$sort` when the store produces the order, `$skip`/`$limit` when they went
-/// into SQL. (Anything else ran in Rust, over the rows the read returned.)
-fn stages_in_sql(stages: Option<&[Document]>, plan: &ReadPlan) -> Bson {
+/// into SQL, then `pushed`, the stage after them the store runs in the same statement
+/// (`ops::aggregate_pushdown`). (Anything else ran in Rust, over the rows the read returned.)
+fn stages_in_sql(stages: Option<&[Document]>, plan: &ReadPlan, pushed: Option<&str>) -> Bson {
     let Some(stages) = stages else {
         return Bson::Null;
     };
@@ -187,6 +202,7 @@ fn stages_in_sql(stages: Option<&[Document]>, plan: &ReadPlan) -> Bson {
             .filter_map(|stage| stage.keys().next())
             .filter(|name| in_sql(name))
             .map(|name| Bson::String(name.clone()))
+            .chain(pushed.map(|name| Bson::String(name.into())))
             .collect(),
     )
 }
@@ -200,6 +216,8 @@ struct ExplainedRead {
     hint: Option<Bson>,
     /// For an aggregate: the leading stages that this read stands for.
     pipeline_stages: Option<Vec<Document>>,
+    /// For an aggregate: the stages after them.
+    pipeline_rest: Option<Pipeline>,
     /// The command's (or its first statement's) own collation.
     collation: Option<Collation>,
 }
@@ -236,6 +254,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: arguments.limit,
                 hint: arguments.hint,
                 pipeline_stages: None,
+                pipeline_rest: None,
                 collation: arguments.collation,
             })
         }
@@ -246,6 +265,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             limit: None,
             hint: body.get("hint").cloned(),
             pipeline_stages: None,
+            pipeline_rest: None,
             collation: collation_of(body)?,
         }),
         Some(Command::Aggregate) => {
@@ -270,6 +290,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: lead.limit,
                 hint: body.get("hint").cloned(),
                 pipeline_stages: Some(stages[..lead.stages].to_vec()),
+                pipeline_rest: Some(pipeline.after(lead.stages)),
                 collation: collation_of(body)?,
             })
         }
@@ -283,6 +304,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: (!multi).then_some(1),
                 hint: statement.get("hint").cloned(),
                 pipeline_stages: None,
+                pipeline_rest: None,
                 collation: collation_of(&statement)?,
             })
         }
@@ -299,6 +321,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 limit: one.then_some(1),
                 hint: statement.get("hint").cloned(),
                 pipeline_stages: None,
+                pipeline_rest: None,
                 collation: collation_of(&statement)?,
             })
         }
@@ -311,6 +334,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             limit: Some(1),
             hint: body.get("hint").cloned(),
             pipeline_stages: None,
+            pipeline_rest: None,
             collation: collation_of(body)?,
         }),
         _ => Err(OpError::NotSupported(format!(

@@ -107,6 +107,16 @@ impl Grouping {
         Grouping::new(Expression::literal(Bson::Null), accumulators)
     }
 
+    /// Whether a `$group` by `id` with `accumulators` reads each document no more than a
+    /// scan does: its key and every accumulator's argument are literals, field paths or
+    /// objects of those ([`Expression::reads_raw`]), no accumulator takes `n` or `sortBy`.
+    pub fn reads_only_fields(id: &Expression, accumulators: &[AccumulatorSpec]) -> bool {
+        id.reads_raw()
+            && accumulators
+                .iter()
+                .all(|spec| spec.argument.reads_raw() && spec.n.is_none() && spec.sort_by.is_none())
+    }
+
     /// Adds `doc` to its group.
     pub fn feed(&mut self, doc: &Document) -> Result<(), QueryError> {
         crate::interrupt::check()?;
@@ -122,8 +132,63 @@ impl Grouping {
             })?;
             return spilled.push(vec![key], bytes);
         }
+        let slot = self.slot_of(key);
+        if let Some((_, states)) = self.groups.get_mut(slot) {
+            let before = held_bytes(states);
+            feed(&self.accumulators, states, doc)?;
+            self.held = self.held.saturating_sub(before) + held_bytes(states);
+        }
+        self.check_memory()
+    }
+
+    /// Adds the stored document `raw` to its group without decoding it, when the key and
+    /// every accumulator's argument are literals or field paths the raw bytes answer
+    /// ([`Expression::evaluate_raw`]) and no accumulator takes `n` or `sortBy`: the same
+    /// values reach the same states as [`Grouping::feed`] would give them. Answers false,
+    /// having changed nothing, when the document must be decoded and given to `feed`.
+    pub fn feed_raw(&mut self, raw: &bson::RawDocument) -> Result<bool, QueryError> {
+        crate::interrupt::check()?;
+        if self
+            .accumulators
+            .iter()
+            .any(|spec| spec.n.is_some() || spec.sort_by.is_some())
+        {
+            return Ok(false);
+        }
+        let Some(key) = self.id.evaluate_raw(raw) else {
+            return Ok(false);
+        };
+        let key = key.unwrap_or(Bson::Null);
+        if let Some(spilled) = &mut self.spilled {
+            // Past the limit the document itself goes to the sort; it is decoded when read
+            // back, as a spilled document fed through `feed_keyed` is.
+            spilled.push(vec![key], raw.as_bytes().to_vec())?;
+            return Ok(true);
+        }
+        let mut values = Vec::with_capacity(self.accumulators.len());
+        for spec in &self.accumulators {
+            match spec.argument.evaluate_raw(raw) {
+                Some(value) => values.push(value),
+                None => return Ok(false),
+            }
+        }
+        let slot = self.slot_of(key);
+        if let Some((_, states)) = self.groups.get_mut(slot) {
+            let before = held_bytes(states);
+            for (state, value) in states.iter_mut().zip(values) {
+                state.add(value);
+            }
+            self.held = self.held.saturating_sub(before) + held_bytes(states);
+        }
+        self.check_memory()?;
+        Ok(true)
+    }
+
+    /// The index of the group of `key` (compared by BSON equality), made (and counted in
+    /// the memory held) when new.
+    fn slot_of(&mut self, key: Bson) -> usize {
         let encoded = encode_key(&crate::query::value::collation::equality_image(&key));
-        let slot = match self.index.get(&encoded) {
+        match self.index.get(&encoded) {
             Some(i) => *i,
             None => {
                 self.held += value_size(&key) + encoded.len() + GROUP_OVERHEAD;
@@ -131,13 +196,7 @@ impl Grouping {
                 self.index.insert(encoded, self.groups.len() - 1);
                 self.groups.len() - 1
             }
-        };
-        if let Some((_, states)) = self.groups.get_mut(slot) {
-            let before = held_bytes(states);
-            feed(&self.accumulators, states, doc)?;
-            self.held = self.held.saturating_sub(before) + held_bytes(states);
         }
-        self.check_memory()
     }
 
     fn fresh_states(&self) -> Vec<AccumulatorState> {
@@ -370,5 +429,55 @@ mod tests {
         };
         assert_eq!(run_under(Some(spilling), &stages).unwrap(), expected);
         assert_eq!(expected.len(), 3);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, Decimal128};
+
+    /// Raw feeding gives the groups decoded feeding gives, over documents whose paths meet
+    /// arrays (decoded instead), scalars, missing fields and mixed numbers.
+    #[test]
+    fn raw_feeding_groups_as_decoded_feeding_does() {
+        let docs = vec![
+            doc! {"a": {"b": 1}, "v": 1},
+            doc! {"a": {"b": 1.0}, "v": 2_i64},
+            doc! {"a": {"b": Decimal128::from_bytes([0; 16])}, "v": 2.5},
+            doc! {"a": [{"b": 1}, {"b": 2}], "v": [1, 2]},
+            doc! {"a": 5, "v": "x"},
+            doc! {"v": {"w": 1}},
+            doc! {"a": {"b": null}},
+            doc! {"a": {"b": [1]}, "v": i32::MAX},
+            doc! {"a": {"b": [1]}, "v": i32::MAX},
+        ];
+        for spec in [
+            doc! {"_id": "$a.b", "s": {"$sum": "$v"}, "f": {"$first": "$v"}, "l": {"$last": "$v.w"}, "m": {"$max": "$v"}, "n": {"$sum": 1}, "p": {"$push": "$a"}},
+            doc! {"_id": null, "a": {"$avg": "$v"}, "set": {"$addToSet": "$a.b"}},
+            doc! {"_id": {"$type": "$v"}, "n": {"$count": {}}},
+            doc! {"_id": {"k": "$a.b", "w": "$v.w", "c": 1}, "n": {"$sum": "$v"}},
+            doc! {"_id": "$a", "top": {"$top": {"sortBy": {"v": 1}, "output": "$v"}}},
+        ] {
+            let Ok(Stage::Group { id, accumulators }) = parse_group(&spec) else {
+                panic!("{spec}");
+            };
+            let mut decoded = Grouping::new(id.clone(), accumulators.clone());
+            let plain = Grouping::reads_only_fields(&id, &accumulators);
+            let mut raw = Grouping::new(id, accumulators);
+            let mut fed_raw = 0;
+            for doc in &docs {
+                decoded.feed(doc).unwrap();
+                let bytes = bson::RawDocumentBuf::from_bytes(doc.to_vec().unwrap()).unwrap();
+                if raw.feed_raw(&bytes).unwrap() {
+                    fed_raw += 1;
+                } else {
+                    raw.feed(doc).unwrap();
+                }
+            }
+            // Field paths and literals are read raw, except through the array `a`.
+            assert_eq!(fed_raw > 0, plain, "{spec}");
+            assert_eq!(raw.finish(), decoded.finish(), "{spec}");
+        }
     }
 }

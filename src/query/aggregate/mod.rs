@@ -5,6 +5,8 @@
 //! `reshape.rs`, $facet, $bucket, $sample, $lookup and $unionWith in `stages.rs`, the
 //! accumulator specs in `accumulators.rs`.
 //!
+//! Which stages' output follows from their input's count alone is in `counted.rs`.
+//!
 //! $out and $merge are parsed in `output.rs` (the core writes their result), $documents and
 //! $listLocalSessions of `aggregate: 1` in `collectionless.rs`. $setWindowFields is in
 //! `window.rs` (its functions in `window_functions.rs`), $densify and $fill in
@@ -17,6 +19,7 @@
 pub mod accumulators;
 pub mod bucket_auto;
 pub mod collectionless;
+pub mod counted;
 pub mod densify_fill;
 pub mod graph_lookup;
 mod group;

@@ -374,6 +374,55 @@ impl Expression {
         }
     }
 
+    /// Whether [`Expression::evaluate_raw`] can answer this expression (for documents
+    /// whose paths meet no array): a literal, a field path, or an object of those — what
+    /// costs no more per document than reading the fields.
+    pub fn reads_raw(&self) -> bool {
+        match &self.node {
+            Node::Literal(_) | Node::FieldPath(_) => true,
+            Node::Object(fields) => fields.iter().all(|(_, expr)| expr.reads_raw()),
+            _ => false,
+        }
+    }
+
+    /// Evaluates a literal, a plain field path that meets no array on its way, or an
+    /// object of those, straight
+    /// from a raw document, decoding only the value found: `Some(result)` (`None` inside:
+    /// missing), exactly what [`Expression::evaluate_optional`] gives on the decoded
+    /// document. None when this expression needs the decoded document (any other
+    /// expression, a path through an array, which maps over its elements, or bytes that do
+    /// not read as BSON — decoding reports them).
+    pub fn evaluate_raw(&self, doc: &bson::RawDocument) -> Option<Option<Bson>> {
+        let path = match &self.node {
+            Node::Literal(v) => return Some(Some(v.clone())),
+            Node::FieldPath(path) => path,
+            Node::Object(fields) => {
+                let mut out = Document::new();
+                for (name, expr) in fields {
+                    if let Some(value) = expr.evaluate_raw(doc)? {
+                        out.insert(name.clone(), value);
+                    }
+                }
+                return Some(Some(Bson::Document(out)));
+            }
+            _ => return None,
+        };
+        let (last, parents) = path.split_last()?;
+        let mut current = doc;
+        for part in parents {
+            match current.get(part).ok()? {
+                Some(bson::RawBsonRef::Document(inner)) => current = inner,
+                Some(bson::RawBsonRef::Array(_)) => return None,
+                // Through a scalar or an absent field: missing.
+                _ => return Some(None),
+            }
+        }
+        match current.get(last).ok()? {
+            None => Some(None),
+            Some(value) => Bson::try_from(value).ok().map(Some),
+        }
+    }
+
     /// The dotted path, if this expression is a plain field path like `"$a.b"`.
     pub fn as_field_path(&self) -> Option<String> {
         match &self.node {

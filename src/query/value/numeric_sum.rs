@@ -160,6 +160,25 @@ impl NumericSum {
         Bson::Decimal128(to_decimal(Number::Double(value)))
     }
 
+    /// The `$sum` of `times` copies of the integer `value` (Int32 or Int64), exactly what
+    /// adding them one by one totals (the integers are kept exactly, so only the widest type
+    /// and the exact total matter). None for any other value.
+    pub fn repeated_integer_total(value: &Bson, times: u64) -> Option<Bson> {
+        let (integer, width) = match value {
+            Bson::Int32(i) => (i64::from(*i), Width::Int32),
+            Bson::Int64(i) => (*i, Width::Int64),
+            _ => return None,
+        };
+        let sum = NumericSum {
+            width: if times == 0 { Width::Int32 } else { width },
+            integers: i128::from(integer).checked_mul(i128::from(times))?,
+            non_decimal_count: times,
+            count: times,
+            ..NumericSum::default()
+        };
+        Some(sum.total())
+    }
+
     /// The total in the widest type seen (Int32 when nothing was added).
     pub fn total(&self) -> Bson {
         match self.width {

@@ -6,7 +6,8 @@
 //! `session.rs` (`StoreSession` and how blocking calls meet tokio), `catalog.rs` (catalog
 //! tables, collection DDL, stats), `index.rs` (secondary indexes: their catalog records,
 //! entries tables and entry rows), `write.rs` (insert/replace/delete, keeping index entries
-//! in step), `sql.rs` (predicates and scans to SQL); the BSON → JSON image comes from `../image.rs`, shared with PostgreSQL.
+//! in step), `sql.rs` (predicates and scans to SQL), `fold.rs` (a core fold run as an aggregate
+//! function inside the scan's statement); the BSON → JSON image comes from `../image.rs`, shared with PostgreSQL.
 //!
 //! Concurrency: SQLite has one writer at a time; WAL lets readers run beside it. Writers
 //! wait for the lock up to `pool_wait_timeout` (SQLite's `busy_timeout`), then get a
@@ -20,6 +21,7 @@ mod capped;
 mod catalog;
 mod catalog_row;
 mod conn;
+mod fold;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod index;
@@ -144,6 +146,10 @@ impl Store for SqliteStore {
     }
 
     fn supports_capped(&self) -> bool {
+        true
+    }
+
+    fn folds_in_statement(&self) -> bool {
         true
     }
 

@@ -32,12 +32,12 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 
 use super::super::where_clause::PositionColumns;
 use super::super::{
-    CollectionRecord, CollectionStats, EntriesKind, IndexRecord, InsertOutcome, MetaRecord,
-    MetaWrite, PositionedRow, Predicate, ScanPosition, ScanRequest, StoreCounters, StoreError,
-    StoreSession, StoredDocument, WriteRecord,
+    CollectionRecord, CollectionStats, DocumentFold, EntriesKind, IndexRecord, InsertOutcome,
+    MetaRecord, MetaWrite, PositionedRow, Predicate, ScanPosition, ScanRequest, StoreCounters,
+    StoreError, StoreSession, StoredDocument, WriteRecord,
 };
 use super::conn::{db_err, PooledConn};
-use super::{capped, catalog, catalog_row, index, meta, sql, write, write_record};
+use super::{capped, catalog, catalog_row, fold, index, meta, sql, write, write_record};
 
 /// A session of the SQLite backend. Get one from `SqliteStore::sqlite_session` (concrete) or
 /// `Store::session` (boxed).
@@ -376,6 +376,16 @@ impl StoreSession for SqliteSession {
                 .map_err(db_err)
         })
         .await
+    }
+
+    async fn fold_scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        fold: Box<dyn DocumentFold>,
+    ) -> Result<(), StoreError> {
+        let sql = sql::select(&coll.table, "doc", request, None);
+        self.run(move |conn| fold::run(conn, &sql, fold)).await
     }
 
     async fn count(
