@@ -168,7 +168,7 @@ async fn fold_group(
     outcome?;
     let grouping = grouping.ok_or_else(|| OpError::BadValue("a grouping failed".into()))?;
     crate::compute::run(move || {
-        let groups = grouping.finish();
+        let groups = grouping.finish()?;
         if crate::query::memory::limited() {
             crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
         }

@@ -433,7 +433,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod tests {
+mod raw_feeding_tests {
     use super::*;
     use bson::{doc, Decimal128};
 
