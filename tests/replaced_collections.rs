@@ -179,6 +179,9 @@ fn spawn_rest_reader(
             let reply = rest
                 .get("/ords/replaced_out/soda/latest/target?limit=500")
                 .await;
+            if reply.status.as_u16() != 200 {
+                eprintln!("REST page {}: {}", reply.status, reply.body);
+            }
             let items = reply.body["items"].as_array().cloned().unwrap_or_default();
             let mut generations: Vec<i64> = items
                 .iter()

@@ -565,6 +565,13 @@ impl ReadCursor {
             return Ok(false);
         }
         let Some(info) = info.filter(|info| info.record.uuid == self.record.uuid) else {
+            // Replaced between planning and the first read: nothing has been answered yet,
+            // so the command reads the collection as it is now (as `read_failed` does).
+            if first {
+                return Err(OpError::CollectionReplacedBeforeRead(format!(
+                    "collection {namespace} was dropped or replaced before it was read"
+                )));
+            }
             return Err(OpError::QueryPlanKilled(format!(
                 "collection dropped between getMore calls: {namespace}"
             )));
