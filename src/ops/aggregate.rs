@@ -233,6 +233,7 @@ pub async fn run_grouped(
             read_foreign(catalog, session.as_mut(), &info.record.db, &rest.after(1)).await?
         };
         if let Some(results) = run_pushed(scope, info, &plan, &rest, foreign).await? {
+            super::index_usage::record(info, &plan);
             return Ok(Some(results));
         }
     }
