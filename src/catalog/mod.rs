@@ -313,17 +313,29 @@ impl Catalog {
         };
         let store = self.store.clone();
         let mut missed = false;
-        let cached = cache
+        let loaded = cache
             .try_get_with((), async {
                 missed = true;
                 let mut session = store.session().await?;
                 read_snapshot(session.as_mut()).await.map(Arc::new)
             })
-            .await
-            .map_err(|e| match Arc::try_unwrap(e) {
-                Ok(err) => err,
-                Err(shared) => StoreError::Database(shared.to_string()),
-            })?;
+            .await;
+        let cached = match loaded {
+            Ok(cached) => cached,
+            // Concurrent misses share one read, run by whichever command came first, under
+            // that command's interrupt: its failure (its client went away, its time ran
+            // out, a killOp) is not this command's. Read again, as this command.
+            Err(_) if !missed => {
+                count(&self.counters.snapshot_misses);
+                return self.fresh_snapshot().await;
+            }
+            Err(error) => {
+                return Err(match Arc::try_unwrap(error) {
+                    Ok(err) => err,
+                    Err(shared) => StoreError::Database(shared.to_string()),
+                })
+            }
+        };
         if cached.version < self.announced_version.load(Ordering::SeqCst) {
             count(&self.counters.snapshot_misses);
             return self.fresh_snapshot().await;

@@ -49,6 +49,10 @@ pub(super) struct PgConn {
     client: ClientWrapper,
     /// How to cancel the statement running on this connection (`killOp`), made once.
     cancel: std::sync::Arc<tokio_postgres::CancelToken>,
+    /// Set when a cancel request was sent for this connection. PostgreSQL acts on a cancel
+    /// request whenever it arrives, so one still on its way could stop the statement of the
+    /// next command to use the connection: such a connection is never handed out again.
+    cancel_sent: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Prepared statements by SQL text (empty when the cache is off).
     statements: HashMap<String, Statement>,
     statement_cache: bool,
@@ -108,6 +112,7 @@ impl managed::Manager for Manager {
         let client = managed::Manager::create(&self.inner).await?;
         Ok(PgConn {
             cancel: std::sync::Arc::new(client.cancel_token()),
+            cancel_sent: std::sync::Arc::default(),
             client,
             statements: HashMap::new(),
             statement_cache: self.statement_cache,
@@ -132,6 +137,11 @@ impl managed::Manager for Manager {
     ) -> RecycleResult<tokio_postgres::Error> {
         if conn.broken {
             return Err(RecycleError::message("connection broke"));
+        }
+        if conn.cancel_sent.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RecycleError::message(
+                "a cancel request was sent for it (it could still arrive)",
+            ));
         }
         let sent_something = !conn.pending_begin;
         conn.pending_begin = false;
@@ -438,7 +448,12 @@ impl PgConn {
         crate::compute::with_command_interrupt(|interrupt| {
             interrupt.statement_started(sql);
             let token = self.cancel.clone();
+            let cancel_sent = self.cancel_sent.clone();
             interrupt.on_cancel(Box::new(move || {
+                // Before the request leaves: the pool checks this when it next hands the
+                // connection out (the canceller runs under the interrupt's lock, which the
+                // registration's drop takes, so this is set before the statement's end).
+                cancel_sent.store(true, std::sync::atomic::Ordering::SeqCst);
                 let token = token.clone();
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     runtime.spawn(async move {
