@@ -172,6 +172,31 @@ impl SqliteSession {
         .await
     }
 
+    /// Creates an index (`create_index`, `create_text_index`): whether it is unique and
+    /// multikey, and what its entries are.
+    async fn create_entries_index(
+        &mut self,
+        coll: &CollectionRecord,
+        name: &str,
+        spec: &Document,
+        (unique, multikey, kind): (bool, bool, EntriesKind),
+        entries: &[(Vec<u8>, Vec<Vec<u8>>)],
+    ) -> Result<IndexRecord, StoreError> {
+        let (coll, name, spec) = (coll.clone(), name.to_owned(), spec.clone());
+        let entries = entries.to_vec();
+        self.run(move |conn| {
+            let new = index::NewIndex {
+                name: &name,
+                spec: &spec,
+                unique,
+                multikey,
+                kind,
+            };
+            index::create_index(conn, &coll, &new, &entries)
+        })
+        .await
+    }
+
     /// After a snapshot transaction: plain writes wait for the lock as long as the pool says.
     async fn end_snapshot(&mut self) {
         if std::mem::take(&mut self.in_snapshot) {
@@ -450,19 +475,9 @@ impl StoreSession for SqliteSession {
         multikey: bool,
         entries: &[(Vec<u8>, Vec<Vec<u8>>)],
     ) -> Result<IndexRecord, StoreError> {
-        let (coll, name, spec) = (coll.clone(), name.to_owned(), spec.clone());
-        let entries = entries.to_vec();
-        self.run(move |conn| {
-            let new = index::NewIndex {
-                name: &name,
-                spec: &spec,
-                unique,
-                multikey,
-                kind: EntriesKind::Keys,
-            };
-            index::create_index(conn, &coll, &new, &entries)
-        })
-        .await
+        let kind = EntriesKind::Keys;
+        self.create_entries_index(coll, name, spec, (unique, multikey, kind), entries)
+            .await
     }
 
     async fn create_text_index(
@@ -472,19 +487,9 @@ impl StoreSession for SqliteSession {
         spec: &Document,
         entries: &[(Vec<u8>, Vec<Vec<u8>>)],
     ) -> Result<IndexRecord, StoreError> {
-        let (coll, name, spec) = (coll.clone(), name.to_owned(), spec.clone());
-        let entries = entries.to_vec();
-        self.run(move |conn| {
-            let new = index::NewIndex {
-                name: &name,
-                spec: &spec,
-                unique: false,
-                multikey: false,
-                kind: EntriesKind::Words,
-            };
-            index::create_index(conn, &coll, &new, &entries)
-        })
-        .await
+        let kind = EntriesKind::Words;
+        self.create_entries_index(coll, name, spec, (false, false, kind), entries)
+            .await
     }
 
     async fn drop_index(&mut self, index: &IndexRecord) -> Result<(), StoreError> {
