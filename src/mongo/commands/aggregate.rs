@@ -167,25 +167,13 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 "$planCacheStats" => super::stats::plan_cache_stats_stage(&spec)?,
                 _ => vec![super::stats::coll_stats_stage(context, &request.db, name, &spec).await?],
             };
-            let rest = pipeline.inner(0);
-            let mut scope = context.scope();
-            let mut session = scope.reader().await?;
-            let foreign =
-                read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest).await?;
-            drop(session);
-            crate::compute::run(move || rest.run_with(input, &foreign)).await?
+            run_over(context, &request.db, pipeline.inner(0), input).await?
         }
         (Some(name), None) if name == super::profiling::PROFILE_COLLECTION => {
             // `system.profile` is kept in memory by the profiler.
             crate::ops::aggregate::check_collection_input(&pipeline)?;
             let input = super::profiling::system_profile_entries(server, &request.db);
-            let rest = pipeline.inner(0);
-            let mut scope = context.scope();
-            let mut session = scope.reader().await?;
-            let foreign =
-                read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest).await?;
-            drop(session);
-            crate::compute::run(move || rest.run_with(input, &foreign)).await?
+            run_over(context, &request.db, pipeline.inner(0), input).await?
         }
         (Some(name), None) => {
             let mut scope = context.scope();
@@ -270,18 +258,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 }
                 _ => collectionless_input(&pipeline, &stages, &server.sessions, user.as_ref())?,
             };
-            let rest = pipeline.inner(1);
-            if !rest.foreign_collections().is_empty() {
-                let mut scope = context.scope();
-                let mut session = scope.reader().await?;
-                let foreign =
-                    read_foreign(&server.state.catalog, session.as_mut(), &request.db, &rest)
-                        .await?;
-                drop(session);
-                crate::compute::run(move || rest.run_with(input, &foreign)).await?
-            } else {
-                crate::compute::run(move || rest.run(input)).await?
-            }
+            run_over(context, &request.db, pipeline.inner(1), input).await?
         }
     };
     let results = match pipeline.output() {
@@ -299,4 +276,24 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         encode_documents(&results)?,
         options,
     )
+}
+
+/// Runs `stages` over `input` (documents that come from no collection scan: `$indexStats`,
+/// `system.profile`, `$documents` …) on the compute pool, with the collections of `db`
+/// its `$lookup`/`$unionWith` stages read.
+async fn run_over(
+    context: &mut CommandContext<'_>,
+    db: &str,
+    stages: Pipeline,
+    input: Vec<Document>,
+) -> Result<Vec<Document>, OpError> {
+    if stages.foreign_collections().is_empty() {
+        return Ok(crate::compute::run(move || stages.run(input)).await?);
+    }
+    let catalog = &context.server.state.catalog;
+    let mut scope = context.scope();
+    let mut session = scope.reader().await?;
+    let foreign = read_foreign(catalog, session.as_mut(), db, &stages).await?;
+    drop(session);
+    Ok(crate::compute::run(move || stages.run_with(input, &foreign)).await?)
 }
