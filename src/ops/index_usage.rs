@@ -27,16 +27,17 @@ pub struct Accesses {
     pub since: Option<SystemTime>,
 }
 
-/// An index: its collection's UUID (a dropped and recreated collection starts afresh, a
-/// renamed one keeps its counts) and its name.
-type IndexKey = (Vec<u8>, String);
+/// One collection's accesses, by index name.
+type ByIndexName = HashMap<String, Accesses>;
 
-/// Accesses by index.
-static ACCESSES: LazyLock<Mutex<HashMap<IndexKey, Accesses>>> =
+/// Accesses by collection UUID (a dropped and recreated collection starts afresh, a renamed
+/// one keeps its counts), then by index name: two levels, so that counting an access to an
+/// index already seen (every `_id` lookup) looks both up by reference, allocating nothing.
+static ACCESSES: LazyLock<Mutex<HashMap<Vec<u8>, ByIndexName>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-fn collection_key(record: &CollectionRecord) -> Vec<u8> {
-    record.uuid.clone()
+fn collection_key(record: &CollectionRecord) -> &[u8] {
+    &record.uuid
 }
 
 /// Counts one access to each index `plan` reads.
@@ -45,25 +46,37 @@ pub fn record(info: &CollectionInfo, plan: &ReadPlan) {
     if names.is_empty() {
         return;
     }
-    let collection = collection_key(&info.record);
     let Ok(mut accesses) = ACCESSES.lock() else {
         return;
     };
+    let uuid = collection_key(&info.record);
+    if !accesses.contains_key(uuid) {
+        accesses.insert(uuid.to_vec(), ByIndexName::new());
+    }
+    let Some(by_name) = accesses.get_mut(uuid) else {
+        return;
+    };
     for name in names {
-        accesses.entry((collection.clone(), name)).or_default().ops += 1;
+        match by_name.get_mut(&name) {
+            Some(counted) => counted.ops += 1,
+            None => by_name.entry(name).or_default().ops += 1,
+        }
     }
 }
 
 /// An index of `collection` was built now: its count starts again at zero.
 pub fn built(collection: &CollectionRecord, index: &str) {
     if let Ok(mut accesses) = ACCESSES.lock() {
-        accesses.insert(
-            (collection_key(collection), index.to_string()),
-            Accesses {
-                ops: 0,
-                since: Some(SystemTime::now()),
-            },
-        );
+        accesses
+            .entry(collection_key(collection).to_vec())
+            .or_default()
+            .insert(
+                index.to_string(),
+                Accesses {
+                    ops: 0,
+                    since: Some(SystemTime::now()),
+                },
+            );
     }
 }
 
@@ -74,7 +87,8 @@ pub fn accesses(info: &CollectionInfo, index: &str) -> Accesses {
         .ok()
         .and_then(|accesses| {
             accesses
-                .get(&(collection_key(&info.record), index.to_string()))
+                .get(collection_key(&info.record))
+                .and_then(|by_name| by_name.get(index))
                 .copied()
         })
         .unwrap_or_default()
