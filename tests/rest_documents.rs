@@ -425,3 +425,73 @@ async fn health_probes_answer_without_credentials() {
         .await
         .expect_error(405);
 }
+
+/// A REST listing sorted on a field no index serves sorts in memory under the same limit
+/// as the wire's commands: past `--blocking-stage-memory-limit-bytes` it writes sorted runs
+/// under `--temp-dir` (REST has no `allowDiskUse`; it may always spill, as MongoDB's
+/// `allowDiskUseByDefault`) instead of holding the whole collection, and the page is the
+/// same. The files are gone once the page is answered.
+#[tokio::test]
+async fn a_sorted_listing_past_the_memory_limit_spills_and_keeps_its_order() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let temp_dir = temp.path().to_str().expect("utf-8 temp dir");
+    let server = TestServer::start_with_args(&[
+        "--blocking-stage-memory-limit-bytes",
+        "64000",
+        "--temp-dir",
+        temp_dir,
+    ]);
+    let rest = rest(&server);
+    let pad = "x".repeat(1000);
+    let documents: Vec<Value> = (0..600)
+        .map(|i| json!({"_id": i, "n": (i * 7919) % 97, "pad": pad}))
+        .collect();
+    rest.post(
+        &format!("{SODA}/big?action=insert"),
+        &Value::Array(documents),
+    )
+    .await
+    .expect(200);
+    let client = server.client().await;
+    let spilled_sorts = || async {
+        let status = client
+            .database("admin")
+            .run_command(doc! {"serverStatus": 1})
+            .await
+            .expect("serverStatus");
+        status
+            .get_document("metrics")
+            .and_then(|m| m.get_document("query"))
+            .and_then(|q| q.get_document("sort"))
+            .and_then(|s| s.get_i64("spillToDisk"))
+            .expect("metrics.query.sort.spillToDisk")
+    };
+    let before = spilled_sorts().await;
+
+    let page = rest
+        .get(&format!(
+            "{SODA}/big?sort={}&offset=580&limit=20",
+            encode(r#"{"n":-1,"_id":1}"#)
+        ))
+        .await
+        .expect(200);
+    let got: Vec<i64> = page["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| item["_id"].as_i64().expect("_id"))
+        .collect();
+    let mut expected: Vec<(i64, i64)> = (0..600).map(|i| ((i * 7919) % 97, i)).collect();
+    expected.sort_by_key(|&(n, id)| (-n, id));
+    let expected: Vec<i64> = expected[580..].iter().map(|&(_, id)| id).collect();
+    assert_eq!(got, expected);
+    assert!(
+        spilled_sorts().await > before,
+        "600 KB sorted under 64 KB spills"
+    );
+    let left: Vec<_> = std::fs::read_dir(temp.path())
+        .expect("read temp dir")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "spill files left behind: {left:?}");
+}

@@ -488,6 +488,7 @@ fn resolve_limits(args: LimitArgs, file: FileLimits) -> Result<Limits, ConfigErr
             .rest_max_json_depth
             .or(file.rest_max_json_depth)
             .unwrap_or(rest_defaults.max_json_depth),
+        blocking_memory: mongo.blocking_memory(None),
     };
     let shutdown_grace = duration(args.shutdown_grace, file.shutdown_grace, "shutdown_grace")?
         .unwrap_or(DEFAULT_SHUTDOWN_GRACE);

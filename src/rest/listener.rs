@@ -2,7 +2,8 @@
 //! in the kernel's accept queue), each served by hyper's HTTP/1.1 with a limit on how long
 //! a request head may take and a keep-alive connection may stay idle
 //! (`--rest-idle-timeout`), and every request run under its time limit
-//! (`--rest-request-timeout`) as the interrupt of the evaluation it starts, listed as a
+//! (`--rest-request-timeout`) and the blocking-stage memory limit (spilling past it, as a
+//! command without `allowDiskUse: false`) as the interrupt of the evaluation it starts, listed as a
 //! running operation with its request id (`running`) and stopped by `killOp`. On shutdown
 //! the loop stops accepting and connections finish the request they are serving.
 //!
@@ -98,14 +99,17 @@ async fn serve_connection(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let request_timeout = limits.request_timeout;
+    let blocking_memory = limits.blocking_memory;
     let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
         let mut app = app.clone();
         let state = state.clone();
+        let blocking_memory = blocking_memory.clone();
         async move {
             let started = Instant::now();
             let method = request.method().clone();
             let interrupt = Interrupt::new(request_timeout.map(|limit| Instant::now() + limit));
+            interrupt.limit_blocking_memory(blocking_memory);
             // Listed by `currentOp` (and killed by `killOp`) while it runs; its log lines
             // carry its request id.
             let operation = super::running::begin(&state, &request, peer, &interrupt);

@@ -53,6 +53,10 @@ pub struct RestLimits {
     pub max_body_bytes: usize,
     /// Deepest nesting of objects and arrays in a JSON body (400 beyond).
     pub max_json_depth: usize,
+    /// What a blocking sort or `$group` of one request may hold before it spills to
+    /// temporary files: the wire's limit and `--temp-dir` (REST has no `allowDiskUse`, so it
+    /// always may spill, as MongoDB's `allowDiskUseByDefault`).
+    pub blocking_memory: crate::interrupt::BlockingMemory,
 }
 
 impl RestLimits {
@@ -70,6 +74,7 @@ impl Default for RestLimits {
             request_timeout: Some(Duration::from_secs(60)),
             max_body_bytes: RestLimits::DEFAULT_MAX_BODY_BYTES,
             max_json_depth: RestLimits::DEFAULT_MAX_JSON_DEPTH,
+            blocking_memory: crate::mongo::settings::MongoLimits::default().blocking_memory(None),
         }
     }
 }
