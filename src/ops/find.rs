@@ -76,15 +76,30 @@ pub async fn page(
         }
         let mut plan = plan;
         // The page and one more (whether more follow): the sort keeps only those.
-        plan.limit = Some(u64::try_from(size).unwrap_or(u64::MAX).saturating_add(1));
-        let mut documents = whole_result(
-            scope,
-            info,
-            &plan,
-            projection.as_ref(),
-            positional_filter.as_ref(),
-        )
-        .await?;
+        let wanted = size.saturating_add(1);
+        plan.limit = Some(u64::try_from(wanted).unwrap_or(u64::MAX));
+        let mut documents = if super::sorted_read::spills(&plan, scope) {
+            let shape = super::sorted_read::SortedShape::Find {
+                projection,
+                positional_filter,
+            };
+            let whole_page = BatchLimit {
+                documents: wanted,
+                bytes: usize::MAX,
+            };
+            // The rest of the result (and any temporary file) goes when it is dropped here.
+            let sorted = super::sorted_read::open(scope, info, plan, shape, whole_page);
+            Box::pin(sorted).await?.0
+        } else {
+            whole_result(
+                scope,
+                info,
+                &plan,
+                projection.as_ref(),
+                positional_filter.as_ref(),
+            )
+            .await?
+        };
         let has_more = documents.len() > size;
         documents.truncate(size);
         return Ok(FoundPage {

@@ -1,17 +1,16 @@
-//! Reads sorted in Rust that may spill: a `find` — or an aggregate's leading `$match` +
-//! `$sort` followed by stages that look at one document at a time — whose sort no index
-//! serves, in a command that lets blocking stages spill (`allowDiskUse` true or absent).
-//! The matching documents stream in chunks from a [`ReadCursor`] (natural order, residual
-//! filter applied) into an [`ExternalSort`], which holds at most the command's limit and
-//! writes sorted runs to temporary files past it; the cursor then hands out the k-way merge
-//! batch by batch ([`SortedResult`]), projecting each document (a find) or sending it
-//! through the stages after the sort (an aggregate) as it goes. Neither the collection nor
-//! the sorted result is ever held whole; the temporary files go when the cursor does
-//! (exhausted, killed, timed out, its session ended) or the command fails.
+//! Reads sorted in Rust, never held whole: a `find` (or a REST page) — or an aggregate's
+//! leading `$match` + `$sort` followed by stages that look at one document at a time —
+//! whose sort no index serves. The matching documents stream in chunks from a
+//! [`ReadCursor`] (natural order, residual filter applied) into an [`ExternalSort`], which
+//! holds at most the command's limit and writes sorted runs to temporary files past it (or
+//! answers 292 when the command said `allowDiskUse: false`); with a limit it is a top-k sort
+//! that keeps only skip + limit documents. The cursor then hands out the k-way merge batch
+//! by batch ([`SortedResult`]), projecting each document (a find) or sending it through the
+//! stages after the sort (an aggregate) as it goes. The temporary files go when the cursor
+//! does (exhausted, killed, timed out, its session ended) or the command fails.
 //!
-//! Not taken (the result is computed whole as before): a sort with a limit (a top-k sort
-//! holds only skip + limit documents), a `$text` score, a snapshot read in a transaction,
-//! or a command that refused disk use (its sort answers 292 past the limit).
+//! Not taken (the result is computed whole as before): a `$text` score, or a snapshot read
+//! outside a transaction.
 //!
 //! Not for: the merge sort and its files (`query::spill`) or cursors (`cursors`).
 
@@ -48,16 +47,10 @@ pub enum SortedShape {
     },
 }
 
-/// Whether `plan` is sorted through [`open`]: its sort is done in Rust without a limit, it
-/// needs no text score, the scope does not read a snapshot, and the command lets blocking
-/// stages spill.
+/// Whether `plan` is sorted through [`open`]: its sort is done in Rust, it needs no text
+/// score, and the scope does not read a snapshot.
 pub fn spills(plan: &ReadPlan, scope: &OpScope<'_>) -> bool {
-    let may_spill = crate::compute::current_interrupt()
-        .blocking_memory()
-        .is_some_and(|memory| memory.spill_dir.is_some());
-    may_spill
-        && plan.sort.as_ref().is_some_and(|sort| !sort.keys.is_empty())
-        && plan.limit.is_none()
+    plan.sort.as_ref().is_some_and(|sort| !sort.keys.is_empty())
         && !plan.text_score
         && !scope.reads_whole()
 }
@@ -74,6 +67,7 @@ pub async fn open(
 ) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
     let collation = plan.collation.clone();
     let skip = plan.skip;
+    let plan_limit = plan.limit;
     let Some(spec) = plan.sort.clone() else {
         return Err(OpError::BadValue("a sorted read without a sort".into()));
     };
@@ -90,6 +84,11 @@ pub async fn open(
             (memory.bytes, memory.spill_dir)
         });
     let mut sort = ExternalSort::new(spec, collation.clone(), limit, spill_dir);
+    if let Some(limit) = plan_limit {
+        // A top-k sort: only skip + limit documents are ever wanted.
+        let wanted = skip.saturating_add(limit);
+        sort = sort.keeping(usize::try_from(wanted).unwrap_or(usize::MAX));
+    }
     let chunk = BatchLimit {
         documents: INPUT_CHUNK,
         bytes: super::cursors::MAX_BATCH_BYTES,

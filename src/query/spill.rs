@@ -82,6 +82,9 @@ pub struct ExternalSort {
     runs: Vec<Run>,
     /// Counted as a spilled `$group` rather than a spilled sort.
     for_group: bool,
+    /// A top-k sort (a sort with a limit): only the first this many sorted documents are
+    /// wanted, so what is held — and each run — is cut to them.
+    keep: Option<usize>,
 }
 
 impl ExternalSort {
@@ -102,7 +105,18 @@ impl ExternalSort {
             held: 0,
             runs: Vec::new(),
             for_group: false,
+            keep: None,
         }
+    }
+
+    /// Makes this a top-k sort: only the first `count` sorted documents are wanted (a
+    /// sort followed by a limit, `count` being skip plus limit). What it holds is cut to
+    /// them whenever it holds twice as many or reaches its limit, so it holds about `count`
+    /// documents, and past its limit only when those alone are past it (as MongoDB's top-k
+    /// sort). Its output is those documents at most.
+    pub fn keeping(mut self, count: usize) -> ExternalSort {
+        self.keep = Some(count);
+        self
     }
 
     /// Counts this sort's spill as a `$group`'s (whose later documents it sorts by key).
@@ -127,13 +141,14 @@ impl ExternalSort {
 
     /// Adds a document (its BSON bytes) with its sort key ([`SortSpec::keys_of`]).
     pub fn push(&mut self, key: Vec<Bson>, document: Vec<u8>) -> Result<(), QueryError> {
-        self.held = self.held.saturating_add(document.len()).saturating_add(
-            key.iter()
-                .map(crate::query::memory::value_size)
-                .sum::<usize>()
-                + 16,
-        );
-        self.buffer.push((key, document));
+        let item = (key, document);
+        self.held = self.held.saturating_add(held_bytes(&item));
+        self.buffer.push(item);
+        if let Some(keep) = self.keep {
+            if self.held > self.limit || self.buffer.len() >= keep.saturating_mul(2).max(64) {
+                self.cut_to(keep);
+            }
+        }
         if self.held > self.limit {
             match self.dir.clone() {
                 None => return Err(Interruption::SortMemoryLimit.into()),
@@ -171,6 +186,15 @@ impl ExternalSort {
         Ok(())
     }
 
+    /// Sorts what is held and keeps its first `keep` documents.
+    fn cut_to(&mut self, keep: usize) {
+        let mut items = std::mem::take(&mut self.buffer);
+        self.sort(&mut items);
+        items.truncate(keep);
+        self.held = items.iter().map(held_bytes).sum();
+        self.buffer = items;
+    }
+
     /// Sorts items stably by key under the sort's collation.
     fn sort(&self, items: &mut [Keyed]) {
         let spec = &self.spec;
@@ -204,8 +228,19 @@ impl ExternalSort {
             spec: self.spec,
             collation: self.collation,
             source,
+            remaining: self.keep,
         })
     }
+}
+
+/// What an item counts against the limit: its document, its key and a little more.
+fn held_bytes((key, document): &Keyed) -> usize {
+    document.len()
+        + key
+            .iter()
+            .map(crate::query::memory::value_size)
+            .sum::<usize>()
+        + 16
 }
 
 /// The output of an [`ExternalSort`], read in order.
@@ -213,6 +248,8 @@ pub struct SortedOutput {
     spec: SortSpec,
     collation: Collation,
     source: Source,
+    /// Documents still to hand out (a top-k sort's count), None: all of them.
+    remaining: Option<usize>,
 }
 
 enum Source {
@@ -237,6 +274,12 @@ impl SortedOutput {
 
     /// The next document's sort key and BSON bytes, None at the end.
     pub fn next_keyed(&mut self) -> Result<Option<Keyed>, QueryError> {
+        if let Some(remaining) = &mut self.remaining {
+            if *remaining == 0 {
+                return Ok(None);
+            }
+            *remaining -= 1;
+        }
         match &mut self.source {
             Source::Memory(items) => Ok(items.next()),
             Source::Merge { readers, heads } => {
@@ -507,6 +550,53 @@ mod tests {
             }
         }
         assert_eq!(spilled_files(dir.path()), 0, "runs are deleted once read");
+    }
+
+    #[test]
+    fn a_top_k_sort_answers_the_first_k_and_holds_about_k() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SortSpec::parse(&doc! {"a": -1, "b": 1}).unwrap();
+        let mut expected = documents();
+        spec.sort(&mut expected);
+        // In memory (with and without a limit the k documents fit), through runs (each cut
+        // to k), and with k past the input.
+        for (limit, keep, spills) in [
+            (usize::MAX, 7, false),
+            (1_500, 7, false),
+            (1_500, 100, true),
+            (usize::MAX, 900, false),
+        ] {
+            let mut sort = ExternalSort::new(
+                spec.clone(),
+                Collation::simple(),
+                limit,
+                Some(Arc::from(dir.path())),
+            )
+            .keeping(keep);
+            for document in documents() {
+                sort.push_document(&document).unwrap();
+                assert!(sort.buffer.len() < keep.saturating_mul(2).max(64));
+            }
+            let output = sort.finish().unwrap();
+            assert_eq!(output.used_disk(), spills, "limit {limit} keep {keep}");
+            let got = output.into_documents().unwrap();
+            assert_eq!(
+                got,
+                expected[..keep.min(expected.len())],
+                "limit {limit} keep {keep}"
+            );
+        }
+        // Without a directory only the kept documents count against the limit: 292 when
+        // they alone are past it.
+        for (keep, refused) in [(7, false), (100, true)] {
+            let mut sort =
+                ExternalSort::new(spec.clone(), Collation::simple(), 1_500, None).keeping(keep);
+            let error = documents()
+                .iter()
+                .find_map(|document| sort.push_document(document).err());
+            assert_eq!(error.map(|e| e.code), refused.then_some(292), "keep {keep}");
+        }
+        assert_eq!(spilled_files(dir.path()), 0);
     }
 
     #[test]

@@ -129,6 +129,29 @@ def test_projection_skip_and_filters_apply_to_the_spilled_sort(big):
     assert all(set(d) == {"_id", "n", "g"} for d in got)
 
 
+def test_a_top_k_sort_streams_and_spills_only_what_it_keeps(big, spill_dir):
+    expected = expected_order(all_docs(big))
+    sorts_before, _ = spill_metrics(big)
+    # Ten documents kept: they fit the limit, nothing is written, the order is MongoDB's.
+    few = list(big.find({}, sort=SORT, skip=3, limit=10))
+    assert [d["_id"] for d in few] == expected[3:13]
+    assert spill_metrics(big)[0] == sorts_before
+    # 300 KB kept under a 64 KB limit: sorted runs of at most skip + limit documents each.
+    many = big.find({}, sort=SORT, skip=13, limit=300, batch_size=40)
+    first = next(many)
+    assert spill_files(spill_dir)
+    got = [first["_id"]] + [d["_id"] for d in many]
+    assert got == expected[13:313]
+    assert spill_files(spill_dir) == []
+    assert spill_metrics(big)[0] == sorts_before + 1
+    with pytest.raises(OperationFailure) as failure:
+        list(big.find({}, sort=SORT, limit=300, allow_disk_use=False))
+    assert failure.value.code == 292
+    # The same through an aggregate's leading $sort + $limit.
+    pipeline = [{"$sort": {"n": 1, "_id": -1}}, {"$skip": 13}, {"$limit": 300}, {"$project": {"pad": 0}}]
+    assert [d["_id"] for d in big.aggregate(pipeline)] == expected[13:313]
+
+
 def test_disk_use_refused_still_answers_292(big):
     with pytest.raises(OperationFailure) as failure:
         list(big.find({}, sort=SORT, allow_disk_use=False))
