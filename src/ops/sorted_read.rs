@@ -9,15 +9,16 @@
 //! stages after the sort (an aggregate) as it goes. The temporary files go when the cursor
 //! does (exhausted, killed, timed out, its session ended) or the command fails.
 //!
-//! Not taken (the result is computed whole as before): a `$text` score, or a snapshot read
-//! outside a transaction.
+//! A `$text` read sorted or projected by its score gives each match its score as it is fed
+//! and removes it as it is shaped. Not taken (the result is computed whole as before): a
+//! snapshot read outside a transaction.
 //!
 //! Not for: the merge sort and its files (`query::spill`) or cursors (`cursors`).
 
 use std::sync::Arc;
 
 use bson::raw::RawDocumentBuf;
-use bson::{Bson, Document};
+use bson::Bson;
 
 use super::cursors::ResultSource;
 use super::find::encode_documents;
@@ -28,6 +29,7 @@ use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::planner::ReadPlan;
 use crate::query::spill::{ExternalSort, SortedOutput};
+use crate::query::text::{TextSearch, TEXT_SCORE_FIELD};
 use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
 
 /// Rows read from the store per round trip while the sort is fed.
@@ -47,12 +49,10 @@ pub enum SortedShape {
     },
 }
 
-/// Whether `plan` is sorted through [`open`]: its sort is done in Rust, it needs no text
-/// score, and the scope does not read a snapshot.
+/// Whether `plan` is sorted through [`open`]: its sort is done in Rust and the scope does
+/// not read a snapshot.
 pub fn spills(plan: &ReadPlan, scope: &OpScope<'_>) -> bool {
-    plan.sort.as_ref().is_some_and(|sort| !sort.keys.is_empty())
-        && !plan.text_score
-        && !scope.reads_whole()
+    plan.sort.as_ref().is_some_and(|sort| !sort.keys.is_empty()) && !scope.reads_whole()
 }
 
 /// Reads every document `plan` selects into an external sort and answers the first batch
@@ -77,6 +77,16 @@ pub async fn open(
         limit: None,
         ..plan
     };
+    // A sort or projection by `{$meta: "textScore"}`: each match carries its score while it
+    // is sorted and shaped (removed before it leaves).
+    let scored: Option<Arc<TextSearch>> = match unsorted.text_score {
+        true => unsorted
+            .residual
+            .as_ref()
+            .and_then(Filter::text_search)
+            .map(|search| Arc::new(search.clone())),
+        false => None,
+    };
     let mut input = ReadCursor::new(info, unsorted, None, None);
     let (limit, spill_dir) = crate::compute::current_interrupt()
         .blocking_memory()
@@ -96,13 +106,23 @@ pub async fn open(
     while !input.is_exhausted() {
         let rows = input.next_batch(scope, chunk).await?;
         let sort_collation = collation.clone();
+        let scored = scored.clone();
         sort = crate::compute::run(move || {
             sort_collation.install(|| {
                 for row in rows {
                     crate::interrupt::check()?;
-                    // Only the sorted fields are decoded.
-                    let key = super::read::raw_sort_key(&row, sort.spec())?;
-                    sort.push(key, row.into_bytes())?;
+                    match &scored {
+                        None => {
+                            // Only the sorted fields are decoded.
+                            let key = super::read::raw_sort_key(&row, sort.spec())?;
+                            sort.push(key, row.into_bytes())?;
+                        }
+                        Some(search) => {
+                            let mut document = decode_document(row.as_bytes())?;
+                            document.insert(TEXT_SCORE_FIELD, search.score(&document));
+                            sort.push_document(&document)?;
+                        }
+                    }
                 }
                 Ok::<_, OpError>(())
             })?;
@@ -116,6 +136,7 @@ pub async fn open(
         pending: None,
         skip,
         shape: Arc::new(shape),
+        scored: scored.is_some(),
         collation,
         exhausted: false,
     };
@@ -133,6 +154,8 @@ pub struct SortedResult {
     /// Sorted documents still to skip.
     skip: u64,
     shape: Arc<SortedShape>,
+    /// The documents carry their text score (to remove as they are shaped).
+    scored: bool,
     collation: Collation,
     exhausted: bool,
 }
@@ -159,6 +182,7 @@ impl SortedResult {
             pending: self.pending.take(),
             skip: self.skip,
             shape: Arc::clone(&self.shape),
+            scored: self.scored,
             collation: self.collation.clone(),
         };
         let (state, batch, more) = crate::compute::run(move || {
@@ -183,6 +207,7 @@ struct BatchState {
     pending: Option<Vec<u8>>,
     skip: u64,
     shape: Arc<SortedShape>,
+    scored: bool,
     collation: Collation,
 }
 
@@ -221,27 +246,35 @@ impl BatchState {
 
     /// A sorted document as the client gets it.
     fn shaped(&self, bytes: Vec<u8>) -> Result<Vec<RawDocumentBuf>, OpError> {
-        match &*self.shape {
+        let mut shaped = match &*self.shape {
             SortedShape::Find {
                 projection: None, ..
-            } => Ok(vec![RawDocumentBuf::from_bytes(bytes)
-                .map_err(|error| OpError::BadValue(error.to_string()))?]),
+            } if !self.scored => {
+                return Ok(vec![RawDocumentBuf::from_bytes(bytes)
+                    .map_err(|error| OpError::BadValue(error.to_string()))?]);
+            }
             SortedShape::Find {
-                projection: Some(projection),
+                projection,
                 positional_filter,
             } => {
                 let document = decode_document(&bytes)?;
-                let projected: Document = match positional_filter {
-                    Some(filter) => projection.apply_with_query(&document, filter)?,
-                    None => projection.apply(&document)?,
-                };
-                encode_documents(&[projected])
+                vec![match (projection, positional_filter) {
+                    (None, _) => document,
+                    (Some(projection), Some(filter)) => {
+                        projection.apply_with_query(&document, filter)?
+                    }
+                    (Some(projection), None) => projection.apply(&document)?,
+                }]
             }
             SortedShape::Stages { pipeline, foreign } => {
                 let document = decode_document(&bytes)?;
-                encode_documents(&pipeline.run_with(vec![document], foreign)?)
+                pipeline.run_with(vec![document], foreign)?
             }
+        };
+        if self.scored {
+            shaped.iter_mut().for_each(super::read::strip_text_score);
         }
+        encode_documents(&shaped)
     }
 }
 

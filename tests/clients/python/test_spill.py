@@ -439,3 +439,38 @@ def test_a_cursor_that_times_out_takes_its_files_with_it(tmp_path):
         client.close()
     finally:
         srv.stop()
+
+
+def test_a_text_score_sort_past_the_limit_spills(spilling_server, spill_dir):
+    client = spilling_server.client()
+    coll = client["spill_text"]["notes"]
+    coll.insert_many(
+        [
+            {"_id": i, "body": " ".join(["apple"] * (1 + i % 7) + ["pear"] * (i % 3)), "pad": "x" * 1000}
+            for i in range(300)
+        ]
+    )
+    coll.create_index([("body", "text")])
+    search = {"$text": {"$search": "apple"}}
+    score = {"$meta": "textScore"}
+    scores = {d["_id"]: d["score"] for d in coll.find(search, {"score": score})}
+    assert len(scores) == 300
+    expected = sorted(scores, key=lambda i: (-scores[i], i))
+    sorts_before, _ = spill_metrics(coll)
+    cursor = coll.find(search, {"score": score, "pad": 0}, sort=[("score", score), ("_id", 1)], batch_size=20)
+    first = next(cursor)
+    # 300 KB sorted by score under a 64 KB limit.
+    assert spill_files(spill_dir)
+    got = [first] + list(cursor)
+    assert [d["_id"] for d in got] == expected
+    assert all(set(d) == {"_id", "body", "score"} and d["score"] == scores[d["_id"]] for d in got)
+    assert spill_files(spill_dir) == []
+    assert spill_metrics(coll)[0] == sorts_before + 1
+    # Sorted by score without projecting it: the score is not handed out.
+    unprojected = list(coll.find(search, sort=[("score", score), ("_id", 1)], limit=250))
+    assert [d["_id"] for d in unprojected] == expected[:250]
+    assert all(set(d) == {"_id", "body", "pad"} for d in unprojected)
+    pipeline = [{"$match": search}, {"$sort": {"score": score, "_id": 1}}, {"$project": {"s": score}}]
+    assert [(d["_id"], d["s"]) for d in coll.aggregate(pipeline)] == [(i, scores[i]) for i in expected]
+    client.drop_database("spill_text")
+    client.close()
