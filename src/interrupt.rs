@@ -222,6 +222,12 @@ impl Interrupt {
         *self.shared.now.get_or_init(bson::DateTime::now)
     }
 
+    /// Gives a `getMore` the `$$NOW` of the command that opened its cursor (MongoDB fixes
+    /// it once per cursor); a time read already stays.
+    pub fn set_now(&self, now: bson::DateTime) {
+        let _ = self.shared.now.set(now);
+    }
+
     /// Gives the command its `$$CLUSTER_TIME` (on a replica set); a time set already stays.
     pub fn set_cluster_time(&self, time: bson::Timestamp) {
         let _ = self.shared.cluster_time.set(time);

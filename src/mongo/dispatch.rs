@@ -130,7 +130,8 @@ async fn run_registered(
         return reply.into();
     }
     let refused = super::stable_api::check(spec, request);
-    if server.is_replica_set() {
+    // A getMore keeps the `$$CLUSTER_TIME` of its cursor's command (`ops::cursors`).
+    if server.is_replica_set() && !matches!(spec.command, Command::GetMore) {
         interrupt.set_cluster_time(server.state.cluster_time.now());
     }
     let limit = match spec.command {

@@ -181,6 +181,9 @@ struct Cursor {
     /// What is left of the opening command's `maxTimeMS`: a cursor's time limit covers
     /// the processing of all its batches (idle time does not count).
     time_left: Option<Duration>,
+    /// The opening command's `$$NOW` and `$$CLUSTER_TIME`: every batch evaluates with them.
+    now: bson::DateTime,
+    cluster_time: Option<bson::Timestamp>,
 }
 
 /// Every open cursor of the process, with MongoDB's cursor metrics.
@@ -319,10 +322,11 @@ impl CursorRegistry {
         let id = self.new_id();
         // The opening command's time limit covers every batch, except an `awaitData`
         // cursor's: each `getMore` of it has its own wait (`maxTimeMS` on the getMore).
+        let interrupt = crate::compute::current_interrupt();
         let time_left = if rest.awaits_data() {
             None
         } else {
-            crate::compute::current_interrupt()
+            interrupt
                 .deadline()
                 .map(|deadline| deadline.saturating_duration_since(Instant::now()))
         };
@@ -336,6 +340,8 @@ impl CursorRegistry {
                 no_timeout: options.no_timeout,
                 got_more: false,
                 time_left,
+                now: interrupt.now(),
+                cluster_time: interrupt.cluster_time(),
             },
         );
         self.total_opened.fetch_add(1, Ordering::Relaxed);
@@ -441,6 +447,11 @@ impl CursorRegistry {
             .source
             .take()
             .ok_or_else(|| OpError::CursorInUse(format!("cursor id {id} is already in use")))?;
+        let interrupt = crate::compute::current_interrupt();
+        interrupt.set_now(cursor.now);
+        if let Some(time) = cursor.cluster_time {
+            interrupt.set_cluster_time(time);
+        }
         Ok(CheckedOut {
             registry: self,
             id,

@@ -49,3 +49,18 @@ def test_now_is_one_value_per_update_and_find(coll):
     assert coll.count_documents({"$expr": {"$lte": ["$touched", "$$NOW"]}}) == 2000
     assert coll.count_documents({"$expr": {"$gt": ["$touched", "$$NOW"]}}) == 0
     assert isinstance(touched, datetime.datetime)
+
+
+def test_a_cursor_keeps_its_commands_now_in_every_batch(coll):
+    # The stages after a sort run as each batch is handed out, in the getMore that asks for
+    # it: those still see the $$NOW (and $$CLUSTER_TIME) of the aggregate that opened the
+    # cursor, as MongoDB's cursor keeps its command's variables.
+    coll.insert_many([{"_id": i, "s": f"{i:05d}"} for i in range(300)])
+    pipeline = [{"$sort": {"s": -1}}, {"$addFields": {"now": "$$NOW", "clock": "$$CLUSTER_TIME"}}]
+    cursor = coll.aggregate(pipeline, batchSize=10)
+    first = next(cursor)
+    time.sleep(0.05)
+    rest = list(cursor)
+    assert len(rest) == 299
+    assert {d["now"] for d in rest} == {first["now"]}
+    assert {d["clock"] for d in rest} == {first["clock"]}
