@@ -35,6 +35,21 @@ use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
 /// Rows read from the store per round trip while the sort is fed.
 const INPUT_CHUNK: usize = 10_000;
 
+/// Sorts of at most this many documents run inline on the async thread: below this a trip
+/// to the compute pool costs more than the work.
+const INLINE_ROWS: usize = 256;
+
+/// Runs `work` inline when it is `small`, else on the compute pool (`crate::compute`).
+async fn evaluate<T: Send + 'static>(
+    small: bool,
+    work: impl FnOnce() -> Result<T, OpError> + Send + 'static,
+) -> Result<T, OpError> {
+    match small {
+        true => crate::compute::run_inline(work),
+        false => crate::compute::run(work).await,
+    }
+}
+
 /// What each sorted document becomes before it reaches the client.
 pub enum SortedShape {
     /// A find's projection (with the whole filter for a positional one).
@@ -103,11 +118,13 @@ pub async fn open(
         documents: INPUT_CHUNK,
         bytes: super::cursors::MAX_BATCH_BYTES,
     };
+    let mut fed = 0usize;
     while !input.is_exhausted() {
         let rows = input.next_batch(scope, chunk).await?;
+        fed = fed.saturating_add(rows.len());
         let sort_collation = collation.clone();
         let scored = scored.clone();
-        sort = crate::compute::run(move || {
+        sort = evaluate(rows.len() <= INLINE_ROWS, move || {
             sort_collation.install(|| {
                 for row in rows {
                     crate::interrupt::check()?;
@@ -130,8 +147,10 @@ pub async fn open(
         })
         .await?;
     }
-    let output = crate::compute::run(move || Ok::<_, OpError>(sort.finish()?)).await?;
+    let small = fed <= INLINE_ROWS;
+    let output = evaluate(small, move || Ok::<_, OpError>(sort.finish()?)).await?;
     let mut result = SortedResult {
+        small: small && !output.used_disk(),
         output: Some(output),
         pending: None,
         skip,
@@ -156,6 +175,8 @@ pub struct SortedResult {
     shape: Arc<SortedShape>,
     /// The documents carry their text score (to remove as they are shaped).
     scored: bool,
+    /// Few documents, sorted in memory: batches are filled inline.
+    small: bool,
     collation: Collation,
     exhausted: bool,
 }
@@ -185,7 +206,7 @@ impl SortedResult {
             scored: self.scored,
             collation: self.collation.clone(),
         };
-        let (state, batch, more) = crate::compute::run(move || {
+        let (state, batch, more) = evaluate(self.small, move || {
             let (batch, more) = state.fill(limit)?;
             Ok::<_, OpError>((state, batch, more))
         })
