@@ -465,17 +465,33 @@ impl Catalog {
         Ok(entry.records.clone())
     }
 
-    /// The metadata records of `kind` in `db` (or in every database) read from the database
-    /// now, and cached: for a caller that must not act on a cached answer, such as "no users
-    /// exist", which another instance may have just made false.
+    /// The metadata records of `kind` in `db` (or in every database) as the database has them
+    /// now: for a caller that must not act on a cached answer, such as "no users exist",
+    /// which another instance may have just made false. The catalog version is read (one
+    /// statement); the cached records stand when it has not moved since they were read (every
+    /// metadata write moves it, on any instance), else they are read again and cached.
     pub async fn fresh_meta_records(
         &self,
         kind: &str,
         db: Option<&str>,
     ) -> Result<Arc<Vec<MetaRecord>>, StoreError> {
-        let entry = Arc::new(self.read_meta(kind, db).await?);
+        let key: MetaKey = (kind.to_owned(), db.map(str::to_owned));
+        let mut session = self.store.session().await?;
+        let version = session.catalog_version().await?;
         if let Some(meta_cache) = &self.meta_cache {
-            let key: MetaKey = (kind.to_owned(), db.map(str::to_owned));
+            if let Some(entry) = meta_cache.get(&key).await {
+                if entry.version == version {
+                    count(&self.counters.record_hits);
+                    return Ok(entry.records.clone());
+                }
+            }
+        }
+        count(&self.counters.record_misses);
+        let entry = Arc::new(MetaEntry {
+            version,
+            records: Arc::new(session.list_meta(kind, db).await?),
+        });
+        if let Some(meta_cache) = &self.meta_cache {
             meta_cache.insert(key, entry.clone()).await;
         }
         Ok(entry.records.clone())
