@@ -6,10 +6,12 @@
 //! or whole by a pipeline stage. Ties keep their input order (a run's items precede the
 //! next run's), so the result is the stable sort an in-memory sort gives.
 //!
-//! Files are named `docgate-spill-*` in the command's spill directory (`--temp-dir`) and
-//! are deleted when the sort or its output is dropped: exhausted, killed, timed out, failed
-//! or interrupted. A command that refused disk use (`allowDiskUse: false`) answers 292 past
-//! the limit instead; a command without a limit (REST, internal reads) sorts in memory.
+//! Runs are files in the command's spill directory (`--temp-dir`) that have no name: each is
+//! unlinked as it is created, so the directory never shows them and their space goes back
+//! when the sort or its output is dropped (exhausted, killed, timed out, failed or
+//! interrupted) or the process dies, even by `kill -9`. A command that refused disk use
+//! (`allowDiskUse: false`) answers 292 past the limit instead; a command without a limit
+//! (internal reads) sorts in memory.
 //!
 //! Record layout in a run: the key as a BSON document `{k: [..]}`, then the document's
 //! BSON bytes; both carry their own length.
@@ -29,9 +31,6 @@ use crate::interrupt::Interruption;
 use crate::query::error::QueryError;
 use crate::query::sort::SortSpec;
 use crate::query::value::collation::Collation;
-
-/// How the temporary files of blocking stages start their names.
-pub const FILE_PREFIX: &str = "docgate-spill-";
 
 /// The largest record a run may hold (a document in a pipeline may pass 16 MiB; this is
 /// MongoDB's intermediate-document bound with room for the key).
@@ -395,22 +394,21 @@ fn io_error(dir: &Path, error: &std::io::Error) -> QueryError {
     )
 }
 
-/// One sorted run on disk; the file is deleted when this is dropped.
+/// One sorted run on disk, in a file without a name: it is unlinked as it is created
+/// (`O_TMPFILE` where the file system has it), so its space goes back when this is dropped —
+/// or when the process dies, however it dies. Nothing is ever left in the directory.
 struct Run {
-    file: tempfile::NamedTempFile,
+    file: File,
     dir: Arc<Path>,
 }
 
 impl Run {
     fn write(dir: &Path, items: Vec<Keyed>) -> Result<Run, QueryError> {
         let fail = |error: std::io::Error| io_error(dir, &error);
-        let mut file = tempfile::Builder::new()
-            .prefix(FILE_PREFIX)
-            .tempfile_in(dir)
-            .map_err(fail)?;
+        let mut file = tempfile::tempfile_in(dir).map_err(fail)?;
         let mut written = 0u64;
         {
-            let mut out = BufWriter::new(file.as_file_mut());
+            let mut out = BufWriter::new(&mut file);
             for (key, document) in items {
                 let key = bson::doc! {"k": Bson::Array(key)}
                     .to_vec()
@@ -432,8 +430,9 @@ impl Run {
     fn read(mut self) -> Result<RunReader, QueryError> {
         let dir = self.dir.clone();
         let fail = |error: std::io::Error| io_error(&dir, &error);
-        self.file.as_file_mut().rewind().map_err(fail)?;
-        let handle = self.file.reopen().map_err(fail)?;
+        self.file.rewind().map_err(fail)?;
+        // A second handle on the same open file (and offset): the run is read once, in order.
+        let handle = self.file.try_clone().map_err(fail)?;
         Ok(RunReader {
             input: BufReader::new(handle),
             _run: self,
@@ -489,17 +488,19 @@ mod tests {
     use super::*;
     use bson::doc;
 
+    /// The run files this process holds open in `dir` (they have no name: the directory
+    /// itself stays empty, which is checked too).
     fn spilled_files(dir: &Path) -> usize {
-        std::fs::read_dir(dir)
+        assert_eq!(
+            std::fs::read_dir(dir).unwrap().count(),
+            0,
+            "no named file in {dir:?}"
+        );
+        let dir = dir.canonicalize().unwrap();
+        std::fs::read_dir("/proc/self/fd")
             .unwrap()
-            .filter(|entry| {
-                entry
-                    .as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(FILE_PREFIX)
-            })
+            .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+            .filter(|target| target.starts_with(&dir))
             .count()
     }
 

@@ -5,13 +5,15 @@ MongoDB 7.0 lets a blocking sort or `$group` past 100 MB write temporary files b
 QueryExceededMemoryLimitNoDiskUseAllowed. The server here holds 64 KB per stage
 (`--blocking-stage-memory-limit-bytes`) and writes its files under its own `--temp-dir`,
 so a few hundred documents of ~1 KB cross the limit many times and the test can see the
-files come and go: while a cursor over a spilled sort is open they are there; once it is
-exhausted, killed, or its client has gone (pymongo ends its sessions), they are not.
+files come and go (they have no name: the server's open descriptors show them): while a
+cursor over a spilled sort is open they are there; once it is exhausted, killed, or its
+client has gone (pymongo ends its sessions), they are not.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import time
 from decimal import Decimal
 
@@ -43,14 +45,33 @@ def spilling_server(tmp_path_factory, spill_dir):
         fresh_storage=True,
     )
     srv.start()
+    SERVERS[spill_dir] = srv
     try:
         yield srv
     finally:
         srv.stop()
 
 
+# The server whose runs go to each spill directory.
+SERVERS: dict = {}
+
+
 def spill_files(spill_dir):
-    return sorted(p.name for p in spill_dir.iterdir() if p.name.startswith("docgate-spill-"))
+    """The run files docgate holds open in `spill_dir`. They have no name (each is unlinked as
+    it is created, so nothing is ever left behind, even by `kill -9`): the directory itself
+    stays empty, and the runs show as the server process's open file descriptors."""
+    assert [p.name for p in spill_dir.iterdir()] == [], "no named file in the spill directory"
+    pid = SERVERS[spill_dir].proc.pid
+    inside = os.path.realpath(spill_dir) + os.sep
+    found = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith(inside):
+            found.append(target)
+    return sorted(found)
 
 
 def wait_for_no_spill_files(spill_dir, seconds=10.0):
@@ -424,6 +445,7 @@ def test_a_cursor_that_times_out_takes_its_files_with_it(tmp_path):
         fresh_storage=True,
     )
     srv.start()
+    SERVERS[spill] = srv
     try:
         client = srv.client()
         coll = client.spill_timeout.big
@@ -474,3 +496,28 @@ def test_a_text_score_sort_past_the_limit_spills(spilling_server, spill_dir):
     assert [(d["_id"], d["s"]) for d in coll.aggregate(pipeline)] == [(i, scores[i]) for i in expected]
     client.drop_database("spill_text")
     client.close()
+
+
+def test_a_killed_server_leaves_no_files_behind(tmp_path):
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    srv = DocgateServer(
+        tmp_path,
+        extra_args=["--blocking-stage-memory-limit-bytes", str(LIMIT), "--temp-dir", str(spill)],
+        fresh_storage=True,
+    )
+    srv.start()
+    SERVERS[spill] = srv
+    try:
+        client = srv.client()
+        coll = client.spill_crash.big
+        coll.insert_many([{"_id": i, "n": number(i), "pad": "x" * 1000} for i in range(COUNT)])
+        cursor = coll.find({}, sort=SORT, batch_size=10)
+        next(cursor)
+        assert len(spill_files(spill)) > 1
+        srv.proc.kill()  # SIGKILL: no destructor runs
+        srv.proc.wait(timeout=10)
+        assert list(spill.iterdir()) == [], "a crashed server's runs must not outlive it"
+        client.close()
+    finally:
+        srv.stop()
