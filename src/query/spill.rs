@@ -221,7 +221,18 @@ impl ExternalSort {
                 heads.push(reader.next_record()?);
                 readers.push(reader);
             }
-            Source::Merge { readers, heads }
+            let mut heap: Vec<usize> = (0..heads.len()).filter(|&at| heads[at].is_some()).collect();
+            let spec = &self.spec;
+            self.collation.install(|| {
+                for at in (0..heap.len() / 2).rev() {
+                    sift_down(spec, &heads, &mut heap, at);
+                }
+            });
+            Source::Merge {
+                readers,
+                heads,
+                heap,
+            }
         };
         Ok(SortedOutput {
             spec: self.spec,
@@ -253,11 +264,41 @@ pub struct SortedOutput {
 
 enum Source {
     Memory(std::vec::IntoIter<Keyed>),
-    /// One reader per run and the next item of each (None: that run is done).
+    /// One reader per run, the next item of each (None: that run is done), and the runs
+    /// that have one as a binary min-heap by (head key, run): the merge costs O(log runs)
+    /// comparisons per document.
     Merge {
         readers: Vec<RunReader>,
         heads: Vec<Option<Keyed>>,
+        heap: Vec<usize>,
     },
+}
+
+/// Whether run `a`'s head goes before run `b`'s: the smaller key, and on a tie the earlier
+/// run (its items came first in the input).
+fn goes_before(spec: &SortSpec, heads: &[Option<Keyed>], a: usize, b: usize) -> bool {
+    match (&heads[a], &heads[b]) {
+        (Some((x, _)), Some((y, _))) => spec.compare_keys(x, y).then(a.cmp(&b)).is_lt(),
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// Moves the run at `heap[at]` down until neither child goes before it.
+fn sift_down(spec: &SortSpec, heads: &[Option<Keyed>], heap: &mut [usize], mut at: usize) {
+    loop {
+        let mut first = at;
+        for child in [2 * at + 1, 2 * at + 2] {
+            if child < heap.len() && goes_before(spec, heads, heap[child], heap[first]) {
+                first = child;
+            }
+        }
+        if first == at {
+            return;
+        }
+        heap.swap(at, first);
+        at = first;
+    }
 }
 
 impl SortedOutput {
@@ -281,33 +322,28 @@ impl SortedOutput {
         }
         match &mut self.source {
             Source::Memory(items) => Ok(items.next()),
-            Source::Merge { readers, heads } => {
-                let spec = &self.spec;
-                let smallest = self.collation.install(|| {
-                    let mut smallest: Option<usize> = None;
-                    for (at, head) in heads.iter().enumerate() {
-                        let Some((key, _)) = head else { continue };
-                        let better = match smallest.and_then(|s| heads[s].as_ref()) {
-                            None => true,
-                            // Strictly smaller only: on a tie the earlier run goes first.
-                            Some((best, _)) => spec.compare_keys(key, best).is_lt(),
-                        };
-                        if better {
-                            smallest = Some(at);
-                        }
-                    }
-                    smallest
-                });
-                let Some(at) = smallest else {
+            Source::Merge {
+                readers,
+                heads,
+                heap,
+            } => {
+                let Some(&at) = heap.first() else {
                     return Ok(None);
                 };
                 let next = match readers.get_mut(at) {
                     Some(reader) => reader.next_record()?,
                     None => None,
                 };
-                Ok(heads
+                let taken = heads
                     .get_mut(at)
-                    .and_then(|head| std::mem::replace(head, next)))
+                    .and_then(|head| std::mem::replace(head, next));
+                if heads.get(at).is_some_and(Option::is_none) {
+                    // That run is done: its place goes to the heap's last run.
+                    heap.swap_remove(0);
+                }
+                let spec = &self.spec;
+                self.collation.install(|| sift_down(spec, heads, heap, 0));
+                Ok(taken)
             }
         }
     }
