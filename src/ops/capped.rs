@@ -275,8 +275,8 @@ pub async fn copy_as_capped(
     transaction.commit().await
 }
 
-/// Per capped collection (by UUID), a counter bumped after every committed insert into it,
-/// which tailable `awaitData` cursors of this process watch. Another process writing to
+/// Per capped collection (by UUID) with a waiting cursor, a counter bumped after every
+/// committed insert into it, which tailable `awaitData` cursors of this process watch. Another process writing to
 /// the same database (PostgreSQL) is not seen here: waiting cursors also look again at
 /// [`AWAIT_POLL_INTERVAL`].
 #[derive(Default)]
@@ -297,8 +297,12 @@ impl CappedInserts {
 
     /// A receiver that sees the next insert into the collection `uuid` (subscribe before
     /// reading, so no insert between the read and the wait is missed).
+    /// Entries nobody waits on any more are dropped here, so the map holds only the
+    /// collections with a waiting cursor (also ones replaced or dropped since).
     pub fn subscribe(&self, uuid: &[u8]) -> watch::Receiver<u64> {
-        self.lock()
+        let mut by_collection = self.lock();
+        by_collection.retain(|_, sender| sender.receiver_count() > 0);
+        by_collection
             .entry(uuid.to_vec())
             .or_insert_with(|| watch::channel(0).0)
             .subscribe()
