@@ -869,6 +869,51 @@ async fn stable_api_strict_refuses_expression_operators_outside_version_1() {
         .expect("find")
         .expect("doc");
     assert_eq!(one.get("m"), Some(&Bson::Int32(1)), "{one}");
+    // A view defined without strict whose pipeline holds an operator outside V1: reading it
+    // under strict is refused (MongoDB parses the view's pipeline with the reader's API
+    // parameters), also through a view on it; a non-strict client reads it.
+    loose
+        .run_command(doc! {"create": "bits_view", "viewOn": "bits",
+        "pipeline": [{"$set": {"b": {"$bitAnd": ["$n", 4]}}}]})
+        .await
+        .expect("a non-strict client defines the view");
+    loose
+        .run_command(doc! {"create": "bits_view2", "viewOn": "bits_view", "pipeline": []})
+        .await
+        .expect("a view on the view");
+    for command in [
+        doc! {"aggregate": "bits_view", "pipeline": [], "cursor": {}},
+        doc! {"find": "bits_view", "filter": {}},
+        doc! {"count": "bits_view"},
+        doc! {"aggregate": "bits_view2", "pipeline": [], "cursor": {}},
+    ] {
+        let error = db
+            .run_command(command.clone())
+            .await
+            .expect_err("the view's pipeline is outside V1");
+        match &*error.kind {
+            mongodb::error::ErrorKind::Command(c) => {
+                assert_eq!(c.code, 323, "{command}");
+                assert_eq!(c.message, not_allowed("$bitAnd"), "{command}");
+            }
+            _ => panic!("{command}: expected a command error, got {error:?}"),
+        }
+        loose
+            .run_command(command.clone())
+            .await
+            .unwrap_or_else(|e| panic!("a non-strict client may run {command}: {e}"));
+    }
+    loose
+        .run_command(
+            doc! {"create": "plain_view", "viewOn": "bits", "pipeline": [{"$match": {"n": 5}}]},
+        )
+        .await
+        .expect("a V1 view");
+    let reply = db
+        .run_command(doc! {"count": "plain_view"})
+        .await
+        .expect("a V1 view reads under strict");
+    assert_eq!(reply.get("n"), Some(&Bson::Int32(1)), "{reply}");
     // V1 operators, what `$literal` holds and a query operator spelled like one pass.
     let reply = db
         .run_command(doc! {"aggregate": "bits", "pipeline": [

@@ -154,6 +154,25 @@ pub fn check(spec: &CommandSpec, request: &CommandRequest) -> Result<(), OpError
     }
 }
 
+/// Whether the command `body` runs under `apiStrict: true` in API V1 ([`check`] has refused
+/// malformed parameters before a handler asks).
+pub fn is_strict_v1(body: &Document) -> bool {
+    body.get_str("apiVersion")
+        .is_ok_and(|version| version == "1")
+        && body.get_bool("apiStrict").is_ok_and(|strict| strict)
+}
+
+/// The stored pipeline of a view a strict V1 command reads (through every view down to the
+/// collection): MongoDB parses it under the command's API parameters, so its stages and
+/// operators outside API V1 are 323 as if the command had sent them.
+pub fn check_view_pipeline(body: &Document, pipeline: &[Document]) -> Result<(), OpError> {
+    if !is_strict_v1(body) {
+        return Ok(());
+    }
+    let stages: Vec<Bson> = pipeline.iter().cloned().map(Bson::Document).collect();
+    check_pipeline(&stages)
+}
+
 /// 323 for a field of `command` outside API V1 (MongoDB's IDL parser's message).
 fn unstable_field(path: &str) -> OpError {
     OpError::ApiStrict(format!(
@@ -434,6 +453,9 @@ mod tests {
         vec![
             doc! {"aggregate": "c", "pipeline": [{"$project": {"x": {"$bitAnd": ["$a", 1]}}}], "cursor": {}},
             doc! {"aggregate": "c", "pipeline": [{"$set": {"x": {"$add": [1, {"$bitNot": "$a"}]}}}], "cursor": {}},
+            doc! {"aggregate": "c", "pipeline": [{"$set": {"x": {"$abs": {"$bitNot": "$a"}}}}], "cursor": {}},
+            doc! {"aggregate": "c", "pipeline": [{"$set": {"x": {"$cond": {"if": {"$not": {"$bitAnd": ["$a", 1]}}, "then": 1, "else": 0}}}}], "cursor": {}},
+            doc! {"aggregate": "c", "pipeline": [{"$set": {"x": {"$map": {"input": "$l", "in": {"$toString": {"$bitOr": ["$$this", 1]}}}}}}], "cursor": {}},
             doc! {"aggregate": "c", "pipeline": [{"$group": {"_id": null, "s": {"$sum": {"$bitXor": ["$a", 1]}}}}], "cursor": {}},
             doc! {"aggregate": "c", "pipeline": [{"$group": {"_id": {"$bitOr": ["$a", 1]}}}], "cursor": {}},
             doc! {"aggregate": "c", "pipeline": [{"$setWindowFields": {"sortBy": {"a": 1},

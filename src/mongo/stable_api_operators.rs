@@ -60,12 +60,15 @@ fn check_operator(name: &str, doc: &Document) -> Result<(), OpError> {
         ("$filter", Bson::Document(spec)) if spec.contains_key("limit") => {
             Err(not_in_v1("limit argument of $filter operator"))
         }
-        // `sortBy` (of `$sortArray`, `$top`, …) names fields and directions, not expressions.
-        (_, Bson::Document(spec)) => spec
-            .iter()
-            .filter(|(key, _)| key.as_str() != "sortBy")
-            .try_for_each(|(_, value)| check_expression(value)),
-        (_, other) => check_expression(other),
+        // Named arguments (`{input: …, as: …}`); `sortBy` (of `$sortArray`, `$top`, …) names
+        // fields and directions, not expressions.
+        (_, Bson::Document(spec)) if !spec.keys().next().is_some_and(|k| k.starts_with('$')) => {
+            spec.iter()
+                .filter(|(key, _)| key.as_str() != "sortBy")
+                .try_for_each(|(_, value)| check_expression(value))
+        }
+        // One operand, itself an expression (`{$abs: {$bitNot: "$a"}}`) or a list of them.
+        (_, operand) => check_expression(operand),
     }
 }
 

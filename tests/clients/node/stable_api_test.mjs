@@ -161,6 +161,20 @@ describe('Stable API V1 with the Node.js driver', () => {
     assert.equal((await bits.findOne({ _id: 1 })).m, undefined);
     await loose.updateOne({ _id: 1 }, [{ $set: { m: { $bitAnd: ['$n', 1] } } }]);
     assert.equal((await bits.findOne({ _id: 1 })).m, 1);
+    // A view defined by a non-strict client with such an operator: a strict read of it is
+    // refused (its pipeline is parsed with the reader's API parameters), a non-strict one runs.
+    const ldb = lenient.db('stable_api');
+    await ldb.collection('bits_view').drop().catch(() => {});
+    await ldb.createCollection('bits_view', { viewOn: 'bits', pipeline: [{ $set: { o: { $bitOr: ['$n', 8] } } }] });
+    await refused(
+      strict.db('stable_api').collection('bits_view').find({}).toArray(),
+      message('$bitOr'),
+      'find on a view',
+    );
+    assert.deepEqual(
+      (await ldb.collection('bits_view').find({}, { sort: { _id: 1 }, projection: { o: 1 } }).toArray()),
+      [{ _id: 1, o: 13 }, { _id: 2, o: 14 }],
+    );
     // V1 operators, `$literal` data and query operators of the same spelling pass under strict.
     assert.deepEqual(
       await bits.aggregate([
