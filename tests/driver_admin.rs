@@ -666,21 +666,8 @@ async fn list_collections_databases_and_indexes_have_mongodb_shape() {
 /// version are 72 InvalidOptions. A non-strict V1 client may run anything.
 #[tokio::test]
 async fn stable_api_strict_clients_are_held_to_version_1() {
-    use mongodb::options::{ClientOptions, ServerApi, ServerApiVersion};
     let server = TestServer::start();
-    let with_api = |strict: bool| {
-        let uri = server.uri();
-        async move {
-            let mut options = ClientOptions::parse(&uri).await.expect("options");
-            options.server_api = Some(
-                ServerApi::builder()
-                    .version(ServerApiVersion::V1)
-                    .strict(strict)
-                    .build(),
-            );
-            mongodb::Client::with_options(options).expect("client")
-        }
-    };
+    let with_api = |strict: bool| stable_api_client(server.uri(), strict);
     let strict = with_api(true).await;
     let db = strict.database("apidb");
     let coll = db.collection::<Document>("items");
@@ -767,4 +754,183 @@ async fn stable_api_strict_clients_are_held_to_version_1() {
             .expect_err("refused");
         assert_eq!(server_code(&error), Some(code), "{command}: {error}");
     }
+}
+
+/// A client declaring Stable API V1 (the driver's `ServerApi`), strict or not.
+async fn stable_api_client(uri: String, strict: bool) -> mongodb::Client {
+    use mongodb::options::{ClientOptions, ServerApi, ServerApiVersion};
+    let mut options = ClientOptions::parse(&uri).await.expect("options");
+    options.server_api = Some(
+        ServerApi::builder()
+            .version(ServerApiVersion::V1)
+            .strict(strict)
+            .build(),
+    );
+    mongodb::Client::with_options(options).expect("client")
+}
+
+/// Under `apiStrict: true` the expression operators MongoDB 7.0 keeps outside API V1 (the
+/// bitwise ones, V1 only from 7.1; `$filter`'s `limit`; `$meta: "textScore"`) answer 323 with
+/// MongoDB's message wherever an expression is parsed; a non-strict V1 client runs the same
+/// commands, and V1 operators and query operators of the same spelling pass under strict.
+#[tokio::test]
+async fn stable_api_strict_refuses_expression_operators_outside_version_1() {
+    let server = TestServer::start();
+    let strict = stable_api_client(server.uri(), true).await;
+    let lenient = stable_api_client(server.uri(), false).await;
+    let db = strict.database("apiops");
+    let loose = lenient.database("apiops");
+    db.collection::<Document>("bits")
+        .insert_many(vec![doc! {"_id": 1, "n": 5}, doc! {"_id": 2, "n": 6}])
+        .await
+        .expect("insert");
+    let not_allowed =
+        |op: &str| format!("{op} is not allowed with 'apiStrict: true' in API Version 1");
+    let window = doc! {"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"s": {
+    "$sum": {"$bitXor": ["$n", 1]}, "window": {"documents": ["unbounded", "current"]}}}}};
+    let cases = [
+        (
+            doc! {"aggregate": "bits", "pipeline": [{"$project": {"x": {"$bitAnd": ["$n", 3]}}}], "cursor": {}},
+            not_allowed("$bitAnd"),
+        ),
+        (
+            doc! {"aggregate": "bits", "pipeline": [{"$group": {"_id": null, "s": {"$sum": {"$bitOr": ["$n", 1]}}}}], "cursor": {}},
+            not_allowed("$bitOr"),
+        ),
+        (
+            doc! {"aggregate": "bits", "pipeline": [window], "cursor": {}},
+            not_allowed("$bitXor"),
+        ),
+        (
+            doc! {"find": "bits", "filter": {"$expr": {"$eq": [{"$bitNot": "$n"}, -6]}}},
+            not_allowed("$bitNot"),
+        ),
+        (
+            doc! {"aggregate": "bits", "pipeline": [{"$lookup": {"from": "bits", "as": "j",
+            "pipeline": [{"$match": {"$expr": {"$bitAnd": ["$n", 1]}}}]}}], "cursor": {}},
+            not_allowed("$bitAnd"),
+        ),
+        (
+            doc! {"aggregate": "bits", "pipeline": [{"$project": {"f": {"$filter": {
+            "input": [1, 2, 3], "cond": true, "limit": 1}}}}], "cursor": {}},
+            not_allowed("limit argument of $filter operator"),
+        ),
+        (
+            doc! {"delete": "bits", "deletes": [{"q": {"$expr": {"$eq": [{"$bitAnd": ["$n", 8]}, 8]}}, "limit": 0}]},
+            not_allowed("$bitAnd"),
+        ),
+        (
+            doc! {"explain": {"aggregate": "bits", "pipeline": [{"$set": {"x": {"$bitNot": "$n"}}}], "cursor": {}}},
+            not_allowed("$bitNot"),
+        ),
+    ];
+    for (command, message) in cases {
+        let error = db
+            .run_command(command.clone())
+            .await
+            .expect_err("outside V1");
+        match &*error.kind {
+            mongodb::error::ErrorKind::Command(c) => {
+                assert_eq!(
+                    (c.code, c.code_name.as_str()),
+                    (323, "APIStrictError"),
+                    "{command}"
+                );
+                assert_eq!(c.message, message, "{command}");
+            }
+            _ => panic!("{command}: expected a command error, got {error:?}"),
+        }
+        loose
+            .run_command(command.clone())
+            .await
+            .unwrap_or_else(|e| panic!("a non-strict client may run {command}: {e}"));
+    }
+    // An update pipeline: refused under strict (nothing changes), applied without it.
+    let update = doc! {"update": "bits", "updates": [{"q": {"_id": 1}, "u": [{"$set": {"m": {"$bitAnd": ["$n", 1]}}}]}]};
+    let error = db
+        .run_command(update.clone())
+        .await
+        .expect_err("outside V1");
+    assert_eq!(server_code(&error), Some(323), "{error}");
+    let bits = db.collection::<Document>("bits");
+    let one = bits
+        .find_one(doc! {"_id": 1})
+        .await
+        .expect("find")
+        .expect("doc");
+    assert!(!one.contains_key("m"), "{one}");
+    loose
+        .run_command(update)
+        .await
+        .expect("a non-strict update");
+    let one = bits
+        .find_one(doc! {"_id": 1})
+        .await
+        .expect("find")
+        .expect("doc");
+    assert_eq!(one.get("m"), Some(&Bson::Int32(1)), "{one}");
+    // A view defined without strict whose pipeline holds an operator outside V1: reading it
+    // under strict is refused (MongoDB parses the view's pipeline with the reader's API
+    // parameters), also through a view on it; a non-strict client reads it.
+    loose
+        .run_command(doc! {"create": "bits_view", "viewOn": "bits",
+        "pipeline": [{"$set": {"b": {"$bitAnd": ["$n", 4]}}}]})
+        .await
+        .expect("a non-strict client defines the view");
+    loose
+        .run_command(doc! {"create": "bits_view2", "viewOn": "bits_view", "pipeline": []})
+        .await
+        .expect("a view on the view");
+    for command in [
+        doc! {"aggregate": "bits_view", "pipeline": [], "cursor": {}},
+        doc! {"find": "bits_view", "filter": {}},
+        doc! {"count": "bits_view"},
+        doc! {"aggregate": "bits_view2", "pipeline": [], "cursor": {}},
+    ] {
+        let error = db
+            .run_command(command.clone())
+            .await
+            .expect_err("the view's pipeline is outside V1");
+        match &*error.kind {
+            mongodb::error::ErrorKind::Command(c) => {
+                assert_eq!(c.code, 323, "{command}");
+                assert_eq!(c.message, not_allowed("$bitAnd"), "{command}");
+            }
+            _ => panic!("{command}: expected a command error, got {error:?}"),
+        }
+        loose
+            .run_command(command.clone())
+            .await
+            .unwrap_or_else(|e| panic!("a non-strict client may run {command}: {e}"));
+    }
+    loose
+        .run_command(
+            doc! {"create": "plain_view", "viewOn": "bits", "pipeline": [{"$match": {"n": 5}}]},
+        )
+        .await
+        .expect("a V1 view");
+    let reply = db
+        .run_command(doc! {"count": "plain_view"})
+        .await
+        .expect("a V1 view reads under strict");
+    assert_eq!(reply.get("n"), Some(&Bson::Int32(1)), "{reply}");
+    // V1 operators, what `$literal` holds and a query operator spelled like one pass.
+    let reply = db
+        .run_command(doc! {"aggregate": "bits", "pipeline": [
+        {"$match": {"n": {"$bitsAllSet": 4}}},
+        {"$project": {"x": {"$add": ["$n", 1]}, "l": {"$literal": {"$bitAnd": 1}}}},
+        {"$sort": {"_id": 1}}], "cursor": {}})
+        .await
+        .expect("V1 operators under strict");
+    let batch = reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .expect("a batch");
+    assert_eq!(
+        batch,
+        &vec![
+            Bson::Document(doc! {"_id": 1, "x": 6, "l": {"$bitAnd": 1}}),
+            Bson::Document(doc! {"_id": 2, "x": 7, "l": {"$bitAnd": 1}}),
+        ]
+    );
 }

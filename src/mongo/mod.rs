@@ -19,6 +19,7 @@ pub mod reader;
 pub mod request;
 pub mod settings;
 pub mod stable_api;
+pub mod stable_api_operators;
 pub mod tls;
 pub mod transactions;
 

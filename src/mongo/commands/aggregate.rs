@@ -100,6 +100,9 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         Some(name) => super::views::view_of(context, &request.db, name).await?,
         None => None,
     };
+    if let Some((_, resolved)) = &view {
+        crate::mongo::stable_api::check_view_pipeline(&request.body, &resolved.pipeline)?;
+    }
     let (name, stages, collation) = match &view {
         Some((_, resolved)) => {
             let collation = resolved.collation_for(collation.as_ref())?;

@@ -318,6 +318,11 @@ pub async fn count(context: &mut CommandContext<'_>, request: &CommandRequest) -
         return Ok(doc! {"n": 0});
     };
     if is_view(&info.record) {
+        if crate::mongo::stable_api::is_strict_v1(&request.body) {
+            if let Some((_, resolved)) = super::views::view_of(context, &request.db, name).await? {
+                crate::mongo::stable_api::check_view_pipeline(&request.body, &resolved.pipeline)?;
+            }
+        }
         let query = request.body.get_document("query").ok();
         return super::views::count(
             context,

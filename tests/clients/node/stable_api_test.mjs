@@ -4,7 +4,9 @@
 // (`distinct`), options of V1 commands outside it (a tailable `find`, `createIndexes` with
 // `sparse` or a text key, a capped `create`) and stages outside it
 // (`$indexStats`, `$currentOp`, `$listLocalSessions`, `$collStats` with more than `count`),
-// also inside `$lookup`/`$facet`. The same requests from a non-strict V1 client pass.
+// also inside `$lookup`/`$facet`, and expression operators outside it (`$bitAnd`, … before
+// MongoDB 7.1, `$filter`'s `limit`) in a stage, an accumulator, a window function, `$expr` and
+// an update pipeline. The same requests from a non-strict V1 client pass.
 //
 // The server must already be running: tests/run_all.sh starts a fresh docgate and passes its
 // address in DOCGATE_URI, e.g.
@@ -88,6 +90,104 @@ describe('Stable API V1 with the Node.js driver', () => {
     const admin = strict.db('admin');
     await rejectsWithStrictError(admin.aggregate([{ $currentOp: {} }]).toArray(), '$currentOp');
     await rejectsWithStrictError(admin.aggregate([{ $listLocalSessions: {} }]).toArray(), '$listLocalSessions');
+  });
+
+  test('expression operators outside V1 answer 323 wherever expressions are parsed', async () => {
+    const bits = strict.db('stable_api').collection('bits');
+    await bits.drop().catch(() => {});
+    await bits.insertMany([{ _id: 1, n: 5, l: [1, 2, 3] }, { _id: 2, n: 6, l: [4] }]);
+    const message = (op) => `${op} is not allowed with 'apiStrict: true' in API Version 1`;
+    const refused = async (promise, text, what) => {
+      await assert.rejects(promise, (err) => {
+        assert.equal(err.code, 323, `${what}: ${err.message}`);
+        assert.equal(err.codeName, 'APIStrictError', `${what}: ${err.message}`);
+        assert.equal(err.message, text, what);
+        return true;
+      });
+    };
+    const loose = lenient.db('stable_api').collection('bits');
+    // [strict request, the same from a non-strict V1 client, its result, MongoDB's message]
+    const cases = [
+      [
+        (c) => c.aggregate([{ $project: { x: { $bitAnd: ['$n', 3] } } }, { $sort: { _id: 1 } }]).toArray(),
+        [{ _id: 1, x: 1 }, { _id: 2, x: 2 }],
+        message('$bitAnd'),
+        'stage expression',
+      ],
+      [
+        (c) => c.aggregate([{ $group: { _id: null, s: { $sum: { $bitOr: ['$n', 1] } } } }]).toArray(),
+        [{ _id: null, s: 12 }],
+        message('$bitOr'),
+        '$group accumulator',
+      ],
+      [
+        (c) => c.aggregate([
+          { $setWindowFields: { sortBy: { _id: 1 }, output: { s: { $sum: { $bitXor: ['$n', 1] }, window: { documents: ['unbounded', 'current'] } } } } },
+          { $project: { s: 1 } },
+        ]).toArray(),
+        [{ _id: 1, s: 4 }, { _id: 2, s: 11 }],
+        message('$bitXor'),
+        'window function',
+      ],
+      [
+        (c) => c.find({ $expr: { $eq: [{ $bitNot: '$n' }, -6] } }).toArray(),
+        [{ _id: 1, n: 5, l: [1, 2, 3] }],
+        message('$bitNot'),
+        'find $expr',
+      ],
+      [
+        (c) => c.countDocuments({ $expr: { $eq: [{ $bitAnd: ['$n', 4] }, 4] } }),
+        2,
+        message('$bitAnd'),
+        'countDocuments $expr',
+      ],
+      [
+        (c) => c.aggregate([{ $project: { f: { $filter: { input: '$l', cond: { $gt: ['$$this', 1] }, limit: 1 } } } }, { $sort: { _id: 1 } }]).toArray(),
+        [{ _id: 1, f: [2] }, { _id: 2, f: [4] }],
+        message('limit argument of $filter operator'),
+        '$filter limit',
+      ],
+    ];
+    for (const [run, expected, text, what] of cases) {
+      await refused(run(bits), text, what);
+      assert.deepEqual(await run(loose), expected, what);
+    }
+    // An update pipeline: refused under strict, applied without it.
+    await refused(
+      bits.updateOne({ _id: 1 }, [{ $set: { m: { $bitAnd: ['$n', 1] } } }]),
+      message('$bitAnd'),
+      'update pipeline',
+    );
+    assert.equal((await bits.findOne({ _id: 1 })).m, undefined);
+    await loose.updateOne({ _id: 1 }, [{ $set: { m: { $bitAnd: ['$n', 1] } } }]);
+    assert.equal((await bits.findOne({ _id: 1 })).m, 1);
+    // A view defined by a non-strict client with such an operator: a strict read of it is
+    // refused (its pipeline is parsed with the reader's API parameters), a non-strict one runs.
+    const ldb = lenient.db('stable_api');
+    await ldb.collection('bits_view').drop().catch(() => {});
+    await ldb.createCollection('bits_view', { viewOn: 'bits', pipeline: [{ $set: { o: { $bitOr: ['$n', 8] } } }] });
+    await refused(
+      strict.db('stable_api').collection('bits_view').find({}).toArray(),
+      message('$bitOr'),
+      'find on a view',
+    );
+    assert.deepEqual(
+      (await ldb.collection('bits_view').find({}, { sort: { _id: 1 }, projection: { o: 1 } }).toArray()),
+      [{ _id: 1, o: 13 }, { _id: 2, o: 14 }],
+    );
+    // V1 operators, `$literal` data and query operators of the same spelling pass under strict.
+    assert.deepEqual(
+      await bits.aggregate([
+        { $match: { n: { $bitsAllSet: 4 } } },
+        { $project: { x: { $add: ['$n', 1] }, lit: { $literal: { $bitAnd: 1 } } } },
+        { $sort: { _id: 1 } },
+      ]).toArray(),
+      [{ _id: 1, x: 6, lit: { $bitAnd: 1 } }, { _id: 2, x: 7, lit: { $bitAnd: 1 } }],
+    );
+    assert.deepEqual(
+      await bits.aggregate([{ $group: { _id: null, m: { $median: { input: '$n', method: 'approximate' } } } }]).toArray(),
+      [{ _id: null, m: 5 }],
+    );
   });
 
   test('a non-strict V1 client may use them', async () => {
