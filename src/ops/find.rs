@@ -296,6 +296,74 @@ async fn whole_result(
     encode_documents(&projected)
 }
 
+/// What running a read to its end tells `explain`'s `executionStats`.
+#[derive(Clone, Copy, Debug)]
+pub struct ExecutionCounts {
+    /// Documents the read returned.
+    pub returned: usize,
+    /// Rows the store handed over.
+    pub examined: usize,
+    /// Whether its sort went through temporary files.
+    pub used_disk: bool,
+}
+
+/// Runs `plan` to its end for `explain` and counts, streaming as a cursor does — the
+/// documents are counted and dropped batch by batch, so a plan over a large collection holds
+/// no more than a find would (a sort in Rust spills past the command's limit). A plan that
+/// needs text scores without a sort is read whole, as its find is.
+pub async fn run_to_end(
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    plan: ReadPlan,
+) -> Result<ExecutionCounts, OpError> {
+    let drain = BatchLimit {
+        documents: 10_000,
+        bytes: super::cursors::MAX_BATCH_BYTES,
+    };
+    if super::sorted_read::spills(&plan, scope) {
+        let shape = super::sorted_read::SortedShape::Find {
+            projection: None,
+            positional_filter: None,
+        };
+        let opened = super::sorted_read::open(scope, info, plan, shape, drain);
+        let (first, rest) = Box::pin(opened).await?;
+        let mut returned = first.len();
+        if let ResultSource::Sorted(mut sorted) = rest {
+            while !sorted.is_exhausted() {
+                returned += sorted.next_batch(drain).await?.len();
+            }
+            return Ok(ExecutionCounts {
+                returned,
+                examined: sorted.rows_examined(),
+                used_disk: sorted.used_disk(),
+            });
+        }
+        return Err(OpError::BadValue("a sorted read without its sort".into()));
+    }
+    if ReadCursor::streams(&plan) {
+        let mut cursor = ReadCursor::new(info, plan, None, None);
+        let mut returned = 0;
+        while !cursor.is_exhausted() {
+            returned += cursor.next_batch(scope, drain).await?.len();
+        }
+        return Ok(ExecutionCounts {
+            returned,
+            examined: cursor.rows_read(),
+            used_disk: false,
+        });
+    }
+    let mut session = scope.reader().await?;
+    let rows = session.as_mut().scan(&info.record, &plan.scan).await?;
+    let examined = rows.len();
+    let (documents, used_disk) =
+        crate::compute::run_inline(|| read::finish_reporting_disk(rows, &plan))?;
+    Ok(ExecutionCounts {
+        returned: documents.len(),
+        examined,
+        used_disk,
+    })
+}
+
 /// The number of documents of `info` matching `filter`.
 pub async fn count(
     scope: &mut OpScope<'_>,

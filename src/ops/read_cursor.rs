@@ -201,6 +201,11 @@ impl ReadCursor {
         !self.exhausted && !self.rows_may_vanish()
     }
 
+    /// Rows the store has handed over so far (explain's `totalDocsExamined`).
+    pub fn rows_read(&self) -> usize {
+        self.rows_read
+    }
+
     /// Where the cursor is: the position of the last row it read.
     pub fn position(&self) -> Option<&ScanPosition> {
         self.position.as_ref()

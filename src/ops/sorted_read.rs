@@ -151,6 +151,8 @@ pub async fn open(
     let output = evaluate(small, move || Ok::<_, OpError>(sort.finish()?)).await?;
     let mut result = SortedResult {
         small: small && !output.used_disk(),
+        used_disk: output.used_disk(),
+        rows_examined: input.rows_read(),
         output: Some(output),
         pending: None,
         skip,
@@ -177,6 +179,10 @@ pub struct SortedResult {
     scored: bool,
     /// Few documents, sorted in memory: batches are filled inline.
     small: bool,
+    /// The sort wrote temporary files (MongoDB's `usedDisk`).
+    used_disk: bool,
+    /// Rows the store handed over to feed the sort.
+    rows_examined: usize,
     collation: Collation,
     exhausted: bool,
 }
@@ -189,7 +195,12 @@ impl SortedResult {
 
     /// Whether the sort wrote temporary files.
     pub fn used_disk(&self) -> bool {
-        self.output.as_ref().is_some_and(SortedOutput::used_disk)
+        self.used_disk
+    }
+
+    /// Rows the store handed over to feed the sort (explain's `totalDocsExamined`).
+    pub fn rows_examined(&self) -> usize {
+        self.rows_examined
     }
 
     /// The next batch, bounded by `limit`, merged on the compute pool.

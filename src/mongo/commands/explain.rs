@@ -20,7 +20,6 @@ use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{opt_array, opt_document, CommandRequest};
 use crate::ops::aggregate_pushdown::PushedStage;
 use crate::ops::find::hinted_indexes;
-use crate::ops::read;
 use crate::query::planner::ReadPlan;
 use crate::query::SortSpec;
 use crate::query::{parse_with_variables, Collation, Filter};
@@ -155,22 +154,24 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         // answers 292 with `allowDiskUse: false`.
         let allow_disk_use = inner_request.body.get_bool("allowDiskUse").ok();
         let memory = context.server.limits.blocking_memory(allow_disk_use);
-        let interrupt = crate::compute::current_interrupt();
-        interrupt.limit_blocking_memory(memory.clone());
-        let rows = session.scan(&info.record, &plan.scan).await?;
-        let examined = rows.len();
-        let (returned, used_disk) =
-            interrupt.install(|| read::finish_reporting_disk(rows, &plan))?;
+        crate::compute::current_interrupt().limit_blocking_memory(memory.clone());
+        drop(session);
         let mut stages = describe_plan(&plan, &info);
-        mark_sort_stage(&mut stages, used_disk, memory.bytes);
-        reply.insert("executionStats", doc! {
-            "executionSuccess": true,
-            "nReturned": returned.len() as i64,
-            "executionTimeMillis": started.elapsed().as_millis() as i64,
-            "totalDocsExamined": examined as i64,
-            "totalKeysExamined": if uses_index(&plan.scan.filter) || plan.scan.order_index.is_some() { examined as i64 } else { 0 },
-            "executionStages": stages,
-        });
+        let by_index = uses_index(&plan.scan.filter) || plan.scan.order_index.is_some();
+        // Run as a find would run it: streamed and counted, never held whole.
+        let counts = crate::ops::find::run_to_end(&mut context.scope(), &info, plan).await?;
+        mark_sort_stage(&mut stages, counts.used_disk, memory.bytes);
+        reply.insert(
+            "executionStats",
+            doc! {
+                "executionSuccess": true,
+                "nReturned": counts.returned as i64,
+                "executionTimeMillis": started.elapsed().as_millis() as i64,
+                "totalDocsExamined": counts.examined as i64,
+                "totalKeysExamined": if by_index { counts.examined as i64 } else { 0 },
+                "executionStages": stages,
+            },
+        );
     }
     reply.insert("command", inner.clone());
     reply.insert(
