@@ -150,7 +150,8 @@ fn streaming_read(
     let lead = pipeline.leading_read();
     let indexes = hinted_indexes(&info.indexes, hint)?;
     let plan = plan_leading_read(pipeline, indexes, Collation::simple())?;
-    if !ReadCursor::streams(&plan) {
+    // A `$text` read's stages may ask for the score: the pipeline sees its input whole.
+    if !ReadCursor::streams(&plan) || plan.text_score {
         return Ok(None);
     }
     Ok(Some((plan, pipeline.after(lead.stages))))

@@ -36,6 +36,7 @@ use crate::catalog::CollectionInfo;
 use std::sync::Arc;
 
 use crate::query::planner::{IndexCandidate, ReadPlan};
+use crate::query::text::{TextSearch, TEXT_SCORE_FIELD};
 use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
 use crate::store::{CollectionRecord, PositionedRow, ScanPosition, ScanRequest, StoreError};
 
@@ -80,6 +81,9 @@ pub struct ReadCursor {
     projection: Option<Projection>,
     /// The whole filter, for a positional projection (`a.$`).
     positional_filter: Option<Filter>,
+    /// The `$text` search whose score each match carries into the projection (removed
+    /// after it), when the projection shows the score.
+    scored: Option<Arc<TextSearch>>,
     /// The per-document stages of an aggregate, which every selected row goes through.
     stages: Option<Arc<StagedOutput>>,
     /// The last row read, which the next batch resumes after.
@@ -111,8 +115,10 @@ pub struct Tail {
 
 impl ReadCursor {
     /// Whether `plan` can stream: the store produces its order (nothing is sorted in Rust).
+    /// A `$text` read whose projection shows the score streams too: each match is scored as
+    /// the residual filter keeps it.
     pub fn streams(plan: &ReadPlan) -> bool {
-        plan.sort.is_none() && !plan.text_score
+        plan.sort.is_none()
     }
 
     /// A cursor at the start of `plan` over `info` (a plan that [streams](Self::streams)).
@@ -128,8 +134,18 @@ impl ReadCursor {
             skip,
             limit,
             collation,
+            text_score,
             ..
         } = plan;
+        // Scored only for a projection that shows the score (a sort by it is `sorted_read`'s).
+        let scored = match (text_score, &projection) {
+            (true, Some(projection)) if projection.uses_text_score() => residual
+                .as_ref()
+                .and_then(Filter::text_search)
+                .cloned()
+                .map(Arc::new),
+            _ => None,
+        };
         // Exact plans carry skip and limit in the scan; residual ones in Rust. The cursor
         // counts both itself (the first batch still pushes an exact plan's skip as OFFSET).
         let (skip, remaining) = if residual.is_none() {
@@ -146,6 +162,7 @@ impl ReadCursor {
             collation,
             projection,
             positional_filter,
+            scored,
             stages: None,
             position: None,
             skip,
@@ -356,18 +373,26 @@ impl ReadCursor {
         let Some(filter) = &self.residual else {
             return Ok((rows, None));
         };
-        let judge = |rows: &[PositionedRow], filter: &Filter, collation: &Collation| {
+        let scored = self.scored.clone();
+        let judge = move |rows: &[PositionedRow], filter: &Filter, collation: &Collation| {
             collation.install(|| {
                 rows.iter()
                     .map(|row| {
                         crate::interrupt::check()?;
-                        let document = decode_document(&row.document)?;
-                        Ok(filter.matches(&document).then_some(document))
+                        let mut document = decode_document(&row.document)?;
+                        if !filter.matches(&document) {
+                            return Ok(None);
+                        }
+                        if let Some(search) = &scored {
+                            let score = search.score(&document);
+                            document.insert(TEXT_SCORE_FIELD, score);
+                        }
+                        Ok(Some(document))
                     })
                     .collect::<Result<Vec<_>, StoreError>>()
             })
         };
-        if filter.evaluates_expressions() || self.stages.is_some() {
+        if filter.evaluates_expressions() || self.stages.is_some() || self.scored.is_some() {
             let filter = filter.clone();
             let collation = self.collation.clone();
             let (rows, verdicts) =
@@ -498,10 +523,13 @@ impl ReadCursor {
             None => decode_document(&bytes)?,
         };
         // `$elemMatch` and positional projections compare under the read's collation.
-        let projected = self.collation.install(|| match &self.positional_filter {
+        let mut projected = self.collation.install(|| match &self.positional_filter {
             Some(filter) => projection.apply_with_query(&document, filter),
             None => projection.apply(&document),
         })?;
+        if self.scored.is_some() {
+            super::read::strip_text_score(&mut projected);
+        }
         encode_documents(&[projected])?
             .pop()
             .ok_or_else(|| OpError::BadValue("a projection produced no document".into()))

@@ -82,6 +82,24 @@ def test_text_score_in_projection_and_sort(articles):
     assert all("score" not in d and len(d) == 4 for d in articles.find({"$text": {"$search": "coffee"}}))
 
 
+def test_a_scored_read_without_a_sort_streams_its_batches(coll):
+    # Scored as each batch is read (getMore by getMore), every match keeps its own score
+    # and no batch shows the score's hidden field.
+    coll.create_index([("body", TEXT)])
+    coll.insert_many(
+        [{"_id": i, "body": " ".join(["tea"] * (1 + i % 5) + ["pot"] * (i % 3))} for i in range(600)]
+    )
+    search = {"$text": {"$search": "tea"}}
+    by_id = {d["_id"]: d["s"] for d in coll.find(search, {"s": {"$meta": "textScore"}}).sort(
+        [("s", {"$meta": "textScore"})]
+    )}
+    streamed = list(coll.find(search, {"s": {"$meta": "textScore"}, "body": 0}, batch_size=25))
+    assert len(streamed) == 600
+    assert all(set(d) == {"_id", "s"} and d["s"] == by_id[d["_id"]] for d in streamed)
+    excluded = coll.find_one(search, {"body": 0, "s": {"$meta": "textScore"}}, skip=17)
+    assert set(excluded) == {"_id", "s"}
+
+
 def test_weights_change_the_ranking(coll):
     coll.create_index([("title", TEXT), ("body", TEXT)], weights={"title": 10})
     coll.insert_many([{"_id": 1, "title": "x", "body": "tea"}, {"_id": 2, "title": "tea", "body": "x"}])
