@@ -429,29 +429,34 @@ def test_explain_reports_a_sort_that_spilled(big):
     assert failure.value.code == 292
 
 
-def test_a_cursor_that_times_out_takes_its_files_with_it(tmp_path):
+def start_own_server(tmp_path, *extra_args):
+    """A server of the test's own (which stops or kills it), spilling to its own directory."""
     spill = tmp_path / "spill"
     spill.mkdir()
     srv = DocgateServer(
         tmp_path,
-        extra_args=[
-            "--blocking-stage-memory-limit-bytes",
-            str(LIMIT),
-            "--temp-dir",
-            str(spill),
-            "--cursor-timeout-ms",
-            "1000",
-        ],
+        extra_args=["--blocking-stage-memory-limit-bytes", str(LIMIT), "--temp-dir", str(spill), *extra_args],
         fresh_storage=True,
     )
     srv.start()
     SERVERS[spill] = srv
+    return srv, spill
+
+
+def open_spilled_cursor(client, db_name):
+    """A find whose sort spilled, its first document read: its runs are open."""
+    coll = client[db_name].big
+    coll.insert_many([{"_id": i, "n": number(i), "pad": "x" * 1000} for i in range(COUNT)])
+    cursor = coll.find({}, sort=SORT, batch_size=10)
+    next(cursor)
+    return cursor
+
+
+def test_a_cursor_that_times_out_takes_its_files_with_it(tmp_path):
+    srv, spill = start_own_server(tmp_path, "--cursor-timeout-ms", "1000")
     try:
         client = srv.client()
-        coll = client.spill_timeout.big
-        coll.insert_many([{"_id": i, "n": number(i), "pad": "x" * 1000} for i in range(COUNT)])
-        cursor = coll.find({}, sort=SORT, batch_size=10)
-        next(cursor)
+        cursor = open_spilled_cursor(client, "spill_timeout")
         assert spill_files(spill)
         # Nobody reads it for longer than --cursor-timeout-ms: the server closes it.
         assert wait_for_no_spill_files(spill, seconds=20) == []
@@ -499,21 +504,10 @@ def test_a_text_score_sort_past_the_limit_spills(spilling_server, spill_dir):
 
 
 def test_a_killed_server_leaves_no_files_behind(tmp_path):
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    srv = DocgateServer(
-        tmp_path,
-        extra_args=["--blocking-stage-memory-limit-bytes", str(LIMIT), "--temp-dir", str(spill)],
-        fresh_storage=True,
-    )
-    srv.start()
-    SERVERS[spill] = srv
+    srv, spill = start_own_server(tmp_path)
     try:
         client = srv.client()
-        coll = client.spill_crash.big
-        coll.insert_many([{"_id": i, "n": number(i), "pad": "x" * 1000} for i in range(COUNT)])
-        cursor = coll.find({}, sort=SORT, batch_size=10)
-        next(cursor)
+        open_spilled_cursor(client, "spill_crash")
         assert len(spill_files(spill)) > 1
         srv.proc.kill()  # SIGKILL: no destructor runs
         srv.proc.wait(timeout=10)
