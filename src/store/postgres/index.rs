@@ -196,6 +196,14 @@ async fn create_body(
         conn.batch(&format!("CREATE INDEX ON {full} USING gin (tsv)"))
             .await?;
     }
+    if !entries.is_empty() {
+        // Statistics now, not when autovacuum next looks (up to a minute later): without
+        // them PostgreSQL guesses that a key range matches many entries and plans a
+        // `find_one` on the index as a walk of the whole table in natural order that stops
+        // at the first match.
+        conn.batch(&format!("ANALYZE {full}; ANALYZE {}", coll.table))
+            .await?;
+    }
     conn.execute(
         "INSERT INTO docgate.indexes
              (db, collection, name, spec, table_name, is_unique, multikey)

@@ -77,3 +77,52 @@ async fn key_lookups_and_ordered_limits_use_the_index() {
     drop((s, store));
     db.drop_db().await;
 }
+
+/// A `find_one` by an indexed field right after the index was built over a loaded table
+/// (no `ANALYZE` by anyone, autovacuum not yet round): the plan starts from the entries,
+/// never walks the whole table in natural order waiting for the first match.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_lookup_with_a_limit_starts_from_the_entries_right_after_the_build() {
+    use super::super::super::IndexBound;
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "fresh").await;
+    let docs: Vec<_> = (0..20_000)
+        .map(|i| stored(&format!("{i:05}"), doc! {"v": i}))
+        .collect();
+    ok(s.insert(&coll, &docs, true).await);
+    let entries: Vec<(Vec<u8>, Vec<Vec<u8>>)> = (0..20_000)
+        .map(|i| {
+            let k = format!("{i:05}").into_bytes();
+            (k, vec![format!("v{i:05}").into_bytes()])
+        })
+        .collect();
+    let spec = doc! {"v": 2, "key": {"v": 1}, "name": "v_1"};
+    let index = ok(s
+        .create_index(&coll, "v_1", &spec, true, false, &entries)
+        .await);
+    let bound = |key: &str, inclusive| IndexBound {
+        key: key.as_bytes().to_vec(),
+        inclusive,
+    };
+    let lookup = ScanRequest {
+        order_index: None,
+        filter: Predicate::IndexRange {
+            table: index.table.clone(),
+            lower: Some(bound("v19999", true)),
+            upper: Some(bound("v19999\u{1}", false)),
+        },
+        order: None,
+        skip: 0,
+        limit: Some(1),
+    };
+    let plan = ok(s.explain(&coll, &lookup).await);
+    assert!(
+        !plan.iter().any(|l| l.contains("_pkey\" on")),
+        "walks the table in natural order: {plan:?}"
+    );
+    assert_eq!(ok(s.scan(&coll, &lookup).await).len(), 1);
+    drop((s, store));
+    db.drop_db().await;
+}
