@@ -47,6 +47,7 @@ mod listen;
 mod meta;
 mod session;
 mod sql;
+mod statistics;
 mod write;
 mod write_record;
 

@@ -247,7 +247,10 @@ impl StoreSession for PostgresSession {
         docs: &[StoredDocument],
         ordered: bool,
     ) -> Result<InsertOutcome, StoreError> {
-        write::insert(self.conn()?, coll, docs, ordered).await
+        let conn = self.conn()?;
+        let outcome = write::insert(conn, coll, docs, ordered).await?;
+        super::statistics::after_insert(conn, coll, docs).await;
+        Ok(outcome)
     }
 
     async fn scan(

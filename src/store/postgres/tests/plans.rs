@@ -3,6 +3,7 @@
 
 use bson::doc;
 
+use super::super::super::conformance::indexed;
 use super::super::super::{KeyOrder, Predicate, ScanRequest, StoreSession};
 use super::{admin, create, ok, open, session, stored};
 
@@ -78,21 +79,54 @@ async fn key_lookups_and_ordered_limits_use_the_index() {
     db.drop_db().await;
 }
 
-/// A `find_one` by an indexed field right after the index was built over a loaded table
-/// (no `ANALYZE` by anyone, autovacuum not yet round): the plan starts from the entries,
-/// never walks the whole table in natural order waiting for the first match.
+/// The plan of a `find_one` by key `v<last>` of the unique index `index`: it must start from
+/// the entries, never walk the whole table in natural order waiting for the first match.
+async fn assert_lookup_starts_from_the_entries(
+    s: &mut super::super::PostgresSession,
+    coll: &crate::store::CollectionRecord,
+    index: &crate::store::IndexRecord,
+    last: usize,
+) {
+    use super::super::super::IndexBound;
+    let key = format!("v{last:05}");
+    let bound = |key: &str, inclusive| IndexBound {
+        key: key.as_bytes().to_vec(),
+        inclusive,
+    };
+    let lookup = ScanRequest {
+        order_index: None,
+        filter: Predicate::IndexRange {
+            table: index.table.clone(),
+            lower: Some(bound(&key, true)),
+            upper: Some(bound(&format!("{key}\u{1}"), false)),
+        },
+        order: None,
+        skip: 0,
+        limit: Some(1),
+    };
+    let plan = ok(s.explain(coll, &lookup).await);
+    assert!(
+        !plan.iter().any(|l| l.contains("_pkey\" on")),
+        "walks the table in natural order: {plan:?}"
+    );
+    assert_eq!(ok(s.scan(coll, &lookup).await).len(), 1);
+}
+
+const LOADED: usize = 20_000;
+
+/// Right after an index was built over a loaded table (nobody ran `ANALYZE`, autovacuum has
+/// not come round), a lookup on it with a limit starts from the entries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_index_lookup_with_a_limit_starts_from_the_entries_right_after_the_build() {
-    use super::super::super::IndexBound;
     let db = fresh_db!();
     let store = open(&db).await;
     let mut s = session(&store).await;
-    let coll = create(&mut s, "app", "fresh").await;
-    let docs: Vec<_> = (0..20_000)
-        .map(|i| stored(&format!("{i:05}"), doc! {"v": i}))
+    let coll = create(&mut s, "app", "built_after_load").await;
+    let docs: Vec<_> = (0..LOADED)
+        .map(|i| stored(&format!("{i:05}"), doc! {"v": i as i64}))
         .collect();
     ok(s.insert(&coll, &docs, true).await);
-    let entries: Vec<(Vec<u8>, Vec<Vec<u8>>)> = (0..20_000)
+    let entries: Vec<(Vec<u8>, Vec<Vec<u8>>)> = (0..LOADED)
         .map(|i| {
             let k = format!("{i:05}").into_bytes();
             (k, vec![format!("v{i:05}").into_bytes()])
@@ -102,27 +136,34 @@ async fn an_index_lookup_with_a_limit_starts_from_the_entries_right_after_the_bu
     let index = ok(s
         .create_index(&coll, "v_1", &spec, true, false, &entries)
         .await);
-    let bound = |key: &str, inclusive| IndexBound {
-        key: key.as_bytes().to_vec(),
-        inclusive,
-    };
-    let lookup = ScanRequest {
-        order_index: None,
-        filter: Predicate::IndexRange {
-            table: index.table.clone(),
-            lower: Some(bound("v19999", true)),
-            upper: Some(bound("v19999\u{1}", false)),
-        },
-        order: None,
-        skip: 0,
-        limit: Some(1),
-    };
-    let plan = ok(s.explain(&coll, &lookup).await);
-    assert!(
-        !plan.iter().any(|l| l.contains("_pkey\" on")),
-        "walks the table in natural order: {plan:?}"
-    );
-    assert_eq!(ok(s.scan(&coll, &lookup).await).len(), 1);
+    assert_lookup_starts_from_the_entries(&mut s, &coll, &index, LOADED - 1).await;
+    drop((s, store));
+    db.drop_db().await;
+}
+
+/// An index created on an empty collection, then a bulk load: the first large insert into
+/// the never-analyzed table analyzes it, so a lookup right after starts from the entries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_lookup_with_a_limit_starts_from_the_entries_right_after_a_bulk_load() {
+    let db = fresh_db!();
+    let store = open(&db).await;
+    let mut s = session(&store).await;
+    let coll = create(&mut s, "app", "loaded_after_build").await;
+    let spec = doc! {"v": 2, "key": {"v": 1}, "name": "v_1"};
+    let index = ok(s.create_index(&coll, "v_1", &spec, true, false, &[]).await);
+    let keys: Vec<Vec<u8>> = (0..LOADED)
+        .map(|i| format!("v{i:05}").into_bytes())
+        .collect();
+    let docs: Vec<_> = (0..LOADED)
+        .map(|i| {
+            let doc = stored(&format!("{i:05}"), doc! {"v": i as i64});
+            indexed(doc, &[(&index, &[keys[i].as_slice()])])
+        })
+        .collect();
+    for batch in docs.chunks(5_000) {
+        ok(s.insert(&coll, batch, true).await);
+    }
+    assert_lookup_starts_from_the_entries(&mut s, &coll, &index, LOADED - 1).await;
     drop((s, store));
     db.drop_db().await;
 }
