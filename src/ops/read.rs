@@ -48,9 +48,10 @@ pub async fn execute_raw(
     in_rust(rows, plan, finish_raw).await
 }
 
-/// Rows up to which the Rust side of a plan without an `$expr` runs inline on the async
-/// thread: below this a trip to the compute pool costs more than the work.
-const INLINE_ROWS: usize = 256;
+/// Rows up to which the Rust side of a plan without an `$expr` (and a sort fed from a
+/// cursor, `sorted_read`) runs inline on the async thread: below this a trip to the compute
+/// pool costs more than the work.
+pub(super) const INLINE_ROWS: usize = 256;
 
 /// [`finish`] or [`finish_raw`].
 type Finisher<T> = fn(Vec<Vec<u8>>, &ReadPlan) -> Result<Vec<T>, StoreError>;
@@ -138,7 +139,7 @@ fn spill_error(error: crate::query::QueryError) -> StoreError {
 }
 
 /// The `$text` search whose score each match carries, when the plan asks for scores.
-fn text_scored(plan: &ReadPlan) -> Option<&TextSearch> {
+pub(super) fn text_scored(plan: &ReadPlan) -> Option<&TextSearch> {
     match plan.text_score {
         true => plan.residual.as_ref().and_then(Filter::text_search),
         false => None,

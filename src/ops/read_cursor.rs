@@ -128,24 +128,21 @@ impl ReadCursor {
         projection: Option<Projection>,
         positional_filter: Option<Filter>,
     ) -> ReadCursor {
+        // Scored only for a projection that shows the score (a sort by it is `sorted_read`'s).
+        let scored = match &projection {
+            Some(projection) if projection.uses_text_score() => {
+                super::read::text_scored(&plan).map(|search| Arc::new(search.clone()))
+            }
+            _ => None,
+        };
         let ReadPlan {
             mut scan,
             residual,
             skip,
             limit,
             collation,
-            text_score,
             ..
         } = plan;
-        // Scored only for a projection that shows the score (a sort by it is `sorted_read`'s).
-        let scored = match (text_score, &projection) {
-            (true, Some(projection)) if projection.uses_text_score() => residual
-                .as_ref()
-                .and_then(Filter::text_search)
-                .cloned()
-                .map(Arc::new),
-            _ => None,
-        };
         // Exact plans carry skip and limit in the scan; residual ones in Rust. The cursor
         // counts both itself (the first batch still pushes an exact plan's skip as OFFSET).
         let (skip, remaining) = if residual.is_none() {

@@ -22,7 +22,7 @@ use bson::Bson;
 
 use super::cursors::ResultSource;
 use super::find::encode_documents;
-use super::read::decode_document;
+use super::read::{decode_document, INLINE_ROWS};
 use super::read_cursor::{BatchLimit, ReadCursor};
 use super::transaction::OpScope;
 use super::OpError;
@@ -34,10 +34,6 @@ use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
 
 /// Rows read from the store per round trip while the sort is fed.
 const INPUT_CHUNK: usize = 10_000;
-
-/// Sorts of at most this many documents run inline on the async thread: below this a trip
-/// to the compute pool costs more than the work.
-const INLINE_ROWS: usize = 256;
 
 /// Runs `work` inline when it is `small`, else on the compute pool (`crate::compute`).
 async fn evaluate<T: Send + 'static>(
@@ -94,14 +90,8 @@ pub async fn open(
     };
     // A sort or projection by `{$meta: "textScore"}`: each match carries its score while it
     // is sorted and shaped (removed before it leaves).
-    let scored: Option<Arc<TextSearch>> = match unsorted.text_score {
-        true => unsorted
-            .residual
-            .as_ref()
-            .and_then(Filter::text_search)
-            .map(|search| Arc::new(search.clone())),
-        false => None,
-    };
+    let scored: Option<Arc<TextSearch>> =
+        super::read::text_scored(&unsorted).map(|search| Arc::new(search.clone()));
     let mut input = ReadCursor::new(info, unsorted, None, None);
     let (limit, spill_dir) = crate::compute::current_interrupt()
         .blocking_memory()
