@@ -34,12 +34,17 @@
 //! was ever given before. Index and sequence names are left to PostgreSQL, which picks
 //! free ones.
 //!
-//! A collection table is `(n bigint identity PRIMARY KEY, k bytea UNIQUE, doc bytea, j jsonb)`:
-//! `n` is insertion order (MongoDB's natural order; its index lets `find().limit(n)` and
-//! REST pages stop early instead of sorting the table), `k` the `_id` key whose unique index
-//! serves `_id` lookups and `ORDER BY k`, `doc` the raw BSON returned byte for byte, `j` the
-//! queryable image (`store/image.rs`). The `n` index is internal and not counted as a
-//! MongoDB index.
+//! A collection table is `(n bigint identity PRIMARY KEY, k bytea UNIQUE, doc bytea, j jsonb,
+//! nt jsonb)`: `n` is insertion order (MongoDB's natural order; its index lets
+//! `find().limit(n)` and REST pages stop early instead of sorting the table), `k` the `_id`
+//! key whose unique index serves `_id` lookups and `ORDER BY k`, `doc` the raw BSON returned
+//! byte for byte, `j` the queryable image (`store/image.rs`), `nt` the image's number types
+//! (`store/number_types.rs`). The `n` index is internal and not counted as a MongoDB index.
+//!
+//! Formats: 1 had no `nt`. Opening a format-1 catalog adds the column to every collection
+//! table (no rewrite: the rows written before read `nt` as NULL, which the SQL `$group`
+//! takes as "unknown" and leaves to Rust) and records format 2, which a docgate that would
+//! write rows without `nt` refuses to open.
 //!
 //! Rename keeps the data (`ALTER TABLE … RENAME` to its new name / `SET SCHEMA`). Dropping the last
 //! collection of a database drops its schema when nothing else lives in it. Drop and rename
@@ -56,7 +61,7 @@ use super::conn::{qualified, quote_ident, PgConn};
 use super::index;
 
 /// Format of the catalog tables written by this code.
-const FORMAT: i32 = 1;
+const FORMAT: i32 = 2;
 
 /// Creates the catalog if missing. Idempotent; a transaction-level advisory lock makes two
 /// processes starting at once take turns.
@@ -76,7 +81,7 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
              version bigint NOT NULL,
              next_name bigint NOT NULL
          );
-         INSERT INTO docgate.catalog (id, format, version, next_name) VALUES (1, 1, 0, 1)
+         INSERT INTO docgate.catalog (id, format, version, next_name) VALUES (1, 2, 0, 1)
              ON CONFLICT (id) DO NOTHING;
          CREATE TABLE IF NOT EXISTS docgate.databases (
              db text PRIMARY KEY,
@@ -136,7 +141,33 @@ async fn bootstrap_body(conn: &mut PgConn) -> Result<(), StoreError> {
             "the docgate catalog has format {format}; this docgate understands up to {FORMAT}"
         )));
     }
+    if format < 2 {
+        add_number_types_column(conn).await?;
+    }
     Ok(())
+}
+
+/// Format 1 → 2: every collection table gets the `nt` column (NULL in the rows it has).
+async fn add_number_types_column(conn: &mut PgConn) -> Result<(), StoreError> {
+    let rows = conn
+        .query(
+            "SELECT c.schema_name, c.table_name FROM docgate.collections AS c
+             JOIN pg_namespace AS s ON s.nspname = c.schema_name
+             JOIN pg_class AS t ON t.relnamespace = s.oid AND t.relname = c.table_name",
+            &params![],
+        )
+        .await?;
+    for row in rows {
+        let schema: String = row.try_get(0).map_err(corrupt)?;
+        let table: String = row.try_get(1).map_err(corrupt)?;
+        conn.batch(&format!(
+            "ALTER TABLE {} ADD COLUMN IF NOT EXISTS nt jsonb",
+            qualified(&schema, &table)
+        ))
+        .await?;
+    }
+    conn.batch("UPDATE docgate.catalog SET format = 2 WHERE id = 1")
+        .await
 }
 
 pub(super) async fn list_collections(
@@ -359,7 +390,8 @@ async fn create_body(
                  n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
                  k bytea NOT NULL UNIQUE,
                  doc bytea NOT NULL,
-                 j jsonb NOT NULL
+                 j jsonb NOT NULL,
+                 nt jsonb
              )"
         ))
         .await?;

@@ -1,8 +1,8 @@
 //! Document writes: batched insert with unique-conflict reporting, replace by key, delete by
 //! key — each one set-based statement over bound arrays, whatever the batch size.
 //!
-//! Insert: `INSERT INTO t (k, doc, j) SELECT … FROM unnest($1::bytea[], $2::bytea[],
-//! $3::text[]) WITH ORDINALITY … ORDER BY ordinality ON CONFLICT (k) DO NOTHING RETURNING k`.
+//! Insert: `INSERT INTO t (k, doc, j, nt) SELECT … FROM unnest($1::bytea[], $2::bytea[],
+//! $3::text[], $4::text[]) WITH ORDINALITY … ORDER BY ordinality ON CONFLICT (k) DO NOTHING RETURNING k`.
 //! Rows go in batch order (so `n`, the natural order, follows the batch, and when a key
 //! repeats inside the batch the first occurrence wins); a batch index is a conflict when its
 //! key is not among the returned keys (or was already claimed by an earlier index).
@@ -56,6 +56,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use super::super::image::json_image_without_nul;
+use super::super::number_types::number_types;
 use super::super::{CollectionRecord, InsertOutcome, StoreError, StoredDocument};
 use super::conn::{Params, PgConn, LOCK_ROW_EXCLUSIVE};
 use super::index;
@@ -238,19 +239,21 @@ async fn insert_one_by_one(
     conn: &mut PgConn,
     table: &str,
     docs: &[StoredDocument],
-    images: &[String],
+    images: &[Image],
     ordered: bool,
 ) -> Result<InsertOutcome, StoreError> {
     let mut out = InsertOutcome::default();
     for (i, (doc, image)) in docs.iter().zip(images).enumerate() {
         let mut text = format!(
-            "WITH d AS (INSERT INTO {table} (k, doc, j) VALUES ($1, $2, $3::text::jsonb)
+            "WITH d AS (INSERT INTO {table} (k, doc, j, nt)
+                        VALUES ($1, $2, $3::text::jsonb, $4::text::jsonb)
                         ON CONFLICT (k) DO NOTHING RETURNING k)"
         );
         let mut params: Params = vec![
             Box::new(doc.key.clone()),
             Box::new(doc.bson.clone()),
-            Box::new(image.clone()),
+            Box::new(image.json.clone()),
+            Box::new(image.number_types.clone()),
         ];
         for (e, entry) in doc.index_keys.iter().enumerate() {
             params.push(Box::new(entry.keys.clone()));
@@ -370,10 +373,32 @@ async fn insert_entries(
     Ok(())
 }
 
-fn images(docs: &[StoredDocument]) -> Result<Vec<String>, StoreError> {
-    docs.iter()
-        .map(|d| json_image_without_nul(&d.bson))
-        .collect()
+/// What a row stores beside the document: its image (`j`) and the image's number types
+/// (`nt`, see `store::number_types`).
+struct Image {
+    json: String,
+    number_types: String,
+}
+
+impl Image {
+    fn of(doc: &StoredDocument) -> Result<Image, StoreError> {
+        Ok(Image {
+            json: json_image_without_nul(&doc.bson)?,
+            number_types: number_types(&doc.bson)?,
+        })
+    }
+}
+
+fn images(docs: &[StoredDocument]) -> Result<Vec<Image>, StoreError> {
+    docs.iter().map(Image::of).collect()
+}
+
+/// The images' JSON texts and number types texts, as two arrays to bind.
+fn image_columns(images: &[Image]) -> (Vec<String>, Vec<String>) {
+    images
+        .iter()
+        .map(|image| (image.json.clone(), image.number_types.clone()))
+        .unzip()
 }
 
 /// The set-based row insert of a collection, guarded (see the module doc).
@@ -390,18 +415,24 @@ impl Rows<'_> {
         &self,
         conn: &mut PgConn,
         docs: &[StoredDocument],
-        images: &[String],
+        images: &[Image],
         atomic: bool,
     ) -> Result<Vec<usize>, StoreError> {
         let keys: Vec<Vec<u8>> = docs.iter().map(|d| d.key.clone()).collect();
         let bodies: Vec<Vec<u8>> = docs.iter().map(|d| d.bson.clone()).collect();
-        let mut params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images.to_vec())];
+        let (jsons, types) = image_columns(images);
+        let mut params: Params = vec![
+            Box::new(keys),
+            Box::new(bodies),
+            Box::new(jsons),
+            Box::new(types),
+        ];
         let text = format!(
             "WITH g AS (SELECT {} AS ok),
-                  ins AS (INSERT INTO {} (k, doc, j)
-                          SELECT u.k, u.d, u.j::jsonb
-                          FROM unnest($1::bytea[], $2::bytea[], $3::text[])
-                               WITH ORDINALITY AS u(k, d, j, i), g
+                  ins AS (INSERT INTO {} (k, doc, j, nt)
+                          SELECT u.k, u.d, u.j::jsonb, u.nt::jsonb
+                          FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::text[])
+                               WITH ORDINALITY AS u(k, d, j, nt, i), g
                           WHERE g.ok
                           ORDER BY u.i
                           ON CONFLICT (k) DO NOTHING RETURNING k)
@@ -469,13 +500,20 @@ pub(super) async fn replace(
     for &i in &chosen {
         keys.push(docs[i].key.clone());
         bodies.push(docs[i].bson.clone());
-        images.push(json_image_without_nul(&docs[i].bson)?);
+        images.push(Image::of(&docs[i])?);
     }
-    let mut params: Params = vec![Box::new(keys), Box::new(bodies), Box::new(images)];
+    let (jsons, types) = image_columns(&images);
+    let mut params: Params = vec![
+        Box::new(keys),
+        Box::new(bodies),
+        Box::new(jsons),
+        Box::new(types),
+    ];
     let update = format!(
         "WITH g AS (SELECT {} AS ok),
-              upd AS (UPDATE {table} AS t SET doc = u.d, j = u.j::jsonb
-                      FROM unnest($1::bytea[], $2::bytea[], $3::text[]) AS u(k, d, j), g
+              upd AS (UPDATE {table} AS t SET doc = u.d, j = u.j::jsonb, nt = u.nt::jsonb
+                      FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::text[])
+                           AS u(k, d, j, nt), g
                       WHERE t.k = u.k AND g.ok
                       RETURNING t.k)",
         guard.sql(&mut params)
