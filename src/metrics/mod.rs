@@ -160,6 +160,13 @@ pub struct Metrics {
     rest_requests: Family<RestLabels, Counter>,
     rest_seconds: Family<RestRouteLabels, LatencyHistogram, fn() -> LatencyHistogram>,
     limit_hits: Family<LimitLabel, Counter>,
+    sql_groups: Family<SqlGroupLabel, Counter>,
+}
+
+/// How a `$group` planned as SQL was answered (`docgate_sql_groups_total{answered}`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SqlGroupLabel {
+    answered: &'static str,
 }
 
 impl Default for Metrics {
@@ -208,6 +215,13 @@ impl Metrics {
             "Times a limit refused or cut off a client, by the limit's setting",
             limit_hits.clone(),
         );
+        let sql_groups = Family::<SqlGroupLabel, Counter>::default();
+        registry.register(
+            "docgate_sql_groups",
+            "$group stages planned as SQL (PostgreSQL), by how they were answered: \"sql\", \
+             or \"rust\" when a value the SQL cannot group exactly sent the rows through Rust",
+            sql_groups.clone(),
+        );
         Metrics {
             registry,
             commands,
@@ -216,7 +230,16 @@ impl Metrics {
             rest_requests,
             rest_seconds,
             limit_hits,
+            sql_groups,
         }
+    }
+
+    /// Counts a `$group` planned as SQL: answered by the SQL (`in_sql`) or by Rust.
+    pub fn sql_group(&self, in_sql: bool) {
+        let answered = if in_sql { "sql" } else { "rust" };
+        self.sql_groups
+            .get_or_create(&SqlGroupLabel { answered })
+            .inc();
     }
 
     /// The series of `command` (its table name, or `unknown`), for a caller to keep.

@@ -227,8 +227,8 @@ pub async fn run_grouped(
     let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
         return Ok(None);
     };
-    let folds = scope.state.store.folds_in_statement();
-    if PushedStage::of(&plan, &rest, folds).is_some() {
+    let group_in = scope.state.store.group_in_statement();
+    if PushedStage::of(&plan, &rest, group_in).is_some() {
         let foreign = {
             let mut session = scope.reader().await?;
             read_foreign(catalog, session.as_mut(), &info.record.db, &rest.after(1)).await?

@@ -14,9 +14,15 @@
 //!   order) over the same rows in the same order, with a residual filter, skip and limit
 //!   re-applied in Rust first.
 //!
-//! Anything else (PostgreSQL's and Oracle's `$group` by a field, a `$group` after other
-//! stages) is not pushed: `aggregate::run_grouped` streams the rows through Rust, and
-//! `explain` leaves the stage out of `docgate.stagesInSql`.
+//! - **SQL group**: the same `$group` shapes, with the accumulators
+//!   `query::sql_group` lists, after a filter SQL evaluates exactly, in natural order, on a
+//!   backend that runs a `$group` as SQL (`GroupInStatement::Sql`: PostgreSQL) — one
+//!   statement whose rows `SqlGroupPlan::assemble` finishes. When the store finds a value
+//!   its SQL cannot group exactly (it answers None) the group streams through Rust instead.
+//!
+//! Anything else (Oracle's `$group` by a field, a `$group` after other stages) is not
+//! pushed: `aggregate::run_grouped` streams the rows through Rust, and `explain` leaves the
+//! stage out of `docgate.stagesInSql`.
 //!
 //! Not for: the leading read's plan (`aggregate.rs`, `query::planner`), the grouping's
 //! semantics (`query::aggregate`), or SQL (`store`).
@@ -31,8 +37,9 @@ use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::counted::{counted_output, is_counted};
 use crate::query::planner::ReadPlan;
+use crate::query::sql_group::SqlGroupPlan;
 use crate::query::{Filter, ForeignDocuments, Grouping, Pipeline, Stage};
-use crate::store::{DocumentFold, StoreError};
+use crate::store::{DocumentFold, GroupInStatement, StoreError};
 
 /// How the stage after the leading read runs in the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,12 +48,18 @@ pub enum PushedStage {
     Count,
     /// A `$group` fed inside the read's statement.
     Fold,
+    /// A `$group` run as SQL.
+    SqlGroup,
 }
 
 impl PushedStage {
     /// Which stage `pipeline` (the stages after the leading read of `plan`) starts with
-    /// that the store runs, if any: `folds` says whether the backend runs folds.
-    pub fn of(plan: &ReadPlan, pipeline: &Pipeline, folds: bool) -> Option<PushedStage> {
+    /// that the store runs, if any: `group_in` says how the backend runs a `$group`.
+    pub fn of(
+        plan: &ReadPlan,
+        pipeline: &Pipeline,
+        group_in: GroupInStatement,
+    ) -> Option<PushedStage> {
         if plan.sort.is_some() || plan.text_score {
             return None;
         }
@@ -61,11 +74,22 @@ impl PushedStage {
             .residual
             .as_ref()
             .is_none_or(|filter| !filter.evaluates_expressions());
-        match first {
-            Stage::Group { id, accumulators }
-                if folds && cheap_residual && Grouping::reads_only_fields(id, accumulators) =>
+        let Stage::Group { id, accumulators } = first else {
+            return None;
+        };
+        match group_in {
+            GroupInStatement::Fold
+                if cheap_residual && Grouping::reads_only_fields(id, accumulators) =>
             {
                 Some(PushedStage::Fold)
+            }
+            GroupInStatement::Sql
+                if plan.residual.is_none()
+                    && plan.scan.order.is_none()
+                    && plan.scan.order_index.is_none()
+                    && SqlGroupPlan::of(id, accumulators).is_some() =>
+            {
+                Some(PushedStage::SqlGroup)
             }
             _ => None,
         }
@@ -82,8 +106,8 @@ pub async fn run_pushed(
     pipeline: &Pipeline,
     foreign: ForeignDocuments,
 ) -> Result<Option<Vec<Document>>, OpError> {
-    let folds = scope.state.store.folds_in_statement();
-    let Some(pushed) = PushedStage::of(plan, pipeline, folds) else {
+    let group_in = scope.state.store.group_in_statement();
+    let Some(pushed) = PushedStage::of(plan, pipeline, group_in) else {
         return Ok(None);
     };
     let Some(first) = pipeline.stages.first() else {
@@ -121,6 +145,18 @@ pub async fn run_pushed(
                 Grouping::new(id.clone(), accumulators.clone()),
             )
             .await?
+        }
+        PushedStage::SqlGroup => {
+            let Stage::Group { id, accumulators } = first else {
+                return Ok(None);
+            };
+            let Some(grouping) = SqlGroupPlan::of(id, accumulators) else {
+                return Ok(None);
+            };
+            match sql_group(scope, info, plan, grouping).await? {
+                Some(groups) => groups,
+                None => return Ok(None),
+            }
         }
     };
     let after = pipeline.after(1);
@@ -173,6 +209,35 @@ async fn fold_group(
             crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
         }
         Ok::<_, OpError>(groups)
+    })
+    .await
+}
+
+/// A `$group` run as SQL over the read `plan`: its groups, or None when the store met a
+/// value its SQL cannot group exactly.
+async fn sql_group(
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    plan: &ReadPlan,
+    grouping: SqlGroupPlan,
+) -> Result<Option<Vec<Document>>, OpError> {
+    let rows = {
+        let mut session = scope.reader().await?;
+        session
+            .as_mut()
+            .group_scan(&info.record, &plan.scan, &grouping.request)
+            .await?
+    };
+    scope.state.metrics.sql_group(rows.is_some());
+    let Some(rows) = rows else {
+        return Ok(None);
+    };
+    crate::compute::run(move || {
+        let groups = grouping.assemble(rows)?;
+        if crate::query::memory::limited() {
+            crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
+        }
+        Ok::<_, OpError>(Some(groups))
     })
     .await
 }

@@ -15,6 +15,7 @@
 mod conformance;
 pub mod error;
 mod image;
+mod number_types;
 #[cfg(feature = "oracle")]
 pub mod oracle;
 pub mod postgres;
@@ -30,6 +31,7 @@ use bson::Document;
 pub use crate::query::scan::{
     IndexBound, KeyOrder, PathValue, PositionedRow, Predicate, ScanPosition, ScanRequest,
 };
+pub use crate::query::sql_group::{Extreme, GroupRequest, GroupRow, NumberTotals};
 pub use error::StoreError;
 
 /// A collection as recorded in the catalog tables of the backend.
@@ -292,6 +294,20 @@ pub trait DocumentFold: Send {
     fn feed(&mut self, document: &[u8]) -> Result<(), StoreError>;
 }
 
+/// How a backend runs a `$group` right after a read, inside the read's statement
+/// ([`Store::group_in_statement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupInStatement {
+    /// It does not: the rows stream through Rust's grouping.
+    None,
+    /// A fold the core supplies is fed inside the statement ([`StoreSession::fold_scan`]:
+    /// SQLite, where Rust functions can be registered on the connection).
+    Fold,
+    /// As SQL ([`StoreSession::group_scan`]: PostgreSQL), for the shapes
+    /// `query::aggregate::sql_group` pushes.
+    Sql,
+}
+
 /// A backend: SQLite (`sqlite`), PostgreSQL (`postgres`) or Oracle (`oracle`, cargo feature
 /// `oracle`). Built once, shared by both front ends through `AppState`,
 /// owner of the one connection pool.
@@ -327,11 +343,9 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
-    /// Whether the backend runs [`StoreSession::fold_scan`]: a fold the core supplies runs
-    /// inside the statement that selects the rows (SQLite, where Rust functions can be
-    /// registered on the connection). The others answer `Unsupported` there.
-    fn folds_in_statement(&self) -> bool {
-        false
+    /// How the backend runs a `$group` right after a read inside the read's statement.
+    fn group_in_statement(&self) -> GroupInStatement {
+        GroupInStatement::None
     }
 
     /// Whether the backend has logons of its own that `verify_login` checks passwords
@@ -492,6 +506,22 @@ pub trait StoreSession: Send {
         let _ = (coll, request, fold);
         Err(StoreError::Unsupported(
             "this backend cannot run a fold inside its statements".into(),
+        ))
+    }
+    /// Runs `group` over the rows `request` selects (in natural order, no index walk) as
+    /// one statement: one row per group in the order of its first document, or None when
+    /// some value met is one the SQL cannot group, total or order exactly (the caller then
+    /// groups in Rust). Backends whose [`Store::group_in_statement`] is not `Sql` answer
+    /// `Unsupported`.
+    async fn group_scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        group: &GroupRequest,
+    ) -> Result<Option<Vec<GroupRow>>, StoreError> {
+        let _ = (coll, request, group);
+        Err(StoreError::Unsupported(
+            "this backend cannot run a $group as SQL".into(),
         ))
     }
     /// `SELECT COUNT(*)` of what `filter` selects (callers pass only exact predicates).

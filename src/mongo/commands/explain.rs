@@ -113,12 +113,12 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     );
     // The stage after an aggregate's leading read that the store runs in the same statement
     // (only under the simple collation, as `ops::aggregate` pushes it).
-    let folds = context.server.state.store.folds_in_statement();
+    let group_in = context.server.state.store.group_in_statement();
     let pushed = target
         .pipeline_rest
         .as_ref()
         .filter(|_| plan.collation.is_simple())
-        .filter(|rest| PushedStage::of(&plan, rest, folds).is_some())
+        .filter(|rest| PushedStage::of(&plan, rest, group_in).is_some())
         .and_then(|rest| match rest.stages.first() {
             Some(Stage::Group { .. }) => Some("$group"),
             Some(Stage::Count(_)) => Some("$count"),

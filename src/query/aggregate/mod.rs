@@ -29,6 +29,7 @@ pub mod output;
 mod output_tests;
 mod redact;
 mod reshape;
+pub mod sql_group;
 pub mod stages;
 #[cfg(test)]
 mod tests;

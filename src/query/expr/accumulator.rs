@@ -123,6 +123,13 @@ impl AccumulatorState {
         self
     }
 
+    /// This `$sum`/`$avg`/`$count` state with `sum` as its running total (one a store
+    /// computed in SQL: `query::aggregate::sql_group`).
+    pub fn with_sum(mut self, sum: NumericSum) -> Self {
+        self.sum = sum;
+        self
+    }
+
     /// Whether the `n` of an `…N` accumulator is still to be evaluated.
     pub fn needs_limit(&self) -> bool {
         self.limit.is_none()

@@ -366,6 +366,22 @@ impl Expression {
         }
     }
 
+    /// The path, if this expression is a plain field path (`"$a.b"`).
+    pub fn field_path(&self) -> Option<&[String]> {
+        match &self.node {
+            Node::FieldPath(path) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The fields, if this expression is an object (`{a: <expr>, …}`).
+    pub fn object_fields(&self) -> Option<&[(String, Expression)]> {
+        match &self.node {
+            Node::Object(fields) => Some(fields),
+            _ => None,
+        }
+    }
+
     /// The constant value, if this expression is a literal.
     pub fn as_literal(&self) -> Option<&Bson> {
         match &self.node {

@@ -179,6 +179,40 @@ impl NumericSum {
         Some(sum.total())
     }
 
+    /// The running total of Int32, Int64 and Double values added in some order, rebuilt
+    /// from what a store computed of them in SQL: how many of each type, the exact sum of the
+    /// integers, and `rounded`, the double the compensated sum of all of them (integers
+    /// included, as [`NumericSum::add`] feeds them) ends at. The store vouches for
+    /// `rounded` (see `store::postgres::grouping`); without doubles it is not read.
+    pub fn from_totals(
+        int32_count: u64,
+        int64_count: u64,
+        double_count: u64,
+        integers: i128,
+        rounded: f64,
+    ) -> NumericSum {
+        let width = if double_count > 0 {
+            Width::Double
+        } else if int64_count > 0 {
+            Width::Int64
+        } else {
+            Width::Int32
+        };
+        let count = int32_count + int64_count + double_count;
+        NumericSum {
+            width,
+            saw_double: double_count > 0,
+            non_decimal_count: count,
+            integers,
+            doubles: DoubleDouble {
+                high: rounded,
+                low: 0.0,
+            },
+            count,
+            ..NumericSum::default()
+        }
+    }
+
     /// The total in the widest type seen (Int32 when nothing was added).
     pub fn total(&self) -> Bson {
         match self.width {

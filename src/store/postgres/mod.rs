@@ -42,6 +42,7 @@ mod catalog_row;
 mod conn;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod grouping;
 mod index;
 mod listen;
 mod meta;
@@ -225,6 +226,10 @@ impl Store for PostgresStore {
 
     fn supports_capped(&self) -> bool {
         true
+    }
+
+    fn group_in_statement(&self) -> super::GroupInStatement {
+        super::GroupInStatement::Sql
     }
 
     fn pool_status(&self) -> super::PoolStatus {

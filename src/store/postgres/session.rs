@@ -22,12 +22,12 @@ use tokio::runtime::Handle;
 
 use super::super::where_clause::PositionColumns;
 use super::super::{
-    CollectionRecord, CollectionStats, EntriesKind, IndexRecord, InsertOutcome, MetaRecord,
-    MetaWrite, PositionedRow, Predicate, ScanPosition, ScanRequest, StoreError, StoreSession,
-    StoredDocument, WriteRecord,
+    CollectionRecord, CollectionStats, EntriesKind, GroupRequest, GroupRow, IndexRecord,
+    InsertOutcome, MetaRecord, MetaWrite, PositionedRow, Predicate, ScanPosition, ScanRequest,
+    StoreError, StoreSession, StoredDocument, WriteRecord,
 };
 use super::conn::{Manager, PgConn};
-use super::{capped, catalog, catalog_row, index, meta, sql, write, write_record};
+use super::{capped, catalog, catalog_row, grouping, index, meta, sql, write, write_record};
 
 /// A session of the PostgreSQL backend. Get one from `PostgresStore::postgres_session`
 /// (concrete) or `Store::session` (boxed).
@@ -278,6 +278,15 @@ impl StoreSession for PostgresSession {
         // READ COMMITTED + FOR UPDATE: waits for concurrent writers of the selected rows and
         // returns their committed version, so an update computed in Rust starts from it.
         self.select_documents(coll, request, " FOR UPDATE").await
+    }
+
+    async fn group_scan(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        group: &GroupRequest,
+    ) -> Result<Option<Vec<GroupRow>>, StoreError> {
+        grouping::group_scan(self.conn()?, coll, request, group).await
     }
 
     async fn count(

@@ -149,8 +149,8 @@ impl Store for SqliteStore {
         true
     }
 
-    fn folds_in_statement(&self) -> bool {
-        true
+    fn group_in_statement(&self) -> super::GroupInStatement {
+        super::GroupInStatement::Fold
     }
 
     fn pool_status(&self) -> super::PoolStatus {

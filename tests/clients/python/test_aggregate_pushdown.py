@@ -324,12 +324,9 @@ def explain_details(db, name, pipeline) -> dict:
 def test_explain_names_the_group_where_the_store_runs_it(db, mixed):
     by_field = [{"$match": {"grp": 3}}, {"$group": {"_id": "$k", "s": {"$sum": "$v"}}}]
     details = explain_details(db, "mixed", by_field)
-    if details["backend"] == "sqlite":
-        # Folded inside SQLite's statement.
-        assert details["stagesInSql"] == ["$match", "$group"]
-    else:
-        # PostgreSQL streams the rows through Rust's grouping.
-        assert details["stagesInSql"] == ["$match"]
+    # Folded inside SQLite's statement; on PostgreSQL a GROUP BY (whose values here include
+    # decimals and NaN, so it hands the rows to Rust's grouping: the same answer).
+    assert details["stagesInSql"] == ["$match", "$group"]
     # A computed key is evaluated on the compute pool, not in the store's statement.
     computed = [{"$group": {"_id": {"$type": "$v"}, "n": {"$sum": 1}}}]
     assert explain_details(db, "mixed", computed)["stagesInSql"] == []

@@ -1,0 +1,357 @@
+//! A `$group` right after a read, run as one SQL statement (`StoreSession::group_scan`; what
+//! is pushed and how its rows are finished: `query::aggregate::sql_group`).
+//!
+//! The statement reads the scan's rows (`n`, the image `j`, its number types `nt`), gives
+//! each value of a grouped, totalled or ordered path a class, groups with `GROUP BY` on the
+//! key's image values, and answers per group its size, its first and last rows' documents,
+//! the totals, and the documents of the rows holding each `$min`/`$max`.
+//!
+//! Classes of a value (the image alone cannot tell an Int64 or a Decimal128 from a double:
+//! `nt` can):
+//! - `i` Int32, `l` Int64 of magnitude < 2^53 (exact in the image, as an integer), `d` finite
+//!   Double;
+//! - `s` string without U+FFFD (the image maps U+0000 to it), `b` boolean, `n` null,
+//!   `m` missing, `a` array, `o` any other object or tagged value;
+//! - `x` what no SQL here handles exactly: a Decimal128, a larger Int64, NaN or ±Inf, a
+//!   string with U+FFFD, a number in a row written before `nt` existed (NULL), or a path
+//!   that meets an array on its way.
+//!
+//! Exactness, per group (the answer is None when any group fails it):
+//! - key values are `i l d s b n m`: `jsonb` equality then is MongoDB's (numbers compare by
+//!   value across types, strings by code points), hashing agrees with it;
+//! - totalled values are anything but `x`. Integers are summed exactly (`numeric`). Each
+//!   double `x` with |x| < 2^53 and no bits below 2^-74 splits exactly into
+//!   `trunc(x) + f1·2^-37 + f2·2^-74` with integer `f1`, `f2` (float operations that are
+//!   exact: subtracting the integer part, scaling by powers of two), so the exact total
+//!   `E` of all the numbers is a `numeric`. Rust's compensated sum (`NumericSum`) of `k`
+//!   additions (an integer adds two parts) lands within `b = 1.02·k²·2^-106·Σ|x|` of `E`
+//!   (TwoSum's error terms are exact; only their running sum rounds, each time by at most
+//!   2^-53 of it), and rounds `high + low` to a double; so when `E - b` and `E + b` round
+//!   to the same double, that double (`E::float8`) is Rust's total. The statement checks
+//!   that with twice `b`;
+//! - `$min`/`$max` values are `i l d s n m`: numbers order before strings, numbers by
+//!   their exact image values (shortest round-trip decimals keep the doubles' order),
+//!   strings by bytes (`COLLATE "C"`, UTF-8 order is code point order), ties to the first
+//!   row (`n`).
+//!
+//! Not for: the scan's SQL (`sql.rs`) or finishing the groups (`query::aggregate::sql_group`).
+
+use std::fmt::Write as _;
+
+use super::super::{CollectionRecord, Extreme, GroupRequest, GroupRow, NumberTotals, StoreError};
+use super::conn::{Params, PgConn};
+use super::sql;
+use crate::query::scan::ScanRequest;
+
+/// 2^53: integers up to it are exact in a double (and in the image).
+const EXACT_INT: &str = "9007199254740992";
+/// 2^37, the scale of each fractional part of a split double.
+const SPLIT_SCALE: &str = "137438953472::float8";
+/// 2^-37 and 2^-74, exactly.
+const TWO_POW_MINUS_37: &str = "0.0000000000072759576141834259033203125";
+const TWO_POW_MINUS_74: &str =
+    "0.0000000000000000000000529395592033938256113708089590072631835937500";
+/// Twice 1.02·2^-106, rounded up: the factor of the compensated sum's error bound.
+const ERROR_FACTOR: &str = "2.6e-32::float8";
+/// The largest `n`, for ordering ties to the first row under `max`.
+const MAX_N: &str = "9223372036854775807";
+
+/// Runs `group` over the rows `request` selects; None when a value is one the SQL cannot
+/// handle exactly, or the scan is not in natural order.
+pub(super) async fn group_scan(
+    conn: &mut PgConn,
+    coll: &CollectionRecord,
+    request: &ScanRequest,
+    group: &GroupRequest,
+) -> Result<Option<Vec<GroupRow>>, StoreError> {
+    if request.order.is_some() || request.order_index.is_some() {
+        return Ok(None);
+    }
+    let scan = sql::select(&coll.table, "n, j, nt", request, None)?;
+    let mut statement = Statement {
+        params: scan.params,
+        paths: Vec::new(),
+    };
+    let text = statement.text(&coll.table, &scan.text, group);
+    let rows = conn.query(&text, &statement.params).await?;
+    let mut groups = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut column = ColumnReader { row: &row, next: 0 };
+        let count: i64 = column.get()?;
+        let exact: bool = column.get()?;
+        if !exact {
+            return Ok(None);
+        }
+        let first: Vec<u8> = column.get()?;
+        let last: Option<Vec<u8>> = if group.wants_last {
+            Some(column.get()?)
+        } else {
+            None
+        };
+        let mut totals = Vec::with_capacity(group.totals.len());
+        for _ in &group.totals {
+            let int32_count: i64 = column.get()?;
+            let int64_count: i64 = column.get()?;
+            let double_count: i64 = column.get()?;
+            let integers: String = column.get()?;
+            let rounded: f64 = column.get()?;
+            totals.push(NumberTotals {
+                int32_count: unsigned(int32_count),
+                int64_count: unsigned(int64_count),
+                double_count: unsigned(double_count),
+                integers: integers
+                    .parse()
+                    .map_err(|e| StoreError::Corrupt(format!("integer total {integers}: {e}")))?,
+                rounded,
+            });
+        }
+        let mut extremes = Vec::with_capacity(group.extremes.len());
+        for _ in &group.extremes {
+            extremes.push(column.get::<Option<Vec<u8>>>()?);
+        }
+        groups.push(GroupRow {
+            count: unsigned(count),
+            first,
+            last,
+            totals,
+            extremes,
+        });
+    }
+    Ok(Some(groups))
+}
+
+fn unsigned(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// Reads a row's columns in order.
+struct ColumnReader<'a> {
+    row: &'a tokio_postgres::Row,
+    next: usize,
+}
+
+impl ColumnReader<'_> {
+    fn get<'b, T: tokio_postgres::types::FromSql<'b>>(&'b mut self) -> Result<T, StoreError> {
+        let i = self.next;
+        self.next += 1;
+        self.row
+            .try_get(i)
+            .map_err(|e| StoreError::Corrupt(format!("grouped row, column {i}: {e}")))
+    }
+}
+
+/// The statement being written: its bound values (the scan's first) and the paths bound.
+struct Statement {
+    params: Params,
+    paths: Vec<(Vec<String>, String)>,
+}
+
+impl Statement {
+    /// The placeholder of `path` as a `text[]`, bound once.
+    fn path(&mut self, path: &[String]) -> String {
+        if let Some((_, placeholder)) = self.paths.iter().find(|(p, _)| p == path) {
+            return placeholder.clone();
+        }
+        self.params.push(Box::new(path.to_vec()));
+        let placeholder = format!("${}::text[]", self.params.len());
+        self.paths.push((path.to_vec(), placeholder.clone()));
+        placeholder
+    }
+
+    fn text(&mut self, table: &str, scan: &str, group: &GroupRequest) -> String {
+        // Every path read, numbered: value `v{i}`, class `c{i}`, number `x{i}`.
+        let mut paths: Vec<&[String]> = Vec::new();
+        let keys: Vec<usize> = group.key.iter().map(|p| index_of(&mut paths, p)).collect();
+        let totals: Vec<usize> = group
+            .totals
+            .iter()
+            .map(|p| index_of(&mut paths, p))
+            .collect();
+        let extremes: Vec<(Extreme, usize)> = group
+            .extremes
+            .iter()
+            .map(|(e, p)| (*e, index_of(&mut paths, p)))
+            .collect();
+        let paths: Vec<Vec<String>> = paths.into_iter().map(<[String]>::to_vec).collect();
+
+        // Level 1: the paths' image values and number types, and whether each walk meets no
+        // array. `OFFSET 0` keeps each level's expressions evaluated once per row.
+        let mut read = String::from("SELECT dg_s.n, dg_s.nt IS NOT NULL AS dg_typed");
+        for (i, path) in paths.iter().enumerate() {
+            let placeholder = self.path(path);
+            let _ = write!(
+                read,
+                ", dg_s.j #> {placeholder} AS v{i}, dg_s.nt #>> {placeholder} AS y{i}, "
+            );
+            let mut walk = String::from("true");
+            for end in 1..path.len() {
+                let prefix = self.path(&path[..end]);
+                let _ = write!(
+                    walk,
+                    " AND jsonb_typeof(dg_s.j #> {prefix}) IS DISTINCT FROM 'array'"
+                );
+            }
+            let _ = write!(read, "({walk}) AS w{i}");
+        }
+        let _ = write!(read, " FROM ({scan}) AS dg_s OFFSET 0");
+
+        // Level 2: classes and numbers.
+        let mut classed = String::from("SELECT n");
+        for i in 0..paths.len() {
+            let _ = write!(
+                classed,
+                ", v{i}, {} AS c{i}, CASE WHEN jsonb_typeof(v{i}) = 'number' \
+                 THEN (v{i})::float8 END AS x{i}",
+                class(i)
+            );
+        }
+        let _ = write!(classed, " FROM ({read}) AS dg_r OFFSET 0");
+
+        // Level 3: the groups.
+        let mut exact = vec!["true".to_string()];
+        for i in &keys {
+            exact.push(format!("c{i} IN ('i','l','d','s','b','n','m')"));
+        }
+        for i in &totals {
+            exact.push(format!("c{i} <> 'x'"));
+        }
+        for (_, i) in &extremes {
+            exact.push(format!("c{i} IN ('i','l','d','s','n','m')"));
+        }
+        let mut grouped = format!(
+            "SELECT min(n) AS dg_first, max(n) AS dg_last, count(*) AS dg_count, \
+             bool_and({}) AS dg_exact",
+            exact.join(" AND ")
+        );
+        for (t, i) in totals.iter().enumerate() {
+            let x = format!("x{i}");
+            let fraction = format!("(({x} - trunc({x})) * {SPLIT_SCALE})");
+            let low = format!("(({fraction} - trunc({fraction})) * {SPLIT_SCALE})");
+            let doubles = format!("FILTER (WHERE c{i} = 'd' AND abs({x}) < {EXACT_INT})");
+            let _ = write!(
+                grouped,
+                ", count(*) FILTER (WHERE c{i} = 'i') AS t{t}_i32, \
+                 count(*) FILTER (WHERE c{i} = 'l') AS t{t}_i64, \
+                 count(*) FILTER (WHERE c{i} = 'd') AS t{t}_dbl, \
+                 coalesce(sum((v{i})::numeric) FILTER (WHERE c{i} IN ('i','l')), 0) AS t{t}_ints, \
+                 coalesce(sum(trunc({x})::bigint) {doubles}, 0) AS t{t}_hi, \
+                 coalesce(sum(trunc({fraction})::bigint) {doubles}, 0) AS t{t}_mid, \
+                 coalesce(sum({low}::bigint) {doubles}, 0) AS t{t}_lo, \
+                 coalesce(sum(abs({x})) FILTER (WHERE c{i} IN ('i','l','d')), 0) AS t{t}_abs, \
+                 coalesce(bool_and(abs({x}) < {EXACT_INT} AND {low} = trunc({low})) \
+                     FILTER (WHERE c{i} = 'd'), true) AS t{t}_split"
+            );
+        }
+        for (e, (extreme, i)) in extremes.iter().enumerate() {
+            let numbers = format!("FILTER (WHERE c{i} IN ('i','l','d'))");
+            let strings = format!("FILTER (WHERE c{i} = 's')");
+            let text = format!("(v{i} #>> '{{}}') COLLATE \"C\"");
+            let _ = match extreme {
+                Extreme::Least => write!(
+                    grouped,
+                    ", coalesce((min(ARRAY[(v{i})::numeric, n::numeric]) {numbers})[2]::bigint, \
+                     (min(ARRAY[{text}, lpad(n::text, 19, '0')]) {strings})[2]::bigint) AS e{e}"
+                ),
+                Extreme::Greatest => write!(
+                    grouped,
+                    ", coalesce({MAX_N} - (max(ARRAY[{text}, \
+                     lpad(({MAX_N} - n)::text, 19, '0')]) {strings})[2]::bigint, \
+                     -((max(ARRAY[(v{i})::numeric, (-n)::numeric]) {numbers})[2]::bigint)) AS e{e}"
+                ),
+            };
+        }
+        let _ = write!(grouped, " FROM ({classed}) AS dg_c");
+        if !keys.is_empty() {
+            let by: Vec<String> = keys
+                .iter()
+                .map(|i| {
+                    if group.missing_is_null {
+                        format!("coalesce(v{i}, 'null'::jsonb)")
+                    } else {
+                        format!("v{i}")
+                    }
+                })
+                .collect();
+            let _ = write!(grouped, " GROUP BY {}", by.join(", "));
+        }
+
+        // Level 4: exact totals, then the documents the groups name.
+        let mut with_totals = String::from("SELECT dg_a.*");
+        for t in 0..totals.len() {
+            let _ = write!(
+                with_totals,
+                ", dg_a.t{t}_ints + dg_a.t{t}_hi + dg_a.t{t}_mid * {TWO_POW_MINUS_37} \
+                 + dg_a.t{t}_lo * {TWO_POW_MINUS_74} AS t{t}_exact, \
+                 (dg_a.t{t}_abs * ((2 * (dg_a.t{t}_i32 + dg_a.t{t}_i64) + dg_a.t{t}_dbl)::float8 \
+                 ^ 2) * {ERROR_FACTOR})::numeric AS t{t}_bound"
+            );
+        }
+        let _ = write!(with_totals, " FROM ({grouped}) AS dg_a");
+
+        let mut ok = vec!["dg_g.dg_exact".to_string()];
+        for t in 0..totals.len() {
+            ok.push(format!(
+                "(dg_g.t{t}_dbl = 0 OR (dg_g.t{t}_split AND \
+                 (dg_g.t{t}_exact - dg_g.t{t}_bound)::float8 \
+                 = (dg_g.t{t}_exact + dg_g.t{t}_bound)::float8))"
+            ));
+        }
+        let mut out = format!(
+            "SELECT dg_g.dg_count, {} AS dg_ok, dg_first_row.doc",
+            ok.join(" AND ")
+        );
+        let mut joins = format!(" JOIN {table} AS dg_first_row ON dg_first_row.n = dg_g.dg_first");
+        if group.wants_last {
+            out.push_str(", dg_last_row.doc");
+            let _ = write!(
+                joins,
+                " JOIN {table} AS dg_last_row ON dg_last_row.n = dg_g.dg_last"
+            );
+        }
+        for t in 0..totals.len() {
+            let _ = write!(
+                out,
+                ", dg_g.t{t}_i32, dg_g.t{t}_i64, dg_g.t{t}_dbl, dg_g.t{t}_ints::text, \
+                 dg_g.t{t}_exact::float8"
+            );
+        }
+        for e in 0..extremes.len() {
+            let _ = write!(out, ", dg_e{e}.doc");
+            let _ = write!(
+                joins,
+                " LEFT JOIN {table} AS dg_e{e} ON dg_e{e}.n = dg_g.e{e}"
+            );
+        }
+        let _ = write!(
+            out,
+            " FROM ({with_totals}) AS dg_g{joins} ORDER BY dg_g.dg_first"
+        );
+        out
+    }
+}
+
+/// The index of `path` in `paths`, added if new.
+fn index_of<'a>(paths: &mut Vec<&'a [String]>, path: &'a [String]) -> usize {
+    match paths.iter().position(|p| *p == path) {
+        Some(i) => i,
+        None => {
+            paths.push(path);
+            paths.len() - 1
+        }
+    }
+}
+
+/// The class of value `v{i}` (see the module doc).
+fn class(i: usize) -> String {
+    format!(
+        "CASE WHEN NOT w{i} THEN 'x' ELSE CASE jsonb_typeof(v{i}) \
+         WHEN 'number' THEN CASE WHEN NOT dg_typed THEN 'x' WHEN y{i} IS NULL THEN 'i' \
+             WHEN y{i} = '1' THEN 'd' \
+             WHEN y{i} = '18' AND abs((v{i})::numeric) < {EXACT_INT} THEN 'l' ELSE 'x' END \
+         WHEN 'string' THEN CASE WHEN strpos(v{i} #>> '{{}}', chr(65533)) = 0 THEN 's' \
+             ELSE 'x' END \
+         WHEN 'boolean' THEN 'b' WHEN 'null' THEN 'n' WHEN 'array' THEN 'a' \
+         WHEN 'object' THEN CASE WHEN v{i} ->> '$t' IN ('1', '19') THEN 'x' ELSE 'o' END \
+         ELSE 'm' END END"
+    )
+}
