@@ -1,4 +1,4 @@
-//! Aggregation (issue 17): four pipelines over `DOCGATE_BENCH_DOCS` (1,000,000) documents,
+//! Aggregation (issue 17): five pipelines over `DOCGATE_BENCH_DOCS` (1,000,000) documents,
 //! docgate through the `mongodb` driver against the same question written by hand in SQL on
 //! docgate's own tables, side by side, with docgate's peak RSS.
 //!
@@ -13,7 +13,9 @@
 //! 1. `$match {active: true}` + `$group` by `address.city` with `$sum` of `score` and a count;
 //! 2. `$match {age: 42}` + `$lookup` of its city (`localField`/`foreignField`);
 //! 3. `$sort {score: -1}` + `$limit 10` (served by the `score` index);
-//! 4. `$match {age: 42}` + `$setWindowFields` running `$sum` of `score` in `_id` order.
+//! 4. `$match {age: 42}` + `$setWindowFields` running `$sum` of `score` in `_id` order;
+//! 5. `$match {age: {$lt: 9}}` (a tenth) + `$project` of `score` and `address.city` (the SQL
+//!    side reads the image's fields: what a `$project` pushed into SQL would cost).
 //!
 //! Printed per backend and case: mean and best milliseconds of each side, the ratio
 //! docgate / SQL, and the rows each returned (which must agree). A case docgate refuses
@@ -89,6 +91,17 @@ fn cases() -> Vec<Case> {
             postgres:
                 "SELECT doc, SUM((j->>'score')::float8) OVER (ORDER BY k ROWS UNBOUNDED PRECEDING) \
                        FROM {t} WHERE (j->>'age')::int = 42",
+        },
+        Case {
+            label: "$match+$project two fields",
+            pipeline: vec![
+                doc! {"$match": {"age": {"$lt": 9}}},
+                doc! {"$project": {"score": 1, "address.city": 1}},
+            ],
+            sqlite: "SELECT j->>'$._id', j->>'$.score', j->>'$.address.city' FROM {t} \
+                     WHERE j->>'$.age' < 9",
+            postgres: "SELECT j->'_id', j->'score', j#>'{address,city}' FROM {t} \
+                       WHERE (j->>'age')::int < 9",
         },
     ]
 }

@@ -387,3 +387,58 @@ async fn rows_from_before_the_number_types_column_are_grouped_in_rust() {
     .await;
     assert_eq!((sql, rust), (1.0, 0.0));
 }
+
+/// Many groups: the documents the SQL would send back for them stop at the blocking-stage
+/// memory limit, and the grouping runs in Rust, which spills past it — the same answer.
+#[tokio::test]
+async fn groups_past_the_memory_limit_are_grouped_in_rust() {
+    let server = TestServer::start_with_args(&["--blocking-stage-memory-limit-bytes", "50000"]);
+    let client = server.client().await;
+    let coll = client
+        .database("group_budget")
+        .collection::<Document>("sales");
+    coll.insert_many(sales(2000)).await.expect("insert");
+    let by_id = vec![doc! {"$group": {"_id": "$_id", "p": {"$sum": "$price"},
+    "f": {"$first": "$city"}, "l": {"$last": "$store"}}}];
+    let few = vec![doc! {"$group": {"_id": "$store.name", "p": {"$sum": "$price"}}}];
+    let (sql, rust) = answered_during(&server, async {
+        assert_eq!(same_both_ways(&coll, &by_id).await.len(), 2000);
+        assert_eq!(same_both_ways(&coll, &few).await.len(), 4);
+    })
+    .await;
+    if on_postgres(&server) {
+        assert_eq!((sql, rust), (1.0, 1.0));
+    }
+}
+
+/// A total whose exact value lies just past a rounding midpoint, where the compensated sum
+/// MongoDB (and docgate's Rust) keeps lands on the midpoint and rounds the other way: the
+/// SQL's error bound sees it cannot tell, and Rust totals it — 2^52 + 0.5 + 2^-74 sums to
+/// 2^52, not the nearest double 2^52 + 1.
+#[tokio::test]
+async fn a_total_the_compensated_sum_rounds_differently_goes_through_rust() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let coll = client
+        .database("group_midpoint")
+        .collection::<Document>("numbers");
+    let two_52 = 4_503_599_627_370_496.0_f64;
+    let tiny = f64::from_bits((1023 - 74) << 52);
+    assert_eq!(tiny, 2f64.powi(-74));
+    coll.insert_many([
+        doc! {"_id": 1, "v": two_52},
+        doc! {"_id": 2, "v": 0.5},
+        doc! {"_id": 3, "v": tiny},
+    ])
+    .await
+    .expect("insert");
+    let pipeline = vec![doc! {"$group": {"_id": null, "s": {"$sum": "$v"}}}];
+    let (sql, rust) = answered_during(&server, async {
+        let groups = same_both_ways(&coll, &pipeline).await;
+        assert_eq!(groups[0].get_f64("s").ok(), Some(two_52));
+    })
+    .await;
+    if on_postgres(&server) {
+        assert_eq!((sql, rust), (0.0, 1.0));
+    }
+}

@@ -153,6 +153,12 @@ pub async fn run_pushed(
             let Some(grouping) = SqlGroupPlan::of(id, accumulators) else {
                 return Ok(None);
             };
+            let budget = crate::compute::current_interrupt()
+                .blocking_memory()
+                .map_or(crate::query::memory::BLOCKING_STAGE_LIMIT, |memory| {
+                    memory.bytes
+                });
+            let grouping = grouping.with_max_bytes(budget as u64);
             match sql_group(scope, info, plan, grouping).await? {
                 Some(groups) => groups,
                 None => return Ok(None),

@@ -166,7 +166,7 @@ fn write_double(d: f64, type_byte: u8, out: &mut String) {
 
 /// A JSON string literal: `"` and `\` escaped, control characters as `\u00XX`; with
 /// `no_nul`, U+0000 becomes U+FFFD.
-fn write_string(s: &str, out: &mut String, no_nul: bool) {
+pub(super) fn write_string(s: &str, out: &mut String, no_nul: bool) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 
 use bson::raw::{RawBsonRef, RawDocument};
 
+use super::image::write_string;
 use super::StoreError;
 
 /// BSON type bytes recorded here.
@@ -71,20 +72,10 @@ fn write_type(type_byte: u8, out: &mut String) -> bool {
     true
 }
 
-/// A JSON object key, escaped as the image escapes strings (U+0000 never occurs in a key).
+/// A JSON object key and its colon, escaped as the image escapes strings.
 fn write_key(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push_str("\":");
+    write_string(s, out, true);
+    out.push(':');
 }
 
 #[cfg(test)]

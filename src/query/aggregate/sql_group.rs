@@ -46,6 +46,9 @@ pub struct GroupRequest {
     pub extremes: Vec<(Extreme, FieldPath)>,
     /// Whether each group's last document is wanted (the first always is).
     pub wants_last: bool,
+    /// How many bytes of documents (first, last, extremes) the groups may bring back: past
+    /// it the store answers None, and the grouping runs in Rust, which spills.
+    pub max_bytes: u64,
 }
 
 /// Which end of the values in MongoDB's order.
@@ -116,6 +119,7 @@ impl SqlGroupPlan {
             totals: Vec::new(),
             extremes: Vec::new(),
             wants_last: false,
+            max_bytes: crate::query::memory::BLOCKING_STAGE_LIMIT as u64,
         };
         key_paths(id, &mut request.key)?;
         let mut sources = Vec::with_capacity(accumulators.len());
@@ -163,6 +167,12 @@ impl SqlGroupPlan {
             accumulators: accumulators.to_vec(),
             sources,
         })
+    }
+
+    /// This plan with the documents the groups bring back limited to `bytes`.
+    pub fn with_max_bytes(mut self, bytes: u64) -> Self {
+        self.request.max_bytes = bytes;
+        self
     }
 
     /// The groups of `rows`: `_id` and each accumulator's result, in the rows' order.

@@ -57,7 +57,8 @@ const ERROR_FACTOR: &str = "2.6e-32::float8";
 const MAX_N: &str = "9223372036854775807";
 
 /// Runs `group` over the rows `request` selects; None when a value is one the SQL cannot
-/// handle exactly, or the scan is not in natural order.
+/// handle exactly, the scan is not in natural order, or the documents the groups name pass
+/// `group.max_bytes` (the statement stops sending them at the first group past it).
 pub(super) async fn group_scan(
     conn: &mut PgConn,
     coll: &CollectionRecord,
@@ -108,6 +109,12 @@ pub(super) async fn group_scan(
         let mut extremes = Vec::with_capacity(group.extremes.len());
         for _ in &group.extremes {
             extremes.push(column.get::<Option<Vec<u8>>>()?);
+        }
+        let _row_bytes: i32 = column.get()?;
+        let bytes: i64 = column.get()?;
+        if unsigned(bytes) > group.max_bytes {
+            // Past the budget: Rust's grouping, which spills, runs instead.
+            return Ok(None);
         }
         groups.push(GroupRow {
             count: unsigned(count),
@@ -297,12 +304,14 @@ impl Statement {
             ));
         }
         let mut out = format!(
-            "SELECT dg_g.dg_count, {} AS dg_ok, dg_first_row.doc",
+            "SELECT dg_g.dg_count, {} AS dg_ok, dg_first_row.doc AS dg_first_doc",
             ok.join(" AND ")
         );
+        let mut row_bytes = String::from("octet_length(dg_first_row.doc)");
         let mut joins = format!(" JOIN {table} AS dg_first_row ON dg_first_row.n = dg_g.dg_first");
         if group.wants_last {
-            out.push_str(", dg_last_row.doc");
+            out.push_str(", dg_last_row.doc AS dg_last_doc");
+            row_bytes.push_str(" + octet_length(dg_last_row.doc)");
             let _ = write!(
                 joins,
                 " JOIN {table} AS dg_last_row ON dg_last_row.n = dg_g.dg_last"
@@ -316,17 +325,23 @@ impl Statement {
             );
         }
         for e in 0..extremes.len() {
-            let _ = write!(out, ", dg_e{e}.doc");
+            let _ = write!(out, ", dg_e{e}.doc AS dg_e{e}_doc");
+            let _ = write!(row_bytes, " + coalesce(octet_length(dg_e{e}.doc), 0)");
             let _ = write!(
                 joins,
                 " LEFT JOIN {table} AS dg_e{e} ON dg_e{e}.n = dg_g.e{e}"
             );
         }
-        let _ = write!(
-            out,
-            " FROM ({with_totals}) AS dg_g{joins} ORDER BY dg_g.dg_first"
-        );
-        out
+        // The documents answered stop at the first group past the byte budget.
+        self.params
+            .push(Box::new(i64::try_from(group.max_bytes).unwrap_or(i64::MAX)));
+        let budget = format!("${}::bigint", self.params.len());
+        format!(
+            "SELECT * FROM ({out}, {row_bytes} AS dg_row_bytes, \
+             sum({row_bytes}) OVER (ORDER BY dg_g.dg_first ROWS UNBOUNDED PRECEDING) AS dg_bytes \
+             FROM ({with_totals}) AS dg_g{joins}) AS dg_out \
+             WHERE dg_out.dg_bytes - dg_out.dg_row_bytes <= {budget} ORDER BY dg_out.dg_bytes"
+        )
     }
 }
 
