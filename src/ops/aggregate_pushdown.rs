@@ -37,7 +37,7 @@ use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::counted::{counted_output, is_counted};
 use crate::query::planner::ReadPlan;
-use crate::query::sql_group::SqlGroupPlan;
+use crate::query::sql_group::{certain_equalities, SqlGroupPlan};
 use crate::query::{Filter, ForeignDocuments, Grouping, Pipeline, Stage};
 use crate::store::{DocumentFold, GroupInStatement, StoreError};
 
@@ -84,7 +84,7 @@ impl PushedStage {
                 Some(PushedStage::Fold)
             }
             GroupInStatement::Sql
-                if plan.residual.is_none()
+                if sql_filter_usable(plan)
                     && plan.scan.order.is_none()
                     && plan.scan.order_index.is_none()
                     && SqlGroupPlan::of(id, accumulators).is_some() =>
@@ -92,6 +92,18 @@ impl PushedStage {
                 Some(PushedStage::SqlGroup)
             }
             _ => None,
+        }
+    }
+}
+
+/// Whether a `$group` run as SQL can read the rows of `plan`: its SQL is the filter, or
+/// narrows the rows to it and the filter is equalities the SQL can confirm row by row
+/// (`sql_group::certain_equalities`), with no skip or limit left to Rust.
+fn sql_filter_usable(plan: &ReadPlan) -> bool {
+    match &plan.residual {
+        None => true,
+        Some(filter) => {
+            plan.skip == 0 && plan.limit.is_none() && certain_equalities(filter).is_some()
         }
     }
 }
@@ -150,9 +162,15 @@ pub async fn run_pushed(
             let Stage::Group { id, accumulators } = first else {
                 return Ok(None);
             };
-            let Some(grouping) = SqlGroupPlan::of(id, accumulators) else {
+            let Some(mut grouping) = SqlGroupPlan::of(id, accumulators) else {
                 return Ok(None);
             };
+            if let Some(residual) = &plan.residual {
+                let Some(over_filter) = grouping.over_filter(residual) else {
+                    return Ok(None);
+                };
+                grouping = over_filter;
+            }
             let budget = crate::compute::current_interrupt()
                 .blocking_memory()
                 .map_or(crate::query::memory::BLOCKING_STAGE_LIMIT, |memory| {

@@ -27,6 +27,7 @@ use crate::query::error::QueryError;
 use crate::query::expr::accumulator::AccumulatorKind;
 use crate::query::expr::Expression;
 use crate::query::value::numeric_sum::NumericSum;
+use crate::query::{FieldPredicate, Filter};
 
 /// Field names from the document's root (the store checks per row that it meets no array).
 pub type FieldPath = Vec<String>;
@@ -49,6 +50,52 @@ pub struct GroupRequest {
     /// How many bytes of documents (first, last, extremes) the groups may bring back: past
     /// it the store answers None, and the grouping runs in Rust, which spills.
     pub max_bytes: u64,
+    /// The read's filter when its SQL only narrows the rows (it over-selects: arrays, lossy
+    /// numbers), as equalities ([`certain_equalities`]) the store must find certain in every
+    /// row it reads — a scalar at the path, no array on the way, equal in its image to the
+    /// value — or answer None. Empty when the read's SQL is the filter.
+    pub certain: Vec<(FieldPath, Bson)>,
+}
+
+/// The filter `filter` as a conjunction of equalities of plain paths to strings (without
+/// U+0000 or U+FFFD, which the image conflates), booleans, or finite numbers an image
+/// holds exactly (|n| < 2^53 for integers); None for any other filter.
+pub fn certain_equalities(filter: &Filter) -> Option<Vec<(FieldPath, Bson)>> {
+    let mut out = Vec::new();
+    collect_equalities(filter, &mut out)?;
+    Some(out)
+}
+
+fn collect_equalities(filter: &Filter, out: &mut Vec<(FieldPath, Bson)>) -> Option<()> {
+    match filter {
+        Filter::And(parts) => parts
+            .iter()
+            .try_for_each(|part| collect_equalities(part, out)),
+        Filter::Field { path, predicates } => {
+            let path: FieldPath = path.split('.').map(str::to_owned).collect();
+            if path.iter().any(String::is_empty) {
+                return None;
+            }
+            for predicate in predicates {
+                let FieldPredicate::Eq(value) = predicate else {
+                    return None;
+                };
+                let held_exactly = match value {
+                    Bson::String(s) => !s.contains(['\0', '\u{fffd}']),
+                    Bson::Boolean(_) | Bson::Int32(_) => true,
+                    Bson::Int64(n) => n.unsigned_abs() < 1 << 53,
+                    Bson::Double(d) => d.is_finite(),
+                    _ => false,
+                };
+                if !held_exactly {
+                    return None;
+                }
+                out.push((path.clone(), value.clone()));
+            }
+            Some(())
+        }
+        _ => None,
+    }
 }
 
 /// Which end of the values in MongoDB's order.
@@ -120,6 +167,7 @@ impl SqlGroupPlan {
             extremes: Vec::new(),
             wants_last: false,
             max_bytes: crate::query::memory::BLOCKING_STAGE_LIMIT as u64,
+            certain: Vec::new(),
         };
         key_paths(id, &mut request.key)?;
         let mut sources = Vec::with_capacity(accumulators.len());
@@ -173,6 +221,13 @@ impl SqlGroupPlan {
     pub fn with_max_bytes(mut self, bytes: u64) -> Self {
         self.request.max_bytes = bytes;
         self
+    }
+
+    /// This plan over a read whose SQL only narrows the rows to those `filter` matches
+    /// (None when the filter is not one [`certain_equalities`] takes).
+    pub fn over_filter(mut self, filter: &Filter) -> Option<Self> {
+        self.request.certain = certain_equalities(filter)?;
+        Some(self)
     }
 
     /// The groups of `rows`: `_id` and each accumulator's result, in the rows' order.

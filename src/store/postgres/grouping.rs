@@ -29,6 +29,9 @@
 //!   2^-53 of it), and rounds `high + low` to a double; so when `E - b` and `E + b` round
 //!   to the same double, that double (`E::float8`) is Rust's total. The statement checks
 //!   that with twice `b`;
+//! - the read's filter, when its SQL only narrows the rows (`GroupRequest::certain`): every
+//!   row read holds each equality's value as a scalar of class `i l d s b` at its path,
+//!   equal in `jsonb` — a row matched only through an array, or by a lossy image, fails;
 //! - `$min`/`$max` values are `i l d s n m`: numbers order before strings, numbers by
 //!   their exact image values (shortest round-trip decimals keep the doubles' order),
 //!   strings by bytes (`COLLATE "C"`, UTF-8 order is code point order), ties to the first
@@ -37,6 +40,8 @@
 //! Not for: the scan's SQL (`sql.rs`) or finishing the groups (`query::aggregate::sql_group`).
 
 use std::fmt::Write as _;
+
+use bson::Bson;
 
 use super::super::{CollectionRecord, Extreme, GroupRequest, GroupRow, NumberTotals, StoreError};
 use super::conn::{Params, PgConn};
@@ -179,6 +184,11 @@ impl Statement {
             .iter()
             .map(|(e, p)| (*e, index_of(&mut paths, p)))
             .collect();
+        let certain: Vec<(usize, &Bson)> = group
+            .certain
+            .iter()
+            .map(|(p, value)| (index_of(&mut paths, p), value))
+            .collect();
         let paths: Vec<Vec<String>> = paths.into_iter().map(<[String]>::to_vec).collect();
 
         // Level 1: the paths' image values and number types, and whether each walk meets no
@@ -224,6 +234,13 @@ impl Statement {
         }
         for (_, i) in &extremes {
             exact.push(format!("c{i} IN ('i','l','d','s','n','m')"));
+        }
+        for (i, value) in &certain {
+            self.params.push(Box::new(json_literal(value)));
+            exact.push(format!(
+                "(c{i} IN ('i','l','d','s','b') AND v{i} = ${}::text::jsonb)",
+                self.params.len()
+            ));
         }
         let mut grouped = format!(
             "SELECT min(n) AS dg_first, max(n) AS dg_last, count(*) AS dg_count, \
@@ -342,6 +359,19 @@ impl Statement {
              FROM ({with_totals}) AS dg_g{joins}) AS dg_out \
              WHERE dg_out.dg_bytes - dg_out.dg_row_bytes <= {budget} ORDER BY dg_out.dg_bytes"
         )
+    }
+}
+
+/// The image of a value `sql_group::certain_equalities` takes, as JSON text.
+fn json_literal(value: &Bson) -> String {
+    match value {
+        Bson::String(s) => serde_json::Value::from(s.as_str()).to_string(),
+        Bson::Boolean(b) => b.to_string(),
+        Bson::Int32(n) => n.to_string(),
+        Bson::Int64(n) => n.to_string(),
+        Bson::Double(d) => format!("{d:?}"),
+        // Never asked for; matches no image.
+        _ => "{\"$t\":0}".to_string(),
     }
 }
 
