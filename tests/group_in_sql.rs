@@ -6,7 +6,7 @@
 //!
 //! On PostgreSQL, `/metrics` also shows which way each planned SQL `$group` was answered:
 //! by the SQL, or by Rust when a value is one the SQL cannot handle exactly (a Decimal128, an
-//! Int64 past 2^53, NaN, a double with bits below 2^-74, a string holding U+FFFD, a path
+//! Int64 past 2^53, NaN, a double with bits below 2^-74, a string holding U+0000, a path
 //! through an array, a row written before the number-types column existed). Both ways must
 //! give the same bytes; the exact data must be answered by the SQL.
 //!
@@ -277,7 +277,6 @@ fn inexact_values() -> Vec<(&'static str, Document)> {
         ("infinity", doc! {"k": "a", "v": f64::INFINITY}),
         ("tiny double", doc! {"k": "a", "v": 1e-30}),
         ("huge double", doc! {"k": "a", "v": 1e300}),
-        ("U+FFFD key", doc! {"k": "a\u{fffd}", "v": 1}),
         ("NUL key", doc! {"k": "a\u{0}", "v": 1}),
         ("object key", doc! {"k": {"x": 1}, "v": 1}),
         ("array key", doc! {"k": [1, 2], "v": 1}),
@@ -306,6 +305,8 @@ async fn values_the_sql_cannot_group_exactly_go_through_rust_with_the_same_bytes
             .map(|i| doc! {"k": if i % 2 == 0 { "a" } else { "b" }, "v": i, "w": 2.5})
             .collect();
         docs.insert(7, odd.clone());
+        // U+FFFD is what the image shows for U+0000: a key of its own, next to "a\0".
+        docs.push(doc! {"k": "a\u{fffd}", "v": 3});
         coll.insert_many(docs).await.expect("insert");
         let (sql, rust) = answered_during(&server, async {
             for pipeline in &pipelines {

@@ -5,9 +5,10 @@
 //!
 //! Shape: an object that follows the document's embedded documents (never into arrays) and
 //! holds, at the place of every number that is not an Int32, its BSON type byte — 1 Double
-//! (NaN and ±Inf included), 18 Int64, 19 Decimal128. An Int32 has no entry; a document
-//! without other numbers outside arrays is `{}`. So `{a: 1, b: 2.5, c: {d: NumberLong(3)},
-//! e: [1.5]}` is `{"b":1,"c":{"d":18}}`.
+//! (NaN and ±Inf included), 18 Int64, 19 Decimal128 — and 2 at a string holding U+0000 (the
+//! image shows it as U+FFFD, like a string holding U+FFFD). An Int32 and other strings have
+//! no entry; a document without such values outside arrays is `{}`. So `{a: 1, b: 2.5, c:
+//! {d: NumberLong(3)}, e: [1.5], s: "x"}` is `{"b":1,"c":{"d":18}}`.
 //!
 //! What reads it: a `$group` run as SQL (`postgres/grouping.rs`), which needs each summed
 //! number's type for the total's type, and a row whose `nt` is NULL (written before the
@@ -24,6 +25,7 @@ use super::StoreError;
 
 /// BSON type bytes recorded here.
 pub(super) const DOUBLE: u8 = 1;
+pub(super) const STRING_WITH_NUL: u8 = 2;
 pub(super) const INT64: u8 = 18;
 pub(super) const DECIMAL: u8 = 19;
 
@@ -54,6 +56,7 @@ fn write_document(doc: &RawDocument, out: &mut String) -> Result<bool, StoreErro
             RawBsonRef::Double(_) => write_type(DOUBLE, out),
             RawBsonRef::Int64(_) => write_type(INT64, out),
             RawBsonRef::Decimal128(_) => write_type(DECIMAL, out),
+            RawBsonRef::String(s) if s.contains('\0') => write_type(STRING_WITH_NUL, out),
             RawBsonRef::Document(inner) => write_document(inner, out)?,
             _ => false,
         };
@@ -100,9 +103,9 @@ mod tests {
             types(doc! {
                 "i": 1, "d": 2.5, "l": 3i64, "dec": dec, "nan": f64::NAN, "s": "x",
                 "o": {"i": 1, "l": 4i64, "empty": {"s": "y"}}, "a": [1.5, {"d": 2.5}],
-                "q\"\\": 1.0, "n": Bson::Null,
+                "q\"\\": 1.0, "n": Bson::Null, "z": "a\u{0}b", "o2": {"z": "\u{0}"},
             }),
-            r#"{"d":1,"l":18,"dec":19,"nan":1,"o":{"l":18},"q\"\\":1}"#
+            r#"{"d":1,"l":18,"dec":19,"nan":1,"o":{"l":18},"q\"\\":1,"z":2,"o2":{"z":2}}"#
         );
         assert_eq!(types(doc! {"i": 1, "o": {"s": "x"}}), "{}");
     }
