@@ -189,10 +189,17 @@ pub async fn open_stream(
         let mut session = scope.reader().await?;
         read_foreign(catalog, session.as_mut(), &info.record.db, &rest).await?
     };
-    let mut cursor = ReadCursor::new(info, plan, None, None).with_stages(StagedOutput {
-        pipeline: rest,
-        foreign,
-    });
+    let mut cursor = match rest.stages.as_slice() {
+        // A `$project` of plain fields alone after the read: the cursor projects the stored
+        // bytes, as a `find`'s projection does, decoding nothing.
+        [Stage::Project(projection)] if projection.applies_raw() => {
+            ReadCursor::new(info, plan, Some(projection.clone()), None)
+        }
+        _ => ReadCursor::new(info, plan, None, None).with_stages(StagedOutput {
+            pipeline: rest,
+            foreign,
+        }),
+    };
     let batch = cursor.next_batch(scope, first).await?;
     Ok(Some((batch, ResultSource::Stream(Box::new(cursor)))))
 }

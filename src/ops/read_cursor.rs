@@ -515,6 +515,16 @@ impl ReadCursor {
             return RawDocumentBuf::from_bytes(bytes)
                 .map_err(|e| StoreError::Corrupt(e.to_string()).into());
         };
+        // Plain fields are copied from the stored bytes, nothing decoded.
+        if decoded.is_none()
+            && self.positional_filter.is_none()
+            && self.scored.is_none()
+            && projection.applies_raw()
+        {
+            let stored = bson::RawDocument::from_bytes(&bytes)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            return Ok(projection.apply_raw(stored)?);
+        }
         let document = match decoded {
             Some(document) => document,
             None => decode_document(&bytes)?,

@@ -10,6 +10,7 @@
 //! aggregation `$project` stage's own rules beyond these (`aggregate/mod.rs` reuses this).
 
 mod apply;
+mod raw;
 
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;

@@ -1,0 +1,238 @@
+//! Projections of plain fields applied to a stored document's bytes: inclusion and exclusion
+//! of paths through documents and arrays of documents copy the kept elements as they are,
+//! with nothing decoded — the same document [`Projection::apply`] makes, for the
+//! projections [`Projection::applies_raw`] takes (no computed field, `$slice`,
+//! `$elemMatch`, positional `a.$` or `$meta`, and no path under `_id`).
+//!
+//! Not for: any other projection (`apply.rs` works on decoded documents).
+
+use bson::raw::{RawArray, RawArrayBuf, RawBsonRef, RawDocument, RawDocumentBuf};
+
+use super::{Action, Projection, ProjectionMode};
+use crate::query::error::QueryError;
+
+impl Projection {
+    /// Whether [`Projection::apply_raw`] applies this projection.
+    pub fn applies_raw(&self) -> bool {
+        fn plain(fields: &[(String, Action)]) -> bool {
+            fields.iter().all(|(_, action)| match action {
+                Action::Include | Action::Exclude => true,
+                Action::Nested(children) => plain(children),
+                _ => false,
+            })
+        }
+        !self.empty
+            && !self.text_score
+            && plain(&self.fields)
+            && self.fields.iter().all(|(name, _)| name != "_id")
+    }
+
+    /// This projection of the stored document `doc` (see [`Projection::applies_raw`]).
+    pub fn apply_raw(&self, doc: &RawDocument) -> Result<RawDocumentBuf, QueryError> {
+        let mut out = RawDocumentBuf::new();
+        match self.mode {
+            ProjectionMode::Inclusion => {
+                if self.include_id {
+                    if let Some(id) = doc.get("_id").map_err(corrupt)? {
+                        out.append(bson::raw::cstr!("_id"), id);
+                    }
+                }
+                include(doc, &self.fields, &mut out)?;
+            }
+            ProjectionMode::Exclusion => {
+                for element in doc {
+                    let (name, value) = element.map_err(corrupt)?;
+                    if !self.include_id && name.as_str() == "_id" {
+                        continue;
+                    }
+                    exclude_element(name, value, &self.fields, &mut out)?;
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn corrupt(error: bson::error::Error) -> QueryError {
+    QueryError::coded(1, "InternalError", format!("stored document: {error}"))
+}
+
+fn action<'f>(fields: &'f [(String, Action)], name: &str) -> Option<&'f Action> {
+    fields.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+}
+
+/// The elements of `source` the inclusion `fields` keep, in `source`'s order.
+fn include(
+    source: &RawDocument,
+    fields: &[(String, Action)],
+    out: &mut RawDocumentBuf,
+) -> Result<(), QueryError> {
+    for element in source {
+        let (name, value) = element.map_err(corrupt)?;
+        match action(fields, name.as_str()) {
+            Some(Action::Include) => out.append(name, value),
+            Some(Action::Nested(children)) => match value {
+                RawBsonRef::Document(inner) => {
+                    out.append(name, included_document(inner, children)?)
+                }
+                RawBsonRef::Array(items) => out.append(name, included_array(items, children)?),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn included_document(
+    source: &RawDocument,
+    children: &[(String, Action)],
+) -> Result<RawDocumentBuf, QueryError> {
+    let mut sub = RawDocumentBuf::new();
+    include(source, children, &mut sub)?;
+    Ok(sub)
+}
+
+/// An array's documents and arrays projected by `children`; other items are dropped.
+fn included_array(
+    items: &RawArray,
+    children: &[(String, Action)],
+) -> Result<RawArrayBuf, QueryError> {
+    let mut out = RawArrayBuf::new();
+    for item in items {
+        match item.map_err(corrupt)? {
+            RawBsonRef::Document(inner) => out.push(included_document(inner, children)?),
+            RawBsonRef::Array(inner) => out.push(included_array(inner, children)?),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// One element of a document under the exclusion `fields`.
+fn exclude_element(
+    name: &bson::raw::CStr,
+    value: RawBsonRef<'_>,
+    fields: &[(String, Action)],
+    out: &mut RawDocumentBuf,
+) -> Result<(), QueryError> {
+    match action(fields, name.as_str()) {
+        Some(Action::Exclude) => {}
+        Some(Action::Nested(children)) => match value {
+            RawBsonRef::Document(inner) => out.append(name, excluded_document(inner, children)?),
+            RawBsonRef::Array(items) => out.append(name, excluded_array(items, children)?),
+            other => out.append(name, other),
+        },
+        _ => out.append(name, value),
+    }
+    Ok(())
+}
+
+fn excluded_document(
+    source: &RawDocument,
+    children: &[(String, Action)],
+) -> Result<RawDocumentBuf, QueryError> {
+    let mut sub = RawDocumentBuf::new();
+    for element in source {
+        let (name, value) = element.map_err(corrupt)?;
+        exclude_element(name, value, children, &mut sub)?;
+    }
+    Ok(sub)
+}
+
+fn excluded_array(
+    items: &RawArray,
+    children: &[(String, Action)],
+) -> Result<RawArrayBuf, QueryError> {
+    let mut out = RawArrayBuf::new();
+    for item in items {
+        match item.map_err(corrupt)? {
+            RawBsonRef::Document(inner) => out.push(excluded_document(inner, children)?),
+            RawBsonRef::Array(inner) => out.push(excluded_array(inner, children)?),
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, Document};
+
+    /// Documents with the shapes projections meet: nested documents, arrays of documents,
+    /// of scalars and of arrays, missing paths, `_id` not first or absent.
+    fn documents() -> Vec<Document> {
+        vec![
+            doc! {"_id": 1, "a": 1, "b": {"c": 2, "d": [1, {"c": 3, "e": 4}, [{"c": 5}], "x"]}, "e": null},
+            doc! {"b": [{"c": 1}, 2, {"d": 3}], "_id": {"x": 1}, "a": [1, 2]},
+            doc! {"a": {"b": {"c": {"d": 1}}}, "z": true},
+            doc! {"_id": "no fields"},
+            doc! {},
+        ]
+    }
+
+    #[test]
+    fn raw_projections_make_the_documents_apply_makes() {
+        let specs = [
+            doc! {"a": 1},
+            doc! {"a": 1, "_id": 0},
+            doc! {"b.c": 1},
+            doc! {"b.d.c": 1, "e": 1},
+            doc! {"a.b.c": 1},
+            doc! {"missing": 1},
+            doc! {"a": 0},
+            doc! {"b.c": 0, "_id": 0},
+            doc! {"b.d.c": 0},
+            doc! {"_id": 0},
+            doc! {"a.b": 0, "z": 0},
+        ];
+        for spec in specs {
+            let projection = match Projection::parse(&spec) {
+                Ok(p) => p,
+                Err(e) => panic!("{spec}: {e:?}"),
+            };
+            assert!(projection.applies_raw(), "{spec}");
+            compare(&projection, &spec);
+        }
+        // `_id` named in an inclusion: raw when the parser leaves it out of the fields.
+        let spec = doc! {"_id": 1, "a": 1};
+        if let Ok(projection) = Projection::parse(&spec) {
+            if projection.applies_raw() {
+                compare(&projection, &spec);
+            }
+        }
+    }
+
+    fn compare(projection: &Projection, spec: &Document) {
+        for document in documents() {
+            let bytes = match RawDocumentBuf::try_from(&document) {
+                Ok(b) => b,
+                Err(e) => panic!("{e}"),
+            };
+            let raw = projection.apply_raw(&bytes).map(|d| d.as_bytes().to_vec());
+            let decoded = projection
+                .apply(&document)
+                .map(|d| RawDocumentBuf::try_from(&d).map(|b| b.as_bytes().to_vec()));
+            match (raw, decoded) {
+                (Ok(raw), Ok(Ok(decoded))) => assert_eq!(raw, decoded, "{spec} on {document}"),
+                other => panic!("{spec} on {document}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn other_projections_are_left_to_apply() {
+        for spec in [
+            doc! {"_id.x": 1},
+            doc! {"a": {"$slice": 1}},
+            doc! {"a": {"$elemMatch": {"b": 1}}},
+            doc! {"x": "$a"},
+            doc! {"a.$": 1},
+            doc! {},
+        ] {
+            let applies = Projection::parse(&spec).map(|p| p.applies_raw());
+            assert!(matches!(applies, Ok(false)), "{spec}: {applies:?}");
+        }
+    }
+}
