@@ -459,9 +459,19 @@ async fn a_total_the_compensated_sum_rounds_differently_goes_through_rust() {
         doc! {"_id": 1, "v": two_52},
         doc! {"_id": 2, "v": 0.5},
         doc! {"_id": 3, "v": tiny},
+        // A total past the doubles' range in a group of its own: Rust's +Inf, no SQL error.
+        doc! {"_id": 4, "v": f64::MAX, "big": true},
+        doc! {"_id": 5, "v": f64::MAX, "big": true},
     ])
     .await
     .expect("insert");
+    let overflow = vec![
+        doc! {"$match": {"big": true}},
+        doc! {"$group": {"_id": null, "s": {"$sum": "$v"}, "a": {"$avg": "$v"}}},
+    ];
+    let groups = same_both_ways(&coll, &overflow).await;
+    assert_eq!(groups[0].get_f64("s").ok(), Some(f64::INFINITY));
+    coll.delete_many(doc! {"big": true}).await.expect("delete");
     let pipeline = vec![doc! {"$group": {"_id": null, "s": {"$sum": "$v"}}}];
     let (sql, rust) = answered_during(&server, async {
         let groups = same_both_ways(&coll, &pipeline).await;

@@ -320,7 +320,8 @@ impl Statement {
                  coalesce(sum(h{i}::bigint), 0) AS t{t}_hi, \
                  coalesce(sum(m{i}::bigint) {split}, 0) AS t{t}_mid, \
                  coalesce(sum(l{i}::bigint) {split}, 0) AS t{t}_lo, \
-                 coalesce(sum(abs(x{i})) FILTER (WHERE c{i} IN ('i','l','d')), 0) AS t{t}_abs, \
+                 coalesce(sum(abs(x{i})) FILTER (WHERE c{i} IN ('i','l') OR h{i} IS NOT NULL), 0) \
+                     AS t{t}_abs, \
                  coalesce(bool_and(h{i} IS NOT NULL AND l{i} = trunc(l{i})) \
                      FILTER (WHERE c{i} = 'd'), true) AS t{t}_split"
             );
