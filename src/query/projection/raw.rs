@@ -72,41 +72,20 @@ fn include(
         match action(fields, name.as_str()) {
             Some(Action::Include) => out.append(name, value),
             Some(Action::Nested(children)) => match value {
-                RawBsonRef::Document(inner) => {
-                    out.append(name, included_document(inner, children)?)
-                }
-                RawBsonRef::Array(items) => out.append(name, included_array(items, children)?),
+                RawBsonRef::Document(inner) => out.append(
+                    name,
+                    projected_document(inner, children, ProjectionMode::Inclusion)?,
+                ),
+                RawBsonRef::Array(items) => out.append(
+                    name,
+                    projected_array(items, children, ProjectionMode::Inclusion)?,
+                ),
                 _ => {}
             },
             _ => {}
         }
     }
     Ok(())
-}
-
-fn included_document(
-    source: &RawDocument,
-    children: &[(String, Action)],
-) -> Result<RawDocumentBuf, QueryError> {
-    let mut sub = RawDocumentBuf::new();
-    include(source, children, &mut sub)?;
-    Ok(sub)
-}
-
-/// An array's documents and arrays projected by `children`; other items are dropped.
-fn included_array(
-    items: &RawArray,
-    children: &[(String, Action)],
-) -> Result<RawArrayBuf, QueryError> {
-    let mut out = RawArrayBuf::new();
-    for item in items {
-        match item.map_err(corrupt)? {
-            RawBsonRef::Document(inner) => out.push(included_document(inner, children)?),
-            RawBsonRef::Array(inner) => out.push(included_array(inner, children)?),
-            _ => {}
-        }
-    }
-    Ok(out)
 }
 
 /// One element of a document under the exclusion `fields`.
@@ -119,8 +98,14 @@ fn exclude_element(
     match action(fields, name.as_str()) {
         Some(Action::Exclude) => {}
         Some(Action::Nested(children)) => match value {
-            RawBsonRef::Document(inner) => out.append(name, excluded_document(inner, children)?),
-            RawBsonRef::Array(items) => out.append(name, excluded_array(items, children)?),
+            RawBsonRef::Document(inner) => out.append(
+                name,
+                projected_document(inner, children, ProjectionMode::Exclusion)?,
+            ),
+            RawBsonRef::Array(items) => out.append(
+                name,
+                projected_array(items, children, ProjectionMode::Exclusion)?,
+            ),
             other => out.append(name, other),
         },
         _ => out.append(name, value),
@@ -128,28 +113,39 @@ fn exclude_element(
     Ok(())
 }
 
-fn excluded_document(
+/// An embedded document under the nested `children` of `mode`.
+fn projected_document(
     source: &RawDocument,
     children: &[(String, Action)],
+    mode: ProjectionMode,
 ) -> Result<RawDocumentBuf, QueryError> {
     let mut sub = RawDocumentBuf::new();
-    for element in source {
-        let (name, value) = element.map_err(corrupt)?;
-        exclude_element(name, value, children, &mut sub)?;
+    match mode {
+        ProjectionMode::Inclusion => include(source, children, &mut sub)?,
+        ProjectionMode::Exclusion => {
+            for element in source {
+                let (name, value) = element.map_err(corrupt)?;
+                exclude_element(name, value, children, &mut sub)?;
+            }
+        }
     }
     Ok(sub)
 }
 
-fn excluded_array(
+/// An array under the nested `children` of `mode`: its documents and arrays projected,
+/// its other items dropped by an inclusion and kept by an exclusion.
+fn projected_array(
     items: &RawArray,
     children: &[(String, Action)],
+    mode: ProjectionMode,
 ) -> Result<RawArrayBuf, QueryError> {
     let mut out = RawArrayBuf::new();
     for item in items {
         match item.map_err(corrupt)? {
-            RawBsonRef::Document(inner) => out.push(excluded_document(inner, children)?),
-            RawBsonRef::Array(inner) => out.push(excluded_array(inner, children)?),
-            other => out.push(other),
+            RawBsonRef::Document(inner) => out.push(projected_document(inner, children, mode)?),
+            RawBsonRef::Array(inner) => out.push(projected_array(inner, children, mode)?),
+            other if mode == ProjectionMode::Exclusion => out.push(other),
+            _ => {}
         }
     }
     Ok(out)
