@@ -79,6 +79,9 @@ pub struct ReadCursor {
     /// The collation the residual filter is judged under.
     collation: Collation,
     projection: Option<Projection>,
+    /// Whether the projection copies plain fields from the stored bytes
+    /// (`Projection::applies_raw`: no positional form, no score).
+    raw_projection: bool,
     /// The whole filter, for a positional projection (`a.$`).
     positional_filter: Option<Filter>,
     /// The `$text` search whose score each match carries into the projection (removed
@@ -152,12 +155,16 @@ impl ReadCursor {
         };
         scan.skip = 0;
         scan.limit = None;
+        let raw_projection = positional_filter.is_none()
+            && scored.is_none()
+            && projection.as_ref().is_some_and(Projection::applies_raw);
         ReadCursor {
             record: info.record.clone(),
             scan,
             residual,
             collation,
             projection,
+            raw_projection,
             positional_filter,
             scored,
             stages: None,
@@ -516,11 +523,7 @@ impl ReadCursor {
                 .map_err(|e| StoreError::Corrupt(e.to_string()).into());
         };
         // Plain fields are copied from the stored bytes, nothing decoded.
-        if decoded.is_none()
-            && self.positional_filter.is_none()
-            && self.scored.is_none()
-            && projection.applies_raw()
-        {
+        if decoded.is_none() && self.raw_projection {
             let stored = bson::RawDocument::from_bytes(&bytes)
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             return Ok(projection.apply_raw(stored)?);

@@ -304,12 +304,7 @@ fn position(paths: &mut Vec<FieldPath>, path: &[String]) -> usize {
 /// The running total of `times` copies of `constant` (an integer, or a non-number that
 /// counts for nothing).
 fn repeated(constant: &Bson, times: u64) -> NumericSum {
-    let times_wide = i128::from(times);
-    match constant {
-        Bson::Int32(k) => NumericSum::from_totals(times, 0, 0, i128::from(*k) * times_wide, 0.0),
-        Bson::Int64(k) => NumericSum::from_totals(0, times, 0, i128::from(*k) * times_wide, 0.0),
-        _ => NumericSum::default(),
-    }
+    NumericSum::repeated_integer(constant, times).unwrap_or_default()
 }
 
 fn decode(bytes: &[u8]) -> Result<Document, QueryError> {

@@ -164,19 +164,19 @@ impl NumericSum {
     /// adding them one by one totals (the integers are kept exactly, so only the widest type
     /// and the exact total matter). None for any other value.
     pub fn repeated_integer_total(value: &Bson, times: u64) -> Option<Bson> {
-        let (integer, width) = match value {
-            Bson::Int32(i) => (i64::from(*i), Width::Int32),
-            Bson::Int64(i) => (*i, Width::Int64),
+        NumericSum::repeated_integer(value, times).map(|sum| sum.total())
+    }
+
+    /// The running total of `times` copies of the integer `value` (Int32 or Int64); None
+    /// for any other value.
+    pub fn repeated_integer(value: &Bson, times: u64) -> Option<NumericSum> {
+        let (int32s, int64s, integer) = match value {
+            Bson::Int32(i) => (times, 0, i64::from(*i)),
+            Bson::Int64(i) => (0, times, *i),
             _ => return None,
         };
-        let sum = NumericSum {
-            width: if times == 0 { Width::Int32 } else { width },
-            integers: i128::from(integer).checked_mul(i128::from(times))?,
-            non_decimal_count: times,
-            count: times,
-            ..NumericSum::default()
-        };
-        Some(sum.total())
+        let total = i128::from(integer).checked_mul(i128::from(times))?;
+        Some(NumericSum::from_totals(int32s, int64s, 0, total, 0.0))
     }
 
     /// The running total of Int32, Int64 and Double values added in some order, rebuilt

@@ -43,6 +43,7 @@ use std::fmt::Write as _;
 
 use bson::Bson;
 
+use super::super::number_types::{DECIMAL, DOUBLE, INT64};
 use super::super::{CollectionRecord, Extreme, GroupRequest, GroupRow, NumberTotals, StoreError};
 use super::conn::{Params, PgConn};
 use super::sql;
@@ -452,11 +453,11 @@ fn class(i: usize, walked: bool) -> String {
     let by_type = format!(
         "CASE jsonb_typeof(v{i}) \
          WHEN 'number' THEN CASE WHEN NOT dg_typed THEN 'x' WHEN y{i} IS NULL THEN 'i' \
-             WHEN y{i} = '1' THEN 'd' \
-             WHEN y{i} = '18' AND abs((v{i})::numeric) < {EXACT_INT} THEN 'l' ELSE 'x' END \
+             WHEN y{i} = '{DOUBLE}' THEN 'd' \
+             WHEN y{i} = '{INT64}' AND abs((v{i})::numeric) < {EXACT_INT} THEN 'l' ELSE 'x' END \
          WHEN 'string' THEN CASE WHEN dg_typed AND y{i} IS NULL THEN 's' ELSE 'x' END \
          WHEN 'boolean' THEN 'b' WHEN 'null' THEN 'n' WHEN 'array' THEN 'a' \
-         WHEN 'object' THEN CASE WHEN v{i} ->> '$t' IN ('1', '19') THEN 'x' ELSE 'o' END \
+         WHEN 'object' THEN CASE WHEN v{i} ->> '$t' IN ('{DOUBLE}', '{DECIMAL}') THEN 'x' ELSE 'o' END \
          ELSE 'm' END"
     );
     if walked {
