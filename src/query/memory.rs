@@ -5,7 +5,7 @@
 //! command's interrupt ([`crate::interrupt::blocking_memory`]): [`check_sort`] and
 //! [`check_group`] answer 292 for a command that refused disk use; the stages that spill read
 //! the directory from there (`crate::query::spill`); the ones that do not measure themselves
-//! with [`check_unspilled`].
+//! with [`check_in_place`].
 //!
 //! Not for: the stages themselves, the temporary files (`crate::query::spill`), or the time
 //! limit (`crate::interrupt`).
@@ -43,40 +43,24 @@ pub fn limited() -> bool {
     refused_limit().is_some()
 }
 
-/// A stage docgate keeps whole in memory and does not spill (`$bucketAuto`,
-/// `$setWindowFields`), holding `bytes`: past the command's limit 292 when the command
-/// refused disk use, else 146 ExceededMemoryLimit — MongoDB would spill it; docgate says
-/// so rather than hold it without bound.
-pub fn check_unspilled(stage: &str, bytes: usize) -> Result<(), QueryError> {
-    let Some(memory) = crate::interrupt::blocking_memory() else {
-        return Ok(());
-    };
-    if bytes <= memory.bytes {
-        return Ok(());
-    }
-    match memory.spill_dir {
-        None => Err(QueryError::coded(
+/// A stage docgate works on in memory rather than through temporary files (a
+/// `$setWindowFields` partition, or the whole input of one with neither `partitionBy` nor
+/// `sortBy`), holding `bytes`: past the limit of a command that refused disk use, 292 as
+/// MongoDB answers. A command that may use disk goes on: docgate holds a pipeline's
+/// documents between its stages anyway, and the stage moves each document from its input to
+/// its output, so windowing a partition in place adds only the stage's output values (where
+/// MongoDB would spill the partition; the result is the same).
+pub fn check_in_place(stage: &str, bytes: usize) -> Result<(), QueryError> {
+    match refused_limit() {
+        Some(limit) if bytes > limit => Err(QueryError::coded(
             292,
             "QueryExceededMemoryLimitNoDiskUseAllowed",
             format!(
                 "Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."
             ),
         )),
-        Some(_) => Err(QueryError::coded(
-            146,
-            "ExceededMemoryLimit",
-            format!(
-                "{stage} holds {bytes} bytes, past the memory limit of {} bytes, and docgate does not spill it to disk (raise --blocking-stage-memory-limit-bytes, or reduce its input)",
-                memory.bytes
-            ),
-        )),
+        _ => Ok(()),
     }
-}
-
-/// Whether the command limits what blocking stages hold (so a stage that does not spill
-/// measures itself with [`check_unspilled`]).
-pub fn measured() -> bool {
-    crate::interrupt::blocking_memory().is_some()
 }
 
 /// The document a `$facet` builds, `bytes` long: MongoDB's 4031700 past 100 MiB (the

@@ -4,7 +4,8 @@
 //! window function table of `jstests/aggregation/sources/setWindowFields`). The accumulators
 //! ($sum, $avg, $push, $topN, …) are `$group`'s own (`accumulators.rs`). Past the command's
 //! memory limit the ordering goes through sorted runs on disk (`query::spill`) and each
-//! partition is windowed as the merge goes by; a partition must itself fit the limit.
+//! partition is windowed as the merge goes by; a partition past the limit is windowed in
+//! place, each document moving from the stage's input to its output.
 //!
 //! Not for: the window-only functions ($rank, $shift, $derivative, $integral,
 //! $expMovingAvg, the covariances, $locf, $linearFill), which are in `window_functions.rs`.
@@ -342,10 +343,11 @@ fn range_bound(bound: &Bson, with_unit: bool) -> Result<RangeBound, QueryError> 
 
 /// Runs `$setWindowFields`: the documents ordered by partition and `sortBy`, each with its
 /// outputs set. Past the command's memory limit the ordering goes through sorted runs on
-/// disk and the partitions are windowed one at a time as the merge goes by; a partition
-/// itself must fit the limit (146 ExceededMemoryLimit beyond it: docgate does not spill a
-/// partition's window), as must the input of a stage with neither `partitionBy` nor `sortBy`
-/// (one partition, nothing to sort).
+/// disk and the partitions are windowed one at a time as the merge goes by. A partition
+/// (or the input of a stage with neither `partitionBy` nor `sortBy`: one partition, nothing
+/// to sort) past the limit is windowed in place ([`crate::query::memory::check_in_place`]:
+/// 292 when the command refused disk use). Each document moves from the input to the
+/// output, so the stage never holds two copies of it.
 pub fn run_set_window_fields(
     stage: &SetWindowFields,
     docs: Vec<Document>,
@@ -358,7 +360,7 @@ pub fn run_set_window_fields(
         return window_through_runs(stage, docs);
     }
     if let Some(held) = held {
-        crate::query::memory::check_unspilled("$setWindowFields", held)?;
+        crate::query::memory::check_in_place("$setWindowFields", held)?;
     }
     let mut keyed = Vec::with_capacity(docs.len());
     for doc in docs {
@@ -375,17 +377,22 @@ pub fn run_set_window_fields(
         });
     }
     let mut out = Vec::with_capacity(keyed.len());
-    let mut start = 0;
-    while start < keyed.len() {
-        let mut end = start + 1;
-        while end < keyed.len() && compare_values(&keyed[start].0, &keyed[end].0).is_eq() {
-            end += 1;
+    let mut partition = Vec::new();
+    for row in keyed {
+        if partition
+            .first()
+            .is_some_and(|(current, _, _): &WindowRow| !compare_values(current, &row.0).is_eq())
+        {
+            window_partition(stage, std::mem::take(&mut partition), &mut out)?;
         }
-        window_partition(stage, &keyed[start..end], &mut out)?;
-        start = end;
+        partition.push(row);
     }
+    window_partition(stage, partition, &mut out)?;
     Ok(out)
 }
+
+/// One input document in window order: its partition, its `sortBy` keys, and itself.
+type WindowRow = (Bson, Vec<Bson>, Document);
 
 /// A document's partition (null without `partitionBy`) and `sortBy` keys.
 fn window_keys(stage: &SetWindowFields, doc: &Document) -> Result<(Bson, Vec<Bson>), QueryError> {
@@ -433,7 +440,7 @@ fn window_through_runs(
     }
     let mut sorted = sort.finish()?;
     let mut out = Vec::new();
-    let mut partition: Vec<(Bson, Vec<Bson>, Document)> = Vec::new();
+    let mut partition: Vec<WindowRow> = Vec::new();
     let mut held = 0usize;
     while let Some((mut key, doc)) = sorted.next_decoded()? {
         crate::interrupt::check()?;
@@ -446,22 +453,21 @@ fn window_through_runs(
             .first()
             .is_some_and(|(current, _, _)| !compare_values(current, &value).is_eq())
         {
-            window_partition(stage, &partition, &mut out)?;
-            partition.clear();
+            window_partition(stage, std::mem::take(&mut partition), &mut out)?;
             held = 0;
         }
         held += crate::query::value::size::document_size(&doc);
-        crate::query::memory::check_unspilled("a $setWindowFields partition", held)?;
+        crate::query::memory::check_in_place("a $setWindowFields partition", held)?;
         partition.push((value, key, doc));
     }
-    window_partition(stage, &partition, &mut out)?;
+    window_partition(stage, partition, &mut out)?;
     Ok(out)
 }
 
-/// Sets the outputs of one partition's documents (in window order) and adds them to `out`.
+/// Sets the outputs of one partition's documents (in window order) and moves them to `out`.
 fn window_partition(
     stage: &SetWindowFields,
-    rows: &[(Bson, Vec<Bson>, Document)],
+    rows: Vec<WindowRow>,
     out: &mut Vec<Document>,
 ) -> Result<(), QueryError> {
     if rows.is_empty() {
@@ -483,10 +489,11 @@ fn window_partition(
     for output in &stage.outputs {
         columns.push(compute(output, &partition)?);
     }
-    for (row, doc) in rows.iter().map(|(_, _, d)| d).enumerate() {
-        let mut doc = doc.clone();
-        for (output, column) in stage.outputs.iter().zip(&columns) {
-            set_dotted(&mut doc, &output.field, column.get(row).cloned());
+    drop(partition);
+    let mut columns: Vec<_> = columns.into_iter().map(Vec::into_iter).collect();
+    for (_, _, mut doc) in rows {
+        for (output, column) in stage.outputs.iter().zip(&mut columns) {
+            set_dotted(&mut doc, &output.field, column.next());
         }
         out.push(doc);
     }

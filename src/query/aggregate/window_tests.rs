@@ -452,7 +452,46 @@ fn windows_past_the_limit_are_computed_partition_by_partition_from_runs() {
     // Each partition (20 documents of ~90 bytes) fits 3,000 bytes; the input does not.
     assert_eq!(under(3_000).unwrap(), expected);
     assert!(crate::query::spill::totals().sorts > before);
-    // A partition past the limit: docgate does not spill a window.
-    assert_eq!(under(1_000).unwrap_err().code, 146);
+    // A partition past the limit is windowed in place, with the same result.
+    assert_eq!(under(1_000).unwrap(), expected);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn one_partition_past_the_limit_is_windowed_in_place_unless_disk_use_is_refused() {
+    use crate::interrupt::{BlockingMemory, Interrupt};
+    use crate::query::aggregate::Pipeline;
+    use bson::{doc, Document};
+    let docs: Vec<Document> = (0..200_i32)
+        .map(|i| doc! {"_id": i, "v": (i * 7) % 13, "pad": "p".repeat(40)})
+        .collect();
+    let without_order = doc! {"$setWindowFields": {
+        "output": {"total": {"$sum": "$v"}, "n": {"$count": {}}},
+    }};
+    let sorted = doc! {"$setWindowFields": {
+        "sortBy": {"v": -1},
+        "output": {"running": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}}},
+    }};
+    let dir = tempfile::tempdir().unwrap();
+    for stage in [without_order, sorted] {
+        let pipeline = Pipeline::parse(&[stage]).unwrap();
+        let expected = pipeline.run(docs.clone()).unwrap();
+        assert_eq!(expected.len(), 200);
+        let under = |spill_dir: Option<std::sync::Arc<std::path::Path>>| {
+            let interrupt = Interrupt::new(None);
+            interrupt.limit_blocking_memory(BlockingMemory {
+                bytes: 1_000,
+                spill_dir,
+            });
+            interrupt.install(|| pipeline.run(docs.clone()))
+        };
+        assert_eq!(under(Some(dir.path().into())).unwrap(), expected);
+        assert_eq!(under(None).unwrap_err().code, 292);
+    }
+    let whole = Pipeline::parse(&[doc! {"$setWindowFields": {"output": {"total": {"$sum": "$v"}}}}])
+        .unwrap()
+        .run(docs.clone())
+        .unwrap();
+    let total: i32 = docs.iter().map(|d| d.get_i32("v").unwrap()).sum();
+    assert!(whole.iter().all(|d| d.get_i32("total").ok() == Some(total)));
 }

@@ -376,22 +376,36 @@ def test_set_window_fields_past_the_limit_windows_one_partition_at_a_time(big):
     assert failure.value.code == 292
 
 
-def test_stages_docgate_does_not_spill_answer_an_error_past_the_limit(big):
-    # A $setWindowFields partition (here the whole input: no partitionBy) past the limit:
-    # docgate says it cannot spill a window (146) rather than hold it without bound; 292
-    # without disk use.
-    pipeline = [{"$setWindowFields": {"sortBy": {"n": 1}, "output": {"r": {"$rank": {}}}}}]
-    with pytest.raises(OperationFailure) as failure:
-        list(big.aggregate(pipeline))
-    assert failure.value.code == 146
-    assert failure.value.details["codeName"] == "ExceededMemoryLimit"
+def test_one_window_partition_past_the_limit_is_windowed_and_a_facet_is_refused(big):
+    # A $setWindowFields partition past the limit (here the whole input: no partitionBy) is
+    # windowed in place with the right result; 292 without disk use.
+    docs = all_docs(big)
+    pipeline = [
+        {
+            "$setWindowFields": {
+                "sortBy": {"n": 1},
+                "output": {
+                    "r": {"$rank": {}},
+                    "running": {"$sum": 1, "window": {"documents": ["unbounded", "current"]}},
+                },
+            }
+        },
+        {"$project": {"pad": 0}},
+    ]
+    got = list(big.aggregate(pipeline))
+    ordered = sorted(docs, key=lambda d: (int(d["n"]), d["_id"]))
+    assert [d["_id"] for d in got] == [d["_id"] for d in ordered]
+    assert [d["running"] for d in got] == list(range(1, COUNT + 1))
+    for d in got:
+        assert d["r"] == 1 + sum(1 for o in docs if int(o["n"]) < int(d["n"]))
+    unordered = [{"$setWindowFields": {"output": {"n": {"$count": {}}}}}, {"$project": {"n": 1}}]
+    assert [d["n"] for d in big.aggregate(unordered)] == [COUNT] * COUNT
     with pytest.raises(OperationFailure) as failure:
         list(big.aggregate(pipeline, allowDiskUse=False))
     assert failure.value.code == 292
-    # Under the limit it runs as before.
-    small = [{"$match": {"_id": {"$lt": 20}}}, pipeline[0]]
-    assert sorted(d["r"] for d in big.aggregate(small))[-1] <= 20
-    assert len(list(big.aggregate(small))) == 20
+    with pytest.raises(OperationFailure) as failure:
+        list(big.aggregate(unordered, allowDiskUse=False))
+    assert failure.value.code == 292
     # A $facet's document past the limit is MongoDB's 4031700, whatever allowDiskUse says.
     with pytest.raises(OperationFailure) as failure:
         list(big.aggregate([{"$facet": {"all": [{"$match": {}}]}}]))
