@@ -136,15 +136,14 @@ pub async fn read_foreign(
 
 /// The plan of `pipeline`'s leading read and the stages after it, when that read can feed
 /// its stages chunk by chunk: the store produces its order, the pipeline compares under the
-/// simple collation, and the scope does not read a whole snapshot. None otherwise.
+/// simple collation. None otherwise.
 fn streaming_read(
-    scope: &OpScope<'_>,
     info: &CollectionInfo,
     pipeline: &Pipeline,
     hint: Option<&Bson>,
     collation: Option<&Collation>,
 ) -> Result<Option<(ReadPlan, Pipeline)>, OpError> {
-    if !info.collation_for(collation.cloned())?.is_simple() || scope.reads_whole() {
+    if !info.collation_for(collation.cloned())?.is_simple() {
         return Ok(None);
     }
     let lead = pipeline.leading_read();
@@ -160,9 +159,10 @@ fn streaming_read(
 /// Opens an aggregate over `info` as a streaming cursor when it can stream: its leading
 /// read is one the store orders itself, and every stage after it looks at one document at a
 /// time. The cursor then holds a position and those stages, never the result; each batch
-/// reads chunks of rows and runs them through the stages (`ReadCursor::with_stages`).
-/// None when the pipeline must see its input whole (a `$group`, a `$sort` in Rust, …),
-/// reads a snapshot, or compares under a non-simple collation: [`run_pipeline`] runs it.
+/// reads chunks of rows and runs them through the stages (`ReadCursor::with_stages`); a
+/// snapshot read outside a transaction spools the rest now (`sorted_read::spool`).
+/// None when the pipeline must see its input whole (a `$group`, a `$sort` in Rust, …) or
+/// compares under a non-simple collation: [`run_pipeline`] runs it.
 pub async fn open_stream(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
@@ -178,7 +178,7 @@ pub async fn open_stream(
     if let Some(opened) = Box::pin(sorted).await? {
         return Ok(Some(opened));
     }
-    let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
+    let Some((plan, rest)) = streaming_read(info, pipeline, hint, collation)? else {
         return Ok(None);
     };
     if !rest.is_per_document() {
@@ -201,7 +201,8 @@ pub async fn open_stream(
         }),
     };
     let batch = cursor.next_batch(scope, first).await?;
-    Ok(Some((batch, ResultSource::Stream(Box::new(cursor)))))
+    let rest = super::sorted_read::spool(scope, ResultSource::Stream(Box::new(cursor)));
+    Ok(Some((batch, Box::pin(rest).await?)))
 }
 
 /// Rows a grouped aggregate reads (and feeds its `$group`) per round trip.
@@ -214,8 +215,7 @@ const GROUP_INPUT_CHUNK: usize = 10_000;
 /// go through a [`ReadCursor`] chunk by chunk, each chunk feeds the `$group` on the compute
 /// pool, and only the groups are held — not the collection. The stages after the `$group`
 /// then run over the groups. None when the pipeline has no such `$group`, its read is sorted
-/// in Rust, it reads a snapshot, or it compares under a non-simple collation:
-/// [`run_pipeline`] runs it.
+/// in Rust, or it compares under a non-simple collation: [`run_pipeline`] runs it.
 pub async fn run_grouped(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
@@ -231,7 +231,7 @@ pub async fn run_grouped(
     {
         return Ok(None);
     }
-    let Some((plan, rest)) = streaming_read(scope, info, pipeline, hint, collation)? else {
+    let Some((plan, rest)) = streaming_read(info, pipeline, hint, collation)? else {
         return Ok(None);
     };
     let group_in = scope.state.store.group_in_statement();

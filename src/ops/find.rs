@@ -78,7 +78,7 @@ pub async fn page(
         // The page and one more (whether more follow): the sort keeps only those.
         let wanted = size.saturating_add(1);
         plan.limit = Some(u64::try_from(wanted).unwrap_or(u64::MAX));
-        let mut documents = if super::sorted_read::spills(&plan, scope) {
+        let mut documents = if super::sorted_read::spills(&plan) {
             let shape = super::sorted_read::SortedShape::Find {
                 projection,
                 positional_filter,
@@ -138,7 +138,9 @@ pub async fn page(
 
 /// Opens a `find` for a cursor: its first batch (bounded by `first`) and what the cursor
 /// hands out after it. A plan whose order the store produces streams (`ReadCursor`: the
-/// cursor holds a position, not the rest); one sorted in Rust is computed whole first.
+/// cursor holds a position, not the rest; in a snapshot read outside a transaction the rest
+/// is spooled now, see `sorted_read::spool`); one sorted in Rust goes through an external
+/// sort fed when it opens.
 pub async fn open(
     scope: &mut OpScope<'_>,
     info: &CollectionInfo,
@@ -146,7 +148,7 @@ pub async fn open(
     first: BatchLimit,
 ) -> Result<(Vec<RawDocumentBuf>, ResultSource), OpError> {
     let (plan, projection, positional_filter) = plan_find(info, request)?;
-    if super::sorted_read::spills(&plan, scope) {
+    if super::sorted_read::spills(&plan) {
         let shape = super::sorted_read::SortedShape::Find {
             projection,
             positional_filter,
@@ -154,10 +156,11 @@ pub async fn open(
         // Boxed: the sort's future is large, and every command's future holds this one.
         return Box::pin(super::sorted_read::open(scope, info, plan, shape, first)).await;
     }
-    if ReadCursor::streams(&plan) && !scope.reads_whole() {
+    if ReadCursor::streams(&plan) {
         let mut cursor = ReadCursor::new(info, plan, projection, positional_filter);
         let batch = cursor.next_batch(scope, first).await?;
-        return Ok((batch, ResultSource::Stream(Box::new(cursor))));
+        let rest = super::sorted_read::spool(scope, ResultSource::Stream(Box::new(cursor)));
+        return Ok((batch, Box::pin(rest).await?));
     }
     let whole = whole_result(
         scope,
@@ -320,7 +323,7 @@ pub async fn run_to_end(
         documents: 10_000,
         bytes: super::cursors::MAX_BATCH_BYTES,
     };
-    if super::sorted_read::spills(&plan, scope) {
+    if super::sorted_read::spills(&plan) {
         let shape = super::sorted_read::SortedShape::Find {
             projection: None,
             positional_filter: None,

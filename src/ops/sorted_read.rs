@@ -10,8 +10,12 @@
 //! does (exhausted, killed, timed out, its session ended) or the command fails.
 //!
 //! A `$text` read sorted or projected by its score gives each match its score as it is fed
-//! and removes it as it is shaped. Not taken (the result is computed whole as before): a
-//! snapshot read outside a transaction.
+//! and removes it as it is shaped.
+//!
+//! A snapshot read outside a transaction reads its whole result while its snapshot is open:
+//! [`spool`] drains a streaming cursor into a spool (the external sort keyed by arrival) that
+//! holds at most the command's limit and writes the rest to temporary files, and the cursor
+//! hands it out the same way after the snapshot has ended.
 //!
 //! Not for: the merge sort and its files (`query::spill`) or cursors (`cursors`).
 
@@ -60,10 +64,67 @@ pub enum SortedShape {
     },
 }
 
-/// Whether `plan` is sorted through [`open`]: its sort is done in Rust and the scope does
-/// not read a snapshot.
-pub fn spills(plan: &ReadPlan, scope: &OpScope<'_>) -> bool {
-    plan.sort.as_ref().is_some_and(|sort| !sort.keys.is_empty()) && !scope.reads_whole()
+/// Whether `plan` is sorted through [`open`]: its sort is done in Rust. [`open`] reads all
+/// its input when it opens, so a snapshot read is done with its snapshot then.
+pub fn spills(plan: &ReadPlan) -> bool {
+    plan.sort.as_ref().is_some_and(|sort| !sort.keys.is_empty())
+}
+
+/// The rest of a result for a cursor that outlives the scope's snapshot (a snapshot read
+/// outside a transaction): a streaming read is drained now, in the snapshot, into a spool
+/// that holds at most the command's blocking-stage limit and writes the rest to temporary
+/// files (held in memory when the command refused disk use); other sources were read whole
+/// when they opened. A scope without a snapshot keeps `source` as it is.
+pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<ResultSource, OpError> {
+    let read = match source {
+        ResultSource::Stream(read)
+            if scope.reads_whole() && !read.is_exhausted() && read.tail().is_none() =>
+        {
+            read
+        }
+        other => return Ok(other),
+    };
+    let mut read = read;
+    let (limit, spill_dir) = crate::compute::current_interrupt()
+        .blocking_memory()
+        .map_or((usize::MAX, None), |memory| {
+            (memory.bytes, memory.spill_dir)
+        });
+    let mut spool = ExternalSort::spool(limit, spill_dir);
+    let chunk = BatchLimit {
+        documents: INPUT_CHUNK,
+        bytes: super::cursors::MAX_BATCH_BYTES,
+    };
+    let mut position = 0i64;
+    while !read.is_exhausted() {
+        let rows = read.next_batch(scope, chunk).await?;
+        let first = position;
+        position += rows.len() as i64;
+        spool = evaluate(rows.len() <= INLINE_ROWS, move || {
+            for (at, row) in (first..).zip(rows) {
+                spool.push(vec![Bson::Int64(at)], row.into_bytes())?;
+            }
+            Ok::<_, OpError>(spool)
+        })
+        .await?;
+    }
+    let small = position <= INLINE_ROWS as i64;
+    let output = evaluate(small, move || Ok::<_, OpError>(spool.finish()?)).await?;
+    Ok(ResultSource::Sorted(Box::new(SortedResult {
+        small: small && !output.used_disk(),
+        used_disk: output.used_disk(),
+        rows_examined: read.rows_read(),
+        output: Some(output),
+        pending: None,
+        skip: 0,
+        shape: Arc::new(SortedShape::Find {
+            projection: None,
+            positional_filter: None,
+        }),
+        scored: false,
+        collation: Collation::simple(),
+        exhausted: false,
+    })))
 }
 
 /// Reads every document `plan` selects into an external sort and answers the first batch
@@ -323,7 +384,7 @@ pub async fn open_pipeline(
         indexes,
         info.collation_for(collation.cloned())?,
     )?;
-    if !spills(&plan, scope) {
+    if !spills(&plan) {
         return Ok(None);
     }
     let foreign = {

@@ -4,7 +4,9 @@
 //! written as one sorted run to a temporary file, and [`ExternalSort::finish`] answers a
 //! [`SortedOutput`] that k-way merges the runs as it is read — by a cursor batch by batch,
 //! or whole by a pipeline stage. Ties keep their input order (a run's items precede the
-//! next run's), so the result is the stable sort an in-memory sort gives.
+//! next run's), so the result is the stable sort an in-memory sort gives. A spool
+//! ([`ExternalSort::spool`]) is the same machinery keyed by arrival: it keeps a result in
+//! its order, bounded in memory, after the snapshot it was read in has ended.
 //!
 //! Runs are files in the command's spill directory (`--temp-dir`) that have no name: each is
 //! unlinked as it is created, so the directory never shows them and their space goes back
@@ -29,7 +31,7 @@ use bson::{Bson, Document};
 
 use crate::interrupt::Interruption;
 use crate::query::error::QueryError;
-use crate::query::sort::SortSpec;
+use crate::query::sort::{SortDirection, SortSpec};
 use crate::query::value::collation::Collation;
 
 /// The largest record a run may hold (a document in a pipeline may pass 16 MiB; this is
@@ -68,6 +70,17 @@ pub fn totals() -> SpillTotals {
 /// One item: its sort key and its BSON bytes.
 pub type Keyed = (Vec<Bson>, Vec<u8>);
 
+/// What an [`ExternalSort`] serves, for the spill totals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SpillKind {
+    /// A sort (`metrics.query.sort.spillToDisk`).
+    Sort,
+    /// A `$group`'s later documents sorted by key (`metrics.query.group.spills`).
+    Group,
+    /// A result kept in order past the snapshot it was read in (files and bytes only).
+    Spool,
+}
+
 /// A sort fed one document at a time that spills sorted runs past its limit.
 pub struct ExternalSort {
     spec: SortSpec,
@@ -79,8 +92,8 @@ pub struct ExternalSort {
     buffer: Vec<Keyed>,
     held: usize,
     runs: Vec<Run>,
-    /// Counted as a spilled `$group` rather than a spilled sort.
-    for_group: bool,
+    /// Which spill total its first run counts in.
+    kind: SpillKind,
     /// A top-k sort (a sort with a limit): only the first this many sorted documents are
     /// wanted, so what is held — and each run — is cut to them.
     keep: Option<usize>,
@@ -103,7 +116,7 @@ impl ExternalSort {
             buffer: Vec::new(),
             held: 0,
             runs: Vec::new(),
-            for_group: false,
+            kind: SpillKind::Sort,
             keep: None,
         }
     }
@@ -120,8 +133,23 @@ impl ExternalSort {
 
     /// Counts this sort's spill as a `$group`'s (whose later documents it sorts by key).
     pub fn for_group(mut self) -> ExternalSort {
-        self.for_group = true;
+        self.kind = SpillKind::Group;
         self
+    }
+
+    /// A spool: documents kept in the order they are pushed (each keyed by its position),
+    /// holding at most `limit` bytes and writing the rest to `dir` (None: held in memory).
+    /// Its runs count as files and bytes, not as a spilled sort.
+    pub fn spool(limit: usize, dir: Option<Arc<Path>>) -> ExternalSort {
+        let position = SortSpec {
+            keys: vec![(String::from("position"), SortDirection::Ascending)],
+            natural: None,
+        };
+        let limit = if dir.is_some() { limit } else { usize::MAX };
+        ExternalSort {
+            kind: SpillKind::Spool,
+            ..ExternalSort::new(position, Collation::simple(), limit, dir)
+        }
     }
 
     /// A sort under the budget of the command evaluating on this thread: its limit and
@@ -178,8 +206,11 @@ impl ExternalSort {
         self.held = 0;
         self.sort(&mut items);
         if self.runs.is_empty() {
-            let counter = if self.for_group { &GROUPS } else { &SORTS };
-            counter.fetch_add(1, Ordering::Relaxed);
+            match self.kind {
+                SpillKind::Sort => SORTS.fetch_add(1, Ordering::Relaxed),
+                SpillKind::Group => GROUPS.fetch_add(1, Ordering::Relaxed),
+                SpillKind::Spool => 0,
+            };
         }
         self.runs.push(Run::write(dir, items)?);
         Ok(())

@@ -488,10 +488,11 @@ fn one_partition_past_the_limit_is_windowed_in_place_unless_disk_use_is_refused(
         assert_eq!(under(Some(dir.path().into())).unwrap(), expected);
         assert_eq!(under(None).unwrap_err().code, 292);
     }
-    let whole = Pipeline::parse(&[doc! {"$setWindowFields": {"output": {"total": {"$sum": "$v"}}}}])
-        .unwrap()
-        .run(docs.clone())
-        .unwrap();
+    let whole =
+        Pipeline::parse(&[doc! {"$setWindowFields": {"output": {"total": {"$sum": "$v"}}}}])
+            .unwrap()
+            .run(docs.clone())
+            .unwrap();
     let total: i32 = docs.iter().map(|d| d.get_i32("v").unwrap()).sum();
     assert!(whole.iter().all(|d| d.get_i32("total").ok() == Some(total)));
 }
