@@ -8,6 +8,8 @@
 //! Not for: parsing the command, cursors (the front ends), or the stages' semantics
 //! (`query::aggregate`).
 
+use std::sync::Arc;
+
 use bson::{Bson, Document};
 
 use bson::raw::RawDocumentBuf;
@@ -149,8 +151,7 @@ fn streaming_read(
     let lead = pipeline.leading_read();
     let indexes = hinted_indexes(&info.indexes, hint)?;
     let plan = plan_leading_read(pipeline, indexes, Collation::simple())?;
-    // A `$text` read's stages may ask for the score: the pipeline sees its input whole.
-    if !ReadCursor::streams(&plan) || plan.text_score {
+    if !ReadCursor::streams(&plan) {
         return Ok(None);
     }
     Ok(Some((plan, pipeline.after(lead.stages))))
@@ -189,16 +190,20 @@ pub async fn open_stream(
         let mut session = scope.reader().await?;
         read_foreign(catalog, session.as_mut(), &info.record.db, &rest).await?
     };
+    // A `$text` read: each match carries its score into the stages (`{$meta: "textScore"}`).
+    let search = read::text_scored(&plan).map(|search| Arc::new(search.clone()));
     let mut cursor = match rest.stages.as_slice() {
         // A `$project` of plain fields alone after the read: the cursor projects the stored
         // bytes, as a `find`'s projection does, decoding nothing.
         [Stage::Project(projection)] if projection.applies_raw() => {
             ReadCursor::new(info, plan, Some(projection.clone()), None)
         }
-        _ => ReadCursor::new(info, plan, None, None).with_stages(StagedOutput {
-            pipeline: rest,
-            foreign,
-        }),
+        _ => ReadCursor::new(info, plan, None, None)
+            .with_stages(StagedOutput {
+                pipeline: rest,
+                foreign,
+            })
+            .scoring_stages(search),
     };
     let batch = cursor.next_batch(scope, first).await?;
     let rest = super::sorted_read::spool(scope, ResultSource::Stream(Box::new(cursor)));
@@ -234,6 +239,10 @@ pub async fn run_grouped(
     let Some((plan, rest)) = streaming_read(info, pipeline, hint, collation)? else {
         return Ok(None);
     };
+    // A `$text` read: its `$group` may total the scores, which the rows fed to it lack.
+    if plan.text_score {
+        return Ok(None);
+    }
     let group_in = scope.state.store.group_in_statement();
     if PushedStage::of(&plan, &rest, group_in).is_some() {
         let foreign = {

@@ -204,6 +204,16 @@ impl ReadCursor {
         self
     }
 
+    /// Gives each selected row its `$text` score (`search`, a `$text` read's) before the
+    /// stages see it, for their `{$meta: "textScore"}`; removed from what they output. The
+    /// residual filter, which a `$text` plan always has, scores each match it keeps.
+    pub fn scoring_stages(mut self, search: Option<Arc<TextSearch>>) -> ReadCursor {
+        if self.stages.is_some() && self.residual.is_some() {
+            self.scored = search;
+        }
+        self
+    }
+
     /// Whether the rows of a chunk may yield no document each (a residual filter or
     /// stages decide), so a chunk is read without a document count.
     fn rows_may_vanish(&self) -> bool {
@@ -433,6 +443,7 @@ impl ReadCursor {
             return Ok((rows, verdicts, Some(outputs)));
         }
         let stages = Arc::clone(stages);
+        let scored = self.scored.is_some();
         crate::compute::run(move || {
             let mut outputs = Vec::with_capacity(rows.len());
             for (index, row) in rows.iter().enumerate() {
@@ -444,7 +455,10 @@ impl ReadCursor {
                     Some(Some(document)) => document,
                     None => decode_document(&row.document)?,
                 };
-                let out = stages.pipeline.run_with(vec![document], &stages.foreign)?;
+                let mut out = stages.pipeline.run_with(vec![document], &stages.foreign)?;
+                if scored {
+                    out.iter_mut().for_each(super::read::strip_text_score);
+                }
                 outputs.push(Some(encode_documents(&out)?));
             }
             Ok::<_, OpError>((rows, verdicts, Some(outputs)))

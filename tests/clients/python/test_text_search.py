@@ -153,6 +153,38 @@ def test_aggregate_first_match_and_meta(articles):
     assert e.value.code == 17313
 
 
+def test_aggregate_scores_stream_through_stages_batch_by_batch(coll):
+    # Enough matches for several batches: each match carries its score into the stages
+    # after the $text read, and the score never shows unless a stage asks for it.
+    coll.create_index([("subject", TEXT)])
+    words = ["coffee", "cake", "coffee cake", "tea", "coffee coffee shop"]
+    coll.insert_many(
+        [{"_id": i, "subject": words[i % len(words)], "n": i} for i in range(500)]
+    )
+    text = {"$match": {"$text": {"$search": "coffee cake"}}}
+    expected = {
+        d["_id"]: d["score"]
+        for d in coll.find(text["$match"], {"score": {"$meta": "textScore"}})
+    }
+    assert len(expected) == 400
+    scored = list(
+        coll.aggregate(
+            [
+                text,
+                {"$set": {"score": {"$meta": "textScore"}, "twice": {"$multiply": ["$n", 2]}}},
+                {"$match": {"score": {"$gt": 0}}},
+                {"$project": {"subject": 1, "score": 1, "twice": 1}},
+            ],
+            batchSize=7,
+        )
+    )
+    assert {d["_id"]: d["score"] for d in scored} == expected
+    assert all(d["twice"] == 2 * d["_id"] for d in scored)
+    plain = list(coll.aggregate([text, {"$set": {"seen": True}}], batchSize=7))
+    assert sorted(d["_id"] for d in plain) == sorted(expected)
+    assert all(set(d) == {"_id", "subject", "n", "seen"} for d in plain)
+
+
 def test_errors(articles):
     plain = articles.database[articles.name + "_plain"]
     plain.insert_one({"a": "x"})
