@@ -320,10 +320,12 @@ fn a_thousand_abandoned_transactions_leave_nothing_open() {
         "connections other than this admin one still open: {}",
         sub(&last, &["connections"])
     );
+    // The baseline may catch a connection a background task (the readiness probe, the TTL
+    // monitor) holds for a moment; a leak would hold more than it, never fewer.
     if let (Some((key, base)), Some((_, now))) = (&base_pool, pool_in_use(&last)) {
-        assert_eq!(
-            now, *base,
-            "docgate.pool.{key} not back at its baseline: {last}"
+        assert!(
+            now <= *base,
+            "docgate.pool.{key} is {now}, above its baseline {base}: {last}"
         );
     }
 
