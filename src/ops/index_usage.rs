@@ -136,6 +136,6 @@ fn searched_indexes(predicate: &Predicate, info: &CollectionInfo, out: &mut Vec<
                 searched_indexes(part, info, out);
             }
         }
-        Predicate::True | Predicate::PathEquals { .. } => {}
+        Predicate::True | Predicate::PathEquals { .. } | Predicate::PathRange { .. } => {}
     }
 }

@@ -29,7 +29,7 @@ use bson::Bson;
 
 use super::collated_pushdown::{compares_strings, without_string_comparisons};
 use super::index_ranges::{comparison_range, equality_range, is_plain_value, KeyRange};
-use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanRequest};
+use super::scan::{IndexBound, KeyOrder, PathValue, Predicate, RangeSide, RangeValue, ScanRequest};
 use super::sort::{SortDirection, SortSpec};
 use crate::query::filter::{FieldPredicate, Filter};
 use crate::query::index::{IndexDirection, IndexSpec};
@@ -594,12 +594,6 @@ fn field_predicate<I: IndexCandidate>(
     if let Some(pushed) = index_predicate(path, predicate, indexes) {
         return Pushdown::Exact(pushed);
     }
-    let FieldPredicate::Eq(value) = predicate else {
-        return Pushdown::Unsupported;
-    };
-    let Some(value) = path_value(value) else {
-        return Pushdown::Unsupported;
-    };
     let segments: Vec<String> = path.split('.').map(str::to_string).collect();
     if segments
         .iter()
@@ -607,10 +601,40 @@ fn field_predicate<I: IndexCandidate>(
     {
         return Pushdown::Unsupported;
     }
-    Pushdown::Inexact(Predicate::PathEquals {
-        path: segments,
-        value,
-    })
+    let (side, bound) = match predicate {
+        FieldPredicate::Eq(value) => {
+            return match path_value(value) {
+                Some(value) => Pushdown::Inexact(Predicate::PathEquals {
+                    path: segments,
+                    value,
+                }),
+                None => Pushdown::Unsupported,
+            };
+        }
+        FieldPredicate::Gt(value) | FieldPredicate::Gte(value) => (RangeSide::AtLeast, value),
+        FieldPredicate::Lt(value) | FieldPredicate::Lte(value) => (RangeSide::AtMost, value),
+        _ => return Pushdown::Unsupported,
+    };
+    match range_value(bound) {
+        Some(value) => Pushdown::Inexact(Predicate::PathRange {
+            path: segments,
+            side,
+            value,
+        }),
+        None => Pushdown::Unsupported,
+    }
+}
+
+/// A comparison operand the image compares exactly: a finite number an image number holds
+/// exactly (longs within 2^53), or a date.
+fn range_value(value: &Bson) -> Option<RangeValue> {
+    match value {
+        Bson::Int32(n) => Some(RangeValue::Number(f64::from(*n))),
+        Bson::Int64(n) if n.unsigned_abs() <= (1u64 << 53) => Some(RangeValue::Number(*n as f64)),
+        Bson::Double(n) if n.is_finite() => Some(RangeValue::Number(*n)),
+        Bson::DateTime(date) => Some(RangeValue::Date(date.timestamp_millis())),
+        _ => None,
+    }
 }
 
 /// Whether the primary key (`_id` keys compared by their bytes) decides a condition on

@@ -88,12 +88,51 @@ fn field_equality_is_pushed_but_rechecked() {
 
 #[test]
 fn unpushable_parts_over_select() {
-    let (predicate, exact) = plan(doc! {"a": {"$gt": 1}});
+    let (predicate, exact) = plan(doc! {"a": {"$gt": "x"}});
     assert_eq!((predicate, exact), (Predicate::True, false));
-    let (predicate, exact) = plan(doc! {"$or": [{"a": 1}, {"b": {"$gt": 1}}]});
+    let (predicate, exact) = plan(doc! {"$or": [{"a": 1}, {"b": {"$regex": "^x"}}]});
     assert_eq!((predicate, exact), (Predicate::True, false));
     let (_, exact) = plan(doc! {"_id": null});
     assert!(!exact);
+}
+
+#[test]
+fn numeric_and_date_ranges_are_pushed_inclusive_and_rechecked() {
+    let path = vec!["a".to_string(), "b".to_string()];
+    let (predicate, exact) = plan(doc! {"a.b": {"$gt": 1}});
+    assert!(!exact);
+    let at_least_one = Predicate::PathRange {
+        path: path.clone(),
+        side: RangeSide::AtLeast,
+        value: RangeValue::Number(1.0),
+    };
+    assert_eq!(predicate, at_least_one);
+    let (predicate, _) = plan(doc! {"a.b": {"$gte": 1, "$lt": 2.5}});
+    let below = Predicate::PathRange {
+        path: path.clone(),
+        side: RangeSide::AtMost,
+        value: RangeValue::Number(2.5),
+    };
+    assert_eq!(predicate, Predicate::And(vec![at_least_one, below]));
+    let (predicate, _) = plan(doc! {"d": {"$lte": bson::DateTime::from_millis(7)}});
+    assert_eq!(
+        predicate,
+        Predicate::PathRange {
+            path: vec!["d".to_string()],
+            side: RangeSide::AtMost,
+            value: RangeValue::Date(7),
+        }
+    );
+    // Operands an image number cannot hold exactly, and numeric path components, stay in
+    // Rust.
+    for filter in [
+        doc! {"a": {"$gt": (1i64 << 53) + 1}},
+        doc! {"a": {"$lt": f64::NAN}},
+        doc! {"a": {"$gt": bson::Decimal128::from_bytes([0; 16])}},
+        doc! {"a.0": {"$gt": 1}},
+    ] {
+        assert_eq!(plan(filter.clone()).0, Predicate::True, "{filter}");
+    }
 }
 
 #[test]

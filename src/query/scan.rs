@@ -39,6 +39,18 @@ pub enum Predicate {
         path: Vec<String>,
         value: PathValue,
     },
+    /// Some value at `path` (field names, no numeric components) of `value`'s kind — a
+    /// number for a number, a date for a date — lies on `side` of `value`, bound included
+    /// (a strict `$gt`/`$lt` is pushed inclusive: an image number may be the nearest double
+    /// of a long or a decimal, so only the inclusive bound never misses a match), where any
+    /// array along the path is traversed. OVER-SELECTS: the store may return every document
+    /// in which any prefix of the path is an array, or whose value at the path is an object
+    /// (non-finite numbers are tagged objects in the image). The caller always re-checks it.
+    PathRange {
+        path: Vec<String>,
+        side: RangeSide,
+        value: RangeValue,
+    },
     /// Documents with at least one entry in the secondary index stored in `table` (an
     /// `IndexRecord::table`) within the bounds (bytewise on the index key). Exact.
     IndexRange {
@@ -57,6 +69,24 @@ pub enum Predicate {
     },
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
+}
+
+/// A bound of a range the store narrows a scan to ([`Predicate::PathRange`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RangeValue {
+    /// A finite number (an int, a long within 2^53, a double), compared numerically.
+    Number(f64),
+    /// A date, by its milliseconds since the epoch (the image's `v` of a tagged date).
+    Date(i64),
+}
+
+/// Which side of its bound a [`Predicate::PathRange`] keeps, bound included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeSide {
+    /// Values at or above the bound (`$gt`, `$gte`).
+    AtLeast,
+    /// Values at or below the bound (`$lt`, `$lte`).
+    AtMost,
 }
 
 /// One end of an index range.

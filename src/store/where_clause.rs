@@ -6,8 +6,8 @@
 //! `column >= … AND column < …` on the `_id` key or on an index's entries table.
 //!
 //! A dialect (`sqlite::sql`, `postgres::sql`, `oracle::sql`) supplies the leaves through [`WhereClause`]:
-//! its spelling of true and false, how a key is bound, how a key set and a path equality
-//! are written, how an entries table is named, how a text index's full-text engine is
+//! its spelling of true and false, how a key is bound, how a key set, a path equality and a
+//! path range are written, how an entries table is named, how a text index's full-text engine is
 //! asked for documents with some terms. Values are always bound, never spliced.
 //!
 //! A cursor's resumption is here too: the rows strictly after a [`ScanPosition`] in the
@@ -16,7 +16,9 @@
 //!
 //! Not for: `SELECT`, `ORDER BY`, `LIMIT` (each dialect's own `select`) or writes.
 
-use crate::query::scan::{IndexBound, KeyOrder, PathValue, Predicate, ScanPosition, ScanRequest};
+use crate::query::scan::{
+    IndexBound, KeyOrder, PathValue, Predicate, RangeSide, RangeValue, ScanPosition, ScanRequest,
+};
 
 /// A statement being written, in one SQL dialect.
 pub(super) trait WhereClause {
@@ -39,6 +41,9 @@ pub(super) trait WhereClause {
     fn push_keys(&mut self, keys: &[&Vec<u8>]);
     /// Some value at `path` equals one of `values`; may over-select (see `scan.rs`).
     fn push_path_in(&mut self, path: &[String], values: &[&PathValue]);
+    /// Some value at `path` lies on `side` of `value`, bound included; may over-select (see
+    /// `scan.rs`).
+    fn push_path_range(&mut self, path: &[String], side: RangeSide, value: RangeValue);
     /// How the entries table `table` (an `IndexRecord::table`) is written in SQL.
     fn entries_table(&self, table: &str) -> String;
     /// The rows strictly after the walked entry `(index_key, key)` in the walk's direction
@@ -154,6 +159,7 @@ pub(super) fn push_predicate<W: WhereClause>(predicate: &Predicate, sql: &mut W)
         Predicate::KeyEquals(key) => sql.push_keys(&[key]),
         Predicate::KeyIn(keys) => sql.push_keys(&keys.iter().collect::<Vec<_>>()),
         Predicate::PathEquals { path, value } => sql.push_path_in(path, &[value]),
+        Predicate::PathRange { path, side, value } => sql.push_path_range(path, *side, *value),
         Predicate::KeyRange { lower, upper } => {
             sql.text().push('(');
             sql.text().push_str(W::TRUE);

@@ -354,7 +354,7 @@ fn uses_index(predicate: &Predicate) -> bool {
         | Predicate::TextTerms { .. } => true,
         Predicate::And(parts) => parts.iter().any(uses_index),
         Predicate::Or(parts) => !parts.is_empty() && parts.iter().all(uses_index),
-        Predicate::True | Predicate::PathEquals { .. } => false,
+        Predicate::True | Predicate::PathEquals { .. } | Predicate::PathRange { .. } => false,
     }
 }
 

@@ -451,6 +451,90 @@ async fn path_equals_edge_cases() {
     }
 }
 
+/// Ranges on unindexed paths (`Predicate::PathRange`) as the planner pushes them: every
+/// document the MongoDB filter matches comes back, whatever its number type (longs past
+/// 2^53, decimals, NaN, infinities), with arrays along the path, and for dates; strings,
+/// booleans, null and missing values do not, so the scan narrows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn path_ranges_return_a_superset_of_matches() {
+    use crate::query::planner::ReadPlan;
+    use crate::query::Filter;
+    let dec = |s: &str| Bson::Decimal128(ok(s.parse::<Decimal128>()));
+    let docs = [
+        ("three", doc! {"a": 3}),
+        ("five", doc! {"a": 5}),
+        ("seven", doc! {"a": 7}),
+        ("five_half", doc! {"a": 5.5}),
+        ("long5", doc! {"a": 5i64}),
+        ("dec5", doc! {"a": dec("5.00")}),
+        ("dec_huge", doc! {"a": dec("1E+400")}),
+        ("dec_nan", doc! {"a": dec("NaN")}),
+        ("past_2_53", doc! {"a": (1i64 << 53) + 1}),
+        ("nan", doc! {"a": f64::NAN}),
+        ("inf", doc! {"a": f64::INFINITY}),
+        ("neg_inf", doc! {"a": f64::NEG_INFINITY}),
+        ("str5", doc! {"a": "5"}),
+        ("str", doc! {"a": "abc"}),
+        ("bool", doc! {"a": true}),
+        ("null", doc! {"a": Bson::Null}),
+        ("missing", doc! {"b": 6}),
+        ("array", doc! {"a": [1, 9]}),
+        ("nested_array", doc! {"a": [[6]]}),
+        ("array_of_docs", doc! {"a": [{"b": 6}, {"b": 2}]}),
+        ("sub", doc! {"a": {"b": 6}}),
+        ("early", doc! {"a": DateTime::from_millis(1_000)}),
+        ("late", doc! {"a": DateTime::from_millis(5_000)}),
+    ];
+    let filters = [
+        doc! {"a": {"$gt": 5}},
+        doc! {"a": {"$gte": 5}},
+        doc! {"a": {"$lt": 5}},
+        doc! {"a": {"$lte": 5.0}},
+        doc! {"a": {"$gt": 5, "$lt": 8}},
+        doc! {"a": {"$gt": 1i64 << 53}},
+        doc! {"a": {"$gt": 1e300}},
+        doc! {"a": {"$lt": -1e300}},
+        doc! {"a.b": {"$gte": 6}},
+        doc! {"a": {"$gte": DateTime::from_millis(2_000)}},
+        doc! {"a": {"$lt": DateTime::from_millis(2_000)}},
+    ];
+    for backend in backends().await {
+        let store = backend.open().await;
+        let mut s = ok(store.session().await);
+        let coll = create(&mut *s, "app", "ranges").await;
+        let stored_docs: Vec<_> = docs.iter().map(|(k, d)| stored(k, d.clone())).collect();
+        ok(s.insert(&coll, &stored_docs, true).await);
+        for filter in &filters {
+            let parsed = ok(Filter::parse(filter));
+            let plan = ReadPlan::new(parsed.clone(), None, 0, None, crate::catalog::NO_INDEXES);
+            assert!(
+                format!("{:?}", plan.scan.filter).contains("PathRange"),
+                "{filter}: not pushed: {:?}",
+                plan.scan.filter
+            );
+            let got = keys_of(&ok(s.scan(&coll, &plan.scan).await));
+            for (key, d) in &docs {
+                let mut whole = doc! {"_id": *key};
+                whole.extend(d.clone());
+                if parsed.matches(&whole) {
+                    assert!(
+                        got.iter().any(|g| g == key),
+                        "{filter}: {key} missed: {got:?}"
+                    );
+                }
+            }
+            for never in ["str5", "str", "bool", "null", "missing"] {
+                assert!(
+                    !got.iter().any(|g| g == never),
+                    "{filter}: {never} selected"
+                );
+            }
+        }
+        drop((s, store));
+        backend.finish().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_or_stays_within_backend_limits() {
     for backend in backends().await {

@@ -17,6 +17,8 @@
 //!   equal; NaN and ±Inf are not pushed), booleans as SQL BOOLEAN (23ai). Lax mode unwraps
 //!   arrays along the path and in the filter, like PostgreSQL's jsonpath, so arrays match
 //!   as MongoDB's equality does and nested arrays may over-select; the core re-checks.
+//! - `PathRange` is not pushed: `1=1` (no Oracle database here to check a range's
+//!   `JSON_EXISTS` against; pushdown may over-select).
 //! - A cursor resumes an index walk with `(dg_o.dg_ik > :a OR (dg_o.dg_ik = :b AND
 //!   dg_o.dg_k > :c))`: Oracle has no row-value `<`/`>`.
 //! - Oracle takes at most 65,535 bound values per statement; a predicate needing more is an
@@ -30,7 +32,9 @@ use super::super::image::nul_free;
 use super::super::where_clause::{push_predicate, push_resume, WhereClause};
 use super::super::StoreError;
 use super::conn::Bind;
-use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanPosition, ScanRequest};
+use crate::query::scan::{
+    KeyOrder, PathValue, Predicate, RangeSide, RangeValue, ScanPosition, ScanRequest,
+};
 
 /// Oracle's limit on bound values in one statement.
 const MAX_BINDS: usize = 65_535;
@@ -160,6 +164,12 @@ impl WhereClause for Sql {
 
     fn push_path_in(&mut self, path: &[String], values: &[&PathValue]) {
         push_path_in(path, values, self);
+    }
+
+    /// Not pushed on Oracle (no live database here to check its `JSON_EXISTS` ranges
+    /// against): every document, which the core re-checks.
+    fn push_path_range(&mut self, _path: &[String], _side: RangeSide, _value: RangeValue) {
+        self.text.push_str("1=1");
     }
 
     /// Entries tables come from the catalog already quoted.

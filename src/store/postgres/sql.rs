@@ -17,6 +17,10 @@
 //!   hold, is mapped to U+FFFD like in the image. A non-finite number or an empty path
 //!   selects everything (correct, since pushdown may over-select). `@?` is also the operator
 //!   a future GIN `jsonb_path_ops` index serves.
+//! - `PathRange` is the same `@?` with a comparison, e.g. `$."a" ? (@ >= 5.0 || @."$t" == 1
+//!   || @."$t" == 19)` (the tagged non-finite doubles and decimals are kept: they may lie in
+//!   the range), or `$."d" ? (@."$t" == 9 && @."v" <= 1700000000000)` for a date; comparing
+//!   a number with another type is unknown in jsonpath, so only numbers (dates) are selected.
 //! - `Or` merges its key operands into one `ANY` and its `PathEquals` operands on one path
 //!   into one jsonpath with a balanced `||` tree; junctions are balanced trees of
 //!   parentheses, so thousands of operands stay far below PostgreSQL's stack depth limit.
@@ -35,7 +39,9 @@ use super::super::image::nul_free;
 use super::super::where_clause::{push_predicate, push_resume, WhereClause};
 use super::super::StoreError;
 use super::conn::Params;
-use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanPosition, ScanRequest};
+use crate::query::scan::{
+    KeyOrder, PathValue, Predicate, RangeSide, RangeValue, ScanPosition, ScanRequest,
+};
 
 /// PostgreSQL's limit on bound values in one statement.
 const MAX_PARAMS: usize = 65_535;
@@ -168,6 +174,16 @@ impl WhereClause for Sql {
         push_path_in(path, values, self);
     }
 
+    fn push_path_range(&mut self, path: &[String], side: RangeSide, value: RangeValue) {
+        match range_path(path, side, value) {
+            Some(text) => {
+                self.text.push_str("j @? ");
+                self.bind(text, "::text::jsonpath");
+            }
+            None => self.text.push_str("TRUE"),
+        }
+    }
+
     /// Entries tables come from the catalog already quoted and schema-qualified.
     fn entries_table(&self, table: &str) -> String {
         table.to_string()
@@ -228,6 +244,36 @@ pub(super) fn json_path(path: &[String], values: &[&PathValue]) -> Option<String
     text.push_str(" ? (");
     push_any_equal(&literals, &mut text);
     text.push(')');
+    Some(text)
+}
+
+/// `$."a" ? (@ >= 5.0 || @."$t" == 1 || @."$t" == 19)` for a number (a non-finite double
+/// or decimal is a tagged object in the image, and may lie on either side), or
+/// `$."a" ? (@."$t" == 9 && @."v" <= 1700000000000)` for a date; `None` for an empty path or
+/// a non-finite bound. A jsonpath comparison of a number with a string, a boolean or an
+/// object is unknown, so other types are not selected, as MongoDB's type brackets have it.
+pub(super) fn range_path(path: &[String], side: RangeSide, value: RangeValue) -> Option<String> {
+    if path.is_empty() {
+        return None;
+    }
+    let mut text = String::from("$");
+    for component in path {
+        text.push('.');
+        push_jsonpath_string(component, &mut text);
+    }
+    let op = match side {
+        RangeSide::AtLeast => ">=",
+        RangeSide::AtMost => "<=",
+    };
+    match value {
+        RangeValue::Number(n) if n.is_finite() => {
+            let _ = write!(text, " ? (@ {op} {n:?} || @.\"$t\" == 1 || @.\"$t\" == 19)");
+        }
+        RangeValue::Number(_) => return None,
+        RangeValue::Date(millis) => {
+            let _ = write!(text, " ? (@.\"$t\" == 9 && @.\"v\" {op} {millis})");
+        }
+    }
     Some(text)
 }
 

@@ -14,6 +14,9 @@
 //!   strings and expanded with `json_each`, which the planner still drives through the index.
 //! - `PathEquals` over-selects as `scan.rs` allows: any document where a prefix of the path
 //!   is an array is returned, and `true` equals `1` (`->>` yields 1 for true).
+//! - `PathRange` over-selects the same way, and keeps tagged non-finite numbers (see
+//!   `push_path_range`); numbers are compared only where `json_type` says the value is one,
+//!   so strings (which SQLite orders after every number) and booleans are not selected.
 //! - `Or` merges its key operands into one `KeyIn` and its `PathEquals` operands on one path
 //!   into one `IN (SELECT value FROM json_each(?))`, and every junction is emitted as a
 //!   balanced tree of parentheses: a `$in` of 10,000 values is one bound value and stays far
@@ -27,7 +30,9 @@
 use rusqlite::types::Value;
 
 use super::super::where_clause::{push_predicate, push_resume, WhereClause};
-use crate::query::scan::{KeyOrder, PathValue, Predicate, ScanPosition, ScanRequest};
+use crate::query::scan::{
+    KeyOrder, PathValue, Predicate, RangeSide, RangeValue, ScanPosition, ScanRequest,
+};
 
 /// Above this many keys, `KeyIn` binds a single JSON array instead of one `?` per key.
 const INLINE_KEYS: usize = 50;
@@ -157,6 +162,10 @@ impl WhereClause for Sql {
         push_path_in(path, values, self);
     }
 
+    fn push_path_range(&mut self, path: &[String], side: RangeSide, value: RangeValue) {
+        push_path_range(path, side, value, self);
+    }
+
     fn entries_table(&self, table: &str) -> String {
         quote_ident(table)
     }
@@ -229,6 +238,55 @@ fn push_path_in(path: &[String], values: &[&PathValue], sql: &mut Sql) {
         ));
     }
     sql.params.push(bound);
+    for prefix in &prefixes {
+        sql.text
+            .push_str(&format!(" OR json_type(j, {prefix}) = 'array'"));
+    }
+    sql.text.push(')');
+}
+
+/// Some value at `path` lies on `side` of `value`, bound included, e.g. for a number
+/// `((json_type(j, '$."a"') IN ('integer', 'real') AND j ->> '$."a"' >= ?)
+///  OR j ->> '$."a"."$t"' IN (1, 19) OR json_type(j, '$."a"') = 'array')` — the tagged
+/// non-finite doubles and decimals may lie in the range — and for a date
+/// `((j ->> '$."d"."$t"' = 9 AND j ->> '$."d"."v"' <= ?) OR …)`; an array on the path selects
+/// the document, as in `push_path_in`. Falls back to `1` like `push_path_in`.
+fn push_path_range(path: &[String], side: RangeSide, value: RangeValue, sql: &mut Sql) {
+    let member = |name: &str| {
+        let mut longer = path.to_vec();
+        longer.push(name.to_string());
+        json_path_prefixes(&longer).and_then(|mut prefixes| prefixes.pop())
+    };
+    let (Some(prefixes), Some(tag), Some(millis), true) = (
+        json_path_prefixes(path),
+        member("$t"),
+        member("v"),
+        sql.params.len() < PARAM_BUDGET,
+    ) else {
+        return sql.text.push('1');
+    };
+    let Some(full) = prefixes.last() else {
+        return sql.text.push('1');
+    };
+    let op = match side {
+        RangeSide::AtLeast => ">=",
+        RangeSide::AtMost => "<=",
+    };
+    match value {
+        RangeValue::Number(n) if n.is_finite() => {
+            sql.text.push_str(&format!(
+                "((json_type(j, {full}) IN ('integer', 'real') AND j ->> {full} {op} ?) \
+                 OR j ->> {tag} IN (1, 19)"
+            ));
+            sql.params.push(Value::Real(n));
+        }
+        RangeValue::Number(_) => return sql.text.push('1'),
+        RangeValue::Date(ms) => {
+            sql.text
+                .push_str(&format!("((j ->> {tag} = 9 AND j ->> {millis} {op} ?)"));
+            sql.params.push(Value::Integer(ms));
+        }
+    }
     for prefix in &prefixes {
         sql.text
             .push_str(&format!(" OR json_type(j, {prefix}) = 'array'"));
