@@ -37,7 +37,7 @@ use super::OpError;
 use crate::catalog::CollectionInfo;
 use crate::query::counted::{counted_output, is_counted};
 use crate::query::planner::ReadPlan;
-use crate::query::sql_group::{certain_equalities, SqlGroupPlan};
+use crate::query::sql_group::{certain_conditions, SqlGroupPlan};
 use crate::query::{Filter, ForeignDocuments, Grouping, Pipeline, Stage};
 use crate::store::{DocumentFold, GroupInStatement, StoreError};
 
@@ -97,13 +97,13 @@ impl PushedStage {
 }
 
 /// Whether a `$group` run as SQL can read the rows of `plan`: its SQL is the filter, or
-/// narrows the rows to it and the filter is equalities the SQL can confirm row by row
-/// (`sql_group::certain_equalities`), with no skip or limit left to Rust.
+/// narrows the rows to it and the filter is equalities and numeric comparisons the SQL can
+/// decide row by row (`sql_group::certain_conditions`), with no skip or limit left to Rust.
 fn sql_filter_usable(plan: &ReadPlan) -> bool {
     match &plan.residual {
         None => true,
         Some(filter) => {
-            plan.skip == 0 && plan.limit.is_none() && certain_equalities(filter).is_some()
+            plan.skip == 0 && plan.limit.is_none() && certain_conditions(filter).is_some()
         }
     }
 }

@@ -51,46 +51,96 @@ pub struct GroupRequest {
     /// it the store answers None, and the grouping runs in Rust, which spills.
     pub max_bytes: u64,
     /// The read's filter when its SQL only narrows the rows (it over-selects: arrays, lossy
-    /// numbers), as equalities ([`certain_equalities`]) the store must find certain in every
-    /// row it reads — a scalar at the path, no array on the way, equal in its image to the
-    /// value — or answer None. Empty when the read's SQL is the filter.
-    pub certain: Vec<(FieldPath, Bson)>,
+    /// numbers), as conditions ([`certain_conditions`]) the store must decide for every row
+    /// it reads — a scalar at the path, no array on the way, an image that is the value — or
+    /// answer None. Empty when the read's SQL is the filter.
+    pub certain: Vec<(FieldPath, CertainTest)>,
+}
+
+/// A condition of a filter the store decides row by row on the image (see
+/// [`GroupRequest::certain`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CertainTest {
+    /// Equal to a string (without U+0000 or U+FFFD, which the image conflates), a boolean or
+    /// a number the image holds exactly: a row that is not equal fails the answer.
+    Equals(Bson),
+    /// A comparison with a number the image holds exactly: a number of an exact class is
+    /// compared, a string, boolean, null, object or missing value fails it (type brackets),
+    /// and any other value (an array, a lossy number) fails the answer.
+    Compares(Comparison, Bson),
+}
+
+/// The comparison of a [`CertainTest::Compares`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    Greater,
+    GreaterOrEqual,
+    Less,
+    LessOrEqual,
+}
+
+impl Comparison {
+    /// The SQL operator.
+    pub fn operator(self) -> &'static str {
+        match self {
+            Comparison::Greater => ">",
+            Comparison::GreaterOrEqual => ">=",
+            Comparison::Less => "<",
+            Comparison::LessOrEqual => "<=",
+        }
+    }
 }
 
 /// The filter `filter` as a conjunction of equalities of plain paths to strings (without
-/// U+0000 or U+FFFD, which the image conflates), booleans, or finite numbers an image
-/// holds exactly (|n| < 2^53 for integers); None for any other filter.
-pub fn certain_equalities(filter: &Filter) -> Option<Vec<(FieldPath, Bson)>> {
+/// U+0000 or U+FFFD), booleans or finite numbers an image holds exactly (|n| < 2^53 for
+/// integers), and comparisons of plain paths with such numbers; None for any other filter.
+pub fn certain_conditions(filter: &Filter) -> Option<Vec<(FieldPath, CertainTest)>> {
     let mut out = Vec::new();
-    collect_equalities(filter, &mut out)?;
+    collect_conditions(filter, &mut out)?;
     Some(out)
 }
 
-fn collect_equalities(filter: &Filter, out: &mut Vec<(FieldPath, Bson)>) -> Option<()> {
+fn collect_conditions(filter: &Filter, out: &mut Vec<(FieldPath, CertainTest)>) -> Option<()> {
     match filter {
         Filter::And(parts) => parts
             .iter()
-            .try_for_each(|part| collect_equalities(part, out)),
+            .try_for_each(|part| collect_conditions(part, out)),
         Filter::Field { path, predicates } => {
             let path: FieldPath = path.split('.').map(str::to_owned).collect();
             if path.iter().any(String::is_empty) {
                 return None;
             }
             for predicate in predicates {
-                let FieldPredicate::Eq(value) = predicate else {
-                    return None;
-                };
-                let held_exactly = match value {
-                    Bson::String(s) => !s.contains(['\0', '\u{fffd}']),
-                    Bson::Boolean(_) | Bson::Int32(_) => true,
+                let exact_number = |value: &Bson| match value {
+                    Bson::Int32(_) => true,
                     Bson::Int64(n) => n.unsigned_abs() < 1 << 53,
                     Bson::Double(d) => d.is_finite(),
                     _ => false,
                 };
-                if !held_exactly {
-                    return None;
-                }
-                out.push((path.clone(), value.clone()));
+                let test = match predicate {
+                    FieldPredicate::Eq(value) => {
+                        let held_exactly = match value {
+                            Bson::String(s) => !s.contains(['\0', '\u{fffd}']),
+                            Bson::Boolean(_) => true,
+                            other => exact_number(other),
+                        };
+                        held_exactly.then(|| CertainTest::Equals(value.clone()))?
+                    }
+                    FieldPredicate::Gt(value) if exact_number(value) => {
+                        CertainTest::Compares(Comparison::Greater, value.clone())
+                    }
+                    FieldPredicate::Gte(value) if exact_number(value) => {
+                        CertainTest::Compares(Comparison::GreaterOrEqual, value.clone())
+                    }
+                    FieldPredicate::Lt(value) if exact_number(value) => {
+                        CertainTest::Compares(Comparison::Less, value.clone())
+                    }
+                    FieldPredicate::Lte(value) if exact_number(value) => {
+                        CertainTest::Compares(Comparison::LessOrEqual, value.clone())
+                    }
+                    _ => return None,
+                };
+                out.push((path.clone(), test));
             }
             Some(())
         }
@@ -224,9 +274,9 @@ impl SqlGroupPlan {
     }
 
     /// This plan over a read whose SQL only narrows the rows to those `filter` matches
-    /// (None when the filter is not one [`certain_equalities`] takes).
+    /// (None when the filter is not one [`certain_conditions`] takes).
     pub fn over_filter(mut self, filter: &Filter) -> Option<Self> {
-        self.request.certain = certain_equalities(filter)?;
+        self.request.certain = certain_conditions(filter)?;
         Some(self)
     }
 
@@ -390,6 +440,43 @@ mod tests {
         match (made, grouping.finish()) {
             (Ok(made), Ok(expected)) => assert_eq!(made, expected),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn conditions_decided_row_by_row_are_equalities_and_numeric_comparisons() {
+        let conditions = |filter: Document| match Filter::parse(&filter) {
+            Ok(parsed) => certain_conditions(&parsed),
+            Err(e) => panic!("{e:?}"),
+        };
+        let taken = conditions(doc! {"a.b": {"$gt": 5, "$lte": 7.5}, "c": "x"});
+        assert_eq!(
+            taken,
+            Some(vec![
+                (
+                    vec!["a".to_string(), "b".to_string()],
+                    CertainTest::Compares(Comparison::Greater, Bson::Int32(5))
+                ),
+                (
+                    vec!["a".to_string(), "b".to_string()],
+                    CertainTest::Compares(Comparison::LessOrEqual, Bson::Double(7.5))
+                ),
+                (
+                    vec!["c".to_string()],
+                    CertainTest::Equals(Bson::String("x".into()))
+                ),
+            ])
+        );
+        // Strings compare by the database's collation in SQL, decimals and longs past 2^53
+        // have lossy images, and other operators are not decided in SQL.
+        for refused in [
+            doc! {"a": {"$gt": "x"}},
+            doc! {"a": {"$lt": Bson::Int64((1 << 53) + 1)}},
+            doc! {"a": {"$gte": f64::NAN}},
+            doc! {"a": {"$ne": 5}},
+            doc! {"$or": [{"a": 1}, {"b": 2}]},
+        ] {
+            assert_eq!(conditions(refused.clone()), None, "{refused}");
         }
     }
 }

@@ -48,6 +48,7 @@ use super::super::{CollectionRecord, Extreme, GroupRequest, GroupRow, NumberTota
 use super::conn::{Params, PgConn};
 use super::sql;
 use crate::query::scan::ScanRequest;
+use crate::query::sql_group::CertainTest;
 
 /// 2^53: integers up to it are exact in a double (and in the image).
 const EXACT_INT: &str = "9007199254740992";
@@ -185,19 +186,28 @@ impl Statement {
             .iter()
             .map(|(e, p)| (*e, index_of(&mut paths, p)))
             .collect();
-        let certain: Vec<(usize, &Bson)> = group
+        let certain: Vec<(usize, &CertainTest)> = group
             .certain
             .iter()
-            .map(|(p, value)| (index_of(&mut paths, p), value))
+            .map(|(p, test)| (index_of(&mut paths, p), test))
             .collect();
         let paths: Vec<Vec<String>> = paths.into_iter().map(<[String]>::to_vec).collect();
 
         // A filter equality to a string or a boolean needs no class: an image equal to it is
         // that value (a string holding U+0000 shows U+FFFD, which the value has not).
         let plain_equality = |i: usize| {
+            certain.iter().any(|(c, test)| {
+                *c == i
+                    && matches!(
+                        test,
+                        CertainTest::Equals(Bson::String(_) | Bson::Boolean(_))
+                    )
+            })
+        };
+        let compared = |i: usize| {
             certain
                 .iter()
-                .any(|(c, v)| *c == i && matches!(v, Bson::String(_) | Bson::Boolean(_)))
+                .any(|(c, test)| *c == i && matches!(test, CertainTest::Compares(..)))
         };
         let needs_class: Vec<bool> = (0..paths.len())
             .map(|i| {
@@ -212,7 +222,10 @@ impl Statement {
         // component that could index an array.
         let needs_walk: Vec<bool> = (0..paths.len())
             .map(|i| {
-                let grouped_or_ordered = keys.contains(&i) || extremes.iter().any(|(_, e)| *e == i);
+                // A compared path: a missing value fails the comparison only when no array
+                // on the way hides one.
+                let grouped_or_ordered =
+                    keys.contains(&i) || extremes.iter().any(|(_, e)| *e == i) || compared(i);
                 let may_index = paths[i]
                     .iter()
                     .any(|part| part.bytes().all(|b| b.is_ascii_digit()));
@@ -294,16 +307,29 @@ impl Statement {
         for (_, i) in &extremes {
             exact.push(format!("c{i} IN ('i','l','d','s','n','m')"));
         }
-        for (i, value) in &certain {
+        // Rows a comparison certainly rejects: an exact number on the wrong side, or a value
+        // of another type bracket (a string, boolean, null, object or missing value).
+        let mut rejected = Vec::new();
+        for (i, test) in &certain {
+            let value = match test {
+                CertainTest::Equals(value) | CertainTest::Compares(_, value) => value,
+            };
             self.params.push(Box::new(json_literal(value)));
             let literal = format!("${}::text::jsonb", self.params.len());
-            exact.push(if needs_class[*i] {
-                format!("(c{i} IN ('i','l','d','s','b') AND v{i} = {literal})")
-            } else if needs_walk[*i] {
-                format!("(w{i} AND v{i} = {literal})")
-            } else {
-                format!("v{i} = {literal}")
+            exact.push(match test {
+                CertainTest::Compares(..) => format!("c{i} IN ('i','l','d')"),
+                CertainTest::Equals(_) if needs_class[*i] => {
+                    format!("(c{i} IN ('i','l','d','s','b') AND v{i} = {literal})")
+                }
+                CertainTest::Equals(_) if needs_walk[*i] => format!("(w{i} AND v{i} = {literal})"),
+                CertainTest::Equals(_) => format!("v{i} = {literal}"),
             });
+            if let CertainTest::Compares(comparison, _) = test {
+                let op = comparison.operator();
+                rejected.push(format!(
+                    "c{i} IN ('s','b','n','o','m') OR (c{i} IN ('i','l','d') AND NOT v{i} {op} {literal})"
+                ));
+            }
         }
         let mut grouped = format!(
             "SELECT min(n) AS dg_first, max(n) AS dg_last, count(*) AS dg_count, \
@@ -346,6 +372,9 @@ impl Statement {
             };
         }
         let _ = write!(grouped, " FROM ({classed}) AS dg_c");
+        if !rejected.is_empty() {
+            let _ = write!(grouped, " WHERE NOT ({})", rejected.join(" OR "));
+        }
         if !keys.is_empty() {
             let by: Vec<String> = keys
                 .iter()
@@ -423,7 +452,7 @@ impl Statement {
     }
 }
 
-/// The image of a value `sql_group::certain_equalities` takes, as JSON text.
+/// The image of a value `sql_group::certain_conditions` takes, as JSON text.
 fn json_literal(value: &Bson) -> String {
     match value {
         Bson::String(s) => serde_json::Value::from(s.as_str()).to_string(),
@@ -486,7 +515,7 @@ mod tests {
             extremes: Vec::new(),
             wants_last: false,
             max_bytes: 1000,
-            certain: vec![(path("active"), Bson::Boolean(true))],
+            certain: vec![(path("active"), CertainTest::Equals(Bson::Boolean(true)))],
         };
         let mut statement = Statement {
             params: Vec::new(),
