@@ -453,19 +453,7 @@ async fn a_sorted_listing_past_the_memory_limit_spills_and_keeps_its_order() {
     .await
     .expect(200);
     let client = server.client().await;
-    let spilled_sorts = || async {
-        let status = client
-            .database("admin")
-            .run_command(doc! {"serverStatus": 1})
-            .await
-            .expect("serverStatus");
-        status
-            .get_document("metrics")
-            .and_then(|m| m.get_document("query"))
-            .and_then(|q| q.get_document("sort"))
-            .and_then(|s| s.get_i64("spillToDisk"))
-            .expect("metrics.query.sort.spillToDisk")
-    };
+    let spilled_sorts = || common::query_metric(&client, "sort", "spillToDisk");
     let before = spilled_sorts().await;
 
     let page = rest

@@ -18,28 +18,13 @@ mod common;
 mod cursor_support;
 mod driver_support;
 
-use common::TestServer;
+use common::{query_metric, TestServer};
 use cursor_support::{cursor_batch, get_more};
 use mongodb::bson::{doc, Document};
-use mongodb::{Client, Collection, Database};
+use mongodb::{Collection, Database};
 
 /// Documents in the collection: ~160 KB, past the 40 KB limit the server runs with.
 const COUNT: i64 = 1_000;
-
-/// `serverStatus.metrics.query.<group>.<name>`.
-async fn query_metric(client: &Client, group: &str, name: &str) -> i64 {
-    let status = client
-        .database("admin")
-        .run_command(doc! {"serverStatus": 1})
-        .await
-        .expect("serverStatus");
-    status
-        .get_document("metrics")
-        .and_then(|m| m.get_document("query"))
-        .and_then(|q| q.get_document(group))
-        .and_then(|g| g.get_i64(name))
-        .unwrap_or_else(|_| panic!("metrics.query.{group}.{name} in {status}"))
-}
 
 async fn seed(coll: &Collection<Document>) {
     coll.drop().await.expect("drop");

@@ -526,3 +526,18 @@ mod oracle_schema {
         panic!("{NEEDS_FEATURE}");
     }
 }
+
+/// `serverStatus.metrics.query.<group>.<name>`.
+pub async fn query_metric(client: &mongodb::Client, group: &str, name: &str) -> i64 {
+    let status = client
+        .database("admin")
+        .run_command(mongodb::bson::doc! {"serverStatus": 1})
+        .await
+        .expect("serverStatus");
+    status
+        .get_document("metrics")
+        .and_then(|m| m.get_document("query"))
+        .and_then(|q| q.get_document(group))
+        .and_then(|g| g.get_i64(name))
+        .unwrap_or_else(|_| panic!("metrics.query.{group}.{name} in {status}"))
+}
