@@ -14,6 +14,11 @@
 //! offset); a document whose index key moves past the position may be seen again, as in
 //! MongoDB.
 //!
+//! A projection of plain fields is copied from the stored bytes without decoding them; on a
+//! store that projects inside its statements (`Store::projects_in_statement`: SQLite) and
+//! with no residual filter, the store applies it to each row (`scan_from_projected`) and
+//! the rows arrive projected.
+//!
 //! An aggregation pipeline whose stages after its leading read each look at one document at
 //! a time (`$match`, `$project`, `$set`, `$unwind`, `$lookup`, …) streams the same way: each
 //! row read goes through those stages ([`StagedOutput`]) on the compute pool, chunk by chunk.
@@ -82,6 +87,12 @@ pub struct ReadCursor {
     /// Whether the projection copies plain fields from the stored bytes
     /// (`Projection::applies_raw`: no positional form, no score).
     raw_projection: bool,
+    /// That projection's specification (`Projection::plain_spec`) when the store may apply
+    /// it inside its statement: a raw projection of a read with no residual filter, whose
+    /// rows are the documents (`Store::projects_in_statement` decides at the first batch).
+    store_projection: Option<bson::Document>,
+    /// Whether the rows the store hands over are projected already.
+    rows_projected: bool,
     /// The whole filter, for a positional projection (`a.$`).
     positional_filter: Option<Filter>,
     /// The `$text` search whose score each match carries into the projection (removed
@@ -158,6 +169,13 @@ impl ReadCursor {
         let raw_projection = positional_filter.is_none()
             && scored.is_none()
             && projection.as_ref().is_some_and(Projection::applies_raw);
+        // Only a specification that reads back as this very projection is handed over.
+        let store_projection = projection
+            .as_ref()
+            .filter(|_| raw_projection && residual.is_none())
+            .map(|projection| (projection, projection.plain_spec()))
+            .filter(|(projection, spec)| Projection::parse(spec).ok().as_ref() == Some(*projection))
+            .map(|(_, spec)| spec);
         ReadCursor {
             record: info.record.clone(),
             scan,
@@ -165,6 +183,8 @@ impl ReadCursor {
             collation,
             projection,
             raw_projection,
+            store_projection,
+            rows_projected: false,
             positional_filter,
             scored,
             stages: None,
@@ -200,6 +220,7 @@ impl ReadCursor {
     /// Sends every selected row through `stages` (the rest of an aggregate) instead of
     /// answering it as stored.
     pub fn with_stages(mut self, stages: StagedOutput) -> ReadCursor {
+        self.store_projection = None;
         self.stages = Some(Arc::new(stages));
         self
     }
@@ -279,6 +300,9 @@ impl ReadCursor {
             self.exhausted = true;
             return Ok(batch);
         }
+        if first && self.store_projection.is_some() {
+            self.rows_projected = scope.state.store.projects_in_statement();
+        }
         let mut session = scope.reader().await?;
         if self.tail.is_some() {
             self.check_position_kept(session.as_mut()).await?;
@@ -287,11 +311,21 @@ impl ReadCursor {
         while batch.len() < limit.documents && !self.exhausted {
             let want = limit.documents - batch.len();
             let (request, chunk) = self.next_request(want, limit.bytes.saturating_sub(bytes));
-            let rows = session
-                .as_mut()
-                .scan_from(&self.record, &request, self.position.as_ref())
-                .await
-                .map_err(|error| self.read_failed(error, first))?;
+            let rows = match &self.store_projection {
+                Some(spec) if self.rows_projected => {
+                    session
+                        .as_mut()
+                        .scan_from_projected(&self.record, &request, self.position.as_ref(), spec)
+                        .await
+                }
+                _ => {
+                    session
+                        .as_mut()
+                        .scan_from(&self.record, &request, self.position.as_ref())
+                        .await
+                }
+            }
+            .map_err(|error| self.read_failed(error, first))?;
             self.rows_read += rows.len();
             self.bytes_read += rows.iter().map(|row| row.document.len()).sum::<usize>();
             let short = rows.len() < chunk;
@@ -532,7 +566,8 @@ impl ReadCursor {
 
     /// A selected document as the client gets it: its stored bytes, or projected.
     fn output(&self, bytes: Vec<u8>, decoded: Option<Document>) -> Result<RawDocumentBuf, OpError> {
-        let Some(projection) = &self.projection else {
+        let projection = self.projection.as_ref().filter(|_| !self.rows_projected);
+        let Some(projection) = projection else {
             return RawDocumentBuf::from_bytes(bytes)
                 .map_err(|e| StoreError::Corrupt(e.to_string()).into());
         };

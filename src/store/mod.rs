@@ -348,6 +348,12 @@ pub trait Store: Send + Sync + 'static {
         GroupInStatement::None
     }
 
+    /// Whether the backend applies a projection of plain fields inside a read's statement
+    /// ([`StoreSession::scan_from_projected`]).
+    fn projects_in_statement(&self) -> bool {
+        false
+    }
+
     /// Whether the backend has logons of its own that `verify_login` checks passwords
     /// against (`auth.source = database`): PostgreSQL roles, Oracle database users.
     fn delegates_logons(&self) -> bool {
@@ -481,6 +487,23 @@ pub trait StoreSession: Send {
         request: &ScanRequest,
         after: Option<&ScanPosition>,
     ) -> Result<Vec<PositionedRow>, StoreError>;
+    /// Like `scan_from`, each row's document projected inside the statement by `spec`, the
+    /// specification of a projection `Projection::applies_raw` takes
+    /// (`Projection::plain_spec`): the rows carry only the kept fields, byte for byte as
+    /// `Projection::apply_raw` makes them. Backends whose [`Store::projects_in_statement`]
+    /// is false answer `Unsupported`.
+    async fn scan_from_projected(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        after: Option<&ScanPosition>,
+        spec: &Document,
+    ) -> Result<Vec<PositionedRow>, StoreError> {
+        let _ = (coll, request, after, spec);
+        Err(StoreError::Unsupported(
+            "this backend cannot project inside its statements".into(),
+        ))
+    }
     /// Like `scan`, for a read that a write in the same transaction depends on (update,
     /// delete, findAndModify): the selected rows are locked until the transaction ends, and
     /// a row changed by a concurrent transaction is returned as that transaction left it,

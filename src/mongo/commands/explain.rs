@@ -114,14 +114,28 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     // The stage after an aggregate's leading read that the store runs in the same statement
     // (only under the simple collation, as `ops::aggregate` pushes it).
     let group_in = context.server.state.store.group_in_statement();
+    let projects = context.server.state.store.projects_in_statement();
     let pushed = target
         .pipeline_rest
         .as_ref()
         .filter(|_| plan.collation.is_simple())
-        .filter(|rest| PushedStage::of(&plan, rest, group_in).is_some())
-        .and_then(|rest| match rest.stages.first() {
-            Some(Stage::Group { .. }) => Some("$group"),
-            Some(Stage::Count(_)) => Some("$count"),
+        .and_then(|rest| match rest.stages.as_slice() {
+            _ if PushedStage::of(&plan, rest, group_in).is_some() => match rest.stages.first() {
+                Some(Stage::Group { .. }) => Some("$group"),
+                Some(Stage::Count(_)) => Some("$count"),
+                _ => None,
+            },
+            // A `$project` of plain fields alone after an exact read the store orders: the
+            // cursor has the store project each row in its statement (`ops::read_cursor`).
+            [Stage::Project(projection)]
+                if projects
+                    && projection.applies_raw()
+                    && plan.residual.is_none()
+                    && plan.sort.is_none()
+                    && !plan.text_score =>
+            {
+                Some("$project")
+            }
             _ => None,
         });
     let mut session = context.open_session().await?;

@@ -27,6 +27,40 @@ impl Projection {
             && self.fields.iter().all(|(name, _)| name != "_id")
     }
 
+    /// The specification of a projection [`Projection::applies_raw`] takes, which
+    /// [`Projection::parse`] reads back as this projection: its paths dotted, each `1`
+    /// (inclusion) or `0` (exclusion), and `_id: 0` when `_id` is left out. How a store that
+    /// projects inside its statements is told what to keep.
+    pub fn plain_spec(&self) -> bson::Document {
+        fn paths(prefix: &str, fields: &[(String, Action)], flag: i32, spec: &mut bson::Document) {
+            for (name, action) in fields {
+                let path = if prefix.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{prefix}.{name}")
+                };
+                match action {
+                    Action::Nested(children) => paths(&path, children, flag, spec),
+                    _ => {
+                        spec.insert(path, flag);
+                    }
+                }
+            }
+        }
+        let mut spec = bson::Document::new();
+        if !self.include_id {
+            spec.insert("_id", 0);
+        } else if self.fields.is_empty() && self.mode == ProjectionMode::Inclusion {
+            spec.insert("_id", 1);
+        }
+        let flag = match self.mode {
+            ProjectionMode::Inclusion => 1,
+            ProjectionMode::Exclusion => 0,
+        };
+        paths("", &self.fields, flag, &mut spec);
+        spec
+    }
+
     /// This projection of the stored document `doc` (see [`Projection::applies_raw`]).
     pub fn apply_raw(&self, doc: &RawDocument) -> Result<RawDocumentBuf, QueryError> {
         let mut out = RawDocumentBuf::new();
@@ -190,12 +224,22 @@ mod tests {
             };
             assert!(projection.applies_raw(), "{spec}");
             compare(&projection, &spec);
+            // What a store that projects in its statement is given reads back the same.
+            let plain = projection.plain_spec();
+            assert_eq!(
+                Projection::parse(&plain).ok(),
+                Some(projection),
+                "{spec} → {plain}"
+            );
         }
         // `_id` named in an inclusion: raw when the parser leaves it out of the fields.
-        let spec = doc! {"_id": 1, "a": 1};
-        if let Ok(projection) = Projection::parse(&spec) {
-            if projection.applies_raw() {
-                compare(&projection, &spec);
+        for spec in [doc! {"_id": 1, "a": 1}, doc! {"_id": 1}] {
+            if let Ok(projection) = Projection::parse(&spec) {
+                if projection.applies_raw() {
+                    compare(&projection, &spec);
+                    let plain = projection.plain_spec();
+                    assert_eq!(Projection::parse(&plain).ok(), Some(projection), "{spec}");
+                }
             }
         }
     }

@@ -38,6 +38,7 @@ pub(super) fn open_connection(path: &Path, busy_timeout: Duration) -> rusqlite::
     let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
     conn.execute_batch("PRAGMA synchronous = NORMAL")?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    super::project::register(&conn)?;
     // Each statement's text (placeholders, never values) goes to the command running it,
     // for `currentOp` and the slow-operation log.
     conn.trace_v2(

@@ -26,6 +26,7 @@ mod fold;
 pub mod fuzzing;
 mod index;
 mod meta;
+mod project;
 mod session;
 mod sql;
 mod write;
@@ -151,6 +152,10 @@ impl Store for SqliteStore {
 
     fn group_in_statement(&self) -> super::GroupInStatement {
         super::GroupInStatement::Fold
+    }
+
+    fn projects_in_statement(&self) -> bool {
+        true
     }
 
     fn pool_status(&self) -> super::PoolStatus {

@@ -87,6 +87,30 @@ impl SqliteSession {
         }
     }
 
+    /// The rows of `sql`, a `SELECT` of the position `columns` then the (maybe projected)
+    /// document, each with its position.
+    async fn positioned_rows(
+        &mut self,
+        columns: PositionColumns,
+        sql: sql::Sql,
+    ) -> Result<Vec<PositionedRow>, StoreError> {
+        self.run(move |conn: &Connection| {
+            let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(sql.params.iter()), |row| {
+                    let position = columns.read(|| row.get(0), |i| row.get(i))?;
+                    Ok(PositionedRow {
+                        position,
+                        document: row.get(columns.width())?,
+                    })
+                })
+                .map_err(db_err)?;
+            rows.collect::<Result<Vec<PositionedRow>, _>>()
+                .map_err(db_err)
+        })
+        .await
+    }
+
     /// Runs `f` on the connection without blocking the async runtime (see the module doc).
     pub(super) async fn run<R, F>(&mut self, f: F) -> Result<R, StoreError>
     where
@@ -386,21 +410,29 @@ impl StoreSession for SqliteSession {
         let columns = PositionColumns::of(request);
         let select_list = columns.select_list::<sql::Sql>();
         let sql = sql::select(&coll.table, &select_list, request, after);
-        self.run(move |conn: &Connection| {
-            let mut stmt = conn.prepare_cached(&sql.text).map_err(db_err)?;
-            let rows = stmt
-                .query_map(rusqlite::params_from_iter(sql.params.iter()), |row| {
-                    let position = columns.read(|| row.get(0), |i| row.get(i))?;
-                    Ok(PositionedRow {
-                        position,
-                        document: row.get(columns.width())?,
-                    })
-                })
-                .map_err(db_err)?;
-            rows.collect::<Result<Vec<PositionedRow>, _>>()
-                .map_err(db_err)
-        })
-        .await
+        self.positioned_rows(columns, sql).await
+    }
+
+    async fn scan_from_projected(
+        &mut self,
+        coll: &CollectionRecord,
+        request: &ScanRequest,
+        after: Option<&ScanPosition>,
+        spec: &Document,
+    ) -> Result<Vec<PositionedRow>, StoreError> {
+        let columns = PositionColumns::of(request);
+        let select_list = columns.select_list::<sql::Sql>();
+        let projected = select_list
+            .strip_suffix("doc")
+            .map(|positions| format!("{positions}{}(doc, ?)", super::project::PROJECT_FUNCTION))
+            .ok_or_else(|| StoreError::Corrupt(format!("select list {select_list}")))?;
+        let mut sql = sql::select(&coll.table, &projected, request, after);
+        let spec = spec
+            .to_vec()
+            .map_err(|e| StoreError::Corrupt(format!("projection: {e}")))?;
+        // The select list's placeholder comes before every other one.
+        sql.params.insert(0, rusqlite::types::Value::Blob(spec));
+        self.positioned_rows(columns, sql).await
     }
 
     async fn fold_scan(

@@ -1,8 +1,13 @@
-//! A `$group` right after a read, run by the store in the read's statement — SQLite feeds
-//! docgate's grouping inside its statement, PostgreSQL runs it as SQL (`GROUP BY` over the
-//! image) — checked the way a user would: every pipeline answers the same BSON bytes pushed
-//! and with pushdown off (the same pipeline behind a no-op `$unset`, which runs every stage
-//! in Rust), and `explain` names `$group` among the stages run as SQL.
+//! The stage right after a read, run by the store in the read's statement, checked the way
+//! a user would: every pipeline answers the same BSON bytes pushed and with pushdown off (the
+//! same pipeline behind a no-op `$unset`, which runs every stage in Rust), and `explain`
+//! names the stage among those run as SQL.
+//!
+//! - A `$group`: SQLite feeds docgate's grouping inside its statement, PostgreSQL runs it as
+//!   SQL (`GROUP BY` over the image).
+//! - A `$project` of plain fields: SQLite projects each row inside its statement
+//!   (`docgate_project`), also for a `find`'s projection; PostgreSQL does not (it would be
+//!   slower than Rust: `benches/sql/project_in_postgres.sql`), and its `explain` says so.
 //!
 //! On PostgreSQL, `/metrics` also shows which way each planned SQL `$group` was answered:
 //! by the SQL, or by Rust when a value is one the SQL cannot handle exactly (a Decimal128, an
@@ -505,4 +510,89 @@ async fn a_total_the_compensated_sum_rounds_differently_goes_through_rust() {
     if on_postgres(&server) {
         assert_eq!((sql, rust), (0.0, 1.0));
     }
+}
+
+#[tokio::test]
+async fn a_project_of_plain_fields_runs_in_the_sqlite_statement_with_the_same_bytes() {
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("project_sql");
+    let coll = db.collection::<Document>("sales");
+    coll.insert_many(sales(500)).await.expect("insert");
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"qty": 1}).build())
+        .await
+        .expect("index");
+    let projections = [
+        doc! {"qty": 1, "store.name": 1},
+        doc! {"city": 1, "_id": 0},
+        doc! {"tags": 0, "store.floor": 0},
+        doc! {"missing": 1},
+        doc! {"_id": 1},
+    ];
+    let reads = [
+        doc! {},
+        doc! {"qty": {"$gte": 3}},
+        doc! {"_id": {"$lt": 100}},
+    ];
+    for projection in &projections {
+        for filter in &reads {
+            let mut pipeline = vec![doc! {"$project": projection.clone()}];
+            if !filter.is_empty() {
+                pipeline.insert(0, doc! {"$match": filter.clone()});
+            }
+            let projected = same_both_ways(&coll, &pipeline).await;
+            let matched = coll.count_documents(filter.clone()).await.expect("count");
+            assert_eq!(projected.len() as u64, matched, "{pipeline:?}");
+            let stages = stages_in_sql(&db, "sales", &pipeline).await;
+            assert_eq!(
+                stages.contains(&"$project".to_string()),
+                !on_postgres(&server),
+                "{pipeline:?}: {stages:?}"
+            );
+            // A find's projection is the same document, read the same way.
+            let found: Vec<Vec<u8>> = coll
+                .find(filter.clone())
+                .projection(projection.clone())
+                .batch_size(7)
+                .await
+                .expect("find")
+                .try_collect::<Vec<Document>>()
+                .await
+                .expect("find batches")
+                .iter()
+                .map(|d| d.to_vec().expect("bson"))
+                .collect();
+            assert_eq!(found, run(&coll, &pipeline).await, "{filter} {projection}");
+        }
+    }
+    // The statement SQLite ran projected the rows (the profiler keeps its SQL text).
+    db.run_command(doc! {"profile": 2}).await.expect("profile");
+    run(&coll, &[doc! {"$project": {"qty": 1}}]).await;
+    db.run_command(doc! {"profile": 0})
+        .await
+        .expect("profile off");
+    let entries: Vec<Document> = db
+        .collection::<Document>("system.profile")
+        .find(doc! {"command.aggregate": "sales"})
+        .await
+        .expect("system.profile")
+        .try_collect()
+        .await
+        .expect("profile entries");
+    let sql = format!("{entries:?}");
+    assert_eq!(
+        sql.contains("docgate_project(doc, ?)"),
+        !on_postgres(&server),
+        "{sql}"
+    );
+    // A residual filter: the rows are judged whole, then projected in Rust; same answer.
+    let residual = vec![
+        doc! {"$match": {"$expr": {"$gt": ["$qty", 3]}}},
+        doc! {"$project": {"qty": 1}},
+    ];
+    let answered = same_both_ways(&coll, &residual).await;
+    assert!(answered.iter().all(|d| d.keys().eq(["_id", "qty"])));
+    assert!(!stages_in_sql(&db, "sales", &residual)
+        .await
+        .contains(&"$project".to_string()));
 }
