@@ -115,7 +115,10 @@ async fn main() {
         .tempdir()
         .expect("temp dir");
     let (backends, _pg) = backends(dir.path());
-    println!("aggregate: 4 pipelines over {docs} documents of ~200 bytes, {rounds} round(s)");
+    println!(
+        "aggregate: {} pipelines over {docs} documents of ~200 bytes, {rounds} round(s)",
+        cases().len()
+    );
     for backend in &backends {
         run(backend, dir.path(), docs, rounds).await;
     }
