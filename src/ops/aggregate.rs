@@ -203,7 +203,7 @@ pub async fn open_stream(
                 pipeline: rest,
                 foreign,
             })
-            .scoring_stages(search),
+            .scoring_stages(search, false),
     };
     let batch = cursor.next_batch(scope, first).await?;
     let rest = super::sorted_read::spool(scope, ResultSource::Stream(Box::new(cursor)));
@@ -239,10 +239,6 @@ pub async fn run_grouped(
     let Some((plan, rest)) = streaming_read(info, pipeline, hint, collation)? else {
         return Ok(None);
     };
-    // A `$text` read: its `$group` may total the scores, which the rows fed to it lack.
-    if plan.text_score {
-        return Ok(None);
-    }
     let group_in = scope.state.store.group_in_statement();
     if PushedStage::of(&plan, &rest, group_in).is_some() {
         let foreign = {
@@ -266,10 +262,15 @@ pub async fn run_grouped(
             read_foreign(catalog, session.as_mut(), db, &after).await?,
         )
     };
-    let mut cursor = ReadCursor::new(info, plan, None, None).with_stages(StagedOutput {
-        pipeline: before,
-        foreign: foreign_before,
-    });
+    // A `$text` read: each match reaches the `$group` with its score, which its
+    // accumulators may read (`{$meta: "textScore"}`).
+    let search = read::text_scored(&plan).map(|search| Arc::new(search.clone()));
+    let mut cursor = ReadCursor::new(info, plan, None, None)
+        .with_stages(StagedOutput {
+            pipeline: before,
+            foreign: foreign_before,
+        })
+        .scoring_stages(search, true);
     let chunk = BatchLimit {
         documents: GROUP_INPUT_CHUNK,
         bytes: super::cursors::MAX_BATCH_BYTES,
@@ -291,7 +292,10 @@ pub async fn run_grouped(
         if crate::query::memory::limited() {
             crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
         }
-        Ok::<_, OpError>(after.run_with(groups, &foreign_after)?)
+        let mut results = after.run_with(groups, &foreign_after)?;
+        // As `run_pipeline` leaves them: no score where a stage made a match the document.
+        results.iter_mut().for_each(read::strip_text_score);
+        Ok::<_, OpError>(results)
     })
     .await?;
     Ok(Some(results))

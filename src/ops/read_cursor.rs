@@ -100,6 +100,8 @@ pub struct ReadCursor {
     scored: Option<Arc<TextSearch>>,
     /// The per-document stages of an aggregate, which every selected row goes through.
     stages: Option<Arc<StagedOutput>>,
+    /// Whether the score stays on what the stages output (see [`ReadCursor::scoring_stages`]).
+    scores_kept: bool,
     /// The last row read, which the next batch resumes after.
     position: Option<ScanPosition>,
     /// Matching documents still to skip.
@@ -188,6 +190,7 @@ impl ReadCursor {
             positional_filter,
             scored,
             stages: None,
+            scores_kept: false,
             position: None,
             skip,
             remaining,
@@ -226,11 +229,13 @@ impl ReadCursor {
     }
 
     /// Gives each selected row its `$text` score (`search`, a `$text` read's) before the
-    /// stages see it, for their `{$meta: "textScore"}`; removed from what they output. The
-    /// residual filter, which a `$text` plan always has, scores each match it keeps.
-    pub fn scoring_stages(mut self, search: Option<Arc<TextSearch>>) -> ReadCursor {
+    /// stages see it, for their `{$meta: "textScore"}`; removed from what they output unless
+    /// `kept` (the output feeds a `$group` that may total the scores). The residual filter,
+    /// which a `$text` plan always has, scores each match it keeps.
+    pub fn scoring_stages(mut self, search: Option<Arc<TextSearch>>, kept: bool) -> ReadCursor {
         if self.stages.is_some() && self.residual.is_some() {
             self.scored = search;
+            self.scores_kept = kept;
         }
         self
     }
@@ -470,14 +475,14 @@ impl ReadCursor {
         let Some(stages) = &self.stages else {
             return Ok((rows, verdicts, None));
         };
-        if stages.pipeline.stages.is_empty() {
+        if stages.pipeline.stages.is_empty() && self.scored.is_none() {
             // No stages (the rows feed a `$group` straight away): each selected row is its
             // stored bytes, neither decoded nor re-encoded here.
             let outputs = passed_through(&rows, verdicts.as_deref())?;
             return Ok((rows, verdicts, Some(outputs)));
         }
         let stages = Arc::clone(stages);
-        let scored = self.scored.is_some();
+        let strip_score = self.scored.is_some() && !self.scores_kept;
         crate::compute::run(move || {
             let mut outputs = Vec::with_capacity(rows.len());
             for (index, row) in rows.iter().enumerate() {
@@ -490,7 +495,7 @@ impl ReadCursor {
                     None => decode_document(&row.document)?,
                 };
                 let mut out = stages.pipeline.run_with(vec![document], &stages.foreign)?;
-                if scored {
+                if strip_score {
                     out.iter_mut().for_each(super::read::strip_text_score);
                 }
                 outputs.push(Some(encode_documents(&out)?));

@@ -183,6 +183,19 @@ def test_aggregate_scores_stream_through_stages_batch_by_batch(coll):
     plain = list(coll.aggregate([text, {"$set": {"seen": True}}], batchSize=7))
     assert sorted(d["_id"] for d in plain) == sorted(expected)
     assert all(set(d) == {"_id", "subject", "n", "seen"} for d in plain)
+    # A $group after the $text read (straight away, or after per-document stages) totals
+    # the scores the matches carry.
+    by_subject = {}
+    for d in coll.find(text["$match"], {"subject": 1, "score": {"$meta": "textScore"}}):
+        total, count = by_subject.get(d["subject"], (0.0, 0))
+        by_subject[d["subject"]] = (total + d["score"], count + 1)
+    group = {"$group": {"_id": "$subject", "s": {"$sum": {"$meta": "textScore"}}, "n": {"$sum": 1}}}
+    for pipeline in [[text, group], [text, {"$set": {"x": 1}}, group]]:
+        grouped = {d["_id"]: (d["s"], d["n"]) for d in coll.aggregate(pipeline)}
+        assert set(grouped) == set(by_subject)
+        for subject, (total, count) in by_subject.items():
+            assert grouped[subject][1] == count
+            assert grouped[subject][0] == pytest.approx(total)
 
 
 def test_errors(articles):
