@@ -171,13 +171,10 @@ impl ReadCursor {
         let raw_projection = positional_filter.is_none()
             && scored.is_none()
             && projection.as_ref().is_some_and(Projection::applies_raw);
-        // Only a specification that reads back as this very projection is handed over.
         let store_projection = projection
             .as_ref()
             .filter(|_| raw_projection && residual.is_none())
-            .map(|projection| (projection, projection.plain_spec()))
-            .filter(|(projection, spec)| Projection::parse(spec).ok().as_ref() == Some(*projection))
-            .map(|(_, spec)| spec);
+            .and_then(Projection::store_spec);
         ReadCursor {
             record: info.record.clone(),
             scan,

@@ -129,7 +129,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
             // cursor has the store project each row in its statement (`ops::read_cursor`).
             [Stage::Project(projection)]
                 if projects
-                    && projection.applies_raw()
+                    && projection.store_spec().is_some()
                     && plan.residual.is_none()
                     && plan.sort.is_none()
                     && !plan.text_score =>

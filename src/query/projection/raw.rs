@@ -61,6 +61,17 @@ impl Projection {
         spec
     }
 
+    /// The [`Projection::plain_spec`] a store that projects inside its statements is given:
+    /// only for a projection [`Projection::applies_raw`] takes whose specification reads
+    /// back as this very projection.
+    pub fn store_spec(&self) -> Option<bson::Document> {
+        if !self.applies_raw() {
+            return None;
+        }
+        let spec = self.plain_spec();
+        (Projection::parse(&spec).ok().as_ref() == Some(self)).then_some(spec)
+    }
+
     /// This projection of the stored document `doc` (see [`Projection::applies_raw`]).
     pub fn apply_raw(&self, doc: &RawDocument) -> Result<RawDocumentBuf, QueryError> {
         let mut out = RawDocumentBuf::new();

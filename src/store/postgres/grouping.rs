@@ -14,7 +14,8 @@
 //!   boolean, `n` null, `m` missing, `a` array, `o` any other object or tagged value;
 //! - `x` what no SQL here handles exactly: a Decimal128, a larger Int64, NaN or ±Inf, a
 //!   string holding U+0000, a number or string in a row written before `nt` existed (NULL),
-//!   or a grouped or ordered path that meets an array on its way.
+//!   or a path of several fields that meets an array or a tagged value (a date, an
+//!   ObjectId: `{"$t": …}` in the image) on its way.
 //!
 //! Exactness, per group (the answer is None when any group fails it):
 //! - key values are `i l d s b n m`: `jsonb` equality then is MongoDB's (numbers compare by
@@ -214,27 +215,18 @@ impl Statement {
                 keys.contains(&i)
                     || totals.contains(&i)
                     || extremes.iter().any(|(_, e)| *e == i)
+                    || compared(i)
                     || certain.iter().any(|(c, _)| *c == i) && !plain_equality(i)
             })
             .collect();
-        // A walk must meet no array when the value is grouped or ordered (an array on the way
-        // makes MongoDB's value an array, but the image's path NULL), and for a path with a
-        // component that could index an array.
-        let needs_walk: Vec<bool> = (0..paths.len())
-            .map(|i| {
-                // A compared path: a missing value fails the comparison only when no array
-                // on the way hides one.
-                let grouped_or_ordered =
-                    keys.contains(&i) || extremes.iter().any(|(_, e)| *e == i) || compared(i);
-                let may_index = paths[i]
-                    .iter()
-                    .any(|part| part.bytes().all(|b| b.is_ascii_digit()));
-                paths[i].len() > 1 && (grouped_or_ordered || may_index)
-            })
-            .collect();
+        // Every path of several fields is walked: it must meet no array on the way (an array
+        // makes MongoDB's value an array, or a missing value a match through it, where the
+        // image's path is NULL) and no tagged value (a date's `{"$t": 9, "v": …}` would
+        // answer `a.v` with its milliseconds, where MongoDB finds `a.v` missing).
+        let needs_walk: Vec<bool> = paths.iter().map(|path| path.len() > 1).collect();
 
         // Level 1: the paths' image values and number types, and whether each walk meets no
-        // array. `OFFSET 0` keeps each level's expressions evaluated once per row.
+        // array and no tagged value. `OFFSET 0` keeps each level's expressions evaluated once per row.
         let mut read = String::from("SELECT dg_s.n, dg_s.nt IS NOT NULL AS dg_typed");
         for (i, path) in paths.iter().enumerate() {
             let placeholder = self.path(path);
@@ -248,7 +240,8 @@ impl Statement {
                     let prefix = self.path(&path[..end]);
                     let _ = write!(
                         walk,
-                        " AND jsonb_typeof(dg_s.j #> {prefix}) IS DISTINCT FROM 'array'"
+                        " AND jsonb_typeof(dg_s.j #> {prefix}) IS DISTINCT FROM 'array' \
+                         AND NOT coalesce(dg_s.j #> {prefix} ? '$t', false)"
                     );
                 }
                 let _ = write!(read, ", ({walk}) AS w{i}");
