@@ -87,12 +87,14 @@ pub struct ReadCursor {
     /// Whether the projection copies plain fields from the stored bytes
     /// (`Projection::applies_raw`: no positional form, no score).
     raw_projection: bool,
-    /// That projection's specification (`Projection::plain_spec`) when the store may apply
-    /// it inside its statement: a raw projection of a read with no residual filter, whose
-    /// rows are the documents (`Store::projects_in_statement` decides at the first batch).
+    /// Whether the store may apply the projection inside its statement: a raw projection of
+    /// a read with no residual filter, whose rows are the documents.
+    store_may_project: bool,
+    /// The projection's specification the store applies (`Projection::store_spec`), set at
+    /// the first batch when the store projects inside its statements
+    /// (`Store::projects_in_statement`).
+    /// When set, the rows the store hands over are projected already.
     store_projection: Option<bson::Document>,
-    /// Whether the rows the store hands over are projected already.
-    rows_projected: bool,
     /// The whole filter, for a positional projection (`a.$`).
     positional_filter: Option<Filter>,
     /// The `$text` search whose score each match carries into the projection (removed
@@ -171,10 +173,7 @@ impl ReadCursor {
         let raw_projection = positional_filter.is_none()
             && scored.is_none()
             && projection.as_ref().is_some_and(Projection::applies_raw);
-        let store_projection = projection
-            .as_ref()
-            .filter(|_| raw_projection && residual.is_none())
-            .and_then(Projection::store_spec);
+        let store_may_project = raw_projection && residual.is_none();
         ReadCursor {
             record: info.record.clone(),
             scan,
@@ -182,8 +181,8 @@ impl ReadCursor {
             collation,
             projection,
             raw_projection,
-            store_projection,
-            rows_projected: false,
+            store_may_project,
+            store_projection: None,
             positional_filter,
             scored,
             stages: None,
@@ -220,7 +219,7 @@ impl ReadCursor {
     /// Sends every selected row through `stages` (the rest of an aggregate) instead of
     /// answering it as stored.
     pub fn with_stages(mut self, stages: StagedOutput) -> ReadCursor {
-        self.store_projection = None;
+        self.store_may_project = false;
         self.stages = Some(Arc::new(stages));
         self
     }
@@ -302,8 +301,8 @@ impl ReadCursor {
             self.exhausted = true;
             return Ok(batch);
         }
-        if first && self.store_projection.is_some() {
-            self.rows_projected = scope.state.store.projects_in_statement();
+        if first && self.store_may_project && scope.state.store.projects_in_statement() {
+            self.store_projection = self.projection.as_ref().and_then(Projection::store_spec);
         }
         let mut session = scope.reader().await?;
         if self.tail.is_some() {
@@ -314,13 +313,13 @@ impl ReadCursor {
             let want = limit.documents - batch.len();
             let (request, chunk) = self.next_request(want, limit.bytes.saturating_sub(bytes));
             let rows = match &self.store_projection {
-                Some(spec) if self.rows_projected => {
+                Some(spec) => {
                     session
                         .as_mut()
                         .scan_from_projected(&self.record, &request, self.position.as_ref(), spec)
                         .await
                 }
-                _ => {
+                None => {
                     session
                         .as_mut()
                         .scan_from(&self.record, &request, self.position.as_ref())
@@ -568,7 +567,10 @@ impl ReadCursor {
 
     /// A selected document as the client gets it: its stored bytes, or projected.
     fn output(&self, bytes: Vec<u8>, decoded: Option<Document>) -> Result<RawDocumentBuf, OpError> {
-        let projection = self.projection.as_ref().filter(|_| !self.rows_projected);
+        let projection = self
+            .projection
+            .as_ref()
+            .filter(|_| self.store_projection.is_none());
         let Some(projection) = projection else {
             return RawDocumentBuf::from_bytes(bytes)
                 .map_err(|e| StoreError::Corrupt(e.to_string()).into());
