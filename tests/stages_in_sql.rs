@@ -555,6 +555,63 @@ async fn paths_through_tagged_values_and_mixed_conditions_give_the_same_bytes() 
     assert_eq!(groups, vec![doc! {"_id": "n", "n": 10}]);
 }
 
+/// Date ranges before a `$group`: on PostgreSQL each row is decided in the statement (a date
+/// by its milliseconds, any other type left out), an array hands the answer to Rust.
+#[tokio::test]
+async fn date_ranges_before_a_group_are_decided_in_the_statement() {
+    use mongodb::bson::DateTime;
+    let server = TestServer::start();
+    let client = server.client().await;
+    let db = client.database("group_dates");
+    let coll = db.collection::<Document>("events");
+    let mut docs: Vec<Document> = (0..60_i64)
+        .map(|i| doc! {"d": DateTime::from_millis(i * 86_400_000 - 5 * 86_400_000), "k": i % 4})
+        .collect();
+    docs.extend([
+        doc! {"d": 5, "k": 0},
+        doc! {"d": "2024-01-01", "k": 0},
+        doc! {"d": mongodb::bson::oid::ObjectId::new(), "k": 0},
+        doc! {"d": {"v": 10}, "k": 0},
+        doc! {"d": Bson::Null, "k": 0},
+        doc! {"k": 0},
+    ]);
+    coll.insert_many(docs).await.expect("insert");
+    let day = |n: i64| DateTime::from_millis(n * 86_400_000);
+    let pipelines = [
+        vec![
+            doc! {"$match": {"d": {"$gte": day(0), "$lt": day(30)}}},
+            doc! {"$group": {"_id": "$k", "n": {"$sum": 1}, "first": {"$first": "$d"}}},
+        ],
+        vec![
+            doc! {"$match": {"d": {"$lt": day(-2)}}},
+            doc! {"$group": {"_id": null, "n": {"$sum": 1}, "hi": {"$max": "$k"}}},
+        ],
+    ];
+    let (sql, rust) = answered_during(&server, async {
+        for pipeline in &pipelines {
+            same_both_ways(&coll, pipeline).await;
+        }
+    })
+    .await;
+    if on_postgres(&server) {
+        assert_eq!((sql, rust), (2.0, 0.0));
+    }
+    let groups = same_both_ways(&coll, &pipelines[0]).await;
+    let counted: i32 = groups.iter().map(|g| g.get_i32("n").unwrap()).sum();
+    assert_eq!(counted, 30);
+    // A date in an array matches through it: Rust decides, with the same bytes.
+    coll.insert_one(doc! {"d": [day(3)], "k": 1})
+        .await
+        .expect("insert");
+    let (_, rust) = answered_during(&server, async {
+        same_both_ways(&coll, &pipelines[0]).await;
+    })
+    .await;
+    if on_postgres(&server) {
+        assert_eq!(rust, 1.0);
+    }
+}
+
 #[tokio::test]
 async fn a_project_of_plain_fields_runs_in_the_sqlite_statement_with_the_same_bytes() {
     let server = TestServer::start();

@@ -64,9 +64,10 @@ pub enum CertainTest {
     /// Equal to a string (without U+0000 or U+FFFD, which the image conflates), a boolean or
     /// a number the image holds exactly: a row that is not equal fails the answer.
     Equals(Bson),
-    /// A comparison with a number the image holds exactly: a number of an exact class is
-    /// compared, a string, boolean, null, object or missing value fails it (type brackets),
-    /// and any other value (an array, a lossy number) fails the answer.
+    /// A comparison with a number the image holds exactly, or with a date: a value of the
+    /// operand's type bracket held exactly (an exact number; a date, by its milliseconds)
+    /// is compared, a value of another bracket fails it, and any other value (an array, a
+    /// lossy number) fails the answer.
     Compares(Comparison, Bson),
 }
 
@@ -93,7 +94,8 @@ impl Comparison {
 
 /// The filter `filter` as a conjunction of equalities of plain paths to strings (without
 /// U+0000 or U+FFFD), booleans or finite numbers an image holds exactly (|n| < 2^53 for
-/// integers), and comparisons of plain paths with such numbers; None for any other filter.
+/// integers), and comparisons of plain paths with such numbers or with dates; None for any
+/// other filter.
 pub fn certain_conditions(filter: &Filter) -> Option<Vec<(FieldPath, CertainTest)>> {
     let mut out = Vec::new();
     collect_conditions(filter, &mut out)?;
@@ -117,6 +119,8 @@ fn collect_conditions(filter: &Filter, out: &mut Vec<(FieldPath, CertainTest)>) 
                     Bson::Double(d) => d.is_finite(),
                     _ => false,
                 };
+                let comparable =
+                    |value: &Bson| exact_number(value) || matches!(value, Bson::DateTime(_));
                 let test = match predicate {
                     FieldPredicate::Eq(value) => {
                         let held_exactly = match value {
@@ -126,16 +130,16 @@ fn collect_conditions(filter: &Filter, out: &mut Vec<(FieldPath, CertainTest)>) 
                         };
                         held_exactly.then(|| CertainTest::Equals(value.clone()))?
                     }
-                    FieldPredicate::Gt(value) if exact_number(value) => {
+                    FieldPredicate::Gt(value) if comparable(value) => {
                         CertainTest::Compares(Comparison::Greater, value.clone())
                     }
-                    FieldPredicate::Gte(value) if exact_number(value) => {
+                    FieldPredicate::Gte(value) if comparable(value) => {
                         CertainTest::Compares(Comparison::GreaterOrEqual, value.clone())
                     }
-                    FieldPredicate::Lt(value) if exact_number(value) => {
+                    FieldPredicate::Lt(value) if comparable(value) => {
                         CertainTest::Compares(Comparison::Less, value.clone())
                     }
-                    FieldPredicate::Lte(value) if exact_number(value) => {
+                    FieldPredicate::Lte(value) if comparable(value) => {
                         CertainTest::Compares(Comparison::LessOrEqual, value.clone())
                     }
                     _ => return None,
@@ -469,6 +473,16 @@ mod tests {
         );
         // Strings compare by the database's collation in SQL, decimals and longs past 2^53
         // have lossy images, and other operators are not decided in SQL.
+        assert_eq!(
+            conditions(doc! {"d": {"$lt": bson::DateTime::from_millis(-5)}}),
+            Some(vec![(
+                vec!["d".to_string()],
+                CertainTest::Compares(
+                    Comparison::Less,
+                    Bson::DateTime(bson::DateTime::from_millis(-5))
+                )
+            )])
+        );
         for refused in [
             doc! {"a": {"$gt": "x"}},
             doc! {"a": {"$lt": Bson::Int64((1 << 53) + 1)}},

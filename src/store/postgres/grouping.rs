@@ -51,6 +51,8 @@ use super::sql;
 use crate::query::scan::ScanRequest;
 use crate::query::sql_group::CertainTest;
 
+/// The image's tag of a date (`{"$t": 9, "v": <milliseconds>}`).
+const DATE_TAG: u8 = 9;
 /// 2^53: integers up to it are exact in a double (and in the image).
 const EXACT_INT: &str = "9007199254740992";
 /// 2^37, the scale of each fractional part of a split double.
@@ -309,7 +311,10 @@ impl Statement {
             };
             self.params.push(Box::new(json_literal(value)));
             let literal = format!("${}::text::jsonb", self.params.len());
+            // A date is an `o` whose tag is 9; it is compared by its milliseconds.
+            let date = format!("(c{i} = 'o' AND coalesce(v{i} ->> '$t', '') = '{DATE_TAG}')");
             exact.push(match test {
+                CertainTest::Compares(_, Bson::DateTime(_)) => date.clone(),
                 CertainTest::Compares(..) => format!("c{i} IN ('i','l','d')"),
                 CertainTest::Equals(_) if needs_class[*i] => {
                     format!("(c{i} IN ('i','l','d','s','b') AND v{i} = {literal})")
@@ -317,11 +322,21 @@ impl Statement {
                 CertainTest::Equals(_) if needs_walk[*i] => format!("(w{i} AND v{i} = {literal})"),
                 CertainTest::Equals(_) => format!("v{i} = {literal}"),
             });
-            if let CertainTest::Compares(comparison, _) = test {
-                let op = comparison.operator();
-                rejected.push(format!(
-                    "c{i} IN ('s','b','n','o','m') OR (c{i} IN ('i','l','d') AND NOT v{i} {op} {literal})"
-                ));
+            match test {
+                CertainTest::Compares(comparison, Bson::DateTime(_)) => {
+                    let op = comparison.operator();
+                    rejected.push(format!(
+                        "c{i} IN ('i','l','d','s','b','n','m') OR (c{i} = 'o' AND NOT {date}) \
+                         OR ({date} AND NOT (v{i} -> 'v') {op} {literal})"
+                    ));
+                }
+                CertainTest::Compares(comparison, _) => {
+                    let op = comparison.operator();
+                    rejected.push(format!(
+                        "c{i} IN ('s','b','n','o','m') OR (c{i} IN ('i','l','d') AND NOT v{i} {op} {literal})"
+                    ));
+                }
+                CertainTest::Equals(_) => {}
             }
         }
         let mut grouped = format!(
@@ -453,6 +468,8 @@ fn json_literal(value: &Bson) -> String {
         Bson::Int32(n) => n.to_string(),
         Bson::Int64(n) => n.to_string(),
         Bson::Double(d) => format!("{d:?}"),
+        // Compared with a date's `v`.
+        Bson::DateTime(date) => date.timestamp_millis().to_string(),
         // Never asked for; matches no image.
         _ => "{\"$t\":0}".to_string(),
     }
