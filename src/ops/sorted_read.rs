@@ -76,7 +76,7 @@ pub fn spills(plan: &ReadPlan) -> bool {
 /// files (held in memory when the command refused disk use); other sources were read whole
 /// when they opened. A scope without a snapshot keeps `source` as it is.
 pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<ResultSource, OpError> {
-    let read = match source {
+    let mut read = match source {
         ResultSource::Stream(read)
             if scope.reads_whole() && !read.is_exhausted() && read.tail().is_none() =>
         {
@@ -84,12 +84,7 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
         }
         other => return Ok(other),
     };
-    let mut read = read;
-    let (limit, spill_dir) = crate::compute::current_interrupt()
-        .blocking_memory()
-        .map_or((usize::MAX, None), |memory| {
-            (memory.bytes, memory.spill_dir)
-        });
+    let (limit, spill_dir) = command_memory();
     let mut spool = ExternalSort::spool(limit, spill_dir);
     let chunk = BatchLimit {
         documents: INPUT_CHUNK,
@@ -127,6 +122,16 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
     })))
 }
 
+/// What the running command lets a sort or a spool hold, and where it spills (no limit and
+/// nowhere without one).
+fn command_memory() -> (usize, Option<Arc<std::path::Path>>) {
+    crate::compute::current_interrupt()
+        .blocking_memory()
+        .map_or((usize::MAX, None), |memory| {
+            (memory.bytes, memory.spill_dir)
+        })
+}
+
 /// Reads every document `plan` selects into an external sort and answers the first batch
 /// of the sorted result (bounded by `first`) and the cursor source of the rest. The plan
 /// must be one that [`spills`].
@@ -154,11 +159,7 @@ pub async fn open(
     let scored: Option<Arc<TextSearch>> =
         super::read::text_scored(&unsorted).map(|search| Arc::new(search.clone()));
     let mut input = ReadCursor::new(info, unsorted, None, None);
-    let (limit, spill_dir) = crate::compute::current_interrupt()
-        .blocking_memory()
-        .map_or((usize::MAX, None), |memory| {
-            (memory.bytes, memory.spill_dir)
-        });
+    let (limit, spill_dir) = command_memory();
     let mut sort = ExternalSort::new(spec, collation.clone(), limit, spill_dir);
     if let Some(limit) = plan_limit {
         // A top-k sort: only skip + limit documents are ever wanted.

@@ -113,14 +113,6 @@ fn collect_conditions(filter: &Filter, out: &mut Vec<(FieldPath, CertainTest)>) 
                 return None;
             }
             for predicate in predicates {
-                let exact_number = |value: &Bson| match value {
-                    Bson::Int32(_) => true,
-                    Bson::Int64(n) => n.unsigned_abs() < 1 << 53,
-                    Bson::Double(d) => d.is_finite(),
-                    _ => false,
-                };
-                let comparable =
-                    |value: &Bson| exact_number(value) || matches!(value, Bson::DateTime(_));
                 let test = match predicate {
                     FieldPredicate::Eq(value) => {
                         let held_exactly = match value {
@@ -150,6 +142,21 @@ fn collect_conditions(filter: &Filter, out: &mut Vec<(FieldPath, CertainTest)>) 
         }
         _ => None,
     }
+}
+
+/// A finite number the image holds exactly (an integer within 2^53).
+fn exact_number(value: &Bson) -> bool {
+    match value {
+        Bson::Int32(_) => true,
+        Bson::Int64(n) => n.unsigned_abs() < 1 << 53,
+        Bson::Double(d) => d.is_finite(),
+        _ => false,
+    }
+}
+
+/// An operand a comparison decided on the image may have: an exact number or a date.
+fn comparable(value: &Bson) -> bool {
+    exact_number(value) || matches!(value, Bson::DateTime(_))
 }
 
 /// Which end of the values in MongoDB's order.
