@@ -183,7 +183,8 @@ pub async fn open_stream(
         return Ok(None);
     };
     if !rest.is_per_document() {
-        return Ok(None);
+        let windowed = super::sorted_read::open_windowed(catalog, scope, info, plan, &rest, first);
+        return Box::pin(windowed).await;
     }
     super::index_usage::record(info, &plan);
     let foreign = {

@@ -34,6 +34,7 @@ use crate::catalog::CollectionInfo;
 use crate::query::planner::ReadPlan;
 use crate::query::spill::{ExternalSort, SortedOutput};
 use crate::query::text::{TextSearch, TEXT_SCORE_FIELD};
+use crate::query::window_stream::WindowedOutput;
 use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
 
 /// Rows read from the store per round trip while the sort is fed.
@@ -109,7 +110,7 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
         small: small && !output.used_disk(),
         used_disk: output.used_disk(),
         rows_examined: read.rows_read(),
-        output: Some(output),
+        output: Some(Ordered::Sorted(output)),
         pending: None,
         skip: 0,
         shape: Arc::new(SortedShape::Find {
@@ -205,7 +206,7 @@ pub async fn open(
         small: small && !output.used_disk(),
         used_disk: output.used_disk(),
         rows_examined: input.rows_read(),
-        output: Some(output),
+        output: Some(Ordered::Sorted(output)),
         pending: None,
         skip,
         shape: Arc::new(shape),
@@ -221,9 +222,9 @@ pub async fn open(
 /// read batch by batch.
 pub struct SortedResult {
     /// None once exhausted (its files are gone with it).
-    output: Option<SortedOutput>,
+    output: Option<Ordered>,
     /// The document read after the last batch (it tells the result goes on).
-    pending: Option<Vec<u8>>,
+    pending: Option<Row>,
     /// Sorted documents still to skip.
     skip: u64,
     shape: Arc<SortedShape>,
@@ -285,10 +286,45 @@ impl SortedResult {
     }
 }
 
+/// What a [`SortedResult`] hands out in order.
+enum Ordered {
+    /// A sort's output: the merge of its runs, or its documents sorted in memory.
+    Sorted(SortedOutput),
+    /// A `$setWindowFields`' output, windowed one partition at a time.
+    Windowed(Box<WindowedOutput>),
+}
+
+impl Ordered {
+    /// The next document, None after the last.
+    fn next_row(&mut self) -> Result<Option<Row>, OpError> {
+        Ok(match self {
+            Ordered::Sorted(sorted) => sorted.next_document()?.map(Row::Bytes),
+            Ordered::Windowed(windowed) => windowed.next_document()?.map(Row::Document),
+        })
+    }
+}
+
+/// One document of an [`Ordered`] output.
+enum Row {
+    /// BSON bytes (as stored, or as written to a run).
+    Bytes(Vec<u8>),
+    /// A document a stage made.
+    Document(bson::Document),
+}
+
+impl Row {
+    fn into_document(self) -> Result<bson::Document, OpError> {
+        match self {
+            Row::Bytes(bytes) => Ok(decode_document(&bytes)?),
+            Row::Document(document) => Ok(document),
+        }
+    }
+}
+
 /// A batch being filled on the compute pool.
 struct BatchState {
-    output: SortedOutput,
-    pending: Option<Vec<u8>>,
+    output: Ordered,
+    pending: Option<Row>,
     skip: u64,
     shape: Arc<SortedShape>,
     scored: bool,
@@ -306,7 +342,7 @@ impl BatchState {
                 crate::interrupt::check()?;
                 let next = match self.pending.take() {
                     Some(next) => Some(next),
-                    None => self.output.next_document()?,
+                    None => self.output.next_row()?,
                 };
                 let Some(next) = next else {
                     return Ok((batch, false));
@@ -321,7 +357,7 @@ impl BatchState {
                 }
             }
             if self.pending.is_none() {
-                self.pending = self.output.next_document()?;
+                self.pending = self.output.next_row()?;
             }
             let more = self.pending.is_some();
             Ok((batch, more))
@@ -329,11 +365,14 @@ impl BatchState {
     }
 
     /// A sorted document as the client gets it.
-    fn shaped(&self, bytes: Vec<u8>) -> Result<Vec<RawDocumentBuf>, OpError> {
+    fn shaped(&self, row: Row) -> Result<Vec<RawDocumentBuf>, OpError> {
         let mut shaped = match &*self.shape {
             SortedShape::Find {
                 projection: None, ..
             } if !self.scored => {
+                let Row::Bytes(bytes) = row else {
+                    return encode_documents(&[row.into_document()?]);
+                };
                 return Ok(vec![RawDocumentBuf::from_bytes(bytes)
                     .map_err(|error| OpError::BadValue(error.to_string()))?]);
             }
@@ -341,7 +380,7 @@ impl BatchState {
                 projection,
                 positional_filter,
             } => {
-                let document = decode_document(&bytes)?;
+                let document = row.into_document()?;
                 vec![match (projection, positional_filter) {
                     (None, _) => document,
                     (Some(projection), Some(filter)) => {
@@ -351,8 +390,7 @@ impl BatchState {
                 }]
             }
             SortedShape::Stages { pipeline, foreign } => {
-                let document = decode_document(&bytes)?;
-                pipeline.run_with(vec![document], foreign)?
+                pipeline.run_with(vec![row.into_document()?], foreign)?
             }
         };
         if self.scored {
@@ -397,4 +435,83 @@ pub async fn open_pipeline(
         foreign,
     };
     open(scope, info, plan, shape, first).await.map(Some)
+}
+
+/// An aggregate whose stages after its streaming leading read (`plan`) are per-document
+/// stages, one `$setWindowFields` and per-document stages (`Pipeline::split_at_window`): the
+/// read and the stages before the window stream chunk by chunk into a
+/// [`WindowInput`](crate::query::window_stream::WindowInput) (sorted runs past the
+/// command's limit), and the cursor hands out the windowed documents partition by
+/// partition through the stages after it. None when `rest` is not of that shape.
+pub async fn open_windowed(
+    catalog: &crate::catalog::Catalog,
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    plan: ReadPlan,
+    rest: &Pipeline,
+    first: BatchLimit,
+) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
+    let Some((before, window, after)) = rest.split_at_window() else {
+        return Ok(None);
+    };
+    let window = Arc::new(window.clone());
+    super::index_usage::record(info, &plan);
+    let (foreign_before, foreign_after) = {
+        let mut session = scope.reader().await?;
+        let db = &info.record.db;
+        (
+            super::aggregate::read_foreign(catalog, session.as_mut(), db, &before).await?,
+            super::aggregate::read_foreign(catalog, session.as_mut(), db, &after).await?,
+        )
+    };
+    // A `$text` read: each match carries its score into the window's outputs.
+    let search = super::read::text_scored(&plan).map(|search| Arc::new(search.clone()));
+    let scored = search.is_some();
+    let mut input = ReadCursor::new(info, plan, None, None)
+        .with_stages(super::read_cursor::StagedOutput {
+            pipeline: before,
+            foreign: foreign_before,
+        })
+        .scoring_stages(search, true);
+    // The input's budget is the command's, read from its interrupt.
+    let mut window_input = crate::compute::run_inline(|| {
+        Ok::<_, OpError>(crate::query::window_stream::WindowInput::new(window))
+    })?;
+    let chunk = BatchLimit {
+        documents: INPUT_CHUNK,
+        bytes: super::cursors::MAX_BATCH_BYTES,
+    };
+    let mut fed = 0usize;
+    while !input.is_exhausted() {
+        let rows = input.next_batch(scope, chunk).await?;
+        fed = fed.saturating_add(rows.len());
+        window_input = evaluate(rows.len() <= INLINE_ROWS, move || {
+            for row in rows {
+                crate::interrupt::check()?;
+                let document = decode_document(row.as_bytes())?;
+                window_input.push(&document, row.into_bytes())?;
+            }
+            Ok::<_, OpError>(window_input)
+        })
+        .await?;
+    }
+    let small = fed <= INLINE_ROWS;
+    let output = evaluate(small, move || Ok::<_, OpError>(window_input.finish()?)).await?;
+    let mut result = SortedResult {
+        small: small && !output.used_disk(),
+        used_disk: output.used_disk(),
+        rows_examined: input.rows_read(),
+        output: Some(Ordered::Windowed(Box::new(output))),
+        pending: None,
+        skip: 0,
+        shape: Arc::new(SortedShape::Stages {
+            pipeline: after,
+            foreign: foreign_after,
+        }),
+        scored,
+        collation: Collation::simple(),
+        exhausted: false,
+    };
+    let batch = result.next_batch(first).await?;
+    Ok(Some((batch, ResultSource::Sorted(Box::new(result)))))
 }

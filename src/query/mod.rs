@@ -45,7 +45,9 @@ mod update;
 pub mod validator;
 mod value;
 
-pub use aggregate::{collectionless, counted, output as output_stage, sql_group, Stage};
+pub use aggregate::{
+    collectionless, counted, output as output_stage, sql_group, window_stream, Stage,
+};
 pub use aggregate::{ForeignDocuments, Grouping, Pipeline};
 pub use error::QueryError;
 pub use expr::{bind_variables, parse_with_variables};

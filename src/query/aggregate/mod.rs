@@ -9,7 +9,8 @@
 //!
 //! $out and $merge are parsed in `output.rs` (the core writes their result), $documents and
 //! $listLocalSessions of `aggregate: 1` in `collectionless.rs`. $setWindowFields is in
-//! `window.rs` (its functions in `window_functions.rs`), $densify and $fill in
+//! `window.rs` (its functions in `window_functions.rs`, its input past memory in
+//! `window_stream.rs`), $densify and $fill in
 //! `densify_fill.rs`, $bucketAuto in `bucket_auto.rs`, $redact in `redact.rs`, $graphLookup
 //! in `graph_lookup.rs`.
 //!
@@ -36,6 +37,7 @@ mod tests;
 pub mod window;
 mod window_functions;
 mod window_numbers;
+pub mod window_stream;
 
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
@@ -306,24 +308,47 @@ impl Pipeline {
     /// document at a time: those stages, a [`Grouping`] for the `$group`, and the stages
     /// after it. The `$group`'s input can then stream; it holds only its groups.
     pub fn split_at_group(&self) -> Option<(Pipeline, Grouping, Pipeline)> {
-        let at = self
-            .stages
-            .iter()
-            .position(|stage| matches!(stage, Stage::Group { .. }))?;
+        let (before, stage, after) =
+            self.split_at_first(|stage| matches!(stage, Stage::Group { .. }))?;
+        let Stage::Group { id, accumulators } = stage else {
+            return None;
+        };
+        Some((
+            before,
+            Grouping::new(id.clone(), accumulators.clone()),
+            after,
+        ))
+    }
+
+    /// The pipeline split at its `$setWindowFields` when every other stage looks at one
+    /// document at a time: the stages before it, the stage, and the stages after it. Its
+    /// input can then stream into [`window_stream::WindowInput`], and its output stream
+    /// through the stages after it.
+    pub fn split_at_window(&self) -> Option<(Pipeline, &window::SetWindowFields, Pipeline)> {
+        let (before, stage, after) =
+            self.split_at_first(|stage| matches!(stage, Stage::SetWindowFields(_)))?;
+        let Stage::SetWindowFields(window) = stage else {
+            return None;
+        };
+        after
+            .is_per_document()
+            .then_some((before, &**window, after))
+    }
+
+    /// The stages before the first one `is_split` picks, when they all look at one document
+    /// at a time, that stage, and the stages after it.
+    fn split_at_first(
+        &self,
+        is_split: impl Fn(&Stage) -> bool,
+    ) -> Option<(Pipeline, &Stage, Pipeline)> {
+        let at = self.stages.iter().position(is_split)?;
         let before = Pipeline {
             stages: self.stages[..at].to_vec(),
         };
         if !before.is_per_document() {
             return None;
         }
-        let Stage::Group { id, accumulators } = &self.stages[at] else {
-            return None;
-        };
-        Some((
-            before,
-            Grouping::new(id.clone(), accumulators.clone()),
-            self.after(at + 1),
-        ))
+        Some((before, &self.stages[at], self.after(at + 1)))
     }
 
     /// The stages after the first `consumed` ones.

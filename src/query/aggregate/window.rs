@@ -3,23 +3,21 @@
 //! or `range: [lo, hi]` with an optional date `unit` — with MongoDB's parse errors (the
 //! window function table of `jstests/aggregation/sources/setWindowFields`). The accumulators
 //! ($sum, $avg, $push, $topN, …) are `$group`'s own (`accumulators.rs`). Past the command's
-//! memory limit the ordering goes through sorted runs on disk (`query::spill`) and each
-//! partition is windowed as the merge goes by; a partition past the limit is windowed in
-//! place, each document moving from the stage's input to its output.
+//! memory limit the stage goes through [`WindowInput`] (`window_stream.rs`).
 //!
 //! Not for: the window-only functions ($rank, $shift, $derivative, $integral,
-//! $expMovingAvg, the covariances, $locf, $linearFill), which are in `window_functions.rs`.
+//! $expMovingAvg, the covariances, $locf, $linearFill), which are in `window_functions.rs`;
+//! input that does not fit in memory (`window_stream.rs`).
 
 use super::accumulators::{feed, AccumulatorSpec};
 use super::reshape::set_dotted;
 use super::window_functions::{self, WindowFunction};
+use super::window_stream::WindowInput;
 use crate::query::error::QueryError;
 use crate::query::expr::ops::date::DateOperator;
 use crate::query::expr::ops::{date_math, type_name};
 use crate::query::expr::Expression;
 use crate::query::sort::{SortDirection, SortSpec};
-use crate::query::spill::ExternalSort;
-use crate::query::value::collation::Collation;
 use crate::query::value::compare::compare_values;
 use crate::query::value::number::{arithmetic, Arithmetic, Number};
 use bson::{Bson, Document};
@@ -213,6 +211,16 @@ fn check_window_sort(window: &Window, sort_by: Option<&SortSpec>) -> Result<(), 
         Window::Range { .. } if sort_by.map(|s| s.keys.len()) != Some(1) => Err(
             QueryError::location(5339902, "Range-based bounds require sortBy a single field"),
         ),
+        // MongoDB measures a range along ascending values only (and says so since 8.0;
+        // before, a descending sortBy gave windows that held no document).
+        Window::Range { .. }
+            if sort_by.is_some_and(|s| s.keys[0].1 == SortDirection::Descending) =>
+        {
+            Err(QueryError::location(
+                8947401,
+                "Range-based bounds require an ascending sortBy",
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -342,26 +350,20 @@ fn range_bound(bound: &Bson, with_unit: bool) -> Result<RangeBound, QueryError> 
 }
 
 /// Runs `$setWindowFields`: the documents ordered by partition and `sortBy`, each with its
-/// outputs set. Past the command's memory limit the ordering goes through sorted runs on
-/// disk and the partitions are windowed one at a time as the merge goes by. A partition
-/// (or the input of a stage with neither `partitionBy` nor `sortBy`: one partition, nothing
-/// to sort) past the limit is windowed in place ([`crate::query::memory::check_in_place`]:
-/// 292 when the command refused disk use). Each document moves from the input to the
-/// output, so the stage never holds two copies of it.
+/// outputs set. Input past the command's memory limit goes through [`WindowInput`]: sorted
+/// runs on disk, windowed one partition at a time as the merge goes by (292 when the command
+/// refused disk use). Each document moves from the input to the output, so the stage never
+/// holds two copies of it.
 pub fn run_set_window_fields(
     stage: &SetWindowFields,
     docs: Vec<Document>,
 ) -> Result<Vec<Document>, QueryError> {
     let limit = crate::interrupt::blocking_memory().map(|memory| memory.bytes);
     let held = limit.map(|_| crate::query::memory::documents_size(&docs));
-    let fits = limit.zip(held).is_none_or(|(limit, held)| held <= limit);
-    let orders = stage.partition_by.is_some() || stage.sort_by.is_some();
-    if !fits && orders {
+    if limit.zip(held).is_some_and(|(limit, held)| held > limit) {
         return window_through_runs(stage, docs);
     }
-    if let Some(held) = held {
-        crate::query::memory::check_in_place("$setWindowFields", held)?;
-    }
+    let orders = stage.partition_by.is_some() || stage.sort_by.is_some();
     let mut keyed = Vec::with_capacity(docs.len());
     for doc in docs {
         crate::interrupt::check()?;
@@ -392,10 +394,13 @@ pub fn run_set_window_fields(
 }
 
 /// One input document in window order: its partition, its `sortBy` keys, and itself.
-type WindowRow = (Bson, Vec<Bson>, Document);
+pub(super) type WindowRow = (Bson, Vec<Bson>, Document);
 
 /// A document's partition (null without `partitionBy`) and `sortBy` keys.
-fn window_keys(stage: &SetWindowFields, doc: &Document) -> Result<(Bson, Vec<Bson>), QueryError> {
+pub(super) fn window_keys(
+    stage: &SetWindowFields,
+    doc: &Document,
+) -> Result<(Bson, Vec<Bson>), QueryError> {
     let partition = match &stage.partition_by {
         None => Bson::Null,
         Some(e) => match e.evaluate_optional(doc)? {
@@ -412,55 +417,27 @@ fn window_keys(stage: &SetWindowFields, doc: &Document) -> Result<(Bson, Vec<Bso
     Ok((partition, sort_keys))
 }
 
-/// [`run_set_window_fields`] past the limit: ordered by partition then `sortBy` through an
-/// external sort, each partition gathered from the merge and windowed on its own.
+/// [`run_set_window_fields`] past the limit: through [`WindowInput`], which orders the
+/// documents through sorted runs on disk and windows one partition at a time as the merge
+/// goes by (a partition past the limit spooled to disk when its outputs read only some
+/// fields).
 fn window_through_runs(
     stage: &SetWindowFields,
     docs: Vec<Document>,
 ) -> Result<Vec<Document>, QueryError> {
-    let mut keys = vec![("partitionBy".to_string(), SortDirection::Ascending)];
-    if let Some(sort_by) = &stage.sort_by {
-        keys.extend(sort_by.keys.iter().cloned());
-    }
-    let order = SortSpec {
-        keys,
-        natural: None,
-    };
-    let mut sort = ExternalSort::for_command(order, Collation::installed());
+    let mut input = WindowInput::new(std::sync::Arc::new(stage.clone()));
     for doc in docs {
         crate::interrupt::check()?;
-        let (partition, sort_keys) = window_keys(stage, &doc)?;
-        let mut key = Vec::with_capacity(sort_keys.len() + 1);
-        key.push(partition);
-        key.extend(sort_keys);
         let bytes = doc
             .to_vec()
             .map_err(|error| QueryError::bad_value(format!("cannot encode a document: {error}")))?;
-        sort.push(key, bytes)?;
+        input.push(&doc, bytes)?;
     }
-    let mut sorted = sort.finish()?;
+    let mut windowed = input.finish()?;
     let mut out = Vec::new();
-    let mut partition: Vec<WindowRow> = Vec::new();
-    let mut held = 0usize;
-    while let Some((mut key, doc)) = sorted.next_decoded()? {
-        crate::interrupt::check()?;
-        let value = if key.is_empty() {
-            Bson::Null
-        } else {
-            key.remove(0)
-        };
-        if partition
-            .first()
-            .is_some_and(|(current, _, _)| !compare_values(current, &value).is_eq())
-        {
-            window_partition(stage, std::mem::take(&mut partition), &mut out)?;
-            held = 0;
-        }
-        held += crate::query::value::size::document_size(&doc);
-        crate::query::memory::check_in_place("a $setWindowFields partition", held)?;
-        partition.push((value, key, doc));
+    while let Some(doc) = windowed.next_document()? {
+        out.push(doc);
     }
-    window_partition(stage, partition, &mut out)?;
     Ok(out)
 }
 
@@ -470,8 +447,22 @@ fn window_partition(
     rows: Vec<WindowRow>,
     out: &mut Vec<Document>,
 ) -> Result<(), QueryError> {
+    let mut columns = window_columns(stage, &rows)?;
+    for (_, _, mut doc) in rows {
+        set_outputs(stage, &mut doc, &mut columns);
+        out.push(doc);
+    }
+    Ok(())
+}
+
+/// Each output's values over one partition's rows (in window order), to be handed to the
+/// documents in that order by [`set_outputs`].
+pub(super) fn window_columns(
+    stage: &SetWindowFields,
+    rows: &[WindowRow],
+) -> Result<Vec<std::vec::IntoIter<Bson>>, QueryError> {
     if rows.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let partition = Partition {
         docs: rows.iter().map(|(_, _, d)| d).collect(),
@@ -487,17 +478,20 @@ fn window_partition(
     };
     let mut columns = Vec::with_capacity(stage.outputs.len());
     for output in &stage.outputs {
-        columns.push(compute(output, &partition)?);
+        columns.push(compute(output, &partition)?.into_iter());
     }
-    drop(partition);
-    let mut columns: Vec<_> = columns.into_iter().map(Vec::into_iter).collect();
-    for (_, _, mut doc) in rows {
-        for (output, column) in stage.outputs.iter().zip(&mut columns) {
-            set_dotted(&mut doc, &output.field, column.next());
-        }
-        out.push(doc);
+    Ok(columns)
+}
+
+/// Sets `doc`'s outputs to the next value of each of its partition's columns.
+pub(super) fn set_outputs(
+    stage: &SetWindowFields,
+    doc: &mut Document,
+    columns: &mut [std::vec::IntoIter<Bson>],
+) {
+    for (output, column) in stage.outputs.iter().zip(columns) {
+        set_dotted(doc, &output.field, column.next());
     }
-    Ok(())
 }
 
 /// The documents of one partition in window order, with the first `sortBy` key of each.

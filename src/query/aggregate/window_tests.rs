@@ -305,6 +305,12 @@ fn parse_errors_match_mongodb() {
     );
     assert_eq!(
         code(
+            doc! {"sortBy": {"a": -1}, "output": {"s": {"$sum": "$a", "window": {"range": [-1, 1]}}}}
+        ),
+        8947401
+    );
+    assert_eq!(
+        code(
             doc! {"sortBy": {"a": 1}, "output": {"s": {"$sum": "$a", "window": {"documents": [1, 0]}}}}
         ),
         5339900
@@ -458,7 +464,7 @@ fn windows_past_the_limit_are_computed_partition_by_partition_from_runs() {
 }
 
 #[test]
-fn one_partition_past_the_limit_is_windowed_in_place_unless_disk_use_is_refused() {
+fn one_partition_past_the_limit_gives_the_same_windows_unless_disk_use_is_refused() {
     use crate::interrupt::{BlockingMemory, Interrupt};
     use crate::query::aggregate::Pipeline;
     use bson::{doc, Document};

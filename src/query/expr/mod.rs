@@ -82,6 +82,11 @@ pub(crate) enum Node {
     },
 }
 
+/// Whether the variable `name` is the whole current document.
+fn is_whole_document(name: &str) -> bool {
+    name == "ROOT" || name == "CURRENT"
+}
+
 /// `$redact`'s system variables.
 pub const REDACT_VARIABLES: [&str; 3] = ["DESCEND", "PRUNE", "KEEP"];
 
@@ -161,40 +166,73 @@ impl Expression {
     /// Whether evaluating this reads the current document (a field path, `$$ROOT` or
     /// `$$CURRENT`), as a command's `let` expression may not.
     pub fn reads_document(&self) -> bool {
-        fn any(expressions: &mut dyn Iterator<Item = &Expression>) -> bool {
+        self.any_node(&mut |node| match node {
+            Node::FieldPath(_) => true,
+            Node::Variable { name, .. } => is_whole_document(name),
+            _ => false,
+        })
+    }
+
+    /// Adds to `fields` the top-level fields of the current document this expression
+    /// reads (the first name of each field path): evaluating it on a document holding only
+    /// those fields gives what it gives on the whole one. False (with `fields` partly
+    /// filled) when it reads the whole document (`$$ROOT`, `$$CURRENT`, `$getField` without
+    /// an `input`).
+    pub fn top_level_fields_read(&self, fields: &mut std::collections::BTreeSet<String>) -> bool {
+        !self.any_node(&mut |node| match node {
+            Node::FieldPath(path) => {
+                if let Some(first) = path.first() {
+                    fields.insert(first.clone());
+                }
+                false
+            }
+            Node::Variable { name, .. } => is_whole_document(name),
+            _ => false,
+        })
+    }
+
+    /// Whether `visit` answers true for this expression's node or any node inside it.
+    fn any_node(&self, visit: &mut dyn FnMut(&Node) -> bool) -> bool {
+        fn any(
+            expressions: &mut dyn Iterator<Item = &Expression>,
+            visit: &mut dyn FnMut(&Node) -> bool,
+        ) -> bool {
             for expression in expressions {
-                if expression.reads_document() {
+                if expression.any_node(visit) {
                     return true;
                 }
             }
             false
         }
+        if visit(&self.node) {
+            return true;
+        }
         match &self.node {
-            Node::Literal(_) => false,
-            Node::FieldPath(_) => true,
-            Node::Variable { name, .. } => name == "ROOT" || name == "CURRENT",
-            Node::Object(fields) => any(&mut fields.iter().map(|(_, e)| e)),
-            Node::Array(items) | Node::Call { args: items, .. } => any(&mut items.iter()),
-            Node::Cond(parts) => any(&mut parts.iter()),
+            Node::Literal(_) | Node::FieldPath(_) | Node::Variable { .. } => false,
+            Node::Object(fields) => any(&mut fields.iter().map(|(_, e)| e), visit),
+            Node::Array(items) | Node::Call { args: items, .. } => any(&mut items.iter(), visit),
+            Node::Cond(parts) => any(&mut parts.iter(), visit),
             Node::Let { vars, body } => {
-                body.reads_document() || any(&mut vars.iter().map(|(_, e)| e))
+                body.any_node(visit) || any(&mut vars.iter().map(|(_, e)| e), visit)
             }
-            Node::Map { input, body, .. } => input.reads_document() || body.reads_document(),
+            Node::Map { input, body, .. } => input.any_node(visit) || body.any_node(visit),
             Node::FilterArray {
                 input, cond, limit, ..
             } => {
-                input.reads_document()
-                    || cond.reads_document()
-                    || any(&mut limit.iter().map(|l| &**l))
+                input.any_node(visit)
+                    || cond.any_node(visit)
+                    || any(&mut limit.iter().map(|l| &**l), visit)
             }
             Node::Reduce {
                 input,
                 initial,
                 body,
-            } => any(&mut [input, initial, body].into_iter().map(|e| &**e)),
+            } => any(&mut [input, initial, body].into_iter().map(|e| &**e), visit),
             Node::Switch { branches, default } => {
-                any(&mut branches.iter().flat_map(|(case, then)| [case, then]))
-                    || any(&mut default.iter().map(|d| &**d))
+                any(
+                    &mut branches.iter().flat_map(|(case, then)| [case, then]),
+                    visit,
+                ) || any(&mut default.iter().map(|d| &**d), visit)
             }
             Node::Convert {
                 input,
@@ -202,9 +240,12 @@ impl Expression {
                 on_error,
                 on_null,
             } => {
-                input.reads_document()
-                    || to.reads_document()
-                    || any(&mut on_error.iter().chain(on_null.iter()).map(|e| &**e))
+                input.any_node(visit)
+                    || to.any_node(visit)
+                    || any(
+                        &mut on_error.iter().chain(on_null.iter()).map(|e| &**e),
+                        visit,
+                    )
             }
         }
     }
