@@ -7,8 +7,9 @@
 //!   partitions), computed here from the seeded documents, on a cursor drained in batches
 //!   of 50;
 //! - past the limit the input goes through temporary files and a partition past it is
-//!   spooled (`serverStatus.metrics.query.docgateSpill.files` grows), also when an output
-//!   reads whole documents (`$$ROOT`, the partition then held in memory);
+//!   spooled (`serverStatus.metrics.query.docgateSpill.files` grows), also the partitions
+//!   the `getMore`s window; an output that reads whole documents (`$$ROOT`) holds its
+//!   partition in memory, with the same answer;
 //! - the cursor windows partitions as it is drained: an error on the last document in
 //!   window order comes with a `getMore`, after earlier batches were answered;
 //! - with `allowDiskUse: false` the same pipeline answers 292.
@@ -107,17 +108,25 @@ async fn windows_between_per_document_stages_stream_and_spill_past_the_limit() {
     let spilled = query_metric(&client, "docgateSpill", "files").await;
     assert!(spilled > files, "no temporary files past the limit");
 
-    // Four partitions by `g`, each past the limit, a range window.
-    let partitioned = run(
-        &coll,
-        vec![
+    // Four partitions by `g`, each past the limit, a range window. The first batch windows
+    // the first partition; the others are windowed (and spooled) by the `getMore`s.
+    let cursor = coll
+        .aggregate(vec![
             doc! {"$setWindowFields": {"partitionBy": "$g", "sortBy": {"k": 1}, "output": {
                 "total": {"$sum": "$v"},
                 "near": {"$count": {}, "window": {"range": [0, 100]}},
             }}},
-        ],
-    )
-    .await;
+        ])
+        .batch_size(50)
+        .await
+        .expect("windows by partition");
+    let opened = query_metric(&client, "docgateSpill", "files").await;
+    let partitioned = collect(cursor).await;
+    let drained = query_metric(&client, "docgateSpill", "files").await;
+    assert!(
+        drained > opened,
+        "partitions windowed by getMore were not spooled: files {opened} → {drained}"
+    );
     assert_eq!(partitioned.len(), COUNT as usize);
     for g in 0..4 {
         let members: Vec<&Document> = by_k.iter().filter(|d| int(d, "g") == g).collect();

@@ -4,8 +4,8 @@
 //! QueryExceededMemoryLimitNoDiskUseAllowed. The limit and where to spill travel with the
 //! command's interrupt ([`crate::interrupt::blocking_memory`]): [`check_sort`] and
 //! [`check_group`] answer 292 for a command that refused disk use; the stages that spill read
-//! the directory from there (`crate::query::spill`); the ones that do not measure themselves
-//! with [`check_in_place`].
+//! the directory from there (`crate::query::spill`); a `$setWindowFields` partition measures
+//! itself and answers [`exceeded_without_disk_use`].
 //!
 //! Not for: the stages themselves, the temporary files (`crate::query::spill`), or the time
 //! limit (`crate::interrupt`).
@@ -43,24 +43,16 @@ pub fn limited() -> bool {
     refused_limit().is_some()
 }
 
-/// A stage docgate works on in memory rather than through temporary files (a
-/// `$setWindowFields` partition, or the whole input of one with neither `partitionBy` nor
-/// `sortBy`), holding `bytes`: past the limit of a command that refused disk use, 292 as
-/// MongoDB answers. A command that may use disk goes on: docgate holds a pipeline's
-/// documents between its stages anyway, and the stage moves each document from its input to
-/// its output, so windowing a partition in place adds only the stage's output values (where
-/// MongoDB would spill the partition; the result is the same).
-pub fn check_in_place(stage: &str, bytes: usize) -> Result<(), QueryError> {
-    match refused_limit() {
-        Some(limit) if bytes > limit => Err(QueryError::coded(
-            292,
-            "QueryExceededMemoryLimitNoDiskUseAllowed",
-            format!(
-                "Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."
-            ),
-        )),
-        _ => Ok(()),
-    }
+/// MongoDB's 292 for `stage`, past the limit of a command that refused disk use, for a stage
+/// that measures what it holds itself (a `$setWindowFields` partition).
+pub fn exceeded_without_disk_use(stage: &str) -> QueryError {
+    QueryError::coded(
+        292,
+        "QueryExceededMemoryLimitNoDiskUseAllowed",
+        format!(
+            "Exceeded memory limit for {stage}, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+        ),
+    )
 }
 
 /// The document a `$facet` builds, `bytes` long: MongoDB's 4031700 past 100 MiB (the

@@ -22,6 +22,7 @@ use bson::{Bson, Document};
 
 use super::window::{set_outputs, window_columns, window_keys, SetWindowFields, WindowRow};
 use super::window_functions::WindowFunction;
+use crate::interrupt::BlockingMemory;
 use crate::query::error::QueryError;
 use crate::query::sort::{SortDirection, SortSpec};
 use crate::query::spill::{ExternalSort, SortedOutput};
@@ -34,6 +35,9 @@ use crate::query::value::size::document_size;
 pub struct WindowInput {
     stage: Arc<SetWindowFields>,
     sort: ExternalSort,
+    /// The command's budget, read when the input was made: a cursor windows later
+    /// partitions during `getMore`s, which carry no budget of their own.
+    budget: Option<BlockingMemory>,
 }
 
 impl WindowInput {
@@ -50,6 +54,7 @@ impl WindowInput {
         WindowInput {
             sort: ExternalSort::for_command(order, Collation::installed()),
             stage,
+            budget: crate::interrupt::blocking_memory(),
         }
     }
 
@@ -71,6 +76,7 @@ impl WindowInput {
             ahead: None,
             ready: Ready::Held(Vec::new().into_iter()),
             fields,
+            budget: self.budget,
             spooled: false,
         })
     }
@@ -87,6 +93,8 @@ pub struct WindowedOutput {
     ready: Ready,
     /// The top-level fields the outputs read; None when they read whole documents.
     fields: Option<Vec<String>>,
+    /// The command's budget (none: no limit).
+    budget: Option<BlockingMemory>,
     /// A partition's spool wrote temporary files.
     spooled: bool,
 }
@@ -151,10 +159,10 @@ impl WindowedOutput {
         let Some(first) = self.next_row()? else {
             return Ok(false);
         };
-        let (limit, spill_dir) = crate::interrupt::blocking_memory()
-            .map_or((usize::MAX, None), |memory| {
-                (memory.bytes, memory.spill_dir)
-            });
+        let (limit, spill_dir) = match &self.budget {
+            Some(memory) => (memory.bytes, memory.spill_dir.clone()),
+            None => (usize::MAX, None),
+        };
         let mut held = document_size(&first.2);
         let mut rows = vec![first];
         let mut spool: Option<ExternalSort> = None;
@@ -175,9 +183,14 @@ impl WindowedOutput {
             if spool.is_some() || held <= limit {
                 continue;
             }
-            crate::query::memory::check_in_place("a $setWindowFields partition", held)?;
-            if let (Some(fields), Some(dir)) = (&self.fields, &spill_dir) {
-                let mut started = ExternalSort::spool(limit, Some(Arc::clone(dir)));
+            let Some(dir) = &spill_dir else {
+                let stage = "a $setWindowFields partition";
+                return Err(crate::query::memory::exceeded_without_disk_use(stage));
+            };
+            if let Some(fields) = &self.fields {
+                // The spool holds half the limit before it writes a file, beside what the
+                // partition keeps of each document.
+                let mut started = ExternalSort::spool(limit / 2, Some(Arc::clone(dir)));
                 held = 0;
                 for (at, row) in rows.iter_mut().enumerate() {
                     row.2 = spool_document(&mut started, at, std::mem::take(&mut row.2), fields)?;
@@ -268,8 +281,8 @@ mod tests {
     use crate::query::aggregate::{Pipeline, Stage};
     use bson::doc;
 
-    /// `stage` over `docs` through a [`WindowInput`] under a 2,000-byte limit (spilling to
-    /// `dir`, or refusing disk use without one): the documents and whether a partition was
+    /// `stage` over `docs` through a [`WindowInput`] made under a 2,000-byte limit (spilling
+    /// to `dir`, or refusing disk use without one): the documents and whether a partition was
     /// spooled.
     fn windowed_under_limit(
         stage: &Document,
@@ -285,18 +298,20 @@ mod tests {
             bytes: 2_000,
             spill_dir: dir.map(Into::into),
         });
-        interrupt.install(|| {
+        let mut output = interrupt.install(|| {
             let mut input = WindowInput::new(Arc::new((**stage).clone()));
             for doc in docs {
                 input.push(doc, doc.to_vec().unwrap())?;
             }
-            let mut output = input.finish()?;
-            let mut out = Vec::new();
-            while let Some(doc) = output.next_document()? {
-                out.push(doc);
-            }
-            Ok((out, output.spooled))
-        })
+            input.finish()
+        })?;
+        // Drained outside the command, as a cursor's `getMore`s drain it: the budget is the
+        // one the input was made under.
+        let mut out = Vec::new();
+        while let Some(doc) = output.next_document()? {
+            out.push(doc);
+        }
+        Ok((out, output.spooled))
     }
 
     fn documents() -> Vec<Document> {
