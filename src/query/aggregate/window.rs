@@ -464,21 +464,22 @@ pub(super) fn window_columns(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let partition = Partition {
-        docs: rows.iter().map(|(_, _, d)| d).collect(),
-        sort_values: rows
-            .iter()
-            .map(|(_, k, _)| k.first().cloned().unwrap_or(Bson::Null))
-            .collect(),
-        direction: stage
-            .sort_by
-            .as_ref()
-            .and_then(|s| s.keys.first().map(|(_, d)| *d))
-            .unwrap_or(SortDirection::Ascending),
-    };
+    let sort_values = rows
+        .iter()
+        .map(|(_, k, _)| k.first().cloned().unwrap_or(Bson::Null))
+        .collect();
+    let docs = PartitionDocs::Decoded(rows.iter().map(|(_, _, d)| d).collect());
+    columns_of(stage, &Partition::new(stage, docs, sort_values))
+}
+
+/// Each output's values over `partition`, one column per output.
+pub(super) fn columns_of(
+    stage: &SetWindowFields,
+    partition: &Partition<'_>,
+) -> Result<Vec<std::vec::IntoIter<Bson>>, QueryError> {
     let mut columns = Vec::with_capacity(stage.outputs.len());
     for output in &stage.outputs {
-        columns.push(compute(output, &partition)?.into_iter());
+        columns.push(compute(output, partition)?.into_iter());
     }
     Ok(columns)
 }
@@ -497,11 +498,62 @@ pub(super) fn set_outputs(
 /// The documents of one partition in window order, with the first `sortBy` key of each.
 pub(super) struct Partition<'a> {
     /// The documents in window order.
-    pub docs: Vec<&'a Document>,
+    pub docs: PartitionDocs<'a>,
     /// The first `sortBy` key of each document.
     pub sort_values: Vec<Bson>,
     /// The direction of that key.
     pub direction: SortDirection,
+}
+
+impl<'a> Partition<'a> {
+    /// The partition of `stage` holding `docs`, whose first `sortBy` keys are `sort_values`.
+    pub(super) fn new(
+        stage: &SetWindowFields,
+        docs: PartitionDocs<'a>,
+        sort_values: Vec<Bson>,
+    ) -> Partition<'a> {
+        let direction = stage
+            .sort_by
+            .as_ref()
+            .and_then(|s| s.keys.first().map(|(_, d)| *d))
+            .unwrap_or(SortDirection::Ascending);
+        Partition {
+            docs,
+            sort_values,
+            direction,
+        }
+    }
+}
+
+/// The documents of a partition as the window functions read them.
+pub(super) enum PartitionDocs<'a> {
+    /// Decoded.
+    Decoded(Vec<&'a Document>),
+    /// BSON bytes, decoded as they are read: what a partition spooled past the memory limit
+    /// keeps of each document (`window_stream.rs`), about a tenth of a decoded one's memory.
+    Raw(&'a [bson::RawDocumentBuf]),
+}
+
+impl PartitionDocs<'_> {
+    /// How many documents.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            PartitionDocs::Decoded(docs) => docs.len(),
+            PartitionDocs::Raw(docs) => docs.len(),
+        }
+    }
+
+    /// The document at `at`.
+    pub(super) fn get(&self, at: usize) -> Result<std::borrow::Cow<'_, Document>, QueryError> {
+        match self {
+            PartitionDocs::Decoded(docs) => Ok(std::borrow::Cow::Borrowed(docs[at])),
+            PartitionDocs::Raw(docs) => Document::try_from(docs[at].as_ref())
+                .map(std::borrow::Cow::Owned)
+                .map_err(|error| {
+                    QueryError::bad_value(format!("cannot decode a document: {error}"))
+                }),
+        }
+    }
 }
 
 /// One output's values, one per document of the partition.
@@ -656,7 +708,7 @@ fn accumulate(
             let (_, hi, any) = window_rows(window, row, partition)?;
             let until = if any { hi + 1 } else { 0 };
             while fed < until {
-                feed(specs, &mut state, partition.docs[fed])?;
+                feed(specs, &mut state, partition.docs.get(fed)?.as_ref())?;
                 fed += 1;
             }
             let value = state[0].clone().finish();
@@ -672,8 +724,8 @@ fn accumulate(
         let mut state = vec![spec.new_state()];
         let (lo, hi, any) = window_rows(window, row, partition)?;
         if any {
-            for doc in &partition.docs[lo..=hi] {
-                feed(specs, &mut state, doc)?;
+            for at in lo..=hi {
+                feed(specs, &mut state, partition.docs.get(at)?.as_ref())?;
             }
         }
         out.push(state.remove(0).finish());

@@ -346,10 +346,8 @@ fn evaluate_all(
     input: &Expression,
     partition: &Partition<'_>,
 ) -> Result<Vec<Option<Bson>>, QueryError> {
-    partition
-        .docs
-        .iter()
-        .map(|d| input.evaluate_optional(d))
+    (0..partition.docs.len())
+        .map(|at| input.evaluate_optional(partition.docs.get(at)?.as_ref()))
         .collect()
 }
 

@@ -5,12 +5,13 @@
 //! windowing each partition as the merge reaches it. Only one partition is held.
 //!
 //! A partition past the limit is spooled: each document goes whole to a spool (temporary
-//! files past the limit), and what is held of it is only the top-level fields its outputs
-//! read (`$sum: "$amount"` holds `amount`) with its partition and `sortBy` keys. Once the
-//! partition's columns are computed over those, the documents come back from the spool one
-//! at a time and get their outputs. Outputs that read whole documents (`$$ROOT`,
-//! `$$CURRENT`, `$getField` without `input`) hold the partition whole, as before; a command
-//! that refused disk use answers 292 past the limit.
+//! files past half the limit), and what is held of it is only the top-level fields its
+//! outputs read (`$sum: "$amount"` holds `amount`), as BSON bytes, with its first `sortBy`
+//! key. Once the partition's columns are computed over those, the documents come back from
+//! the spool one at a time and get their outputs. Outputs that read whole documents
+//! (`$$ROOT`, `$$CURRENT`, `$getField` without `input`) hold the partition whole; a command
+//! that refused disk use answers 292 past the limit. The budget is the one of the command
+//! the input was made under: a cursor windows later partitions during `getMore`s.
 //!
 //! Not for: parsing the stage or computing windows (`window.rs`, `window_functions.rs`), or
 //! the sort's files (`query::spill`).
@@ -18,9 +19,12 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocumentBuf};
 
-use super::window::{set_outputs, window_columns, window_keys, SetWindowFields, WindowRow};
+use super::window::{
+    columns_of, set_outputs, window_columns, window_keys, Partition, PartitionDocs,
+    SetWindowFields, WindowRow,
+};
 use super::window_functions::WindowFunction;
 use crate::interrupt::BlockingMemory;
 use crate::query::error::QueryError;
@@ -163,24 +167,26 @@ impl WindowedOutput {
             Some(memory) => (memory.bytes, memory.spill_dir.clone()),
             None => (usize::MAX, None),
         };
+        let partition_value = first.0.clone();
         let mut held = document_size(&first.2);
         let mut rows = vec![first];
-        let mut spool: Option<ExternalSort> = None;
+        let mut spooled: Option<SpooledPartition> = None;
         loop {
             crate::interrupt::check()?;
-            let Some(mut row) = self.next_row()? else {
+            let Some(row) = self.next_row()? else {
                 break;
             };
-            if !compare_values(&rows[0].0, &row.0).is_eq() {
+            if !compare_values(&partition_value, &row.0).is_eq() {
                 self.ahead = Some(row);
                 break;
             }
-            if let (Some(spool), Some(fields)) = (&mut spool, &self.fields) {
-                row.2 = spool_document(spool, rows.len(), std::mem::take(&mut row.2), fields)?;
+            if let Some(spooled) = &mut spooled {
+                spooled.push(row)?;
+                continue;
             }
             held += document_size(&row.2);
             rows.push(row);
-            if spool.is_some() || held <= limit {
+            if held <= limit {
                 continue;
             }
             let Some(dir) = &spill_dir else {
@@ -190,18 +196,17 @@ impl WindowedOutput {
             if let Some(fields) = &self.fields {
                 // The spool holds half the limit before it writes a file, beside what the
                 // partition keeps of each document.
-                let mut started = ExternalSort::spool(limit / 2, Some(Arc::clone(dir)));
-                held = 0;
-                for (at, row) in rows.iter_mut().enumerate() {
-                    row.2 = spool_document(&mut started, at, std::mem::take(&mut row.2), fields)?;
-                    held += document_size(&row.2);
+                let spool = ExternalSort::spool(limit / 2, Some(Arc::clone(dir)));
+                let mut started = SpooledPartition::new(spool, fields.clone());
+                for row in std::mem::take(&mut rows) {
+                    started.push(row)?;
                 }
-                spool = Some(started);
+                spooled = Some(started);
             }
         }
-        let mut columns = window_columns(&self.stage, &rows)?;
-        self.ready = match spool {
+        self.ready = match spooled {
             None => {
+                let mut columns = window_columns(&self.stage, &rows)?;
                 let mut documents = Vec::with_capacity(rows.len());
                 for (_, _, mut doc) in rows {
                     set_outputs(&self.stage, &mut doc, &mut columns);
@@ -209,9 +214,8 @@ impl WindowedOutput {
                 }
                 Ready::Held(documents.into_iter())
             }
-            Some(spool) => {
-                drop(rows);
-                let documents = spool.finish()?;
+            Some(spooled) => {
+                let (documents, columns) = spooled.window(&self.stage)?;
                 self.spooled |= documents.used_disk();
                 Ready::Spooled { documents, columns }
             }
@@ -220,25 +224,58 @@ impl WindowedOutput {
     }
 }
 
-/// Writes `doc` to `spool` as the partition's document `at` and answers what the
-/// partition holds of it: its top-level `fields`.
-fn spool_document(
-    spool: &mut ExternalSort,
-    at: usize,
-    doc: Document,
-    fields: &[String],
-) -> Result<Document, QueryError> {
-    let bytes = doc
-        .to_vec()
-        .map_err(|error| QueryError::bad_value(format!("cannot encode a document: {error}")))?;
-    let mut kept = Document::new();
-    for (name, value) in doc {
-        if fields.binary_search(&name).is_ok() {
-            kept.insert(name, value);
+/// A partition past the memory limit: its documents written whole to a spool, and what the
+/// windows need of each kept — the top-level fields the outputs read (as BSON bytes) and
+/// its first `sortBy` key.
+struct SpooledPartition {
+    spool: ExternalSort,
+    /// The top-level fields kept (sorted).
+    fields: Vec<String>,
+    kept: Vec<RawDocumentBuf>,
+    sort_values: Vec<Bson>,
+}
+
+impl SpooledPartition {
+    fn new(spool: ExternalSort, fields: Vec<String>) -> SpooledPartition {
+        SpooledPartition {
+            spool,
+            fields,
+            kept: Vec::new(),
+            sort_values: Vec::new(),
         }
     }
-    spool.push(vec![Bson::Int64(at as i64)], bytes)?;
-    Ok(kept)
+
+    /// Adds the partition's next row.
+    fn push(&mut self, (_, keys, doc): WindowRow) -> Result<(), QueryError> {
+        let bytes = doc.to_vec().map_err(encode_error)?;
+        let mut kept = Document::new();
+        for (name, value) in doc {
+            if self.fields.binary_search(&name).is_ok() {
+                kept.insert(name, value);
+            }
+        }
+        let position = Bson::Int64(self.kept.len() as i64);
+        let kept = kept.to_vec().map_err(encode_error)?;
+        self.kept
+            .push(RawDocumentBuf::from_bytes(kept).map_err(encode_error)?);
+        self.sort_values
+            .push(keys.into_iter().next().unwrap_or(Bson::Null));
+        self.spool.push(vec![position], bytes)
+    }
+
+    /// The documents, whole and in window order, and each output's values for them.
+    fn window(
+        self,
+        stage: &SetWindowFields,
+    ) -> Result<(SortedOutput, Vec<std::vec::IntoIter<Bson>>), QueryError> {
+        let docs = PartitionDocs::Raw(&self.kept);
+        let columns = columns_of(stage, &Partition::new(stage, docs, self.sort_values))?;
+        Ok((self.spool.finish()?, columns))
+    }
+}
+
+fn encode_error(error: impl std::fmt::Display) -> QueryError {
+    QueryError::bad_value(format!("cannot encode a document: {error}"))
 }
 
 /// The top-level fields `stage`'s outputs read from a document (sorted), or None when one
