@@ -183,8 +183,8 @@ pub async fn open_stream(
         return Ok(None);
     };
     if !rest.is_per_document() {
-        let windowed = super::sorted_read::open_windowed(catalog, scope, info, plan, &rest, first);
-        return Box::pin(windowed).await;
+        let chained = super::chained_read::open(catalog, scope, info, plan, &rest, first);
+        return Box::pin(chained).await;
     }
     super::index_usage::record(info, &plan);
     let foreign = {

@@ -29,6 +29,8 @@
 //!   limit in Rust, and the decoding of stored documents;
 //! - `sorted_read`: a find (or an aggregate's leading sort) sorted in Rust through an
 //!   external sort that spills past the memory limit, drained by its cursor;
+//! - `chained_read`: an aggregate of per-document stages and blocking ones (`$sort`,
+//!   `$group`, `$setWindowFields`), each blocking stage fed as a stream, drained by its cursor;
 //! - `aggregate`: running a pipeline over a collection, or over the input of
 //!   `aggregate: 1` (`$documents`, `$listLocalSessions`);
 //! - `aggregate_writes`: `$out` and `$merge`, each in one transaction;
@@ -45,6 +47,7 @@ pub mod aggregate;
 pub mod aggregate_pushdown;
 pub mod aggregate_writes;
 pub mod capped;
+mod chained_read;
 pub mod cluster_time;
 pub mod coll_mod;
 pub mod collections;

@@ -41,7 +41,7 @@ use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
 const INPUT_CHUNK: usize = 10_000;
 
 /// Runs `work` inline when it is `small`, else on the compute pool (`crate::compute`).
-async fn evaluate<T: Send + 'static>(
+pub(super) async fn evaluate<T: Send + 'static>(
     small: bool,
     work: impl FnOnce() -> Result<T, OpError> + Send + 'static,
 ) -> Result<T, OpError> {
@@ -241,6 +241,31 @@ pub struct SortedResult {
 }
 
 impl SortedResult {
+    /// The rest of an aggregate that ran through blocking stages (`chained_read`): `output`
+    /// less its first `skip` documents, each sent through `shape`'s stages. `rows_examined`
+    /// rows fed it; `small` when few enough to be handed out inline.
+    pub(super) fn of_stages(
+        output: Ordered,
+        skip: u64,
+        shape: SortedShape,
+        scored: bool,
+        rows_examined: usize,
+        small: bool,
+    ) -> SortedResult {
+        SortedResult {
+            small: small && !output.used_disk(),
+            used_disk: output.used_disk(),
+            rows_examined,
+            output: Some(output),
+            pending: None,
+            skip,
+            shape: Arc::new(shape),
+            scored,
+            collation: Collation::simple(),
+            exhausted: false,
+        }
+    }
+
     /// True once every document has been handed out.
     pub fn is_exhausted(&self) -> bool {
         self.exhausted
@@ -287,25 +312,37 @@ impl SortedResult {
 }
 
 /// What a [`SortedResult`] hands out in order.
-enum Ordered {
+pub(super) enum Ordered {
     /// A sort's output: the merge of its runs, or its documents sorted in memory.
     Sorted(SortedOutput),
     /// A `$setWindowFields`' output, windowed one partition at a time.
     Windowed(Box<WindowedOutput>),
+    /// A `$group`'s groups.
+    Documents(std::vec::IntoIter<bson::Document>),
 }
 
 impl Ordered {
     /// The next document, None after the last.
-    fn next_row(&mut self) -> Result<Option<Row>, OpError> {
+    pub(super) fn next_row(&mut self) -> Result<Option<Row>, OpError> {
         Ok(match self {
             Ordered::Sorted(sorted) => sorted.next_document()?.map(Row::Bytes),
             Ordered::Windowed(windowed) => windowed.next_document()?.map(Row::Document),
+            Ordered::Documents(documents) => documents.next().map(Row::Document),
         })
+    }
+
+    /// Whether it wrote temporary files so far.
+    pub(super) fn used_disk(&self) -> bool {
+        match self {
+            Ordered::Sorted(sorted) => sorted.used_disk(),
+            Ordered::Windowed(windowed) => windowed.used_disk(),
+            Ordered::Documents(_) => false,
+        }
     }
 }
 
 /// One document of an [`Ordered`] output.
-enum Row {
+pub(super) enum Row {
     /// BSON bytes (as stored, or as written to a run).
     Bytes(Vec<u8>),
     /// A document a stage made.
@@ -313,7 +350,7 @@ enum Row {
 }
 
 impl Row {
-    fn into_document(self) -> Result<bson::Document, OpError> {
+    pub(super) fn into_document(self) -> Result<bson::Document, OpError> {
         match self {
             Row::Bytes(bytes) => Ok(decode_document(&bytes)?),
             Row::Document(document) => Ok(document),
@@ -435,83 +472,4 @@ pub async fn open_pipeline(
         foreign,
     };
     open(scope, info, plan, shape, first).await.map(Some)
-}
-
-/// An aggregate whose stages after its streaming leading read (`plan`) are per-document
-/// stages, one `$setWindowFields` and per-document stages (`Pipeline::split_at_window`): the
-/// read and the stages before the window stream chunk by chunk into a
-/// [`WindowInput`](crate::query::window_stream::WindowInput) (sorted runs past the
-/// command's limit), and the cursor hands out the windowed documents partition by
-/// partition through the stages after it. None when `rest` is not of that shape.
-pub async fn open_windowed(
-    catalog: &crate::catalog::Catalog,
-    scope: &mut OpScope<'_>,
-    info: &CollectionInfo,
-    plan: ReadPlan,
-    rest: &Pipeline,
-    first: BatchLimit,
-) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
-    let Some((before, window, after)) = rest.split_at_window() else {
-        return Ok(None);
-    };
-    let window = Arc::new(window.clone());
-    super::index_usage::record(info, &plan);
-    let (foreign_before, foreign_after) = {
-        let mut session = scope.reader().await?;
-        let db = &info.record.db;
-        (
-            super::aggregate::read_foreign(catalog, session.as_mut(), db, &before).await?,
-            super::aggregate::read_foreign(catalog, session.as_mut(), db, &after).await?,
-        )
-    };
-    // A `$text` read: each match carries its score into the window's outputs.
-    let search = super::read::text_scored(&plan).map(|search| Arc::new(search.clone()));
-    let scored = search.is_some();
-    let mut input = ReadCursor::new(info, plan, None, None)
-        .with_stages(super::read_cursor::StagedOutput {
-            pipeline: before,
-            foreign: foreign_before,
-        })
-        .scoring_stages(search, true);
-    // The input's budget is the command's, read from its interrupt.
-    let mut window_input = crate::compute::run_inline(|| {
-        Ok::<_, OpError>(crate::query::window_stream::WindowInput::new(window))
-    })?;
-    let chunk = BatchLimit {
-        documents: INPUT_CHUNK,
-        bytes: super::cursors::MAX_BATCH_BYTES,
-    };
-    let mut fed = 0usize;
-    while !input.is_exhausted() {
-        let rows = input.next_batch(scope, chunk).await?;
-        fed = fed.saturating_add(rows.len());
-        window_input = evaluate(rows.len() <= INLINE_ROWS, move || {
-            for row in rows {
-                crate::interrupt::check()?;
-                let document = decode_document(row.as_bytes())?;
-                window_input.push(&document, row.into_bytes())?;
-            }
-            Ok::<_, OpError>(window_input)
-        })
-        .await?;
-    }
-    let small = fed <= INLINE_ROWS;
-    let output = evaluate(small, move || Ok::<_, OpError>(window_input.finish()?)).await?;
-    let mut result = SortedResult {
-        small: small && !output.used_disk(),
-        used_disk: output.used_disk(),
-        rows_examined: input.rows_read(),
-        output: Some(Ordered::Windowed(Box::new(output))),
-        pending: None,
-        skip: 0,
-        shape: Arc::new(SortedShape::Stages {
-            pipeline: after,
-            foreign: foreign_after,
-        }),
-        scored,
-        collation: Collation::simple(),
-        exhausted: false,
-    };
-    let batch = result.next_batch(first).await?;
-    Ok(Some((batch, ResultSource::Sorted(Box::new(result)))))
 }

@@ -48,7 +48,7 @@ mod value;
 pub use aggregate::{
     collectionless, counted, output as output_stage, sql_group, window_stream, Stage,
 };
-pub use aggregate::{ForeignDocuments, Grouping, Pipeline};
+pub use aggregate::{Chain, ChainStep, ForeignDocuments, Grouping, Pipeline};
 pub use error::QueryError;
 pub use expr::{bind_variables, parse_with_variables};
 pub use filter::{upsert_seed, FieldPredicate, Filter};

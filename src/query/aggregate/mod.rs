@@ -127,6 +127,32 @@ pub enum Stage {
     },
 }
 
+/// A pipeline as per-document stages separated by blocking stages ([`Pipeline::chain`]).
+pub struct Chain {
+    /// The per-document stages before the first blocking stage.
+    pub first: Pipeline,
+    /// Each blocking stage and the per-document stages after it.
+    pub steps: Vec<(ChainStep, Pipeline)>,
+}
+
+/// A blocking stage of a [`Chain`].
+pub enum ChainStep {
+    /// `$sort`, then `skip` documents, then at most `limit` (the `$skip`s and `$limit`s
+    /// right after it).
+    Sort {
+        /// The order.
+        spec: SortSpec,
+        /// Sorted documents dropped first.
+        skip: u64,
+        /// Sorted documents kept after those.
+        limit: Option<u64>,
+    },
+    /// `$group`.
+    Group(Box<Grouping>),
+    /// `$setWindowFields`.
+    Window(Box<window::SetWindowFields>),
+}
+
 /// The read a pipeline starts with ([`Pipeline::leading_read`]): filter, sort, skip and
 /// limit as a `find` would take them, and how many stages they stand for.
 #[derive(Clone, Debug, PartialEq)]
@@ -320,19 +346,58 @@ impl Pipeline {
         ))
     }
 
-    /// The pipeline split at its `$setWindowFields` when every other stage looks at one
-    /// document at a time: the stages before it, the stage, and the stages after it. Its
-    /// input can then stream into [`window_stream::WindowInput`], and its output stream
-    /// through the stages after it.
-    pub fn split_at_window(&self) -> Option<(Pipeline, &window::SetWindowFields, Pipeline)> {
-        let (before, stage, after) =
-            self.split_at_first(|stage| matches!(stage, Stage::SetWindowFields(_)))?;
-        let Stage::SetWindowFields(window) = stage else {
-            return None;
-        };
-        after
-            .is_per_document()
-            .then_some((before, &**window, after))
+    /// The pipeline as a chain ([`Chain`]): per-document stages, then blocking stages —
+    /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
+    /// `$setWindowFields` — each followed by per-document stages. Each blocking stage can
+    /// then take its input as a stream and hand out its output as one, through temporary
+    /// files past the memory limit. None when the pipeline has no blocking stage or a stage
+    /// of another kind (`$facet`, `$bucketAuto`, `$count`, a `$skip` after a per-document
+    /// stage, …).
+    pub fn chain(&self) -> Option<Chain> {
+        let mut first = Vec::new();
+        let mut steps: Vec<(ChainStep, Pipeline)> = Vec::new();
+        for stage in &self.stages {
+            let step = match stage {
+                Stage::Sort(spec) => ChainStep::Sort {
+                    spec: spec.clone(),
+                    skip: 0,
+                    limit: None,
+                },
+                Stage::Group { id, accumulators } => {
+                    ChainStep::Group(Box::new(Grouping::new(id.clone(), accumulators.clone())))
+                }
+                Stage::SetWindowFields(window) => ChainStep::Window(window.clone()),
+                Stage::Skip(n) | Stage::Limit(n) => {
+                    let Some((ChainStep::Sort { skip, limit, .. }, after)) = steps.last_mut()
+                    else {
+                        return None;
+                    };
+                    if !after.stages.is_empty() {
+                        return None;
+                    }
+                    if let Stage::Skip(_) = stage {
+                        *skip = skip.saturating_add(*n);
+                        *limit = limit.map(|l| l.saturating_sub(*n));
+                    } else {
+                        *limit = Some(limit.map_or(*n, |l| l.min(*n)));
+                    }
+                    continue;
+                }
+                other => {
+                    let segment = match steps.last_mut() {
+                        Some((_, after)) => &mut after.stages,
+                        None => &mut first,
+                    };
+                    segment.push(other.clone());
+                    continue;
+                }
+            };
+            steps.push((step, Pipeline { stages: Vec::new() }));
+        }
+        let first = Pipeline { stages: first };
+        let per_document =
+            first.is_per_document() && steps.iter().all(|(_, after)| after.is_per_document());
+        (!steps.is_empty() && per_document).then_some(Chain { first, steps })
     }
 
     /// The stages before the first one `is_split` picks, when they all look at one document

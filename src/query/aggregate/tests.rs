@@ -241,3 +241,79 @@ mod unwind {
         }
     }
 }
+
+mod chains {
+    use crate::query::aggregate::*;
+    use bson::doc;
+
+    /// The chain of `stages`: the first segment's length, then each step's kind with the
+    /// length of the segment after it.
+    fn shape(stages: Vec<bson::Document>) -> Option<(usize, Vec<(String, usize)>)> {
+        let chain = Pipeline::parse(&stages).unwrap().chain()?;
+        let steps = chain
+            .steps
+            .iter()
+            .map(|(step, after)| {
+                let kind = match step {
+                    ChainStep::Sort { skip, limit, .. } => format!("sort {skip} {limit:?}"),
+                    ChainStep::Group(_) => "group".to_string(),
+                    ChainStep::Window(_) => "window".to_string(),
+                };
+                (kind, after.stages.len())
+            })
+            .collect();
+        Some((chain.first.stages.len(), steps))
+    }
+
+    #[test]
+    fn blocking_stages_split_per_document_ones() {
+        let set = doc! {"$set": {"x": 1}};
+        let window = doc! {"$setWindowFields": {"output": {"n": {"$count": {}}}}};
+        assert_eq!(
+            shape(vec![
+                set.clone(),
+                doc! {"$sort": {"x": 1}},
+                doc! {"$skip": 2},
+                doc! {"$limit": 10},
+                doc! {"$skip": 3},
+                set.clone(),
+                doc! {"$group": {"_id": "$x"}},
+                window,
+                doc! {"$project": {"x": 1}},
+            ]),
+            Some((
+                1,
+                vec![
+                    ("sort 5 Some(7)".to_string(), 1),
+                    ("group".to_string(), 0),
+                    ("window".to_string(), 1)
+                ]
+            ))
+        );
+        assert_eq!(
+            shape(vec![
+                doc! {"$sort": {"x": 1}},
+                doc! {"$limit": 4},
+                doc! {"$limit": 9}
+            ]),
+            Some((0, vec![("sort 0 Some(4)".to_string(), 0)]))
+        );
+    }
+
+    #[test]
+    fn other_stages_are_not_chained() {
+        let set = doc! {"$set": {"x": 1}};
+        // No blocking stage: the pipeline streams as it is.
+        assert_eq!(shape(vec![set.clone()]), None);
+        // A `$skip` or `$limit` after a per-document stage, and stages of other kinds.
+        for other in [
+            doc! {"$limit": 3},
+            doc! {"$count": "n"},
+            doc! {"$facet": {"a": [{"$match": {}}]}},
+            doc! {"$sample": {"size": 2}},
+        ] {
+            let stages = vec![doc! {"$sort": {"x": 1}}, set.clone(), other.clone()];
+            assert_eq!(shape(stages), None, "{other}");
+        }
+    }
+}

@@ -180,6 +180,23 @@ def test_aggregate_scores_stream_through_stages_batch_by_batch(coll):
     )
     assert {d["_id"]: d["score"] for d in scored} == expected
     assert all(d["twice"] == 2 * d["_id"] for d in scored)
+    # A $sort by score after a per-document stage: the sort is fed as a stream, each match
+    # with its score; the order of the scores, and no score shows.
+    chained = list(
+        coll.aggregate(
+            [
+                text,
+                {"$set": {"x": 1}},
+                {"$sort": {"score": {"$meta": "textScore"}, "_id": 1}},
+                {"$limit": 30},
+                {"$project": {"x": 0}},
+            ],
+            batchSize=7,
+        )
+    )
+    best = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:30]
+    assert [d["_id"] for d in chained] == [k for k, _ in best]
+    assert all(set(d) == {"_id", "subject", "n"} for d in chained)
     plain = list(coll.aggregate([text, {"$set": {"seen": True}}], batchSize=7))
     assert sorted(d["_id"] for d in plain) == sorted(expected)
     assert all(set(d) == {"_id", "subject", "n", "seen"} for d in plain)

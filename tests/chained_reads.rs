@@ -1,21 +1,22 @@
-//! `aggregate` pipelines with a `$setWindowFields` between per-document stages, checked with
-//! the Rust `mongodb` driver against the real `docgate` binary on SQLite and — with
-//! `DOCGATE_TEST_BACKEND` set to a `postgres://` URL — on PostgreSQL, under a 40 KB
-//! `--blocking-stage-memory-limit-bytes`:
+//! `aggregate` pipelines of per-document stages and blocking ones (`$sort` with the
+//! `$skip`/`$limit` after it, `$group`, `$setWindowFields`), checked with the Rust `mongodb`
+//! driver against the real `docgate` binary on SQLite and — with `DOCGATE_TEST_BACKEND` set
+//! to a `postgres://` URL — on PostgreSQL, under a 40 KB
+//! `--blocking-stage-memory-limit-bytes`, on cursors drained in batches of 50:
 //!
 //! - the windows are MongoDB's (running sums, ranks, shifts, partition totals, ranges over
-//!   partitions), computed here from the seeded documents, on a cursor drained in batches
-//!   of 50;
-//! - past the limit the input goes through temporary files and a partition past it is
-//!   spooled (`serverStatus.metrics.query.docgateSpill.files` grows), also the partitions
+//!   partitions), and so are the sorts, skips, limits and groups after a `$set`, computed
+//!   here from the seeded documents;
+//! - past the limit the input goes through temporary files and a window partition past it
+//!   is spooled (`serverStatus.metrics.query.docgateSpill.files` grows), also the partitions
 //!   the `getMore`s window; an output that reads whole documents (`$$ROOT`) holds its
 //!   partition in memory, with the same answer;
-//! - the cursor windows partitions as it is drained: an error on the last document in
-//!   window order comes with a `getMore`, after earlier batches were answered;
-//! - with `allowDiskUse: false` the same pipeline answers 292.
+//! - the cursor drains the last blocking stage as it is asked: an error on the last
+//!   document in its order comes with a `getMore`, after earlier batches were answered;
+//! - with `allowDiskUse: false` the same pipelines answer 292.
 //!
-//! Not for: the window functions one by one (`cargo test --lib window`) or pymongo's
-//! `test_spill.py`.
+//! Not for: the window functions one by one (`cargo test --lib window`), a leading `$sort`
+//! (`rest_documents.rs`, `snapshot_reads.rs`) or pymongo's `test_spill.py`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
@@ -55,15 +56,34 @@ fn int(d: &Document, key: &str) -> i64 {
     }
 }
 
-#[tokio::test]
-async fn windows_between_per_document_stages_stream_and_spill_past_the_limit() {
-    let temp = tempfile::tempdir().expect("temp dir");
-    let server = TestServer::start_with_args(&[
+/// A server holding at most 40 KB per blocking stage, spilling under `temp`.
+fn limited_server(temp: &tempfile::TempDir) -> TestServer {
+    TestServer::start_with_args(&[
         "--blocking-stage-memory-limit-bytes",
         "40000",
         "--temp-dir",
         temp.path().to_str().expect("utf-8 temp dir"),
-    ]);
+    ])
+}
+
+/// Drains `cursor` until the server fails it: how many documents came first, and the error.
+async fn documents_before_failure(
+    mut cursor: mongodb::Cursor<Document>,
+) -> (usize, mongodb::error::Error) {
+    let mut answered = 0;
+    loop {
+        match futures_util::StreamExt::next(&mut cursor).await {
+            Some(Ok(_)) => answered += 1,
+            Some(Err(error)) => return (answered, error),
+            None => panic!("the cursor ended without the expected error"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn windows_between_per_document_stages_stream_and_spill_past_the_limit() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = limited_server(&temp);
     let client = server.client().await;
     let coll: Collection<Document> = client.database("windows").collection("items");
     let docs = seeded();
@@ -174,15 +194,7 @@ async fn windows_between_per_document_stages_stream_and_spill_past_the_limit() {
         .batch_size(50)
         .await
         .expect("the first batch comes before the last partition is windowed");
-    let mut cursor = cursor;
-    let mut answered = 0;
-    let failure = loop {
-        match futures_util::StreamExt::next(&mut cursor).await {
-            Some(Ok(_)) => answered += 1,
-            Some(Err(error)) => break error,
-            None => panic!("division by zero answered"),
-        }
-    };
+    let (answered, failure) = documents_before_failure(cursor).await;
     // The batch that reaches the last document fails whole.
     assert!(
         (50..COUNT as usize).contains(&answered),
@@ -203,6 +215,104 @@ async fn windows_between_per_document_stages_stream_and_spill_past_the_limit() {
             .await
             .first()
             .map(|_| panic!("answered past the limit without disk use")),
+    };
+    assert_eq!(code, Some(292));
+}
+
+#[tokio::test]
+async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_limit() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = limited_server(&temp);
+    let client = server.client().await;
+    let coll: Collection<Document> = client.database("chains").collection("items");
+    let docs = seeded();
+    coll.insert_many(docs.clone()).await.expect("seed");
+
+    // A `$sort` on a field a `$set` made, with a `$skip` and a `$limit` after it.
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let page = run(
+        &coll,
+        vec![
+            doc! {"$set": {"rank": {"$subtract": [0, "$v"]}}},
+            doc! {"$sort": {"rank": 1, "_id": 1}},
+            doc! {"$skip": 10},
+            doc! {"$limit": 600},
+            doc! {"$project": {"pad": 0}},
+        ],
+    )
+    .await;
+    let mut by_rank = docs.clone();
+    by_rank.sort_by_key(|d| (-int(d, "v"), int(d, "_id")));
+    let expected: Vec<i64> = by_rank[10..610].iter().map(|d| int(d, "_id")).collect();
+    let got: Vec<i64> = page.iter().map(|d| int(d, "_id")).collect();
+    assert_eq!(got, expected, "sorted page");
+    assert!(page
+        .iter()
+        .all(|d| !d.contains_key("pad") && d.contains_key("rank")));
+    let spilled = query_metric(&client, "docgateSpill", "files").await;
+    assert!(
+        spilled > files,
+        "600 kept documents of ~150 bytes stayed in 40 KB"
+    );
+
+    // A `$group` taking the `$first` of a sorted input, then a `$sort` of the groups.
+    let groups = run(
+        &coll,
+        vec![
+            doc! {"$set": {"w": {"$add": ["$v", 1]}}},
+            doc! {"$sort": {"k": -1}},
+            doc! {"$group": {"_id": "$g", "top": {"$first": "$_id"}, "n": {"$sum": 1}, "w": {"$sum": "$w"}}},
+            doc! {"$sort": {"_id": 1}},
+        ],
+    )
+    .await;
+    let mut by_k_descending = docs.clone();
+    by_k_descending.sort_by_key(|d| -int(d, "k"));
+    assert_eq!(groups.len(), 4);
+    for (g, group) in groups.iter().enumerate() {
+        let members: Vec<&Document> = by_k_descending
+            .iter()
+            .filter(|d| int(d, "g") == g as i64)
+            .collect();
+        assert_eq!(int(group, "_id"), g as i64);
+        assert_eq!(group.get("top"), members[0].get("_id"), "group {g} $first");
+        assert_eq!(int(group, "n"), members.len() as i64);
+        let w: i64 = members.iter().map(|d| int(d, "v") + 1).sum();
+        assert_eq!(int(group, "w"), w, "group {g} $sum");
+    }
+
+    // The cursor drains the sort as it is asked: an error on the last document in its order
+    // comes with a `getMore`.
+    let last_k = COUNT - 1;
+    let cursor = coll
+        .aggregate(vec![
+            doc! {"$set": {"key": "$k"}},
+            doc! {"$sort": {"key": 1}},
+            doc! {"$set": {"inverse": {"$divide": [1, {"$subtract": ["$key", last_k]}]}}},
+        ])
+        .batch_size(50)
+        .await
+        .expect("the first batch comes before the last sorted document is shaped");
+    let (answered, failure) = documents_before_failure(cursor).await;
+    assert!(
+        (50..COUNT as usize).contains(&answered),
+        "{answered}: {failure}"
+    );
+
+    // Refusing disk use: 292 for the sort past the limit.
+    let refused = coll
+        .aggregate(vec![
+            doc! {"$set": {"key": "$k"}},
+            doc! {"$sort": {"key": 1}},
+        ])
+        .allow_disk_use(false)
+        .await;
+    let code = match refused {
+        Err(error) => server_code(&error),
+        Ok(cursor) => collect(cursor)
+            .await
+            .first()
+            .map(|_| panic!("sorted past the limit without disk use")),
     };
     assert_eq!(code, Some(292));
 }

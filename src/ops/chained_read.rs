@@ -1,0 +1,214 @@
+//! An aggregate whose stages after its streaming leading read are per-document stages and
+//! blocking ones — `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
+//! `$setWindowFields` — in any order (`Pipeline::chain`), run without holding the
+//! collection. The read and the stages before the first blocking stage stream chunk by chunk
+//! into it: an external sort, a grouping or a window's input, each holding at most the
+//! command's limit and writing temporary files past it (292 with `allowDiskUse: false`).
+//! Each later blocking stage is fed the same way from the one before, through the
+//! per-document stages between them; the cursor drains the last one through the stages
+//! after it, batch by batch ([`SortedResult`]). Every input is read when the cursor opens,
+//! so a snapshot read is done with its snapshot then.
+//!
+//! Not for: planning the leading read (`aggregate`), the external sort (`query::spill`), or
+//! a window's partitions (`query::window_stream`).
+
+use std::sync::Arc;
+
+use bson::raw::RawDocumentBuf;
+use bson::Document;
+
+use super::cursors::ResultSource;
+use super::read::{decode_document, INLINE_ROWS};
+use super::read_cursor::{BatchLimit, ReadCursor, StagedOutput};
+use super::sorted_read::{evaluate, Ordered, SortedResult, SortedShape};
+use super::transaction::OpScope;
+use super::OpError;
+use crate::catalog::CollectionInfo;
+use crate::query::planner::ReadPlan;
+use crate::query::spill::ExternalSort;
+use crate::query::window_stream::WindowInput;
+use crate::query::{ChainStep, Collation, ForeignDocuments, Grouping, Pipeline};
+
+/// Rows read from the store per round trip while the first blocking stage is fed.
+const INPUT_CHUNK: usize = 10_000;
+
+/// A blocking stage being fed.
+enum Sink {
+    /// A sort, and how many of its first documents to drop.
+    Sort {
+        sort: ExternalSort,
+        skip: u64,
+    },
+    Group(Box<Grouping>),
+    Window(WindowInput),
+}
+
+impl Sink {
+    /// The sink of `step`, under the budget of the command evaluating on this thread.
+    fn new(step: ChainStep) -> Sink {
+        match step {
+            ChainStep::Sort { spec, skip, limit } => {
+                let mut sort = ExternalSort::for_command(spec, Collation::simple());
+                if let Some(limit) = limit {
+                    // A top-k sort: only skip + limit documents are ever wanted.
+                    let wanted = skip.saturating_add(limit);
+                    sort = sort.keeping(usize::try_from(wanted).unwrap_or(usize::MAX));
+                }
+                Sink::Sort { sort, skip }
+            }
+            ChainStep::Group(grouping) => Sink::Group(grouping),
+            ChainStep::Window(stage) => Sink::Window(WindowInput::new(Arc::new(*stage))),
+        }
+    }
+
+    /// Adds a row of the store's read, as the stages before the blocking one left it.
+    fn push_row(&mut self, row: RawDocumentBuf) -> Result<(), OpError> {
+        match self {
+            Sink::Sort { sort, .. } => {
+                // Only the sorted fields are decoded.
+                let key = super::read::raw_sort_key(&row, sort.spec())?;
+                sort.push(key, row.into_bytes())?;
+            }
+            Sink::Group(grouping) => {
+                if !grouping.feed_raw(&row)? {
+                    grouping.feed(&decode_document(row.as_bytes())?)?;
+                }
+            }
+            Sink::Window(input) => {
+                let document = decode_document(row.as_bytes())?;
+                input.push(&document, row.into_bytes())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a document the stages before the blocking one made.
+    fn push(&mut self, document: Document) -> Result<(), OpError> {
+        match self {
+            Sink::Sort { sort, .. } => sort.push_document(&document)?,
+            Sink::Group(grouping) => grouping.feed(&document)?,
+            Sink::Window(input) => {
+                let bytes = document.to_vec().map_err(|error| {
+                    OpError::BadValue(format!("cannot encode a document: {error}"))
+                })?;
+                input.push(&document, bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What the stage hands on, and how many of its first documents to drop.
+    fn finish(self) -> Result<(Ordered, u64), OpError> {
+        Ok(match self {
+            Sink::Sort { sort, skip } => (Ordered::Sorted(sort.finish()?), skip),
+            Sink::Group(grouping) => {
+                let groups = grouping.finish()?;
+                if crate::query::memory::limited() {
+                    let held = crate::query::memory::documents_size(&groups);
+                    crate::query::memory::check_group(held)?;
+                }
+                (Ordered::Documents(groups.into_iter()), 0)
+            }
+            Sink::Window(input) => (Ordered::Windowed(Box::new(input.finish()?)), 0),
+        })
+    }
+}
+
+/// Sends `output`, less its first `skip` documents, through `stages` into `sink`.
+fn drain_into(
+    mut output: Ordered,
+    mut skip: u64,
+    stages: &Pipeline,
+    foreign: &ForeignDocuments,
+    sink: &mut Sink,
+) -> Result<(), OpError> {
+    while let Some(row) = output.next_row()? {
+        crate::interrupt::check()?;
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        for document in stages.run_with(vec![row.into_document()?], foreign)? {
+            sink.push(document)?;
+        }
+    }
+    Ok(())
+}
+
+/// Opens an aggregate over `info` whose stages after its streaming leading read (`plan`)
+/// form a chain (`Pipeline::chain`): answers its first batch (bounded by `first`) and the
+/// cursor source of the rest. None when `rest` is not a chain.
+pub async fn open(
+    catalog: &crate::catalog::Catalog,
+    scope: &mut OpScope<'_>,
+    info: &CollectionInfo,
+    plan: ReadPlan,
+    rest: &Pipeline,
+    first: BatchLimit,
+) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
+    let Some(chain) = rest.chain() else {
+        return Ok(None);
+    };
+    let mut steps = chain.steps.into_iter();
+    let Some((step, after)) = steps.next() else {
+        return Ok(None);
+    };
+    super::index_usage::record(info, &plan);
+    let (foreign_first, foreign) = {
+        let mut session = scope.reader().await?;
+        let db = &info.record.db;
+        (
+            super::aggregate::read_foreign(catalog, session.as_mut(), db, &chain.first).await?,
+            super::aggregate::read_foreign(catalog, session.as_mut(), db, rest).await?,
+        )
+    };
+    // A `$text` read: each match carries its score into the stages (removed as it leaves).
+    let search = super::read::text_scored(&plan).map(|search| Arc::new(search.clone()));
+    let scored = search.is_some();
+    let mut input = ReadCursor::new(info, plan, None, None)
+        .with_stages(StagedOutput {
+            pipeline: chain.first,
+            foreign: foreign_first,
+        })
+        .scoring_stages(search, true);
+    // The stage's budget is the command's, read from its interrupt.
+    let mut sink = crate::compute::run_inline(move || Ok::<_, OpError>(Sink::new(step)))?;
+    let chunk = BatchLimit {
+        documents: INPUT_CHUNK,
+        bytes: super::cursors::MAX_BATCH_BYTES,
+    };
+    let mut fed = 0usize;
+    while !input.is_exhausted() {
+        let rows = input.next_batch(scope, chunk).await?;
+        fed = fed.saturating_add(rows.len());
+        sink = evaluate(rows.len() <= INLINE_ROWS, move || {
+            for row in rows {
+                crate::interrupt::check()?;
+                sink.push_row(row)?;
+            }
+            Ok::<_, OpError>(sink)
+        })
+        .await?;
+    }
+    let small = fed <= INLINE_ROWS;
+    let later: Vec<(ChainStep, Pipeline)> = steps.collect();
+    let (output, skip, last, foreign) = evaluate(small, move || {
+        let (mut output, mut skip) = sink.finish()?;
+        let mut between = after;
+        for (step, next) in later {
+            let mut sink = Sink::new(step);
+            drain_into(output, skip, &between, &foreign, &mut sink)?;
+            (output, skip) = sink.finish()?;
+            between = next;
+        }
+        Ok::<_, OpError>((output, skip, between, foreign))
+    })
+    .await?;
+    let shape = SortedShape::Stages {
+        pipeline: last,
+        foreign,
+    };
+    let mut result = SortedResult::of_stages(output, skip, shape, scored, input.rows_read(), small);
+    let batch = result.next_batch(first).await?;
+    Ok(Some((batch, ResultSource::Sorted(Box::new(result)))))
+}
