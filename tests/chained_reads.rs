@@ -281,6 +281,38 @@ async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_li
         assert_eq!(int(group, "w"), w, "group {g} $sum");
     }
 
+    // An `$unwind` after the sort makes seven documents of each: batches keep their size,
+    // the rest of a document's seven wait for the next batch.
+    let db = client.database("chains");
+    let reply = db
+        .run_command(doc! {"aggregate": "items", "pipeline": [
+            {"$set": {"t": [1, 2, 3, 4, 5, 6, 7]}},
+            {"$sort": {"k": 1}},
+            {"$unwind": "$t"},
+            {"$project": {"k": 1, "t": 1}},
+        ], "cursor": {"batchSize": 3}})
+        .await
+        .expect("unwound after a sort");
+    let first_batch = reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .expect("firstBatch");
+    assert_eq!(first_batch.len(), 3, "{reply}");
+    let unwound = run(
+        &coll,
+        vec![
+            doc! {"$set": {"t": [1, 2, 3, 4, 5, 6, 7]}},
+            doc! {"$sort": {"k": 1}},
+            doc! {"$unwind": "$t"},
+        ],
+    )
+    .await;
+    let pairs: Vec<(i64, i64)> = unwound.iter().map(|d| (int(d, "k"), int(d, "t"))).collect();
+    let expected: Vec<(i64, i64)> = (0..COUNT)
+        .flat_map(|k| (1..=7).map(move |t| (k, t)))
+        .collect();
+    assert_eq!(pairs, expected, "unwound in sorted order");
+
     // The cursor drains the sort as it is asked: an error on the last document in its order
     // comes with a `getMore`.
     let last_k = COUNT - 1;

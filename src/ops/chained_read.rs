@@ -190,8 +190,9 @@ pub async fn open(
         })
         .await?;
     }
-    let small = fed <= INLINE_ROWS;
     let later: Vec<(ChainStep, Pipeline)> = steps.collect();
+    // Later blocking stages may make much of little: only a single one runs inline.
+    let small = fed <= INLINE_ROWS && later.is_empty();
     let (output, skip, last, foreign) = evaluate(small, move || {
         let (mut output, mut skip) = sink.finish()?;
         let mut between = after;

@@ -112,6 +112,7 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
         rows_examined: read.rows_read(),
         output: Some(Ordered::Sorted(output)),
         pending: None,
+        ahead: Default::default(),
         skip: 0,
         shape: Arc::new(SortedShape::Find {
             projection: None,
@@ -208,6 +209,7 @@ pub async fn open(
         rows_examined: input.rows_read(),
         output: Some(Ordered::Sorted(output)),
         pending: None,
+        ahead: Default::default(),
         skip,
         shape: Arc::new(shape),
         scored: scored.is_some(),
@@ -225,6 +227,8 @@ pub struct SortedResult {
     output: Option<Ordered>,
     /// The document read after the last batch (it tells the result goes on).
     pending: Option<Row>,
+    /// Documents the stages made that did not fit in the last batch.
+    ahead: std::collections::VecDeque<RawDocumentBuf>,
     /// Sorted documents still to skip.
     skip: u64,
     shape: Arc<SortedShape>,
@@ -258,6 +262,7 @@ impl SortedResult {
             rows_examined,
             output: Some(output),
             pending: None,
+            ahead: Default::default(),
             skip,
             shape: Arc::new(shape),
             scored,
@@ -290,6 +295,7 @@ impl SortedResult {
         let mut state = BatchState {
             output,
             pending: self.pending.take(),
+            ahead: std::mem::take(&mut self.ahead),
             skip: self.skip,
             shape: Arc::clone(&self.shape),
             scored: self.scored,
@@ -302,6 +308,7 @@ impl SortedResult {
         .await?;
         self.skip = state.skip;
         self.pending = state.pending;
+        self.ahead = state.ahead;
         if more {
             self.output = Some(state.output);
         } else {
@@ -362,6 +369,7 @@ impl Row {
 struct BatchState {
     output: Ordered,
     pending: Option<Row>,
+    ahead: std::collections::VecDeque<RawDocumentBuf>,
     skip: u64,
     shape: Arc<SortedShape>,
     scored: bool,
@@ -376,6 +384,11 @@ impl BatchState {
             let mut batch = Vec::new();
             let mut bytes = 0usize;
             while batch.len() < limit.documents && bytes < limit.bytes {
+                if let Some(document) = self.ahead.pop_front() {
+                    bytes += document.as_bytes().len();
+                    batch.push(document);
+                    continue;
+                }
                 crate::interrupt::check()?;
                 let next = match self.pending.take() {
                     Some(next) => Some(next),
@@ -388,15 +401,15 @@ impl BatchState {
                     self.skip -= 1;
                     continue;
                 }
-                for document in self.shaped(next)? {
-                    bytes += document.as_bytes().len();
-                    batch.push(document);
-                }
+                // What the stages make of one document may overflow the batch: the rest
+                // waits for the next one.
+                let shaped = self.shaped(next)?;
+                self.ahead.extend(shaped);
             }
-            if self.pending.is_none() {
+            if self.ahead.is_empty() && self.pending.is_none() {
                 self.pending = self.output.next_row()?;
             }
-            let more = self.pending.is_some();
+            let more = !self.ahead.is_empty() || self.pending.is_some();
             Ok((batch, more))
         })
     }
