@@ -1,5 +1,6 @@
 //! `aggregate` pipelines of per-document stages and blocking ones (`$sort` with the
-//! `$skip`/`$limit` after it, `$group`, `$setWindowFields`), checked with the Rust `mongodb`
+//! `$skip`/`$limit` after it, a leading `$sort` no index serves, `$group`,
+//! `$setWindowFields`, `$skip`/`$limit` after a per-document stage), checked with the Rust `mongodb`
 //! driver against the real `docgate` binary on SQLite and — with `DOCGATE_TEST_BACKEND` set
 //! to a `postgres://` URL — on PostgreSQL, under a 40 KB
 //! `--blocking-stage-memory-limit-bytes`, on cursors drained in batches of 50:
@@ -16,7 +17,8 @@
 //! - with `allowDiskUse: false` the same pipelines answer 292.
 //!
 //! Not for: the window functions one by one (`cargo test --lib window`), a leading `$sort`
-//! (`rest_documents.rs`, `snapshot_reads.rs`) or pymongo's `test_spill.py`.
+//! followed by per-document stages only (`rest_documents.rs`, `snapshot_reads.rs`) or
+//! pymongo's `test_spill.py`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
 mod common;
@@ -66,18 +68,45 @@ fn limited_server(temp: &tempfile::TempDir) -> TestServer {
     ])
 }
 
-/// Drains `cursor` until the server fails it: how many documents came first, and the error.
-async fn documents_before_failure(
-    mut cursor: mongodb::Cursor<Document>,
-) -> (usize, mongodb::error::Error) {
+/// `pipeline` drained 50 documents per batch: the first batch comes, and the error its
+/// stages make on the last document in the blocking stage's order comes with a `getMore`,
+/// after earlier batches (a pipeline computed whole would fail the `aggregate` itself).
+async fn assert_late_error_comes_with_a_get_more(
+    coll: &Collection<Document>,
+    pipeline: Vec<Document>,
+) {
+    let mut cursor = coll
+        .aggregate(pipeline.clone())
+        .batch_size(50)
+        .await
+        .unwrap_or_else(|e| panic!("{pipeline:?}: no first batch: {e}"));
     let mut answered = 0;
-    loop {
+    let failure = loop {
         match futures_util::StreamExt::next(&mut cursor).await {
             Some(Ok(_)) => answered += 1,
-            Some(Err(error)) => return (answered, error),
-            None => panic!("the cursor ended without the expected error"),
+            Some(Err(error)) => break error,
+            None => panic!("{pipeline:?}: the cursor ended without the expected error"),
         }
-    }
+    };
+    // The batch that reaches the last document fails whole.
+    assert!(
+        (50..COUNT as usize).contains(&answered),
+        "{pipeline:?}: {answered} documents before {failure}"
+    );
+    assert!(server_code(&failure).is_some(), "{failure}");
+}
+
+/// `pipeline` with `allowDiskUse: false`: 292, as MongoDB answers past the limit.
+async fn assert_refused_without_disk_use(coll: &Collection<Document>, pipeline: Vec<Document>) {
+    let refused = coll.aggregate(pipeline.clone()).allow_disk_use(false).await;
+    let code = match refused {
+        Err(error) => server_code(&error),
+        Ok(cursor) => collect(cursor)
+            .await
+            .first()
+            .map(|_| panic!("{pipeline:?}: answered past the limit without disk use")),
+    };
+    assert_eq!(code, Some(292), "{pipeline:?}");
 }
 
 #[tokio::test]
@@ -182,41 +211,22 @@ async fn windows_between_per_document_stages_stream_and_spill_past_the_limit() {
         assert_eq!(next, expected, "shift of $$ROOT at {at}");
     }
 
-    // The cursor windows partitions as it is drained: an error in the stages after the
-    // window on the last document in window order comes with a `getMore`, after the first
-    // batch was answered (a pipeline computed whole would fail the `aggregate` itself).
+    // The cursor windows partitions as it is drained.
     let last_k = COUNT - 1;
-    let cursor = coll
-        .aggregate(vec![
+    assert_late_error_comes_with_a_get_more(
+        &coll,
+        vec![
             doc! {"$setWindowFields": {"sortBy": {"k": 1}, "output": {"n": {"$documentNumber": {}}}}},
             doc! {"$set": {"inverse": {"$divide": [1, {"$subtract": ["$k", last_k]}]}}},
-        ])
-        .batch_size(50)
-        .await
-        .expect("the first batch comes before the last partition is windowed");
-    let (answered, failure) = documents_before_failure(cursor).await;
-    // The batch that reaches the last document fails whole.
-    assert!(
-        (50..COUNT as usize).contains(&answered),
-        "{answered}: {failure}"
-    );
-    assert!(server_code(&failure).is_some(), "{failure}");
+        ],
+    )
+    .await;
 
-    // Refusing disk use: 292, as MongoDB answers.
-    let refused = coll
-        .aggregate(vec![
-            doc! {"$setWindowFields": {"sortBy": {"k": 1}, "output": {"n": {"$count": {}}}}},
-        ])
-        .allow_disk_use(false)
-        .await;
-    let code = match refused {
-        Err(error) => server_code(&error),
-        Ok(cursor) => collect(cursor)
-            .await
-            .first()
-            .map(|_| panic!("answered past the limit without disk use")),
-    };
-    assert_eq!(code, Some(292));
+    assert_refused_without_disk_use(
+        &coll,
+        vec![doc! {"$setWindowFields": {"sortBy": {"k": 1}, "output": {"n": {"$count": {}}}}}],
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -281,6 +291,53 @@ async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_li
         assert_eq!(int(group, "w"), w, "group {g} $sum");
     }
 
+    // The same groups from a leading `$sort` no index serves: the sort is the chain's first
+    // blocking stage, and the groups come out as the cursor asks (an error on the last one
+    // comes with a `getMore`).
+    let from_leading_sort = run(
+        &coll,
+        vec![
+            doc! {"$sort": {"k": -1}},
+            doc! {"$group": {"_id": "$g", "top": {"$first": "$_id"}, "n": {"$sum": 1}, "w": {"$sum": {"$add": ["$v", 1]}}}},
+            doc! {"$sort": {"_id": 1}},
+        ],
+    )
+    .await;
+    assert_eq!(from_leading_sort, groups);
+    let last_k = COUNT - 1;
+    assert_late_error_comes_with_a_get_more(
+        &coll,
+        vec![
+            doc! {"$sort": {"k": 1}},
+            doc! {"$group": {"_id": "$k", "n": {"$sum": 1}}},
+            doc! {"$set": {"inverse": {"$divide": [1, {"$subtract": ["$_id", last_k]}]}}},
+        ],
+    )
+    .await;
+
+    // `$skip` and `$limit` after a per-document stage: a slice of the read, in natural
+    // order, handed out as the cursor asks.
+    let slice = run(
+        &coll,
+        vec![
+            doc! {"$set": {"w": 1}},
+            doc! {"$skip": 3},
+            doc! {"$limit": 5},
+        ],
+    )
+    .await;
+    let slice_ids: Vec<i64> = slice.iter().map(|d| int(d, "_id")).collect();
+    assert_eq!(slice_ids, vec![3, 4, 5, 6, 7]);
+    assert_late_error_comes_with_a_get_more(
+        &coll,
+        vec![
+            doc! {"$set": {"w": 1}},
+            doc! {"$limit": COUNT},
+            doc! {"$set": {"inverse": {"$divide": [1, {"$subtract": ["$_id", last_k]}]}}},
+        ],
+    )
+    .await;
+
     // An `$unwind` after the sort makes seven documents of each: batches keep their size,
     // the rest of a document's seven wait for the next batch.
     let db = client.database("chains");
@@ -313,38 +370,19 @@ async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_li
         .collect();
     assert_eq!(pairs, expected, "unwound in sorted order");
 
-    // The cursor drains the sort as it is asked: an error on the last document in its order
-    // comes with a `getMore`.
-    let last_k = COUNT - 1;
-    let cursor = coll
-        .aggregate(vec![
+    // The cursor drains the sort as it is asked.
+    assert_late_error_comes_with_a_get_more(
+        &coll,
+        vec![
             doc! {"$set": {"key": "$k"}},
             doc! {"$sort": {"key": 1}},
             doc! {"$set": {"inverse": {"$divide": [1, {"$subtract": ["$key", last_k]}]}}},
-        ])
-        .batch_size(50)
-        .await
-        .expect("the first batch comes before the last sorted document is shaped");
-    let (answered, failure) = documents_before_failure(cursor).await;
-    assert!(
-        (50..COUNT as usize).contains(&answered),
-        "{answered}: {failure}"
-    );
-
-    // Refusing disk use: 292 for the sort past the limit.
-    let refused = coll
-        .aggregate(vec![
-            doc! {"$set": {"key": "$k"}},
-            doc! {"$sort": {"key": 1}},
-        ])
-        .allow_disk_use(false)
-        .await;
-    let code = match refused {
-        Err(error) => server_code(&error),
-        Ok(cursor) => collect(cursor)
-            .await
-            .first()
-            .map(|_| panic!("sorted past the limit without disk use")),
-    };
-    assert_eq!(code, Some(292));
+        ],
+    )
+    .await;
+    assert_refused_without_disk_use(
+        &coll,
+        vec![doc! {"$set": {"key": "$k"}}, doc! {"$sort": {"key": 1}}],
+    )
+    .await;
 }

@@ -20,7 +20,7 @@ use bson::Document;
 use super::cursors::ResultSource;
 use super::read::{decode_document, INLINE_ROWS};
 use super::read_cursor::{BatchLimit, ReadCursor, StagedOutput};
-use super::sorted_read::{evaluate, Ordered, SortedResult, SortedShape};
+use super::sorted_read::{evaluate, feed_rows, Ordered, SortedResult, SortedShape};
 use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::CollectionInfo;
@@ -28,9 +28,6 @@ use crate::query::planner::ReadPlan;
 use crate::query::spill::ExternalSort;
 use crate::query::window_stream::WindowInput;
 use crate::query::{ChainStep, Collation, ForeignDocuments, Grouping, Pipeline};
-
-/// Rows read from the store per round trip while the first blocking stage is fed.
-const INPUT_CHUNK: usize = 10_000;
 
 /// A blocking stage being fed.
 enum Sink {
@@ -41,6 +38,14 @@ enum Sink {
     },
     Group(Box<Grouping>),
     Window(WindowInput),
+    /// A `$skip`/`$limit`: documents still to drop, the kept ones in arrival order (a spool,
+    /// through temporary files past the limit), how many were kept, and how many more may be.
+    Slice {
+        skip: u64,
+        kept: ExternalSort,
+        count: i64,
+        room: Option<u64>,
+    },
 }
 
 impl Sink {
@@ -58,7 +63,45 @@ impl Sink {
             }
             ChainStep::Group(grouping) => Sink::Group(grouping),
             ChainStep::Window(stage) => Sink::Window(WindowInput::new(Arc::new(*stage))),
+            ChainStep::Slice { skip, limit } => {
+                let (bytes, dir) = crate::interrupt::blocking_memory()
+                    .map_or((usize::MAX, None), |memory| {
+                        (memory.bytes, memory.spill_dir)
+                    });
+                Sink::Slice {
+                    skip,
+                    kept: ExternalSort::spool(bytes, dir),
+                    count: 0,
+                    room: limit,
+                }
+            }
         }
+    }
+
+    /// Whether the stage takes no more documents (a `$limit` that has them all): its input
+    /// need not be read further.
+    fn is_full(&self) -> bool {
+        matches!(self, Sink::Slice { room: Some(0), .. })
+    }
+
+    /// Keeps `bytes` in a slice, or drops them while it skips.
+    fn keep(&mut self, bytes: Vec<u8>) -> Result<(), OpError> {
+        if let Sink::Slice {
+            skip,
+            kept,
+            count,
+            room,
+        } = self
+        {
+            if *skip > 0 {
+                *skip -= 1;
+            } else if *room != Some(0) {
+                kept.push(vec![bson::Bson::Int64(*count)], bytes)?;
+                *count += 1;
+                *room = room.map(|r| r - 1);
+            }
+        }
+        Ok(())
     }
 
     /// Adds a row of the store's read, as the stages before the blocking one left it.
@@ -78,6 +121,7 @@ impl Sink {
                 let document = decode_document(row.as_bytes())?;
                 input.push(&document, row.into_bytes())?;
             }
+            Sink::Slice { .. } => self.keep(row.into_bytes())?,
         }
         Ok(())
     }
@@ -87,12 +131,8 @@ impl Sink {
         match self {
             Sink::Sort { sort, .. } => sort.push_document(&document)?,
             Sink::Group(grouping) => grouping.feed(&document)?,
-            Sink::Window(input) => {
-                let bytes = document.to_vec().map_err(|error| {
-                    OpError::BadValue(format!("cannot encode a document: {error}"))
-                })?;
-                input.push(&document, bytes)?;
-            }
+            Sink::Window(input) => input.push(&document, encode(&document)?)?,
+            Sink::Slice { .. } => self.keep(encode(&document)?)?,
         }
         Ok(())
     }
@@ -110,8 +150,15 @@ impl Sink {
                 (Ordered::Documents(groups.into_iter()), 0)
             }
             Sink::Window(input) => (Ordered::Windowed(Box::new(input.finish()?)), 0),
+            Sink::Slice { kept, .. } => (Ordered::Sorted(kept.finish()?), 0),
         })
     }
+}
+
+fn encode(document: &Document) -> Result<Vec<u8>, OpError> {
+    document
+        .to_vec()
+        .map_err(|error| OpError::BadValue(format!("cannot encode a document: {error}")))
 }
 
 /// Sends `output`, less its first `skip` documents, through `stages` into `sink`.
@@ -122,7 +169,10 @@ fn drain_into(
     foreign: &ForeignDocuments,
     sink: &mut Sink,
 ) -> Result<(), OpError> {
-    while let Some(row) = output.next_row()? {
+    while !sink.is_full() {
+        let Some(row) = output.next_row()? else {
+            break;
+        };
         crate::interrupt::check()?;
         if skip > 0 {
             skip -= 1;
@@ -172,24 +222,8 @@ pub async fn open(
         })
         .scoring_stages(search, true);
     // The stage's budget is the command's, read from its interrupt.
-    let mut sink = crate::compute::run_inline(move || Ok::<_, OpError>(Sink::new(step)))?;
-    let chunk = BatchLimit {
-        documents: INPUT_CHUNK,
-        bytes: super::cursors::MAX_BATCH_BYTES,
-    };
-    let mut fed = 0usize;
-    while !input.is_exhausted() {
-        let rows = input.next_batch(scope, chunk).await?;
-        fed = fed.saturating_add(rows.len());
-        sink = evaluate(rows.len() <= INLINE_ROWS, move || {
-            for row in rows {
-                crate::interrupt::check()?;
-                sink.push_row(row)?;
-            }
-            Ok::<_, OpError>(sink)
-        })
-        .await?;
-    }
+    let sink = crate::compute::run_inline(move || Ok::<_, OpError>(Sink::new(step)))?;
+    let (sink, fed) = feed_rows(scope, &mut input, sink, Sink::push_row, Sink::is_full).await?;
     let later: Vec<(ChainStep, Pipeline)> = steps.collect();
     // Later blocking stages may make much of little: only a single one runs inline.
     let small = fed <= INLINE_ROWS && later.is_empty();

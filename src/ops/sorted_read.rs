@@ -35,7 +35,7 @@ use crate::query::planner::ReadPlan;
 use crate::query::spill::{ExternalSort, SortedOutput};
 use crate::query::text::{TextSearch, TEXT_SCORE_FIELD};
 use crate::query::window_stream::WindowedOutput;
-use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection};
+use crate::query::{Collation, Filter, ForeignDocuments, Pipeline, Projection, Stage};
 
 /// Rows read from the store per round trip while the sort is fed.
 const INPUT_CHUNK: usize = 10_000;
@@ -86,25 +86,14 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
         other => return Ok(other),
     };
     let (limit, spill_dir) = command_memory();
-    let mut spool = ExternalSort::spool(limit, spill_dir);
-    let chunk = BatchLimit {
-        documents: INPUT_CHUNK,
-        bytes: super::cursors::MAX_BATCH_BYTES,
+    let spool = ExternalSort::spool(limit, spill_dir);
+    let push = |(spool, at): &mut (ExternalSort, i64), row: RawDocumentBuf| {
+        spool.push(vec![Bson::Int64(*at)], row.into_bytes())?;
+        *at += 1;
+        Ok(())
     };
-    let mut position = 0i64;
-    while !read.is_exhausted() {
-        let rows = read.next_batch(scope, chunk).await?;
-        let first = position;
-        position += rows.len() as i64;
-        spool = evaluate(rows.len() <= INLINE_ROWS, move || {
-            for (at, row) in (first..).zip(rows) {
-                spool.push(vec![Bson::Int64(at)], row.into_bytes())?;
-            }
-            Ok::<_, OpError>(spool)
-        })
-        .await?;
-    }
-    let small = position <= INLINE_ROWS as i64;
+    let ((spool, _), fed) = feed_rows(scope, &mut read, (spool, 0), push, |_| false).await?;
+    let small = fed <= INLINE_ROWS;
     let output = evaluate(small, move || Ok::<_, OpError>(spool.finish()?)).await?;
     Ok(ResultSource::Sorted(Box::new(SortedResult {
         small: small && !output.used_disk(),
@@ -122,6 +111,40 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
         collation: Collation::simple(),
         exhausted: false,
     })))
+}
+
+/// Feeds the rows `input` reads, chunk by chunk, to `push` with `state` (on the compute
+/// pool, or inline for a small chunk) until they end or `is_full` says the state takes no
+/// more; answers the state and how many rows were read.
+pub(super) async fn feed_rows<S: Send + 'static>(
+    scope: &mut OpScope<'_>,
+    input: &mut ReadCursor,
+    mut state: S,
+    push: impl Fn(&mut S, RawDocumentBuf) -> Result<(), OpError> + Clone + Send + 'static,
+    is_full: fn(&S) -> bool,
+) -> Result<(S, usize), OpError> {
+    let chunk = BatchLimit {
+        documents: INPUT_CHUNK,
+        bytes: super::cursors::MAX_BATCH_BYTES,
+    };
+    let mut fed = 0usize;
+    while !input.is_exhausted() && !is_full(&state) {
+        let rows = input.next_batch(scope, chunk).await?;
+        fed = fed.saturating_add(rows.len());
+        let push = push.clone();
+        state = evaluate(rows.len() <= INLINE_ROWS, move || {
+            for row in rows {
+                if is_full(&state) {
+                    break;
+                }
+                crate::interrupt::check()?;
+                push(&mut state, row)?;
+            }
+            Ok::<_, OpError>(state)
+        })
+        .await?;
+    }
+    Ok((state, fed))
 }
 
 /// What the running command lets a sort or a spool hold, and where it spills (no limit and
@@ -168,39 +191,26 @@ pub async fn open(
         let wanted = skip.saturating_add(limit);
         sort = sort.keeping(usize::try_from(wanted).unwrap_or(usize::MAX));
     }
-    let chunk = BatchLimit {
-        documents: INPUT_CHUNK,
-        bytes: super::cursors::MAX_BATCH_BYTES,
-    };
-    let mut fed = 0usize;
-    while !input.is_exhausted() {
-        let rows = input.next_batch(scope, chunk).await?;
-        fed = fed.saturating_add(rows.len());
-        let sort_collation = collation.clone();
-        let scored = scored.clone();
-        sort = evaluate(rows.len() <= INLINE_ROWS, move || {
-            sort_collation.install(|| {
-                for row in rows {
-                    crate::interrupt::check()?;
-                    match &scored {
-                        None => {
-                            // Only the sorted fields are decoded.
-                            let key = super::read::raw_sort_key(&row, sort.spec())?;
-                            sort.push(key, row.into_bytes())?;
-                        }
-                        Some(search) => {
-                            let mut document = decode_document(row.as_bytes())?;
-                            document.insert(TEXT_SCORE_FIELD, search.score(&document));
-                            sort.push_document(&document)?;
-                        }
-                    }
+    let sort_collation = collation.clone();
+    let text = scored.clone();
+    let push = move |sort: &mut ExternalSort, row: RawDocumentBuf| {
+        sort_collation.install(|| {
+            match &text {
+                None => {
+                    // Only the sorted fields are decoded.
+                    let key = super::read::raw_sort_key(&row, sort.spec())?;
+                    sort.push(key, row.into_bytes())?;
                 }
-                Ok::<_, OpError>(())
-            })?;
-            Ok::<_, OpError>(sort)
+                Some(search) => {
+                    let mut document = decode_document(row.as_bytes())?;
+                    document.insert(TEXT_SCORE_FIELD, search.score(&document));
+                    sort.push_document(&document)?;
+                }
+            }
+            Ok(())
         })
-        .await?;
-    }
+    };
+    let (sort, fed) = feed_rows(scope, &mut input, sort, push, |_| false).await?;
     let small = fed <= INLINE_ROWS;
     let output = evaluate(small, move || Ok::<_, OpError>(sort.finish()?)).await?;
     let mut result = SortedResult {
@@ -450,9 +460,10 @@ impl BatchState {
     }
 }
 
-/// An aggregate over `info` whose leading read is sorted in Rust and whose later stages
-/// look at one document at a time, opened through [`open`] when its plan [`spills`]; None
-/// otherwise (the pipeline runs as before).
+/// An aggregate over `info` whose leading read is sorted in Rust, opened when its plan
+/// [`spills`]: through [`open`] when its later stages look at one document at a time, else
+/// as a chain (`chained_read`) whose first blocking stage is that sort, under the simple
+/// collation. None otherwise (the pipeline runs as before).
 pub async fn open_pipeline(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
@@ -464,17 +475,33 @@ pub async fn open_pipeline(
 ) -> Result<Option<(Vec<RawDocumentBuf>, ResultSource)>, OpError> {
     let lead = pipeline.leading_read();
     let rest = pipeline.after(lead.stages);
-    if lead.sort.is_none() || !rest.is_per_document() {
+    let Some(spec) = lead.sort else {
+        return Ok(None);
+    };
+    let collation = info.collation_for(collation.cloned())?;
+    let chained = !rest.is_per_document();
+    if chained && !collation.is_simple() {
         return Ok(None);
     }
     let indexes = super::find::hinted_indexes(&info.indexes, hint)?;
-    let plan = super::aggregate::plan_leading_read(
-        pipeline,
-        indexes,
-        info.collation_for(collation.cloned())?,
-    )?;
+    let plan = super::aggregate::plan_leading_read(pipeline, indexes, collation)?;
     if !spills(&plan) {
         return Ok(None);
+    }
+    if chained {
+        // The sort becomes the chain's first blocking stage, with the plan's skip and limit.
+        let mut stages = vec![Stage::Sort(spec), Stage::Skip(plan.skip)];
+        stages.extend(plan.limit.map(Stage::Limit));
+        stages.extend(rest.stages);
+        let unsorted = ReadPlan {
+            sort: None,
+            skip: 0,
+            limit: None,
+            ..plan
+        };
+        let chain = Pipeline { stages };
+        let opened = super::chained_read::open(catalog, scope, info, unsorted, &chain, first);
+        return Box::pin(opened).await;
     }
     let foreign = {
         let mut session = scope.reader().await?;

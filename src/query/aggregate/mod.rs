@@ -151,6 +151,14 @@ pub enum ChainStep {
     Group(Box<Grouping>),
     /// `$setWindowFields`.
     Window(Box<window::SetWindowFields>),
+    /// `$skip`s and `$limit`s after a per-document stage: `skip` documents dropped, then at
+    /// most `limit` kept (the input stops being read once they are).
+    Slice {
+        /// Documents dropped first.
+        skip: u64,
+        /// Documents kept after those.
+        limit: Option<u64>,
+    },
 }
 
 /// The read a pipeline starts with ([`Pipeline::leading_read`]): filter, sort, skip and
@@ -348,11 +356,11 @@ impl Pipeline {
 
     /// The pipeline as a chain ([`Chain`]): per-document stages, then blocking stages —
     /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-    /// `$setWindowFields` — each followed by per-document stages. Each blocking stage can
-    /// then take its input as a stream and hand out its output as one, through temporary
-    /// files past the memory limit. None when the pipeline has no blocking stage or a stage
-    /// of another kind (`$facet`, `$bucketAuto`, `$count`, a `$skip` after a per-document
-    /// stage, …).
+    /// `$setWindowFields`, or `$skip`s and `$limit`s after a per-document stage — each
+    /// followed by per-document stages. Each blocking stage can then take its input as a
+    /// stream and hand out its output as one, through temporary files past the memory
+    /// limit. None when the pipeline has no blocking stage or a stage of another kind
+    /// (`$facet`, `$bucketAuto`, `$count`, …).
     pub fn chain(&self) -> Option<Chain> {
         let mut first = Vec::new();
         let mut steps: Vec<(ChainStep, Pipeline)> = Vec::new();
@@ -368,20 +376,32 @@ impl Pipeline {
                 }
                 Stage::SetWindowFields(window) => ChainStep::Window(window.clone()),
                 Stage::Skip(n) | Stage::Limit(n) => {
-                    let Some((ChainStep::Sort { skip, limit, .. }, after)) = steps.last_mut()
-                    else {
-                        return None;
+                    // Right after a `$sort` or another `$skip`/`$limit`: the same slice.
+                    let slice = match steps.last_mut() {
+                        Some((ChainStep::Sort { skip, limit, .. }, after))
+                        | Some((ChainStep::Slice { skip, limit }, after))
+                            if after.stages.is_empty() =>
+                        {
+                            Some((skip, limit))
+                        }
+                        _ => None,
                     };
-                    if !after.stages.is_empty() {
-                        return None;
-                    }
+                    let fresh = slice.is_none();
+                    let (mut own_skip, mut own_limit) = (0, None);
+                    let (skip, limit) = slice.unwrap_or((&mut own_skip, &mut own_limit));
                     if let Stage::Skip(_) = stage {
                         *skip = skip.saturating_add(*n);
                         *limit = limit.map(|l| l.saturating_sub(*n));
                     } else {
                         *limit = Some(limit.map_or(*n, |l| l.min(*n)));
                     }
-                    continue;
+                    if !fresh {
+                        continue;
+                    }
+                    ChainStep::Slice {
+                        skip: own_skip,
+                        limit: own_limit,
+                    }
                 }
                 other => {
                     let segment = match steps.last_mut() {

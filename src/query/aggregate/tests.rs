@@ -258,6 +258,7 @@ mod chains {
                     ChainStep::Sort { skip, limit, .. } => format!("sort {skip} {limit:?}"),
                     ChainStep::Group(_) => "group".to_string(),
                     ChainStep::Window(_) => "window".to_string(),
+                    ChainStep::Slice { skip, limit } => format!("slice {skip} {limit:?}"),
                 };
                 (kind, after.stages.len())
             })
@@ -298,6 +299,23 @@ mod chains {
             ]),
             Some((0, vec![("sort 0 Some(4)".to_string(), 0)]))
         );
+        // A `$skip`/`$limit` after a per-document stage is a slice of its own.
+        assert_eq!(
+            shape(vec![
+                set.clone(),
+                doc! {"$skip": 2},
+                doc! {"$limit": 3},
+                set.clone(),
+                doc! {"$limit": 1},
+            ]),
+            Some((
+                1,
+                vec![
+                    ("slice 2 Some(3)".to_string(), 1),
+                    ("slice 0 Some(1)".to_string(), 0)
+                ]
+            ))
+        );
     }
 
     #[test]
@@ -305,9 +323,8 @@ mod chains {
         let set = doc! {"$set": {"x": 1}};
         // No blocking stage: the pipeline streams as it is.
         assert_eq!(shape(vec![set.clone()]), None);
-        // A `$skip` or `$limit` after a per-document stage, and stages of other kinds.
+        // Stages of other kinds.
         for other in [
-            doc! {"$limit": 3},
             doc! {"$count": "n"},
             doc! {"$facet": {"a": [{"$match": {}}]}},
             doc! {"$sample": {"size": 2}},
