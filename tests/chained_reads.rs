@@ -315,6 +315,22 @@ async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_li
     )
     .await;
 
+    // Ties of a leading `$sort` come in `_id` order, whatever the storage order: of five
+    // equal keys stored in descending `_id` order, the `$limit` keeps the lowest `_id`.
+    let ties: Collection<Document> = client.database("chains").collection("ties");
+    let stored: Vec<Document> = (1..=5).rev().map(|i| doc! {"_id": i, "a": 1}).collect();
+    ties.insert_many(stored).await.expect("seed ties");
+    let kept = run(
+        &ties,
+        vec![
+            doc! {"$sort": {"a": 1}},
+            doc! {"$limit": 1},
+            doc! {"$group": {"_id": "$_id"}},
+        ],
+    )
+    .await;
+    assert_eq!(kept, vec![doc! {"_id": 1}], "tie order");
+
     // `$skip` and `$limit` after a per-document stage: a slice of the read, in natural
     // order, handed out as the cursor asks.
     let slice = run(
@@ -337,6 +353,29 @@ async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_li
         ],
     )
     .await;
+
+    // A `$count` after per-document stages counts what they leave, and answers nothing for
+    // nothing, as MongoDB does.
+    let counted = run(
+        &coll,
+        vec![
+            doc! {"$unwind": {"path": "$missing", "preserveNullAndEmptyArrays": true}},
+            doc! {"$match": {"g": 1}},
+            doc! {"$count": "n"},
+        ],
+    )
+    .await;
+    assert_eq!(counted, vec![doc! {"n": (COUNT / 4) as i32}]);
+    let none = run(
+        &coll,
+        vec![
+            doc! {"$set": {"w": 1}},
+            doc! {"$match": {"w": 2}},
+            doc! {"$count": "n"},
+        ],
+    )
+    .await;
+    assert!(none.is_empty(), "{none:?}");
 
     // An `$unwind` after the sort makes seven documents of each: batches keep their size,
     // the rest of a document's seven wait for the next batch.

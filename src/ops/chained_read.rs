@@ -1,13 +1,15 @@
 //! An aggregate whose stages after its streaming leading read are per-document stages and
 //! blocking ones — `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-//! `$setWindowFields` — in any order (`Pipeline::chain`), run without holding the
-//! collection. The read and the stages before the first blocking stage stream chunk by chunk
-//! into it: an external sort, a grouping or a window's input, each holding at most the
-//! command's limit and writing temporary files past it (292 with `allowDiskUse: false`).
-//! Each later blocking stage is fed the same way from the one before, through the
-//! per-document stages between them; the cursor drains the last one through the stages
-//! after it, batch by batch ([`SortedResult`]). Every input is read when the cursor opens,
-//! so a snapshot read is done with its snapshot then.
+//! `$setWindowFields`, `$count`, `$skip`/`$limit` after a per-document stage — in any
+//! order (`Pipeline::chain`), run without holding the collection. The read and the stages
+//! before the first blocking stage stream chunk by chunk into it: an external sort, a
+//! grouping, a window's input, a count or a slice, each holding at most the command's
+//! limit and writing temporary files past it (292 with `allowDiskUse: false`); a slice
+//! whose `$limit` has its documents stops the read. Each later blocking stage is fed the
+//! same way from the one before, through the per-document stages between them; the cursor
+//! drains the last one through the stages after it, batch by batch ([`SortedResult`]).
+//! Every input is read when the cursor opens, so a snapshot read is done with its snapshot
+//! then.
 //!
 //! Not for: planning the leading read (`aggregate`), the external sort (`query::spill`), or
 //! a window's partitions (`query::window_stream`).
@@ -15,7 +17,7 @@
 use std::sync::Arc;
 
 use bson::raw::RawDocumentBuf;
-use bson::Document;
+use bson::{Bson, Document};
 
 use super::cursors::ResultSource;
 use super::read::{decode_document, INLINE_ROWS};
@@ -38,6 +40,11 @@ enum Sink {
     },
     Group(Box<Grouping>),
     Window(WindowInput),
+    /// A `$count`: its field and the documents so far.
+    Count {
+        field: String,
+        seen: i64,
+    },
     /// A `$skip`/`$limit`: documents still to drop, the kept ones in arrival order (a spool,
     /// through temporary files past the limit), how many were kept, and how many more may be.
     Slice {
@@ -63,6 +70,7 @@ impl Sink {
             }
             ChainStep::Group(grouping) => Sink::Group(grouping),
             ChainStep::Window(stage) => Sink::Window(WindowInput::new(Arc::new(*stage))),
+            ChainStep::Count(field) => Sink::Count { field, seen: 0 },
             ChainStep::Slice { skip, limit } => {
                 let (bytes, dir) = crate::interrupt::blocking_memory()
                     .map_or((usize::MAX, None), |memory| {
@@ -96,7 +104,7 @@ impl Sink {
             if *skip > 0 {
                 *skip -= 1;
             } else if *room != Some(0) {
-                kept.push(vec![bson::Bson::Int64(*count)], bytes)?;
+                kept.push(vec![Bson::Int64(*count)], bytes)?;
                 *count += 1;
                 *room = room.map(|r| r - 1);
             }
@@ -121,6 +129,7 @@ impl Sink {
                 let document = decode_document(row.as_bytes())?;
                 input.push(&document, row.into_bytes())?;
             }
+            Sink::Count { seen, .. } => *seen += 1,
             Sink::Slice { .. } => self.keep(row.into_bytes())?,
         }
         Ok(())
@@ -132,6 +141,7 @@ impl Sink {
             Sink::Sort { sort, .. } => sort.push_document(&document)?,
             Sink::Group(grouping) => grouping.feed(&document)?,
             Sink::Window(input) => input.push(&document, encode(&document)?)?,
+            Sink::Count { seen, .. } => *seen += 1,
             Sink::Slice { .. } => self.keep(encode(&document)?)?,
         }
         Ok(())
@@ -151,6 +161,14 @@ impl Sink {
             }
             Sink::Window(input) => (Ordered::Windowed(Box::new(input.finish()?)), 0),
             Sink::Slice { kept, .. } => (Ordered::Sorted(kept.finish()?), 0),
+            Sink::Count { field, seen } => {
+                // As the `$count` stage answers: nothing for no document, an int32 when it fits.
+                let counted = (seen > 0).then(|| {
+                    let value = i32::try_from(seen).map_or(Bson::Int64(seen), Bson::Int32);
+                    bson::doc! {field: value}
+                });
+                (Ordered::Documents(Vec::from_iter(counted).into_iter()), 0)
+            }
         })
     }
 }

@@ -489,8 +489,10 @@ pub async fn open_pipeline(
         return Ok(None);
     }
     if chained {
-        // The sort becomes the chain's first blocking stage, with the plan's skip and limit.
-        let mut stages = vec![Stage::Sort(spec), Stage::Skip(plan.skip)];
+        // The sort becomes the chain's first blocking stage, with the plan's skip and limit
+        // (and its `_id` tie-break: equal keys in one order whatever the storage order).
+        let sort = plan.sort.clone().unwrap_or(spec);
+        let mut stages = vec![Stage::Sort(sort), Stage::Skip(plan.skip)];
         stages.extend(plan.limit.map(Stage::Limit));
         stages.extend(rest.stages);
         let unsorted = ReadPlan {

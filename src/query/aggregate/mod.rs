@@ -151,6 +151,8 @@ pub enum ChainStep {
     Group(Box<Grouping>),
     /// `$setWindowFields`.
     Window(Box<window::SetWindowFields>),
+    /// `$count` into the named field.
+    Count(String),
     /// `$skip`s and `$limit`s after a per-document stage: `skip` documents dropped, then at
     /// most `limit` kept (the input stops being read once they are).
     Slice {
@@ -356,11 +358,11 @@ impl Pipeline {
 
     /// The pipeline as a chain ([`Chain`]): per-document stages, then blocking stages —
     /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-    /// `$setWindowFields`, or `$skip`s and `$limit`s after a per-document stage — each
-    /// followed by per-document stages. Each blocking stage can then take its input as a
-    /// stream and hand out its output as one, through temporary files past the memory
+    /// `$setWindowFields`, `$count`, or `$skip`s and `$limit`s after a per-document stage —
+    /// each followed by per-document stages. Each blocking stage can then take its input as
+    /// a stream and hand out its output as one, through temporary files past the memory
     /// limit. None when the pipeline has no blocking stage or a stage of another kind
-    /// (`$facet`, `$bucketAuto`, `$count`, …).
+    /// (`$facet`, `$bucketAuto`, `$sample`, …).
     pub fn chain(&self) -> Option<Chain> {
         let mut first = Vec::new();
         let mut steps: Vec<(ChainStep, Pipeline)> = Vec::new();
@@ -375,6 +377,7 @@ impl Pipeline {
                     ChainStep::Group(Box::new(Grouping::new(id.clone(), accumulators.clone())))
                 }
                 Stage::SetWindowFields(window) => ChainStep::Window(window.clone()),
+                Stage::Count(field) => ChainStep::Count(field.clone()),
                 Stage::Skip(n) | Stage::Limit(n) => {
                     // Right after a `$sort` or another `$skip`/`$limit`: the same slice.
                     let slice = match steps.last_mut() {

@@ -259,6 +259,7 @@ mod chains {
                     ChainStep::Group(_) => "group".to_string(),
                     ChainStep::Window(_) => "window".to_string(),
                     ChainStep::Slice { skip, limit } => format!("slice {skip} {limit:?}"),
+                    ChainStep::Count(field) => format!("count {field}"),
                 };
                 (kind, after.stages.len())
             })
@@ -299,6 +300,10 @@ mod chains {
             ]),
             Some((0, vec![("sort 0 Some(4)".to_string(), 0)]))
         );
+        assert_eq!(
+            shape(vec![set.clone(), doc! {"$count": "n"}, set.clone()]),
+            Some((1, vec![("count n".to_string(), 1)]))
+        );
         // A `$skip`/`$limit` after a per-document stage is a slice of its own.
         assert_eq!(
             shape(vec![
@@ -325,7 +330,6 @@ mod chains {
         assert_eq!(shape(vec![set.clone()]), None);
         // Stages of other kinds.
         for other in [
-            doc! {"$count": "n"},
             doc! {"$facet": {"a": [{"$match": {}}]}},
             doc! {"$sample": {"size": 2}},
         ] {
