@@ -1,8 +1,8 @@
 //! `aggregate` pipelines of per-document stages and blocking ones (`$sort` with the
-//! `$skip`/`$limit` after it, a leading `$sort` no index serves, `$group`,
-//! `$setWindowFields`, `$skip`/`$limit` after a per-document stage), checked with the Rust `mongodb`
-//! driver against the real `docgate` binary on SQLite and — with `DOCGATE_TEST_BACKEND` set
-//! to a `postgres://` URL — on PostgreSQL, under a 40 KB
+//! `$skip`/`$limit` after it, a leading `$sort` no index serves, `$group`, `$bucket`,
+//! `$count`, `$setWindowFields`, `$skip`/`$limit` after a per-document stage), checked with
+//! the Rust `mongodb` driver against the real `docgate` binary on SQLite and — with
+//! `DOCGATE_TEST_BACKEND` set to a `postgres://` URL — on PostgreSQL, under a 40 KB
 //! `--blocking-stage-memory-limit-bytes`, on cursors drained in batches of 50:
 //!
 //! - the windows are MongoDB's (running sums, ranks, shifts, partition totals, ranges over
@@ -376,6 +376,33 @@ async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_li
     )
     .await;
     assert!(none.is_empty(), "{none:?}");
+
+    // A `$bucket` after a per-document stage: the counts per boundary, in boundary order.
+    let buckets = run(
+        &coll,
+        vec![
+            doc! {"$set": {"w": "$v"}},
+            doc! {"$bucket": {"groupBy": "$w", "boundaries": [0, 25, 50, 101], "output": {"n": {"$sum": 1}}}},
+        ],
+    )
+    .await;
+    let bucket_counts: Vec<(i64, i64)> = buckets
+        .iter()
+        .map(|d| (int(d, "_id"), int(d, "n")))
+        .collect();
+    let count_in = |low: i64, high: i64| {
+        docs.iter()
+            .filter(|d| (low..high).contains(&int(d, "v")))
+            .count() as i64
+    };
+    assert_eq!(
+        bucket_counts,
+        vec![
+            (0, count_in(0, 25)),
+            (25, count_in(25, 50)),
+            (50, count_in(50, 101))
+        ]
+    );
 
     // An `$unwind` after the sort makes seven documents of each: batches keep their size,
     // the rest of a document's seven wait for the next batch.

@@ -1,6 +1,6 @@
 //! An aggregate whose stages after its streaming leading read are per-document stages and
 //! blocking ones — `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-//! `$setWindowFields`, `$count`, `$skip`/`$limit` after a per-document stage — in any
+//! `$setWindowFields`, `$count`, `$bucket`, `$skip`/`$limit` after a per-document stage — in any
 //! order (`Pipeline::chain`), run without holding the collection. The read and the stages
 //! before the first blocking stage stream chunk by chunk into it: an external sort, a
 //! grouping, a window's input, a count or a slice, each holding at most the command's
@@ -29,7 +29,7 @@ use crate::catalog::CollectionInfo;
 use crate::query::planner::ReadPlan;
 use crate::query::spill::ExternalSort;
 use crate::query::window_stream::WindowInput;
-use crate::query::{ChainStep, Collation, ForeignDocuments, Grouping, Pipeline};
+use crate::query::{BucketGrouping, ChainStep, Collation, ForeignDocuments, Grouping, Pipeline};
 
 /// A blocking stage being fed.
 enum Sink {
@@ -39,6 +39,7 @@ enum Sink {
         skip: u64,
     },
     Group(Box<Grouping>),
+    Bucket(Box<BucketGrouping>),
     Window(WindowInput),
     /// A `$count`: its field and the documents so far.
     Count {
@@ -69,6 +70,7 @@ impl Sink {
                 Sink::Sort { sort, skip }
             }
             ChainStep::Group(grouping) => Sink::Group(grouping),
+            ChainStep::Bucket(buckets) => Sink::Bucket(buckets),
             ChainStep::Window(stage) => Sink::Window(WindowInput::new(Arc::new(*stage))),
             ChainStep::Count(field) => Sink::Count { field, seen: 0 },
             ChainStep::Slice { skip, limit } => {
@@ -129,6 +131,7 @@ impl Sink {
                 let document = decode_document(row.as_bytes())?;
                 input.push(&document, row.into_bytes())?;
             }
+            Sink::Bucket(buckets) => buckets.feed(&decode_document(row.as_bytes())?)?,
             Sink::Count { seen, .. } => *seen += 1,
             Sink::Slice { .. } => self.keep(row.into_bytes())?,
         }
@@ -141,6 +144,7 @@ impl Sink {
             Sink::Sort { sort, .. } => sort.push_document(&document)?,
             Sink::Group(grouping) => grouping.feed(&document)?,
             Sink::Window(input) => input.push(&document, encode(&document)?)?,
+            Sink::Bucket(buckets) => buckets.feed(&document)?,
             Sink::Count { seen, .. } => *seen += 1,
             Sink::Slice { .. } => self.keep(encode(&document)?)?,
         }
@@ -160,6 +164,7 @@ impl Sink {
                 (Ordered::Documents(groups.into_iter()), 0)
             }
             Sink::Window(input) => (Ordered::Windowed(Box::new(input.finish()?)), 0),
+            Sink::Bucket(buckets) => (Ordered::Documents(buckets.finish()?.into_iter()), 0),
             Sink::Slice { kept, .. } => (Ordered::Sorted(kept.finish()?), 0),
             Sink::Count { field, seen } => {
                 // As the `$count` stage answers: nothing for no document, an int32 when it fits.

@@ -513,5 +513,6 @@ pub async fn open_pipeline(
         pipeline: rest,
         foreign,
     };
+    super::index_usage::record(info, &plan);
     open(scope, info, plan, shape, first).await.map(Some)
 }

@@ -153,6 +153,8 @@ pub enum ChainStep {
     Window(Box<window::SetWindowFields>),
     /// `$count` into the named field.
     Count(String),
+    /// `$bucket`.
+    Bucket(Box<stages::BucketGrouping>),
     /// `$skip`s and `$limit`s after a per-document stage: `skip` documents dropped, then at
     /// most `limit` kept (the input stops being read once they are).
     Slice {
@@ -358,7 +360,7 @@ impl Pipeline {
 
     /// The pipeline as a chain ([`Chain`]): per-document stages, then blocking stages —
     /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-    /// `$setWindowFields`, `$count`, or `$skip`s and `$limit`s after a per-document stage —
+    /// `$setWindowFields`, `$count`, `$bucket`, or `$skip`s and `$limit`s after a per-document stage —
     /// each followed by per-document stages. Each blocking stage can then take its input as
     /// a stream and hand out its output as one, through temporary files past the memory
     /// limit. None when the pipeline has no blocking stage or a stage of another kind
@@ -378,6 +380,9 @@ impl Pipeline {
                 }
                 Stage::SetWindowFields(window) => ChainStep::Window(window.clone()),
                 Stage::Count(field) => ChainStep::Count(field.clone()),
+                Stage::Bucket(bucket) => {
+                    ChainStep::Bucket(Box::new(stages::BucketGrouping::new((**bucket).clone())))
+                }
                 Stage::Skip(n) | Stage::Limit(n) => {
                     // Right after a `$sort` or another `$skip`/`$limit`: the same slice.
                     let slice = match steps.last_mut() {

@@ -279,12 +279,36 @@ pub fn parse_bucket(spec: &Bson) -> Result<Bucket, QueryError> {
     })
 }
 
-/// Runs `$bucket`.
+/// Runs `$bucket` over `docs`.
 pub fn run_bucket(bucket: &Bucket, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
-    // Grouped by boundary like a `$group` (within the memory limit, spilling past it).
-    let mut grouping = Grouping::keyed(bucket.output.clone());
+    let mut buckets = BucketGrouping::new(bucket.clone());
     for doc in &docs {
+        buckets.feed(doc)?;
+    }
+    buckets.finish()
+}
+
+/// A `$bucket` fed one document at a time: grouped by boundary like a `$group` (within the
+/// memory limit, spilling past it).
+pub struct BucketGrouping {
+    bucket: Bucket,
+    grouping: Grouping,
+}
+
+impl BucketGrouping {
+    /// An empty `bucket`.
+    pub fn new(bucket: Bucket) -> BucketGrouping {
+        BucketGrouping {
+            grouping: Grouping::keyed(bucket.output.clone()),
+            bucket,
+        }
+    }
+
+    /// Adds `doc` to its bucket: 40066 when it falls outside the boundaries and there is no
+    /// `default`.
+    pub fn feed(&mut self, doc: &Document) -> Result<(), QueryError> {
         crate::interrupt::check()?;
+        let bucket = &self.bucket;
         let value = bucket.group_by.evaluate(doc)?;
         let slot = bucket.boundaries.windows(2).position(|w| {
             compare_values(&value, &w[0]) != std::cmp::Ordering::Less
@@ -300,16 +324,20 @@ pub fn run_bucket(bucket: &Bucket, docs: Vec<Document>) -> Result<Vec<Document>,
                 ))
             }
         };
-        grouping.feed_keyed(id, doc)?;
+        self.grouping.feed_keyed(id, doc)
     }
-    let mut groups = grouping.finish()?;
-    groups.sort_by(|a, b| {
-        compare_values(
-            a.get("_id").unwrap_or(&Bson::Null),
-            b.get("_id").unwrap_or(&Bson::Null),
-        )
-    });
-    Ok(groups)
+
+    /// The buckets in boundary order.
+    pub fn finish(self) -> Result<Vec<Document>, QueryError> {
+        let mut groups = self.grouping.finish()?;
+        groups.sort_by(|a, b| {
+            compare_values(
+                a.get("_id").unwrap_or(&Bson::Null),
+                b.get("_id").unwrap_or(&Bson::Null),
+            )
+        });
+        Ok(groups)
+    }
 }
 
 /// Runs `$lookup`: each input document gets the matching foreign documents as an array.

@@ -260,6 +260,7 @@ mod chains {
                     ChainStep::Window(_) => "window".to_string(),
                     ChainStep::Slice { skip, limit } => format!("slice {skip} {limit:?}"),
                     ChainStep::Count(field) => format!("count {field}"),
+                    ChainStep::Bucket(_) => "bucket".to_string(),
                 };
                 (kind, after.stages.len())
             })
@@ -303,6 +304,11 @@ mod chains {
         assert_eq!(
             shape(vec![set.clone(), doc! {"$count": "n"}, set.clone()]),
             Some((1, vec![("count n".to_string(), 1)]))
+        );
+        let bucket = doc! {"$bucket": {"groupBy": "$x", "boundaries": [0, 5]}};
+        assert_eq!(
+            shape(vec![set.clone(), bucket]),
+            Some((1, vec![("bucket".to_string(), 0)]))
         );
         // A `$skip`/`$limit` after a per-document stage is a slice of its own.
         assert_eq!(
