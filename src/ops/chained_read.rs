@@ -1,15 +1,15 @@
 //! An aggregate whose stages after its streaming leading read are per-document stages and
 //! blocking ones — `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-//! `$setWindowFields`, `$count`, `$bucket`, `$skip`/`$limit` after a per-document stage — in any
-//! order (`Pipeline::chain`), run without holding the collection. The read and the stages
-//! before the first blocking stage stream chunk by chunk into it: an external sort, a
-//! grouping, a window's input, a count or a slice, each holding at most the command's
-//! limit and writing temporary files past it (292 with `allowDiskUse: false`); a slice
-//! whose `$limit` has its documents stops the read. Each later blocking stage is fed the
-//! same way from the one before, through the per-document stages between them; the cursor
-//! drains the last one through the stages after it, batch by batch ([`SortedResult`]).
-//! Every input is read when the cursor opens, so a snapshot read is done with its snapshot
-//! then.
+//! `$bucket`, `$setWindowFields`, `$count`, `$skip`/`$limit` after a per-document stage —
+//! in any order (`Pipeline::chain`), run without holding the collection. The read and the
+//! stages before the first blocking stage stream chunk by chunk into it: an external sort,
+//! a grouping, buckets, a window's input, a count or a slice, each holding at most the
+//! command's limit and writing temporary files past it (292 with `allowDiskUse: false`); a
+//! slice whose `$limit` has its documents stops the read. Each later blocking stage is fed
+//! the same way from the one before, through the per-document stages between them; the
+//! cursor drains the last one through the stages after it, batch by batch
+//! ([`SortedResult`]). Every input is read when the cursor opens, so a snapshot read is
+//! done with its snapshot then.
 //!
 //! Not for: planning the leading read (`aggregate`), the external sort (`query::spill`), or
 //! a window's partitions (`query::window_stream`).

@@ -359,11 +359,11 @@ impl Pipeline {
     }
 
     /// The pipeline as a chain ([`Chain`]): per-document stages, then blocking stages —
-    /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-    /// `$setWindowFields`, `$count`, `$bucket`, or `$skip`s and `$limit`s after a per-document stage —
-    /// each followed by per-document stages. Each blocking stage can then take its input as
-    /// a stream and hand out its output as one, through temporary files past the memory
-    /// limit. None when the pipeline has no blocking stage or a stage of another kind
+    /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`, `$bucket`,
+    /// `$setWindowFields`, `$count`, or `$skip`s and `$limit`s after a per-document
+    /// stage — each followed by per-document stages. Each blocking stage can then take its
+    /// input as a stream and hand out its output as one, through temporary files past the
+    /// memory limit. None when the pipeline has no blocking stage or a stage of another kind
     /// (`$facet`, `$bucketAuto`, `$sample`, …).
     pub fn chain(&self) -> Option<Chain> {
         let mut first = Vec::new();
