@@ -202,7 +202,7 @@ pub async fn open_stream(
         _ => ReadCursor::new(info, plan, None, None)
             .with_stages(StagedOutput {
                 pipeline: rest,
-                foreign,
+                foreign: Arc::new(foreign),
             })
             .scoring_stages(search, false),
     };
@@ -269,7 +269,7 @@ pub async fn run_grouped(
     let mut cursor = ReadCursor::new(info, plan, None, None)
         .with_stages(StagedOutput {
             pipeline: before,
-            foreign: foreign_before,
+            foreign: Arc::new(foreign_before),
         })
         .scoring_stages(search, true);
     let chunk = BatchLimit {

@@ -60,31 +60,21 @@ impl Sink {
     /// The sink of `step`, under the budget of the command evaluating on this thread.
     fn new(step: ChainStep) -> Sink {
         match step {
-            ChainStep::Sort { spec, skip, limit } => {
-                let mut sort = ExternalSort::for_command(spec, Collation::simple());
-                if let Some(limit) = limit {
-                    // A top-k sort: only skip + limit documents are ever wanted.
-                    let wanted = skip.saturating_add(limit);
-                    sort = sort.keeping(usize::try_from(wanted).unwrap_or(usize::MAX));
-                }
-                Sink::Sort { sort, skip }
-            }
+            ChainStep::Sort { spec, skip, limit } => Sink::Sort {
+                sort: ExternalSort::for_command(spec, Collation::simple())
+                    .keeping_slice(skip, limit),
+                skip,
+            },
             ChainStep::Group(grouping) => Sink::Group(grouping),
             ChainStep::Bucket(buckets) => Sink::Bucket(buckets),
             ChainStep::Window(stage) => Sink::Window(WindowInput::new(Arc::new(*stage))),
             ChainStep::Count(field) => Sink::Count { field, seen: 0 },
-            ChainStep::Slice { skip, limit } => {
-                let (bytes, dir) = crate::interrupt::blocking_memory()
-                    .map_or((usize::MAX, None), |memory| {
-                        (memory.bytes, memory.spill_dir)
-                    });
-                Sink::Slice {
-                    skip,
-                    kept: ExternalSort::spool(bytes, dir),
-                    count: 0,
-                    room: limit,
-                }
-            }
+            ChainStep::Slice { skip, limit } => Sink::Slice {
+                skip,
+                kept: ExternalSort::spool_for_command(),
+                count: 0,
+                room: limit,
+            },
         }
     }
 
@@ -227,13 +217,11 @@ pub async fn open(
         return Ok(None);
     };
     super::index_usage::record(info, &plan);
-    let (foreign_first, foreign) = {
+    // Read once, shared by every segment.
+    let foreign = {
         let mut session = scope.reader().await?;
         let db = &info.record.db;
-        (
-            super::aggregate::read_foreign(catalog, session.as_mut(), db, &chain.first).await?,
-            super::aggregate::read_foreign(catalog, session.as_mut(), db, rest).await?,
-        )
+        Arc::new(super::aggregate::read_foreign(catalog, session.as_mut(), db, rest).await?)
     };
     // A `$text` read: each match carries its score into the stages (removed as it leaves).
     let search = super::read::text_scored(&plan).map(|search| Arc::new(search.clone()));
@@ -241,7 +229,7 @@ pub async fn open(
     let mut input = ReadCursor::new(info, plan, None, None)
         .with_stages(StagedOutput {
             pipeline: chain.first,
-            foreign: foreign_first,
+            foreign: Arc::clone(&foreign),
         })
         .scoring_stages(search, true);
     // The stage's budget is the command's, read from its interrupt.

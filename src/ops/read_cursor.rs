@@ -60,7 +60,7 @@ const FIRST_UNSIZED_CHUNK: usize = 128;
 /// and the collections its `$lookup`s read: what every selected row goes through.
 pub struct StagedOutput {
     pub pipeline: Pipeline,
-    pub foreign: ForeignDocuments,
+    pub foreign: Arc<ForeignDocuments>,
 }
 
 /// Per row of a chunk: None when no stages run, else the row's documents after them (None

@@ -61,7 +61,7 @@ pub enum SortedShape {
     /// The per-document stages of an aggregate after its sort, and what they read.
     Stages {
         pipeline: Pipeline,
-        foreign: ForeignDocuments,
+        foreign: Arc<ForeignDocuments>,
     },
 }
 
@@ -185,12 +185,8 @@ pub async fn open(
         super::read::text_scored(&unsorted).map(|search| Arc::new(search.clone()));
     let mut input = ReadCursor::new(info, unsorted, None, None);
     let (limit, spill_dir) = command_memory();
-    let mut sort = ExternalSort::new(spec, collation.clone(), limit, spill_dir);
-    if let Some(limit) = plan_limit {
-        // A top-k sort: only skip + limit documents are ever wanted.
-        let wanted = skip.saturating_add(limit);
-        sort = sort.keeping(usize::try_from(wanted).unwrap_or(usize::MAX));
-    }
+    let sort = ExternalSort::new(spec, collation.clone(), limit, spill_dir)
+        .keeping_slice(skip, plan_limit);
     let sort_collation = collation.clone();
     let text = scored.clone();
     let push = move |sort: &mut ExternalSort, row: RawDocumentBuf| {
@@ -511,7 +507,7 @@ pub async fn open_pipeline(
     };
     let shape = SortedShape::Stages {
         pipeline: rest,
-        foreign,
+        foreign: Arc::new(foreign),
     };
     super::index_usage::record(info, &plan);
     open(scope, info, plan, shape, first).await.map(Some)

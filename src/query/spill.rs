@@ -131,6 +131,18 @@ impl ExternalSort {
         self
     }
 
+    /// Makes this the sort of a `$skip` of `skip` and a `$limit` of `limit` after it: with a
+    /// limit, a top-k sort ([`ExternalSort::keeping`]) of skip + limit documents.
+    pub fn keeping_slice(self, skip: u64, limit: Option<u64>) -> ExternalSort {
+        match limit {
+            Some(limit) => {
+                let wanted = skip.saturating_add(limit);
+                self.keeping(usize::try_from(wanted).unwrap_or(usize::MAX))
+            }
+            None => self,
+        }
+    }
+
     /// Counts this sort's spill as a `$group`'s (whose later documents it sorts by key).
     pub fn for_group(mut self) -> ExternalSort {
         self.kind = SpillKind::Group;
@@ -158,6 +170,15 @@ impl ExternalSort {
         match crate::interrupt::blocking_memory() {
             Some(memory) => ExternalSort::new(spec, collation, memory.bytes, memory.spill_dir),
             None => ExternalSort::new(spec, collation, usize::MAX, None),
+        }
+    }
+
+    /// A spool ([`ExternalSort::spool`]) under the budget of the command evaluating on this
+    /// thread (held in memory without one, or when the command refused disk use).
+    pub fn spool_for_command() -> ExternalSort {
+        match crate::interrupt::blocking_memory() {
+            Some(memory) => ExternalSort::spool(memory.bytes, memory.spill_dir),
+            None => ExternalSort::spool(usize::MAX, None),
         }
     }
 

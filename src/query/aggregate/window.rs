@@ -469,7 +469,7 @@ pub(super) fn window_columns(
         .map(|(_, k, _)| k.first().cloned().unwrap_or(Bson::Null))
         .collect();
     let docs = PartitionDocs::Decoded(rows.iter().map(|(_, _, d)| d).collect());
-    columns_of(stage, &Partition::new(stage, docs, sort_values))
+    columns_of(stage, &Partition { docs, sort_values })
 }
 
 /// Each output's values over `partition`, one column per output.
@@ -499,30 +499,9 @@ pub(super) fn set_outputs(
 pub(super) struct Partition<'a> {
     /// The documents in window order.
     pub docs: PartitionDocs<'a>,
-    /// The first `sortBy` key of each document.
+    /// The first `sortBy` key of each document (ascending wherever a range window reads
+    /// them: a descending one is refused at parse time).
     pub sort_values: Vec<Bson>,
-    /// The direction of that key.
-    pub direction: SortDirection,
-}
-
-impl<'a> Partition<'a> {
-    /// The partition of `stage` holding `docs`, whose first `sortBy` keys are `sort_values`.
-    pub(super) fn new(
-        stage: &SetWindowFields,
-        docs: PartitionDocs<'a>,
-        sort_values: Vec<Bson>,
-    ) -> Partition<'a> {
-        let direction = stage
-            .sort_by
-            .as_ref()
-            .and_then(|s| s.keys.first().map(|(_, d)| *d))
-            .unwrap_or(SortDirection::Ascending);
-        Partition {
-            docs,
-            sort_values,
-            direction,
-        }
-    }
 }
 
 /// The documents of a partition as the window functions read them.
@@ -589,7 +568,7 @@ pub(super) fn window_rows(
                     let limit = shifted(current, bound, unit.as_deref())?;
                     partition
                         .sort_values
-                        .partition_point(|v| before(v, &limit, partition.direction))
+                        .partition_point(|v| compare_values(v, &limit).is_lt())
                         as i64
                 }
             };
@@ -599,7 +578,7 @@ pub(super) fn window_rows(
                     let limit = shifted(current, bound, unit.as_deref())?;
                     partition
                         .sort_values
-                        .partition_point(|v| !after(v, &limit, partition.direction))
+                        .partition_point(|v| compare_values(v, &limit).is_le())
                         as i64
                         - 1
                 }
@@ -611,23 +590,6 @@ pub(super) fn window_rows(
         return Ok((0, 0, false));
     }
     Ok((lo as usize, hi as usize, true))
-}
-
-/// Whether `value` comes before `limit` in the sort direction.
-fn before(value: &Bson, limit: &Bson, direction: SortDirection) -> bool {
-    let order = compare_values(value, limit);
-    match direction {
-        SortDirection::Ascending => order == Ordering::Less,
-        SortDirection::Descending => order == Ordering::Greater,
-    }
-}
-
-fn after(value: &Bson, limit: &Bson, direction: SortDirection) -> bool {
-    let order = compare_values(value, limit);
-    match direction {
-        SortDirection::Ascending => order == Ordering::Greater,
-        SortDirection::Descending => order == Ordering::Less,
-    }
 }
 
 fn check_range_value(value: &Bson, with_unit: bool) -> Result<(), QueryError> {
@@ -651,8 +613,7 @@ fn check_range_value(value: &Bson, with_unit: bool) -> Result<(), QueryError> {
     }
 }
 
-/// The current value moved by a bound (in the sort direction's sense, so a descending
-/// `[-1, 0]` window reaches one unit above the current value).
+/// The current value moved by a bound (a number added, or a date moved by `unit`s).
 fn shifted(current: &Bson, bound: &RangeBound, unit: Option<&str>) -> Result<Bson, QueryError> {
     let offset = match bound {
         RangeBound::Offset(o) => Bson::clone(o),

@@ -269,7 +269,11 @@ impl SpooledPartition {
         stage: &SetWindowFields,
     ) -> Result<(SortedOutput, Vec<std::vec::IntoIter<Bson>>), QueryError> {
         let docs = PartitionDocs::Raw(&self.kept);
-        let columns = columns_of(stage, &Partition::new(stage, docs, self.sort_values))?;
+        let partition = Partition {
+            docs,
+            sort_values: self.sort_values,
+        };
+        let columns = columns_of(stage, &partition)?;
         Ok((self.spool.finish()?, columns))
     }
 }
