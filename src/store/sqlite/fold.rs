@@ -28,17 +28,24 @@ struct FoldFunction {
     fold: Mutex<Box<dyn DocumentFold>>,
 }
 
-/// What a fold's error looks like to SQLite (the fold kept the real one).
+/// Why one of docgate's SQL functions failed, as SQLite reports it (the statement then
+/// fails with it): what failed, and the cause.
 #[derive(Debug)]
-struct FoldStopped(String);
+pub(super) struct FunctionFailed(pub &'static str, pub String);
 
-impl std::fmt::Display for FoldStopped {
+impl std::fmt::Display for FunctionFailed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the fold stopped: {}", self.0)
+        write!(f, "{}: {}", self.0, self.1)
     }
 }
 
-impl std::error::Error for FoldStopped {}
+impl std::error::Error for FunctionFailed {}
+
+/// A fold's error as SQLite sees it (the fold kept the real one).
+fn stopped(error: impl ToString) -> rusqlite::Error {
+    let failed = FunctionFailed("the fold stopped", error.to_string());
+    rusqlite::Error::UserFunctionError(Box::new(failed))
+}
 
 impl Aggregate<(), i64> for FoldFunction {
     fn init(&self, _: &mut Context<'_>) -> rusqlite::Result<()> {
@@ -47,11 +54,8 @@ impl Aggregate<(), i64> for FoldFunction {
 
     fn step(&self, ctx: &mut Context<'_>, _: &mut ()) -> rusqlite::Result<()> {
         let document = ctx.get_raw(0).as_blob()?;
-        let mut fold = self.fold.lock().map_err(|e| {
-            rusqlite::Error::UserFunctionError(Box::new(FoldStopped(e.to_string())))
-        })?;
-        fold.feed(document)
-            .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(FoldStopped(e.to_string()))))
+        let mut fold = self.fold.lock().map_err(stopped)?;
+        fold.feed(document).map_err(stopped)
     }
 
     fn finalize(&self, _: &mut Context<'_>, _: Option<()>) -> rusqlite::Result<i64> {

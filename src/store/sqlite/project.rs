@@ -13,25 +13,15 @@ use std::sync::Arc;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::Connection;
 
+use super::fold::FunctionFailed;
 use crate::query::Projection;
 
 /// The function's name in SQL.
 pub(super) const PROJECT_FUNCTION: &str = "docgate_project";
 
-/// Why the function failed (the statement then fails with it).
-#[derive(Debug)]
-struct ProjectFailed(String);
-
-impl std::fmt::Display for ProjectFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the projection failed: {}", self.0)
-    }
-}
-
-impl std::error::Error for ProjectFailed {}
-
 fn failed(message: impl ToString) -> rusqlite::Error {
-    rusqlite::Error::UserFunctionError(Box::new(ProjectFailed(message.to_string())))
+    let failed = FunctionFailed("the projection failed", message.to_string());
+    rusqlite::Error::UserFunctionError(Box::new(failed))
 }
 
 /// Registers `docgate_project` on `conn`.
