@@ -1,9 +1,10 @@
 //! `aggregate` pipelines of per-document stages and blocking ones (`$sort` with the
 //! `$skip`/`$limit` after it, a leading `$sort` no index serves, `$group`, `$bucket`,
-//! `$count`, `$setWindowFields`, `$skip`/`$limit` after a per-document stage), checked with
-//! the Rust `mongodb` driver against the real `docgate` binary on SQLite and — with
-//! `DOCGATE_TEST_BACKEND` set to a `postgres://` URL — on PostgreSQL, under a 40 KB
-//! `--blocking-stage-memory-limit-bytes`, on cursors drained in batches of 50:
+//! `$bucketAuto`, `$count`, `$setWindowFields`, `$sample`, `$unionWith`, `$facet`,
+//! `$skip`/`$limit` after a per-document stage), checked with the Rust `mongodb` driver
+//! against the real `docgate` binary on SQLite and — with `DOCGATE_TEST_BACKEND` set to a
+//! `postgres://` URL — on PostgreSQL, under a 40 KB `--blocking-stage-memory-limit-bytes`,
+//! on cursors drained in batches of 50:
 //!
 //! - the windows are MongoDB's (running sums, ranks, shifts, partition totals, ranges over
 //!   partitions), and so are the sorts, skips, limits and groups after a `$set`, computed
@@ -14,7 +15,10 @@
 //!   partition in memory, with the same answer;
 //! - the cursor drains the last blocking stage as it is asked: an error on the last
 //!   document in its order comes with a `getMore`, after earlier batches were answered;
-//! - with `allowDiskUse: false` the same pipelines answer 292.
+//! - with `allowDiskUse: false` the same pipelines answer 292;
+//! - samples are distinct documents in no fixed order, unions come in input order then the
+//!   other collection's, auto buckets and facets are MongoDB's, and `explain` says which
+//!   stages a pipeline chains, streams or holds (`docgate.pipeline`).
 //!
 //! Not for: the window functions one by one (`cargo test --lib window`), a leading `$sort`
 //! followed by per-document stages only (`rest_documents.rs`, `snapshot_reads.rs`) or
@@ -94,6 +98,44 @@ async fn assert_late_error_comes_with_a_get_more(
         "{pipeline:?}: {answered} documents before {failure}"
     );
     assert!(server_code(&failure).is_some(), "{failure}");
+}
+
+/// How `explain` says the stages of `pipeline` over `coll` after its read run
+/// (`docgate.pipeline`): its mode, and the blocking stages of a chain.
+async fn execution(coll: &Collection<Document>, pipeline: Vec<Document>) -> (String, Vec<String>) {
+    let db = coll.client().database(coll.namespace().db.as_str());
+    let reply = db
+        .run_command(
+            doc! {"explain": {"aggregate": coll.name(), "pipeline": pipeline, "cursor": {}}},
+        )
+        .await
+        .expect("explain");
+    let execution = reply
+        .get_document("queryPlanner")
+        .and_then(|planner| planner.get_document("winningPlan"))
+        .and_then(|plan| plan.get_document("docgate"))
+        .and_then(|docgate| docgate.get_document("pipeline"))
+        .unwrap_or_else(|_| panic!("no docgate.pipeline in {reply}"));
+    let mode = execution.get_str("mode").expect("mode").to_string();
+    let stages = execution
+        .get_array("blockingStages")
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|n| n.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    (mode, stages)
+}
+
+fn chained(stages: &[&str]) -> (String, Vec<String>) {
+    let names = stages.iter().map(|name| name.to_string()).collect();
+    ("chained".to_string(), names)
+}
+
+fn mode(mode: &str) -> (String, Vec<String>) {
+    (mode.to_string(), Vec::new())
 }
 
 /// `pipeline` with `allowDiskUse: false`: 292, as MongoDB answers past the limit.
@@ -449,6 +491,306 @@ async fn sorts_and_groups_after_per_document_stages_stream_and_spill_past_the_li
     assert_refused_without_disk_use(
         &coll,
         vec![doc! {"$set": {"key": "$k"}}, doc! {"$sort": {"key": 1}}],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn samples_unions_auto_buckets_graph_lookups_and_redacts_stream_past_the_limit() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = limited_server(&temp);
+    let client = server.client().await;
+    let db = client.database("more");
+    let coll: Collection<Document> = db.collection("items");
+    coll.insert_many(seeded()).await.expect("seed");
+    let last_k = int(&seeded()[COUNT as usize - 1], "k");
+
+    // `explain` says which stages are chained, and that those looking at one document at a
+    // time stream; a `$densify` runs over held documents.
+    let set = doc! {"$set": {"w": 1}};
+    let cases = [
+        (
+            vec![set.clone(), doc! {"$sample": {"size": 3}}],
+            chained(&["$sample"]),
+        ),
+        (
+            vec![doc! {"$unionWith": "others"}, doc! {"$limit": 3}],
+            chained(&["$unionWith", "$limit"]),
+        ),
+        (
+            vec![doc! {"$bucketAuto": {"groupBy": "$k", "buckets": 2}}],
+            chained(&["$bucketAuto"]),
+        ),
+        (
+            vec![
+                set.clone(),
+                doc! {"$sort": {"w": 1}},
+                doc! {"$group": {"_id": "$g"}},
+            ],
+            chained(&["$sort", "$group"]),
+        ),
+        (
+            vec![
+                doc! {"$redact": "$$KEEP"},
+                doc! {"$graphLookup": {"from": "others", "startWith": "$g",
+                "connectFromField": "k", "connectToField": "k", "as": "r"}},
+            ],
+            mode("streamed"),
+        ),
+        (
+            vec![
+                set.clone(),
+                doc! {"$group": {"_id": "$g"}},
+                doc! {"$sort": {"_id": 1}},
+            ],
+            mode("grouped"),
+        ),
+        (
+            vec![doc! {"$densify": {"field": "k", "range": {"step": 1, "bounds": "full"}}}],
+            mode("held"),
+        ),
+    ];
+    for (pipeline, expected) in cases {
+        assert_eq!(
+            execution(&coll, pipeline.clone()).await,
+            expected,
+            "{pipeline:?}"
+        );
+    }
+
+    // `$sample` after a `$set`: a top-k sort by a random key, spilled past the limit.
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let size: i64 = 1_500;
+    let sampled = run(
+        &coll,
+        vec![doc! {"$set": {"w": 1}}, doc! {"$sample": {"size": size}}],
+    )
+    .await;
+    let mut ids: Vec<i64> = sampled.iter().map(|d| int(d, "_id")).collect();
+    assert_eq!(ids.len() as i64, size);
+    assert!(
+        sampled.iter().all(|d| int(d, "w") == 1),
+        "the $set ran first"
+    );
+    assert!(!ids.is_sorted(), "a sample of 1,500 came in _id order");
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len() as i64, size, "a document sampled twice");
+    assert!(ids.iter().all(|id| (0..COUNT).contains(id)));
+    let spilled = query_metric(&client, "docgateSpill", "files").await;
+    assert!(
+        spilled > files,
+        "the sample held past the limit: no temporary files"
+    );
+    assert_refused_without_disk_use(
+        &coll,
+        vec![doc! {"$set": {"w": 1}}, doc! {"$sample": {"size": size}}],
+    )
+    .await;
+
+    // `$unionWith` after a `$set`: the input in its order, then the other collection's
+    // documents through its pipeline, then the stages after it over both.
+    let others: Collection<Document> = db.collection("others");
+    let other_docs: Vec<Document> = (0..10).map(|i| doc! {"_id": 10_000 + i, "k": -i}).collect();
+    others.insert_many(other_docs).await.expect("seed others");
+    let union = vec![
+        doc! {"$set": {"from": "items"}},
+        doc! {"$unionWith": {"coll": "others", "pipeline": [{"$set": {"from": "others"}}]}},
+        doc! {"$project": {"pad": 0}},
+    ];
+    let united = run(&coll, union.clone()).await;
+    assert_eq!(united.len(), COUNT as usize + 10);
+    let order: Vec<i64> = united.iter().map(|d| int(d, "_id")).collect();
+    let expected: Vec<i64> = (0..COUNT).chain(10_000..10_010).collect();
+    assert_eq!(
+        order, expected,
+        "the input first, then the union's documents"
+    );
+    assert!(united[..COUNT as usize]
+        .iter()
+        .all(|d| d.get_str("from").ok() == Some("items")));
+    assert!(united[COUNT as usize..]
+        .iter()
+        .all(|d| d.get_str("from").ok() == Some("others")));
+    assert!(united.iter().all(|d| !d.contains_key("pad")));
+    // The cursor hands the union out as it is asked: an error on the last of the other
+    // collection's documents comes with a `getMore`.
+    let mut failing = union;
+    failing.push(doc! {"$set": {"inverse": {"$divide": [1, {"$add": ["$k", 9]}]}}});
+    let mut cursor = coll
+        .aggregate(failing)
+        .batch_size(50)
+        .await
+        .expect("first batch");
+    let mut answered = 0;
+    while let Some(next) = futures_util::StreamExt::next(&mut cursor).await {
+        match next {
+            Ok(_) => answered += 1,
+            Err(error) => {
+                assert!(server_code(&error).is_some(), "{error}");
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        answered, COUNT,
+        "batches before the one reaching the failing document"
+    );
+
+    // `$bucketAuto` after a `$redact`: seven buckets of the 2,000 distinct `k`s, each of
+    // round(2000 / 7) = 286 but the last, sorted through runs past the limit.
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let buckets = run(
+        &coll,
+        vec![
+            doc! {"$redact": {"$cond": [{"$lt": ["$k", 1_999]}, "$$KEEP", "$$PRUNE"]}},
+            doc! {"$bucketAuto": {"groupBy": "$k", "buckets": 7, "output": {
+                "n": {"$sum": 1}, "top": {"$max": "$k"},
+            }}},
+        ],
+    )
+    .await;
+    let spilled = query_metric(&client, "docgateSpill", "files").await;
+    assert!(spilled > files, "the buckets' sort held past the limit");
+    let counts: Vec<i64> = buckets.iter().map(|d| int(d, "n")).collect();
+    assert_eq!(counts, vec![286, 286, 286, 286, 286, 286, 283]);
+    for (at, bucket) in buckets.iter().enumerate() {
+        let id = bucket.get_document("_id").expect("bucket _id");
+        let min = at as i64 * 286;
+        assert_eq!(int(id, "min"), min, "bucket {at}");
+        let top = if at == 6 { 1_998 } else { min + 285 };
+        assert_eq!(int(bucket, "top"), top, "bucket {at}");
+        // Each bucket's max is the next one's min; the last one's is its largest value.
+        assert_eq!(int(id, "max"), if at == 6 { 1_998 } else { min + 286 });
+    }
+    assert_refused_without_disk_use(
+        &coll,
+        vec![doc! {"$bucketAuto": {"groupBy": "$k", "buckets": 7}}],
+    )
+    .await;
+
+    // `$graphLookup` and `$redact` look at one document at a time: their pipeline streams
+    // like a `find`, and an error on the last document comes with a `getMore`.
+    let chained = run(
+        &coll,
+        vec![
+            doc! {"$graphLookup": {"from": "others", "startWith": "$g", "connectFromField": "k",
+            "connectToField": "k", "as": "reached", "maxDepth": 0}},
+            doc! {"$redact": "$$DESCEND"},
+            doc! {"$sort": {"k": -1}},
+            doc! {"$limit": 3},
+        ],
+    )
+    .await;
+    // `others` holds one document with each `k` of 0, -1, …, -9: starting from `g` (0 to
+    // 3) at depth 0, a document reaches one when its `g` is 0, none otherwise.
+    let reached: Vec<(i64, usize)> = chained
+        .iter()
+        .map(|d| {
+            let found = d.get_array("reached").expect("as").len();
+            assert_eq!(found, usize::from(int(d, "g") == 0), "{d}");
+            (int(d, "k"), found)
+        })
+        .collect();
+    assert_eq!(
+        reached.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+        vec![1_999, 1_998, 1_997]
+    );
+    assert_late_error_comes_with_a_get_more(
+        &coll,
+        vec![
+            doc! {"$graphLookup": {"from": "others", "startWith": "$g", "connectFromField": "k",
+            "connectToField": "k", "as": "reached"}},
+            doc! {"$redact": "$$DESCEND"},
+            doc! {"$set": {"inverse": {"$divide": [1, {"$subtract": ["$k", last_k]}]}}},
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn facets_run_their_sub_pipelines_as_chains_past_the_limit() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = limited_server(&temp);
+    let client = server.client().await;
+    let coll: Collection<Document> = client.database("facets").collection("items");
+    let docs = seeded();
+    coll.insert_many(docs.clone()).await.expect("seed");
+
+    // Four sub-pipelines over the same input after a `$set`: a sort past the limit with a
+    // slice after a per-document stage, a group, a count, and per-document stages alone.
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let pipeline = vec![
+        doc! {"$set": {"w": {"$mod": ["$v", 7]}}},
+        doc! {"$facet": {
+            "lowest": [{"$sort": {"k": 1}}, {"$project": {"k": 1}}, {"$skip": 10}, {"$limit": 3}],
+            "by_g": [{"$group": {"_id": "$g", "w": {"$sum": "$w"}}}, {"$sort": {"_id": 1}}],
+            "counted": [{"$match": {"g": 1}}, {"$count": "n"}],
+            "few": [{"$match": {"k": {"$lt": 3}}}, {"$project": {"k": 1}}],
+        }},
+    ];
+    let faceted = run(&coll, pipeline.clone()).await;
+    assert_eq!(execution(&coll, pipeline).await, chained(&["$facet"]));
+    let spilled = query_metric(&client, "docgateSpill", "files").await;
+    assert!(
+        spilled > files,
+        "the sub-pipeline's sort held past the limit"
+    );
+    assert_eq!(faceted.len(), 1);
+    let facets = &faceted[0];
+    let ks = |name: &str| -> Vec<i64> {
+        let outputs = facets
+            .get_array(name)
+            .unwrap_or_else(|_| panic!("{name} in {facets}"));
+        outputs
+            .iter()
+            .map(|d| int(d.as_document().expect("a document"), "k"))
+            .collect()
+    };
+    assert_eq!(ks("lowest"), vec![10, 11, 12]);
+    let mut few = ks("few");
+    few.sort_unstable();
+    assert_eq!(few, vec![0, 1, 2]);
+    let by_g: Vec<(i64, i64)> = facets
+        .get_array("by_g")
+        .expect("by_g")
+        .iter()
+        .map(|d| {
+            let d = d.as_document().expect("a group");
+            (int(d, "_id"), int(d, "w"))
+        })
+        .collect();
+    let expected: Vec<(i64, i64)> = (0..4)
+        .map(|g| {
+            let w = docs
+                .iter()
+                .filter(|d| int(d, "g") == g)
+                .map(|d| int(d, "v") % 7)
+                .sum();
+            (g, w)
+        })
+        .collect();
+    assert_eq!(by_g, expected);
+    let counted = facets.get_array("counted").expect("counted");
+    assert_eq!(counted.len(), 1);
+    assert_eq!(
+        int(counted[0].as_document().expect("count"), "n"),
+        COUNT / 4
+    );
+
+    // The document a `$facet` builds is held: past the limit it is 4031700, as MongoDB
+    // answers past its own; with `allowDiskUse: false` a sort past the limit is 292.
+    let whole = coll
+        .aggregate(vec![doc! {"$facet": {"all": [{"$match": {}}]}}])
+        .await
+        .map(|_| ())
+        .expect_err("a $facet output past the limit");
+    assert_eq!(server_code(&whole), Some(4031700), "{whole}");
+    assert_refused_without_disk_use(
+        &coll,
+        vec![
+            doc! {"$facet": {"sorted": [{"$sort": {"k": 1}}, {"$limit": 1_500}, {"$count": "n"}]}},
+        ],
     )
     .await;
 }

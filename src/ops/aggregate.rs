@@ -211,6 +211,74 @@ pub async fn open_stream(
     Ok(Some((batch, Box::pin(rest).await?)))
 }
 
+/// How the stages of an aggregate over `info` after its leading read run, in the order the
+/// `aggregate` command tries them ([`run_grouped`], then [`open_stream`] when the result
+/// goes to a cursor, then [`run_pipeline`]), for `explain`'s `docgate.pipeline`:
+/// `{mode: "sql"}` (the store runs the stage after the read in its statement),
+/// `"grouped"` (the read streams into the first `$group`; the stages after it run over its
+/// groups), `"chained"` with its `blockingStages` (each fed as a stream, bounded by the
+/// memory limit), `"streamed"` (stages that look at one document at a time, batch by batch,
+/// after the read or its sort), or `"held"` (over documents held between stages).
+pub fn execution(
+    info: &CollectionInfo,
+    pipeline: &Pipeline,
+    hint: Option<&Bson>,
+    collation: Option<&Collation>,
+    group_in_statement: crate::store::GroupInStatement,
+) -> Result<Document, OpError> {
+    let mode = |mode: &str| Ok(bson::doc! {"mode": mode});
+    let chained = |chain: crate::query::Chain| {
+        let names: Vec<&str> = chain
+            .steps
+            .iter()
+            .map(|(step, _)| step.stage_name())
+            .collect();
+        Ok(bson::doc! {"mode": "chained", "blockingStages": names})
+    };
+    let streaming = streaming_read(info, pipeline, hint, collation)?;
+    let grouping = pipeline
+        .stages
+        .iter()
+        .any(|stage| matches!(stage, Stage::Group { .. } | Stage::Count(_)));
+    if let Some((plan, rest)) = streaming.as_ref().filter(|_| grouping) {
+        if PushedStage::of(plan, rest, group_in_statement).is_some() {
+            return mode("sql");
+        }
+        if rest.split_at_group().is_some() {
+            return mode("grouped");
+        }
+    }
+    if pipeline.output().is_some() {
+        return mode("held");
+    }
+    // A leading sort in Rust (`sorted_read::open_pipeline`).
+    let lead = pipeline.leading_read();
+    let rest = pipeline.after(lead.stages);
+    let collation = info.collation_for(collation.cloned())?;
+    if lead.sort.is_some() && (rest.is_per_document() || collation.is_simple()) {
+        let indexes = hinted_indexes(&info.indexes, hint)?;
+        let plan = plan_leading_read(pipeline, indexes, collation)?;
+        if super::sorted_read::spills(&plan) {
+            if rest.is_per_document() {
+                return mode("streamed");
+            }
+            let mut stages: Vec<Stage> = plan.sort.clone().map(Stage::Sort).into_iter().collect();
+            stages.extend(rest.stages);
+            if let Some(chain) = (Pipeline { stages }).chain() {
+                return chained(chain);
+            }
+        }
+    }
+    match streaming {
+        Some((_, rest)) if rest.is_per_document() => mode("streamed"),
+        Some((_, rest)) => match rest.chain() {
+            Some(chain) => chained(chain),
+            None => mode("held"),
+        },
+        None => mode("held"),
+    }
+}
+
 /// Rows a grouped aggregate reads (and feeds its `$group`) per round trip.
 const GROUP_INPUT_CHUNK: usize = 10_000;
 

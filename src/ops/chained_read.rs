@@ -1,15 +1,17 @@
 //! An aggregate whose stages after its streaming leading read are per-document stages and
 //! blocking ones — `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-//! `$bucket`, `$setWindowFields`, `$count`, `$skip`/`$limit` after a per-document stage —
-//! in any order (`Pipeline::chain`), run without holding the collection. The read and the
-//! stages before the first blocking stage stream chunk by chunk into it: an external sort,
-//! a grouping, buckets, a window's input, a count or a slice, each holding at most the
-//! command's limit and writing temporary files past it (292 with `allowDiskUse: false`); a
-//! slice whose `$limit` has its documents stops the read. Each later blocking stage is fed
-//! the same way from the one before, through the per-document stages between them; the
-//! cursor drains the last one through the stages after it, batch by batch
-//! ([`SortedResult`]). Every input is read when the cursor opens, so a snapshot read is
-//! done with its snapshot then.
+//! `$bucket`, `$bucketAuto`, `$setWindowFields`, `$count`, `$sample`, `$unionWith`,
+//! `$facet`, `$skip`/`$limit` after a per-document stage — in any order (`Pipeline::chain`),
+//! run without holding the collection. The read and the stages before the first blocking
+//! stage stream chunk by chunk into it: an external sort, a grouping, buckets, a window's
+//! input, a count, a random top-k sort, a spool, a facet's sub-chains or a slice, each
+//! holding at most the command's limit and writing temporary files past it (292 with
+//! `allowDiskUse: false`); a slice whose `$limit` has its documents stops the read. Each
+//! later blocking stage is fed the same way from the one before, through the per-document
+//! stages between them; the cursor drains the last one through the stages after it, batch
+//! by batch ([`SortedResult`]). A `$facet` feeds each document to every sub-pipeline, each
+//! a chain of its own, and holds only the document it builds. Every input is read when the
+//! cursor opens, so a snapshot read is done with its snapshot then.
 //!
 //! Not for: planning the leading read (`aggregate`), the external sort (`query::spill`), or
 //! a window's partitions (`query::window_stream`).
@@ -29,7 +31,10 @@ use crate::catalog::CollectionInfo;
 use crate::query::planner::ReadPlan;
 use crate::query::spill::ExternalSort;
 use crate::query::window_stream::WindowInput;
-use crate::query::{BucketGrouping, ChainStep, Collation, ForeignDocuments, Grouping, Pipeline};
+use crate::query::{
+    BucketAutoInput, BucketGrouping, Chain, ChainStep, Collation, ForeignDocuments, Grouping,
+    Pipeline, SortDirection, SortSpec,
+};
 
 /// A blocking stage being fed.
 enum Sink {
@@ -40,7 +45,24 @@ enum Sink {
     },
     Group(Box<Grouping>),
     Bucket(Box<BucketGrouping>),
+    BucketAuto(Box<BucketAutoInput>),
     Window(WindowInput),
+    /// A `$sample`: a top-k sort by a random key.
+    Sample(ExternalSort),
+    /// A `$facet`: each sub-pipeline fed every document, and the bytes its outputs hold.
+    Facet {
+        branches: Vec<FacetBranch>,
+        foreign: Arc<ForeignDocuments>,
+        held: usize,
+    },
+    /// A `$unionWith`: its input spooled as it comes, then the other collection's
+    /// documents through its pipeline.
+    UnionWith {
+        spool: ExternalSort,
+        collection: String,
+        pipeline: Option<Pipeline>,
+        foreign: Arc<ForeignDocuments>,
+    },
     /// A `$count`: its field and the documents so far.
     Count {
         field: String,
@@ -57,8 +79,9 @@ enum Sink {
 }
 
 impl Sink {
-    /// The sink of `step`, under the budget of the command evaluating on this thread.
-    fn new(step: ChainStep) -> Sink {
+    /// The sink of `step`, under the budget of the command evaluating on this thread;
+    /// `foreign` holds the collections the pipeline reads besides its input.
+    fn new(step: ChainStep, foreign: &Arc<ForeignDocuments>) -> Sink {
         match step {
             ChainStep::Sort { spec, skip, limit } => Sink::Sort {
                 sort: ExternalSort::for_command(spec, Collation::simple())
@@ -67,6 +90,32 @@ impl Sink {
             },
             ChainStep::Group(grouping) => Sink::Group(grouping),
             ChainStep::Bucket(buckets) => Sink::Bucket(buckets),
+            ChainStep::BucketAuto(spec) => Sink::BucketAuto(Box::new(BucketAutoInput::new(*spec))),
+            ChainStep::Sample(size) => {
+                let by_random_key = SortSpec {
+                    keys: vec![(String::from("random"), SortDirection::Ascending)],
+                    natural: None,
+                };
+                let sort = ExternalSort::for_command(by_random_key, Collation::simple());
+                Sink::Sample(sort.keeping_slice(0, Some(size)))
+            }
+            ChainStep::Facet(chains) => Sink::Facet {
+                branches: chains
+                    .into_iter()
+                    .map(|(name, chain)| FacetBranch::new(name, chain, foreign))
+                    .collect(),
+                foreign: Arc::clone(foreign),
+                held: 0,
+            },
+            ChainStep::UnionWith {
+                collection,
+                pipeline,
+            } => Sink::UnionWith {
+                spool: ExternalSort::spool_for_command(),
+                collection,
+                pipeline,
+                foreign: Arc::clone(foreign),
+            },
             ChainStep::Window(stage) => Sink::Window(WindowInput::new(Arc::new(*stage))),
             ChainStep::Count(field) => Sink::Count { field, seen: 0 },
             ChainStep::Slice { skip, limit } => Sink::Slice {
@@ -81,7 +130,11 @@ impl Sink {
     /// Whether the stage takes no more documents (a `$limit` that has them all): its input
     /// need not be read further.
     fn is_full(&self) -> bool {
-        matches!(self, Sink::Slice { room: Some(0), .. })
+        match self {
+            Sink::Slice { room, .. } => *room == Some(0),
+            Sink::Facet { branches, .. } => branches.iter().all(FacetBranch::is_full),
+            _ => false,
+        }
     }
 
     /// Keeps `bytes` in a slice, or drops them while it skips.
@@ -122,6 +175,14 @@ impl Sink {
                 input.push(&document, row.into_bytes())?;
             }
             Sink::Bucket(buckets) => buckets.feed(&decode_document(row.as_bytes())?)?,
+            Sink::BucketAuto(input) => {
+                let document = decode_document(row.as_bytes())?;
+                input.push(&document, row.into_bytes())?;
+            }
+            Sink::Sample(sort) => sort.push(vec![Bson::Int64(rand::random())], row.into_bytes())?,
+            // A spool keeps equal keys in arrival order.
+            Sink::UnionWith { spool, .. } => spool.push(vec![Bson::Null], row.into_bytes())?,
+            Sink::Facet { .. } => self.push(decode_document(row.as_bytes())?)?,
             Sink::Count { seen, .. } => *seen += 1,
             Sink::Slice { .. } => self.keep(row.into_bytes())?,
         }
@@ -135,6 +196,20 @@ impl Sink {
             Sink::Group(grouping) => grouping.feed(&document)?,
             Sink::Window(input) => input.push(&document, encode(&document)?)?,
             Sink::Bucket(buckets) => buckets.feed(&document)?,
+            Sink::BucketAuto(input) => input.push(&document, encode(&document)?)?,
+            Sink::Sample(sort) => {
+                sort.push(vec![Bson::Int64(rand::random())], encode(&document)?)?
+            }
+            Sink::UnionWith { spool, .. } => spool.push(vec![Bson::Null], encode(&document)?)?,
+            Sink::Facet {
+                branches,
+                foreign,
+                held,
+            } => {
+                for branch in branches {
+                    branch.push(&document, foreign, held)?;
+                }
+            }
             Sink::Count { seen, .. } => *seen += 1,
             Sink::Slice { .. } => self.keep(encode(&document)?)?,
         }
@@ -155,6 +230,41 @@ impl Sink {
             }
             Sink::Window(input) => (Ordered::Windowed(Box::new(input.finish()?)), 0),
             Sink::Bucket(buckets) => (Ordered::Documents(buckets.finish()?.into_iter()), 0),
+            Sink::BucketAuto(input) => (Ordered::Documents(input.finish()?.into_iter()), 0),
+            Sink::Sample(sort) => (Ordered::Sorted(sort.finish()?), 0),
+            Sink::Facet {
+                branches,
+                foreign,
+                mut held,
+            } => {
+                let mut facets = Document::new();
+                for branch in branches {
+                    let name = branch.name.clone();
+                    let outputs = branch.finish(&foreign, &mut held)?;
+                    facets.insert(
+                        name,
+                        Bson::Array(outputs.into_iter().map(Bson::Document).collect()),
+                    );
+                }
+                let size = crate::query::memory::document_size(&facets);
+                crate::query::memory::check_facet_output(size)?;
+                (Ordered::Documents(vec![facets].into_iter()), 0)
+            }
+            Sink::UnionWith {
+                spool,
+                collection,
+                pipeline,
+                foreign,
+            } => {
+                let others = foreign.get(&collection).cloned().unwrap_or_default();
+                let others = match pipeline {
+                    Some(pipeline) => pipeline.run_with(others, &foreign)?,
+                    None => others,
+                };
+                let input = Ordered::Sorted(spool.finish()?);
+                let others = Ordered::Documents(others.into_iter());
+                (Ordered::Then(Box::new(input), Box::new(others)), 0)
+            }
             Sink::Slice { kept, .. } => (Ordered::Sorted(kept.finish()?), 0),
             Sink::Count { field, seen } => {
                 // As the `$count` stage answers: nothing for no document, an int32 when it fits.
@@ -172,6 +282,130 @@ fn encode(document: &Document) -> Result<Vec<u8>, OpError> {
     document
         .to_vec()
         .map_err(|error| OpError::BadValue(format!("cannot encode a document: {error}")))
+}
+
+/// One sub-pipeline of a `$facet` being fed: its per-document stages before its first
+/// blocking one, then that stage's sink and the rest of its chain — or, without a blocking
+/// stage, the documents it outputs.
+struct FacetBranch {
+    name: String,
+    first: Pipeline,
+    target: BranchTarget,
+}
+
+enum BranchTarget {
+    /// The outputs of a sub-pipeline of per-document stages.
+    Collect(Vec<Document>),
+    /// The first blocking stage, the stages after it, and the later blocking stages.
+    Feed {
+        sink: Box<Sink>,
+        after: Pipeline,
+        later: Vec<(ChainStep, Pipeline)>,
+    },
+}
+
+impl FacetBranch {
+    fn new(name: String, chain: Chain, foreign: &Arc<ForeignDocuments>) -> FacetBranch {
+        let mut steps = chain.steps.into_iter();
+        let target = match steps.next() {
+            None => BranchTarget::Collect(Vec::new()),
+            Some((step, after)) => BranchTarget::Feed {
+                sink: Box::new(Sink::new(step, foreign)),
+                after,
+                later: steps.collect(),
+            },
+        };
+        FacetBranch {
+            name,
+            first: chain.first,
+            target,
+        }
+    }
+
+    /// Whether its first blocking stage takes no more documents.
+    fn is_full(&self) -> bool {
+        matches!(&self.target, BranchTarget::Feed { sink, .. } if sink.is_full())
+    }
+
+    /// Runs `document` through the stages before the first blocking one; `held` counts
+    /// the bytes of the `$facet`'s outputs.
+    fn push(
+        &mut self,
+        document: &Document,
+        foreign: &ForeignDocuments,
+        held: &mut usize,
+    ) -> Result<(), OpError> {
+        if self.is_full() {
+            return Ok(());
+        }
+        let outputs = self.first.run_with(vec![document.clone()], foreign)?;
+        match &mut self.target {
+            BranchTarget::Collect(collected) => {
+                for output in outputs {
+                    hold_facet_output(held, &output)?;
+                    collected.push(output);
+                }
+            }
+            BranchTarget::Feed { sink, .. } => {
+                for output in outputs {
+                    sink.push(output)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The sub-pipeline's outputs.
+    fn finish(
+        self,
+        foreign: &Arc<ForeignDocuments>,
+        held: &mut usize,
+    ) -> Result<Vec<Document>, OpError> {
+        let (sink, after, later) = match self.target {
+            BranchTarget::Collect(collected) => return Ok(collected),
+            BranchTarget::Feed { sink, after, later } => (sink, after, later),
+        };
+        let (mut output, mut skip, last) = finish_chain(*sink, after, later, foreign)?;
+        let mut outputs = Vec::new();
+        while let Some(row) = output.next_row()? {
+            crate::interrupt::check()?;
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            for document in last.run_with(vec![row.into_document()?], foreign)? {
+                hold_facet_output(held, &document)?;
+                outputs.push(document);
+            }
+        }
+        Ok(outputs)
+    }
+}
+
+/// Counts `output` into the bytes a `$facet` holds: 4031700 past its limit.
+fn hold_facet_output(held: &mut usize, output: &Document) -> Result<(), OpError> {
+    *held = held.saturating_add(crate::query::memory::document_size(output));
+    Ok(crate::query::memory::check_facet_output(*held)?)
+}
+
+/// Finishes `sink`, then runs each of the `later` blocking stages fed from the one before
+/// through the per-document stages between them (`after` first): the last one's output,
+/// how many of its first documents to drop, and the stages after it.
+fn finish_chain(
+    sink: Sink,
+    after: Pipeline,
+    later: Vec<(ChainStep, Pipeline)>,
+    foreign: &Arc<ForeignDocuments>,
+) -> Result<(Ordered, u64, Pipeline), OpError> {
+    let (mut output, mut skip) = sink.finish()?;
+    let mut between = after;
+    for (step, next) in later {
+        let mut sink = Sink::new(step, foreign);
+        drain_into(output, skip, &between, foreign, &mut sink)?;
+        (output, skip) = sink.finish()?;
+        between = next;
+    }
+    Ok((output, skip, between))
 }
 
 /// Sends `output`, less its first `skip` documents, through `stages` into `sink`.
@@ -233,21 +467,17 @@ pub async fn open(
         })
         .scoring_stages(search, true);
     // The stage's budget is the command's, read from its interrupt.
-    let sink = crate::compute::run_inline(move || Ok::<_, OpError>(Sink::new(step)))?;
+    let sink = {
+        let foreign = Arc::clone(&foreign);
+        crate::compute::run_inline(move || Ok::<_, OpError>(Sink::new(step, &foreign)))?
+    };
     let (sink, fed) = feed_rows(scope, &mut input, sink, Sink::push_row, Sink::is_full).await?;
     let later: Vec<(ChainStep, Pipeline)> = steps.collect();
     // Later blocking stages may make much of little: only a single one runs inline.
     let small = fed <= INLINE_ROWS && later.is_empty();
     let (output, skip, last, foreign) = evaluate(small, move || {
-        let (mut output, mut skip) = sink.finish()?;
-        let mut between = after;
-        for (step, next) in later {
-            let mut sink = Sink::new(step);
-            drain_into(output, skip, &between, &foreign, &mut sink)?;
-            (output, skip) = sink.finish()?;
-            between = next;
-        }
-        Ok::<_, OpError>((output, skip, between, foreign))
+        let (output, skip, last) = finish_chain(sink, after, later, &foreign)?;
+        Ok::<_, OpError>((output, skip, last, foreign))
     })
     .await?;
     let shape = SortedShape::Stages {

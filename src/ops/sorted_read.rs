@@ -332,6 +332,8 @@ pub(super) enum Ordered {
     Windowed(Box<WindowedOutput>),
     /// A `$group`'s groups.
     Documents(std::vec::IntoIter<bson::Document>),
+    /// One output, then another (a `$unionWith`'s input, then the other collection's).
+    Then(Box<Ordered>, Box<Ordered>),
 }
 
 impl Ordered {
@@ -341,6 +343,10 @@ impl Ordered {
             Ordered::Sorted(sorted) => sorted.next_document()?.map(Row::Bytes),
             Ordered::Windowed(windowed) => windowed.next_document()?.map(Row::Document),
             Ordered::Documents(documents) => documents.next().map(Row::Document),
+            Ordered::Then(first, second) => match first.next_row()? {
+                Some(row) => Some(row),
+                None => second.next_row()?,
+            },
         })
     }
 
@@ -350,6 +356,7 @@ impl Ordered {
             Ordered::Sorted(sorted) => sorted.used_disk(),
             Ordered::Windowed(windowed) => windowed.used_disk(),
             Ordered::Documents(_) => false,
+            Ordered::Then(first, second) => first.used_disk() || second.used_disk(),
         }
     }
 }

@@ -45,6 +45,7 @@ mod update;
 pub mod validator;
 mod value;
 
+pub use aggregate::bucket_auto::BucketAutoInput;
 pub use aggregate::stages::BucketGrouping;
 pub use aggregate::{
     collectionless, counted, output as output_stage, sql_group, window_stream, Stage,

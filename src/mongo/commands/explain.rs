@@ -102,6 +102,17 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     };
     let indexes = hinted_indexes(&info.indexes, target.hint.as_ref())?;
     let filter = parse_with_variables(&variables, || Filter::parse(&target.filter_document))?;
+    // How an aggregate's stages after its read run: in SQL, streamed, chained, held.
+    let execution = match &target.pipeline {
+        Some(pipeline) => Bson::Document(crate::ops::aggregate::execution(
+            &info,
+            pipeline,
+            target.hint.as_ref(),
+            target.collation.as_ref(),
+            context.server.state.store.group_in_statement(),
+        )?),
+        None => Bson::Null,
+    };
     let collation = info.collation_for(target.collation)?;
     let plan = ReadPlan::collated(
         filter,
@@ -150,6 +161,7 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         "residualFilter": if plan.residual.is_some() { Bson::Document(target.filter_document.clone()) } else { Bson::Null },
         "inMemorySort": plan.sort.is_some(),
         "stagesInSql": stages_in_sql(target.pipeline_stages.as_deref(), &plan, pushed),
+        "pipeline": execution,
         "sqlPlan": backend_plan,
     });
     reply.insert(
@@ -233,6 +245,8 @@ struct ExplainedRead {
     pipeline_stages: Option<Vec<Document>>,
     /// For an aggregate: the stages after them.
     pipeline_rest: Option<Pipeline>,
+    /// For an aggregate: its whole pipeline.
+    pipeline: Option<Pipeline>,
     /// The command's (or its first statement's) own collation.
     collation: Option<Collation>,
 }
@@ -270,6 +284,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: arguments.hint,
                 pipeline_stages: None,
                 pipeline_rest: None,
+                pipeline: None,
                 collation: arguments.collation,
             })
         }
@@ -281,6 +296,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             hint: body.get("hint").cloned(),
             pipeline_stages: None,
             pipeline_rest: None,
+            pipeline: None,
             collation: collation_of(body)?,
         }),
         Some(Command::Aggregate) => {
@@ -306,6 +322,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: body.get("hint").cloned(),
                 pipeline_stages: Some(stages[..lead.stages].to_vec()),
                 pipeline_rest: Some(pipeline.after(lead.stages)),
+                pipeline: Some(pipeline),
                 collation: collation_of(body)?,
             })
         }
@@ -320,6 +337,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: statement.get("hint").cloned(),
                 pipeline_stages: None,
                 pipeline_rest: None,
+                pipeline: None,
                 collation: collation_of(&statement)?,
             })
         }
@@ -337,6 +355,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
                 hint: statement.get("hint").cloned(),
                 pipeline_stages: None,
                 pipeline_rest: None,
+                pipeline: None,
                 collation: collation_of(&statement)?,
             })
         }
@@ -350,6 +369,7 @@ fn explained_read(request: &CommandRequest) -> Result<ExplainedRead, OpError> {
             hint: body.get("hint").cloned(),
             pipeline_stages: None,
             pipeline_rest: None,
+            pipeline: None,
             collation: collation_of(body)?,
         }),
         _ => Err(OpError::NotSupported(format!(

@@ -4,7 +4,8 @@
 //! E6–E192, 1-2-5) or powers of two, as MongoDB's rounders do.
 //!
 //! Past the command's memory limit the documents are sorted through runs on disk
-//! (`query::spill`) and cut into buckets as the merge goes by.
+//! (`query::spill`) and cut into buckets as the merge goes by; a chained pipeline feeds
+//! them one at a time ([`BucketAutoInput`]).
 //!
 //! Not for: `$bucket` with explicit boundaries (`stages.rs`) or the accumulators
 //! (`accumulators.rs`).
@@ -329,26 +330,58 @@ pub fn run_bucket_auto(
         keyed.sort_by(|(a, _), (b, _)| compare_values(a, b));
         return cut_into_buckets(spec, n, keyed.into_iter().map(Ok));
     }
-    let by_value = SortSpec {
-        keys: vec![("_id".to_string(), SortDirection::Ascending)],
-        natural: None,
-    };
-    let mut sort = ExternalSort::for_command(by_value, Collation::installed());
+    let mut input = BucketAutoInput::new(spec.clone());
     for doc in docs {
         crate::interrupt::check()?;
-        let value = group_value(spec, &doc)?;
         let bytes = doc
             .to_vec()
             .map_err(|error| QueryError::bad_value(format!("cannot encode a document: {error}")))?;
-        sort.push(vec![value], bytes)?;
+        input.push(&doc, bytes)?;
     }
-    let mut sorted = sort.finish()?;
-    let items = std::iter::from_fn(move || match sorted.next_decoded() {
-        Ok(Some((mut key, doc))) => Some(Ok((key.pop().unwrap_or(Bson::Null), doc))),
-        Ok(None) => None,
-        Err(error) => Some(Err(error)),
-    });
-    cut_into_buckets(spec, n, items)
+    input.finish()
+}
+
+/// A `$bucketAuto` fed one document at a time: the documents sorted by their `groupBy`
+/// values (through runs on disk past the command's limit; 292 if it refused disk use),
+/// cut into buckets once the last is in. It holds its sort, then only the buckets.
+pub struct BucketAutoInput {
+    spec: BucketAuto,
+    sort: ExternalSort,
+    count: usize,
+}
+
+impl BucketAutoInput {
+    /// An empty input under the budget and collation of the command on this thread.
+    pub fn new(spec: BucketAuto) -> BucketAutoInput {
+        let by_value = SortSpec {
+            keys: vec![("_id".to_string(), SortDirection::Ascending)],
+            natural: None,
+        };
+        BucketAutoInput {
+            spec,
+            sort: ExternalSort::for_command(by_value, Collation::installed()),
+            count: 0,
+        }
+    }
+
+    /// Adds `document`, whose BSON bytes are `bytes`.
+    pub fn push(&mut self, document: &Document, bytes: Vec<u8>) -> Result<(), QueryError> {
+        let value = group_value(&self.spec, document)?;
+        self.sort.push(vec![value], bytes)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The buckets, in order.
+    pub fn finish(self) -> Result<Vec<Document>, QueryError> {
+        let mut sorted = self.sort.finish()?;
+        let items = std::iter::from_fn(move || match sorted.next_decoded() {
+            Ok(Some((mut key, doc))) => Some(Ok((key.pop().unwrap_or(Bson::Null), doc))),
+            Ok(None) => None,
+            Err(error) => Some(Err(error)),
+        });
+        cut_into_buckets(&self.spec, self.count, items)
+    }
 }
 
 /// The value a document is bucketed by (a number, with a `granularity`).

@@ -155,6 +155,21 @@ pub enum ChainStep {
     Count(String),
     /// `$bucket`.
     Bucket(Box<stages::BucketGrouping>),
+    /// `$bucketAuto`.
+    BucketAuto(Box<bucket_auto::BucketAuto>),
+    /// `$sample` of this many documents: a sort by a random key, keeping that many.
+    Sample(u64),
+    /// `$facet`: each named sub-pipeline as a chain of its own (one without a blocking
+    /// stage has no steps), all fed the same input.
+    Facet(Vec<(String, Chain)>),
+    /// `$unionWith`: the input as it comes, then the other collection's documents (through
+    /// its pipeline).
+    UnionWith {
+        /// The other collection.
+        collection: String,
+        /// Stages applied to its documents first.
+        pipeline: Option<Pipeline>,
+    },
     /// `$skip`s and `$limit`s after a per-document stage: `skip` documents dropped, then at
     /// most `limit` kept (the input stops being read once they are).
     Slice {
@@ -163,6 +178,25 @@ pub enum ChainStep {
         /// Documents kept after those.
         limit: Option<u64>,
     },
+}
+
+impl ChainStep {
+    /// The stage it stands for, as `explain` names it.
+    pub fn stage_name(&self) -> &'static str {
+        match self {
+            ChainStep::Sort { .. } => "$sort",
+            ChainStep::Group(_) => "$group",
+            ChainStep::Window(_) => "$setWindowFields",
+            ChainStep::Count(_) => "$count",
+            ChainStep::Bucket(_) => "$bucket",
+            ChainStep::BucketAuto(_) => "$bucketAuto",
+            ChainStep::Sample(_) => "$sample",
+            ChainStep::Facet(_) => "$facet",
+            ChainStep::UnionWith { .. } => "$unionWith",
+            ChainStep::Slice { limit: Some(_), .. } => "$limit",
+            ChainStep::Slice { limit: None, .. } => "$skip",
+        }
+    }
 }
 
 /// The read a pipeline starts with ([`Pipeline::leading_read`]): filter, sort, skip and
@@ -327,7 +361,8 @@ impl Pipeline {
 
     /// Whether every stage looks at one document at a time, with no state across documents
     /// (`$match`, `$project`/`$unset`, `$set`/`$addFields`, `$replaceRoot`, `$unwind`,
-    /// `$lookup`), so the pipeline can run over a stream of documents chunk by chunk.
+    /// `$lookup`, `$graphLookup`, `$redact`), so the pipeline can run over a stream of
+    /// documents chunk by chunk.
     pub fn is_per_document(&self) -> bool {
         self.stages.iter().all(|stage| {
             matches!(
@@ -338,6 +373,8 @@ impl Pipeline {
                     | Stage::ReplaceRoot(_)
                     | Stage::Unwind { .. }
                     | Stage::Lookup(_)
+                    | Stage::GraphLookup(_)
+                    | Stage::Redact(_)
             )
         })
     }
@@ -360,12 +397,19 @@ impl Pipeline {
 
     /// The pipeline as a chain ([`Chain`]): per-document stages, then blocking stages —
     /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`, `$bucket`,
-    /// `$setWindowFields`, `$count`, or `$skip`s and `$limit`s after a per-document
-    /// stage — each followed by per-document stages. Each blocking stage can then take its
-    /// input as a stream and hand out its output as one, through temporary files past the
-    /// memory limit. None when the pipeline has no blocking stage or a stage of another kind
-    /// (`$facet`, `$bucketAuto`, `$sample`, …).
+    /// `$bucketAuto`, `$setWindowFields`, `$count`, `$sample`, `$unionWith`, or `$skip`s
+    /// and `$limit`s after a per-document stage — each followed by per-document stages.
+    /// Each blocking stage can then take its input as a stream and hand out its output as
+    /// one, through temporary files past the memory limit. A `$facet` is a step whose
+    /// sub-pipelines are chains of their own. None when the pipeline has no blocking stage
+    /// or a stage of another kind (`$densify`, `$out`, …).
     pub fn chain(&self) -> Option<Chain> {
+        self.segments().filter(|chain| !chain.steps.is_empty())
+    }
+
+    /// The pipeline as per-document segments around blocking steps ([`Pipeline::chain`]),
+    /// also when it has no blocking step. None when a stage fits neither.
+    fn segments(&self) -> Option<Chain> {
         let mut first = Vec::new();
         let mut steps: Vec<(ChainStep, Pipeline)> = Vec::new();
         for stage in &self.stages {
@@ -383,6 +427,22 @@ impl Pipeline {
                 Stage::Bucket(bucket) => {
                     ChainStep::Bucket(Box::new(stages::BucketGrouping::new((**bucket).clone())))
                 }
+                Stage::BucketAuto(spec) => ChainStep::BucketAuto(spec.clone()),
+                Stage::Sample(size) => ChainStep::Sample(*size),
+                Stage::Facet(facets) => {
+                    let mut branches = Vec::with_capacity(facets.len());
+                    for (name, pipeline) in facets {
+                        branches.push((name.clone(), pipeline.segments()?));
+                    }
+                    ChainStep::Facet(branches)
+                }
+                Stage::UnionWith {
+                    collection,
+                    pipeline,
+                } => ChainStep::UnionWith {
+                    collection: collection.clone(),
+                    pipeline: pipeline.clone(),
+                },
                 Stage::Skip(n) | Stage::Limit(n) => {
                     // Right after a `$sort` or another `$skip`/`$limit`: the same slice.
                     let slice = match steps.last_mut() {
@@ -425,7 +485,7 @@ impl Pipeline {
         let first = Pipeline { stages: first };
         let per_document =
             first.is_per_document() && steps.iter().all(|(_, after)| after.is_per_document());
-        (!steps.is_empty() && per_document).then_some(Chain { first, steps })
+        per_document.then_some(Chain { first, steps })
     }
 
     /// The stages before the first one `is_split` picks, when they all look at one document

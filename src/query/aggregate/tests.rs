@@ -261,6 +261,16 @@ mod chains {
                     ChainStep::Slice { skip, limit } => format!("slice {skip} {limit:?}"),
                     ChainStep::Count(field) => format!("count {field}"),
                     ChainStep::Bucket(_) => "bucket".to_string(),
+                    ChainStep::BucketAuto(_) => "bucketAuto".to_string(),
+                    ChainStep::Sample(size) => format!("sample {size}"),
+                    ChainStep::UnionWith { collection, .. } => format!("union {collection}"),
+                    ChainStep::Facet(branches) => {
+                        let steps: Vec<String> = branches
+                            .iter()
+                            .map(|(name, chain)| format!("{name}:{}", chain.steps.len()))
+                            .collect();
+                        format!("facet {}", steps.join(","))
+                    }
                 };
                 (kind, after.stages.len())
             })
@@ -310,6 +320,35 @@ mod chains {
             shape(vec![set.clone(), bucket]),
             Some((1, vec![("bucket".to_string(), 0)]))
         );
+        // `$sample`, `$bucketAuto` and `$unionWith` are steps; `$graphLookup` and `$redact`
+        // look at one document at a time.
+        assert_eq!(
+            shape(vec![
+                doc! {"$redact": "$$KEEP"},
+                doc! {"$sample": {"size": 3}},
+                doc! {"$graphLookup": {"from": "o", "startWith": "$a", "connectFromField": "a",
+                "connectToField": "b", "as": "c"}},
+                doc! {"$bucketAuto": {"groupBy": "$x", "buckets": 2}},
+                doc! {"$unionWith": "o"},
+                set.clone(),
+            ]),
+            Some((
+                1,
+                vec![
+                    ("sample 3".to_string(), 1),
+                    ("bucketAuto".to_string(), 0),
+                    ("union o".to_string(), 1)
+                ]
+            ))
+        );
+        // A `$facet` is a step whose sub-pipelines are chains, with steps or without.
+        assert_eq!(
+            shape(vec![doc! {"$facet": {
+                "sorted": [{"$sort": {"x": 1}}, {"$limit": 2}, {"$group": {"_id": "$x"}}],
+                "plain": [set.clone()],
+            }}]),
+            Some((0, vec![("facet sorted:2,plain:0".to_string(), 0)]))
+        );
         // A `$skip`/`$limit` after a per-document stage is a slice of its own.
         assert_eq!(
             shape(vec![
@@ -335,9 +374,10 @@ mod chains {
         // No blocking stage: the pipeline streams as it is.
         assert_eq!(shape(vec![set.clone()]), None);
         // Stages of other kinds.
+        let densify = doc! {"$densify": {"field": "x", "range": {"step": 1, "bounds": "full"}}};
         for other in [
-            doc! {"$facet": {"a": [{"$match": {}}]}},
-            doc! {"$sample": {"size": 2}},
+            densify.clone(),
+            doc! {"$facet": {"a": [{"$sort": {"x": 1}}], "b": [densify]}},
         ] {
             let stages = vec![doc! {"$sort": {"x": 1}}, set.clone(), other.clone()];
             assert_eq!(shape(stages), None, "{other}");
