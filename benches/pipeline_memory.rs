@@ -4,13 +4,15 @@
 //! - **streamed**: the pipeline as written. The read and the `$set` stream into the
 //!   blocking stage (through temporary files past the limit) and the cursor drains it.
 //!   A window's single partition, past the limit, is spooled, holding only the field its
-//!   output reads.
-//! - **held**: the same with a `$skip: 0` after the `$set`. A `$skip` there is not a
-//!   per-document stage, so the pipeline runs as such pipelines ran before: over the
-//!   collection's documents held in memory, stage after stage.
+//!   output reads; a `$facet` feeds each sub-pipeline as a chain of its own.
+//! - **held**: the same under the `en` collation, which orders the numbers these cases
+//!   compare as the simple one does. docgate chains pipelines only under the simple
+//!   collation, so this one runs as unchained pipelines run: over the collection's
+//!   documents held in memory, stage after stage (`explain`'s `docgate.pipeline` says
+//!   `held`; the bench checks it).
 //!
-//! Cases: a `$setWindowFields` running sum over the whole collection, and a `$sort` by a
-//! field the `$set` computed.
+//! Cases: a `$setWindowFields` running sum over the whole collection, a `$sort` by a field
+//! the `$set` computed, and a `$facet` of a top-5 by that field and a `$group` by age.
 //!
 //! The collection is `DOCGATE_BENCH_WINDOW_DOCS` (500,000) `common::sample_doc` documents
 //! (~200 bytes), loaded through docgate with progress. Each side runs on a server started
@@ -34,37 +36,75 @@ use common::{
     Server,
 };
 use futures_util::TryStreamExt;
+use mongodb::options::{AggregateOptions, Collation};
+use mongodb::Collection;
 
 const DB: &str = "bench";
 const COLL: &str = "people";
 const LOAD_BATCH: usize = 10_000;
 const LIMIT_BYTES: &str = "16777216";
 
-/// The cases: a label and the blocking stage after the `$set`.
-fn cases() -> Vec<(&'static str, Document)> {
+/// The cases: a label, the blocking stage after the `$set`, and the stages after it.
+fn cases() -> Vec<(&'static str, Document, Vec<Document>)> {
+    let project = vec![doc! {"$project": {"_id": 1, "weight": 1, "running": 1}}];
     vec![
         (
             "$setWindowFields running $sum",
             doc! {"$setWindowFields": {"sortBy": {"score": 1}, "output": {
                 "running": {"$sum": "$weight", "window": {"documents": ["unbounded", "current"]}},
             }}},
+            project.clone(),
         ),
         (
             "$sort by a computed field",
             doc! {"$sort": {"weight": -1, "_id": 1}},
+            project,
+        ),
+        (
+            "$facet: top 5 and $group",
+            doc! {"$facet": {
+                "top": [{"$sort": {"weight": -1, "_id": 1}}, {"$limit": 5}, {"$project": {"weight": 1}}],
+                "by_age": [{"$group": {"_id": "$age", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}],
+            }},
+            Vec::new(),
         ),
     ]
 }
 
-/// The pipeline of a side: `held` puts a `$skip: 0` before the blocking stage.
-fn pipeline(blocking: &Document, held: bool) -> Vec<Document> {
+/// The pipeline of a case: the `$set`, its blocking stage, the stages after it.
+fn pipeline(blocking: &Document, after: &[Document]) -> Vec<Document> {
     let mut stages = vec![doc! {"$set": {"weight": {"$add": ["$age", 1]}}}];
-    if held {
-        stages.push(doc! {"$skip": 0});
-    }
     stages.push(blocking.clone());
-    stages.push(doc! {"$project": {"_id": 1, "weight": 1, "running": 1}});
+    stages.extend(after.iter().cloned());
     stages
+}
+
+/// The collation of a side: the `en` one for the held side.
+fn collation(held: bool) -> Option<Collation> {
+    held.then(|| Collation::builder().locale("en").build())
+}
+
+/// How `explain` says the pipeline runs (`docgate.pipeline.mode`).
+async fn mode(coll: &Collection<Document>, pipeline: Vec<Document>, held: bool) -> String {
+    let mut explained = doc! {"aggregate": COLL, "pipeline": pipeline, "cursor": {}};
+    if held {
+        explained.insert("collation", doc! {"locale": "en"});
+    }
+    let reply = coll
+        .client()
+        .database(DB)
+        .run_command(doc! {"explain": explained})
+        .await
+        .expect("explain");
+    let plan = reply
+        .get_document("queryPlanner")
+        .and_then(|p| p.get_document("winningPlan"));
+    let docgate = plan.and_then(|p| p.get_document("docgate"));
+    let execution = docgate.and_then(|d| d.get_document("pipeline"));
+    execution
+        .and_then(|e| e.get_str("mode"))
+        .expect("docgate.pipeline.mode")
+        .to_string()
 }
 
 /// One side's result: its times, peak RSS in MiB, documents and last running sum.
@@ -78,7 +118,7 @@ struct Side {
 async fn run_side(
     backend: &Backend,
     dir: &Path,
-    blocking: &Document,
+    (blocking, after): (&Document, &[Document]),
     held: bool,
     rounds: usize,
 ) -> Side {
@@ -93,13 +133,21 @@ async fn run_side(
     let server = Server::start(backend, dir, &args);
     let client = server.client().await;
     let coll = client.database(DB).collection::<Document>(COLL);
+    let expected = if held { "held" } else { "chained" };
+    let explained = mode(&coll, pipeline(blocking, after), held).await;
+    assert_eq!(explained, expected, "{blocking}");
     let mut times = Vec::new();
     let mut documents = 0;
     let mut last = None;
     for _ in 0..rounds {
         let started = Instant::now();
         let docs: Vec<Document> = coll
-            .aggregate(pipeline(blocking, held))
+            .aggregate(pipeline(blocking, after))
+            .with_options(
+                AggregateOptions::builder()
+                    .collation(collation(held))
+                    .build(),
+            )
             .await
             .expect("aggregate")
             .try_collect()
@@ -131,9 +179,10 @@ async fn bench(backend: &Backend, dir: &Path, docs: usize, rounds: usize) {
     println!();
     println!("backend: {}", backend.name());
     let mut rows = Vec::new();
-    for (label, blocking) in cases() {
-        let streamed = run_side(backend, dir, &blocking, false, rounds).await;
-        let held = run_side(backend, dir, &blocking, true, rounds).await;
+    for (label, blocking, after) in cases() {
+        let case = (&blocking, after.as_slice());
+        let streamed = run_side(backend, dir, case, false, rounds).await;
+        let held = run_side(backend, dir, case, true, rounds).await;
         assert_eq!(
             streamed.documents, held.documents,
             "{label}: the sides disagree"
