@@ -1,6 +1,6 @@
 //! `aggregate` pipelines of per-document stages and blocking ones (`$sort` with the
 //! `$skip`/`$limit` after it, a leading `$sort` no index serves, `$group`, `$bucket`,
-//! `$bucketAuto`, `$count`, `$setWindowFields`, `$sample`, `$unionWith`, `$facet`,
+//! `$bucketAuto`, `$count`, `$setWindowFields`, `$sample`, `$densify`, `$unionWith`, `$facet`,
 //! `$skip`/`$limit` after a per-document stage), checked with the Rust `mongodb` driver
 //! against the real `docgate` binary on SQLite and — with `DOCGATE_TEST_BACKEND` set to a
 //! `postgres://` URL — on PostgreSQL, under a 40 KB `--blocking-stage-memory-limit-bytes`,
@@ -17,8 +17,9 @@
 //!   document in its order comes with a `getMore`, after earlier batches were answered;
 //! - with `allowDiskUse: false` the same pipelines answer 292;
 //! - samples are distinct documents in no fixed order, unions come in input order then the
-//!   other collection's, auto buckets and facets are MongoDB's, and `explain` says which
-//!   stages a pipeline chains, streams or holds (`docgate.pipeline`).
+//!   other collection's, auto buckets, densified ranges (5897900 past 500,000 generated
+//!   documents) and facets are MongoDB's, and `explain` says which stages a pipeline chains,
+//!   streams or holds (`docgate.pipeline`; a `count` of a view: held).
 //!
 //! Not for: the window functions one by one (`cargo test --lib window`), a leading `$sort`
 //! followed by per-document stages only (`rest_documents.rs`, `snapshot_reads.rs`) or
@@ -506,7 +507,7 @@ async fn samples_unions_auto_buckets_graph_lookups_and_redacts_stream_past_the_l
     let last_k = int(&seeded()[COUNT as usize - 1], "k");
 
     // `explain` says which stages are chained, and that those looking at one document at a
-    // time stream; a `$densify` runs over held documents.
+    // time stream; a pipeline written out by `$out` runs over held documents.
     let set = doc! {"$set": {"w": 1}};
     let cases = [
         (
@@ -547,8 +548,9 @@ async fn samples_unions_auto_buckets_graph_lookups_and_redacts_stream_past_the_l
         ),
         (
             vec![doc! {"$densify": {"field": "k", "range": {"step": 1, "bounds": "full"}}}],
-            mode("held"),
+            chained(&["$densify"]),
         ),
+        (vec![set.clone(), doc! {"$out": "elsewhere"}], mode("held")),
     ];
     for (pipeline, expected) in cases {
         assert_eq!(
@@ -778,6 +780,41 @@ async fn facets_run_their_sub_pipelines_as_chains_past_the_limit() {
         COUNT / 4
     );
 
+    // A view read by `find` runs as the aggregate on the collection it reads; a `count` of
+    // it runs its pipeline over held documents.
+    let db = client.database("facets");
+    db.create_collection("sorted_view")
+        .view_on("items".to_string())
+        .pipeline(vec![doc! {"$set": {"w": 1}}, doc! {"$sort": {"w": 1}}])
+        .await
+        .expect("create view");
+    let explain_of = |command: Document| {
+        let db = db.clone();
+        async move {
+            let reply = db
+                .run_command(doc! {"explain": command})
+                .await
+                .expect("explain");
+            let plan = reply
+                .get_document("queryPlanner")
+                .and_then(|p| p.get_document("winningPlan"));
+            let docgate = plan
+                .and_then(|p| p.get_document("docgate"))
+                .expect("docgate");
+            docgate
+                .get_document("pipeline")
+                .expect("pipeline")
+                .get_str("mode")
+                .expect("mode")
+                .to_string()
+        }
+    };
+    assert_eq!(
+        explain_of(doc! {"find": "sorted_view", "filter": {}}).await,
+        "chained"
+    );
+    assert_eq!(explain_of(doc! {"count": "sorted_view"}).await, "held");
+
     // The document a `$facet` builds is held: past the limit it is 4031700, as MongoDB
     // answers past its own; with `allowDiskUse: false` a sort past the limit is 292.
     let whole = coll
@@ -791,6 +828,86 @@ async fn facets_run_their_sub_pipelines_as_chains_past_the_limit() {
         vec![
             doc! {"$facet": {"sorted": [{"$sort": {"k": 1}}, {"$limit": 1_500}, {"$count": "n"}]}},
         ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn densify_streams_its_sort_and_what_it_generates() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = limited_server(&temp);
+    let client = server.client().await;
+    let coll: Collection<Document> = client.database("densify").collection("items");
+    coll.insert_many(seeded()).await.expect("seed");
+
+    // Each of the four partitions by `g` holds 500 of the 2,000 `k`s: over the full range
+    // each gets the 1,500 it lacks, and the answer comes by `k` alone, partitions
+    // interleaved, as MongoDB answers a full-range densify with partitions.
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let pipeline = vec![
+        doc! {"$set": {"w": 1}},
+        doc! {"$densify": {"field": "k", "partitionByFields": ["g"], "range": {"step": 1, "bounds": "full"}}},
+    ];
+    assert_eq!(
+        execution(&coll, pipeline.clone()).await,
+        chained(&["$densify"])
+    );
+    let densified = run(&coll, pipeline).await;
+    let spilled = query_metric(&client, "docgateSpill", "files").await;
+    assert!(spilled > files, "the densify's sort held past the limit");
+    assert_eq!(densified.len(), 4 * COUNT as usize);
+    let mut seen = std::collections::HashSet::new();
+    for (at, document) in densified.iter().enumerate() {
+        let (k, g) = (int(document, "k"), int(document, "g"));
+        assert_eq!(k, at as i64 / 4, "by k at {at}");
+        assert!(seen.insert((k, g)), "({k}, {g}) twice");
+        // A generated document holds the field and the partition only.
+        let generated = !document.contains_key("_id");
+        assert_eq!(generated, !document.contains_key("w"), "{document}");
+        if generated {
+            assert_eq!(document.len(), 2, "{document}");
+        }
+    }
+    let originals = densified.iter().filter(|d| d.contains_key("_id")).count();
+    assert_eq!(originals, COUNT as usize);
+
+    // Each partition's own range, in steps of 7, after a `$match`: one partition, in `k`
+    // order, a document at every step from its smallest `k` that none holds.
+    let own = run(
+        &coll,
+        vec![
+            doc! {"$match": {"g": 2}},
+            doc! {"$densify": {"field": "k", "partitionByFields": ["g"], "range": {"step": 7, "bounds": "partition"}}},
+        ],
+    )
+    .await;
+    let mut ks: Vec<i64> = seeded()
+        .iter()
+        .filter(|d| int(d, "g") == 2)
+        .map(|d| int(d, "k"))
+        .collect();
+    ks.sort_unstable();
+    let (low, high) = (ks[0], ks[ks.len() - 1]);
+    let mut expected: Vec<i64> = ks.clone();
+    expected.extend((low..=high).step_by(7).filter(|k| !ks.contains(k)));
+    expected.sort_unstable();
+    let got: Vec<i64> = own.iter().map(|d| int(d, "k")).collect();
+    assert_eq!(got, expected);
+
+    // It generates as the cursor asks: MongoDB's limit of 500,000 generated documents is
+    // 5897900, and a `$count` after it drains it without a cursor.
+    let too_many = coll
+        .aggregate(vec![
+            doc! {"$densify": {"field": "k", "range": {"step": 1, "bounds": [0, 600_000]}}},
+            doc! {"$count": "n"},
+        ])
+        .await
+        .map(|_| ())
+        .expect_err("past the generated documents' limit");
+    assert_eq!(server_code(&too_many), Some(5897900), "{too_many}");
+    assert_refused_without_disk_use(
+        &coll,
+        vec![doc! {"$densify": {"field": "k", "range": {"step": 1, "bounds": "full"}}}],
     )
     .await;
 }

@@ -218,7 +218,9 @@ pub async fn open_stream(
 /// `"grouped"` (the read streams into the first `$group`; the stages after it run over its
 /// groups), `"chained"` with its `blockingStages` (each fed as a stream, bounded by the
 /// memory limit), `"streamed"` (stages that look at one document at a time, batch by batch,
-/// after the read or its sort), or `"held"` (over documents held between stages).
+/// after the read or its sort), or `"held"` (over documents held between stages). `"sql"`
+/// is the plan: a store that meets a value its statement cannot group exactly hands the
+/// `$group` back, which then runs `"grouped"`.
 pub fn execution(
     info: &CollectionInfo,
     pipeline: &Pipeline,

@@ -1,17 +1,20 @@
 //! An aggregate whose stages after its streaming leading read are per-document stages and
 //! blocking ones — `$sort` (with the `$skip`s and `$limit`s right after it), `$group`,
-//! `$bucket`, `$bucketAuto`, `$setWindowFields`, `$count`, `$sample`, `$unionWith`,
-//! `$facet`, `$skip`/`$limit` after a per-document stage — in any order (`Pipeline::chain`),
-//! run without holding the collection. The read and the stages before the first blocking
-//! stage stream chunk by chunk into it: an external sort, a grouping, buckets, a window's
-//! input, a count, a random top-k sort, a spool, a facet's sub-chains or a slice, each
-//! holding at most the command's limit and writing temporary files past it (292 with
-//! `allowDiskUse: false`); a slice whose `$limit` has its documents stops the read. Each
-//! later blocking stage is fed the same way from the one before, through the per-document
-//! stages between them; the cursor drains the last one through the stages after it, batch
-//! by batch ([`SortedResult`]). A `$facet` feeds each document to every sub-pipeline, each
-//! a chain of its own, and holds only the document it builds. Every input is read when the
-//! cursor opens, so a snapshot read is done with its snapshot then.
+//! `$bucket`, `$bucketAuto`, `$setWindowFields`, `$count`, `$sample`, `$densify`,
+//! `$unionWith`, `$facet`, `$skip`/`$limit` after a per-document stage — in any order
+//! (`Pipeline::chain`), run without holding the collection. The read and the stages before
+//! the first blocking stage stream chunk by chunk into it: an external sort, a grouping,
+//! buckets, a window's input, a count, a random top-k sort, a densify's sort, a spool, a
+//! facet's sub-chains or a slice, each holding at most the command's limit and writing
+//! temporary files past it (292 with `allowDiskUse: false`, where a spool — a union's, a
+//! slice's — holds its documents instead, since MongoDB streams those stages); a slice whose
+//! `$limit` has its documents stops the read. Each later blocking stage is fed the same way from the one
+//! before, through the per-document stages between them; the cursor drains the last one
+//! through the stages after it, batch by batch ([`SortedResult`]). A `$facet` feeds each
+//! document to every sub-pipeline, each a chain of its own (each blocking stage in them
+//! under the limit), and holds the document it builds (4031700 past the limit). Per-document
+//! stages after a blocking one run over chunks of [`STAGE_CHUNK`] documents. Every input is read when the cursor opens, so a snapshot read is done with its
+//! snapshot then.
 //!
 //! Not for: planning the leading read (`aggregate`), the external sort (`query::spill`), or
 //! a window's partitions (`query::window_stream`).
@@ -28,6 +31,7 @@ use super::sorted_read::{evaluate, feed_rows, Ordered, SortedResult, SortedShape
 use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::CollectionInfo;
+use crate::query::densify_stream::DensifyInput;
 use crate::query::planner::ReadPlan;
 use crate::query::spill::ExternalSort;
 use crate::query::window_stream::WindowInput;
@@ -35,6 +39,9 @@ use crate::query::{
     BucketAutoInput, BucketGrouping, Chain, ChainStep, Collation, ForeignDocuments, Grouping,
     Pipeline, SortDirection, SortSpec,
 };
+
+/// How many documents go through per-document stages together after a blocking stage.
+pub(super) const STAGE_CHUNK: usize = 64;
 
 /// A blocking stage being fed.
 enum Sink {
@@ -49,6 +56,7 @@ enum Sink {
     Window(WindowInput),
     /// A `$sample`: a top-k sort by a random key.
     Sample(ExternalSort),
+    Densify(Box<DensifyInput>),
     /// A `$facet`: each sub-pipeline fed every document, and the bytes its outputs hold.
     Facet {
         branches: Vec<FacetBranch>,
@@ -99,6 +107,7 @@ impl Sink {
                 let sort = ExternalSort::for_command(by_random_key, Collation::simple());
                 Sink::Sample(sort.keeping_slice(0, Some(size)))
             }
+            ChainStep::Densify(spec) => Sink::Densify(Box::new(DensifyInput::new(*spec))),
             ChainStep::Facet(chains) => Sink::Facet {
                 branches: chains
                     .into_iter()
@@ -179,6 +188,10 @@ impl Sink {
                 let document = decode_document(row.as_bytes())?;
                 input.push(&document, row.into_bytes())?;
             }
+            Sink::Densify(input) => {
+                let document = decode_document(row.as_bytes())?;
+                input.push(&document, row.into_bytes())?;
+            }
             Sink::Sample(sort) => sort.push(vec![Bson::Int64(rand::random())], row.into_bytes())?,
             // A spool keeps equal keys in arrival order.
             Sink::UnionWith { spool, .. } => spool.push(vec![Bson::Null], row.into_bytes())?,
@@ -197,6 +210,7 @@ impl Sink {
             Sink::Window(input) => input.push(&document, encode(&document)?)?,
             Sink::Bucket(buckets) => buckets.feed(&document)?,
             Sink::BucketAuto(input) => input.push(&document, encode(&document)?)?,
+            Sink::Densify(input) => input.push(&document, encode(&document)?)?,
             Sink::Sample(sort) => {
                 sort.push(vec![Bson::Int64(rand::random())], encode(&document)?)?
             }
@@ -232,6 +246,7 @@ impl Sink {
             Sink::Bucket(buckets) => (Ordered::Documents(buckets.finish()?.into_iter()), 0),
             Sink::BucketAuto(input) => (Ordered::Documents(input.finish()?.into_iter()), 0),
             Sink::Sample(sort) => (Ordered::Sorted(sort.finish()?), 0),
+            Sink::Densify(input) => (Ordered::Densified(Box::new(input.finish()?)), 0),
             Sink::Facet {
                 branches,
                 foreign,
@@ -256,13 +271,19 @@ impl Sink {
                 pipeline,
                 foreign,
             } => {
-                let others = foreign.get(&collection).cloned().unwrap_or_default();
                 let others = match pipeline {
-                    Some(pipeline) => pipeline.run_with(others, &foreign)?,
-                    None => others,
+                    Some(pipeline) => {
+                        let others = foreign.get(&collection).cloned().unwrap_or_default();
+                        Ordered::Documents(pipeline.run_with(others, &foreign)?.into_iter())
+                    }
+                    // Handed out from the documents the command read, one copy at a time.
+                    None => Ordered::Foreign {
+                        foreign,
+                        collection,
+                        next: 0,
+                    },
                 };
                 let input = Ordered::Sorted(spool.finish()?);
-                let others = Ordered::Documents(others.into_iter());
                 (Ordered::Then(Box::new(input), Box::new(others)), 0)
             }
             Sink::Slice { kept, .. } => (Ordered::Sorted(kept.finish()?), 0),
@@ -290,6 +311,8 @@ fn encode(document: &Document) -> Result<Vec<u8>, OpError> {
 struct FacetBranch {
     name: String,
     first: Pipeline,
+    /// Documents waiting to go through `first` together.
+    pending: Vec<Document>,
     target: BranchTarget,
 }
 
@@ -318,6 +341,7 @@ impl FacetBranch {
         FacetBranch {
             name,
             first: chain.first,
+            pending: Vec::new(),
             target,
         }
     }
@@ -327,8 +351,8 @@ impl FacetBranch {
         matches!(&self.target, BranchTarget::Feed { sink, .. } if sink.is_full())
     }
 
-    /// Runs `document` through the stages before the first blocking one; `held` counts
-    /// the bytes of the `$facet`'s outputs.
+    /// Takes `document` for the stages before the first blocking one, which run over
+    /// [`STAGE_CHUNK`] documents at a time; `held` counts the bytes of the `$facet`'s outputs.
     fn push(
         &mut self,
         document: &Document,
@@ -338,7 +362,17 @@ impl FacetBranch {
         if self.is_full() {
             return Ok(());
         }
-        let outputs = self.first.run_with(vec![document.clone()], foreign)?;
+        self.pending.push(document.clone());
+        if self.pending.len() >= STAGE_CHUNK {
+            self.flush(foreign, held)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the waiting documents through the stages before the first blocking one.
+    fn flush(&mut self, foreign: &ForeignDocuments, held: &mut usize) -> Result<(), OpError> {
+        let waiting = std::mem::take(&mut self.pending);
+        let outputs = self.first.run_with(waiting, foreign)?;
         match &mut self.target {
             BranchTarget::Collect(collected) => {
                 for output in outputs {
@@ -357,10 +391,11 @@ impl FacetBranch {
 
     /// The sub-pipeline's outputs.
     fn finish(
-        self,
+        mut self,
         foreign: &Arc<ForeignDocuments>,
         held: &mut usize,
     ) -> Result<Vec<Document>, OpError> {
+        self.flush(foreign, held)?;
         let (sink, after, later) = match self.target {
             BranchTarget::Collect(collected) => return Ok(collected),
             BranchTarget::Feed { sink, after, later } => (sink, after, later),
@@ -401,35 +436,50 @@ fn finish_chain(
     let mut between = after;
     for (step, next) in later {
         let mut sink = Sink::new(step, foreign);
-        drain_into(output, skip, &between, foreign, &mut sink)?;
+        drain_through(output, skip, &between, foreign, |document| {
+            sink.push(document)?;
+            Ok(!sink.is_full())
+        })?;
         (output, skip) = sink.finish()?;
         between = next;
     }
     Ok((output, skip, between))
 }
 
-/// Sends `output`, less its first `skip` documents, through `stages` into `sink`.
-fn drain_into(
+/// Sends `output`, less its first `skip` documents, through `stages` to `take`, in chunks
+/// of [`STAGE_CHUNK`] documents (a `$graphLookup` prepares its search once a call), until
+/// `take` answers false: it wants no more.
+fn drain_through(
     mut output: Ordered,
     mut skip: u64,
     stages: &Pipeline,
     foreign: &ForeignDocuments,
-    sink: &mut Sink,
+    mut take: impl FnMut(Document) -> Result<bool, OpError>,
 ) -> Result<(), OpError> {
-    while !sink.is_full() {
-        let Some(row) = output.next_row()? else {
-            break;
-        };
-        crate::interrupt::check()?;
-        if skip > 0 {
-            skip -= 1;
-            continue;
+    let mut chunk = Vec::with_capacity(STAGE_CHUNK);
+    loop {
+        let row = output.next_row()?;
+        let ended = row.is_none();
+        if let Some(row) = row {
+            crate::interrupt::check()?;
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            chunk.push(row.into_document()?);
+            if chunk.len() < STAGE_CHUNK {
+                continue;
+            }
         }
-        for document in stages.run_with(vec![row.into_document()?], foreign)? {
-            sink.push(document)?;
+        for document in stages.run_with(std::mem::take(&mut chunk), foreign)? {
+            if !take(document)? {
+                return Ok(());
+            }
+        }
+        if ended {
+            return Ok(());
         }
     }
-    Ok(())
 }
 
 /// Opens an aggregate over `info` whose stages after its streaming leading read (`plan`)
@@ -473,8 +523,14 @@ pub async fn open(
     };
     let (sink, fed) = feed_rows(scope, &mut input, sink, Sink::push_row, Sink::is_full).await?;
     let later: Vec<(ChainStep, Pipeline)> = steps.collect();
-    // Later blocking stages may make much of little: only a single one runs inline.
-    let small = fed <= INLINE_ROWS && later.is_empty();
+    // Later blocking stages may make much of little, and so may a union (the other
+    // collection), a facet (its sub-pipelines) or a densify (what it generates): only a
+    // single other one runs inline.
+    let light = !matches!(
+        sink,
+        Sink::UnionWith { .. } | Sink::Facet { .. } | Sink::Densify(_)
+    );
+    let small = fed <= INLINE_ROWS && later.is_empty() && light;
     let (output, skip, last, foreign) = evaluate(small, move || {
         let (output, skip, last) = finish_chain(sink, after, later, &foreign)?;
         Ok::<_, OpError>((output, skip, last, foreign))

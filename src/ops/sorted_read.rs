@@ -24,6 +24,7 @@ use std::sync::Arc;
 use bson::raw::RawDocumentBuf;
 use bson::Bson;
 
+use super::chained_read::STAGE_CHUNK;
 use super::cursors::ResultSource;
 use super::find::encode_documents;
 use super::read::{decode_document, INLINE_ROWS};
@@ -31,6 +32,7 @@ use super::read_cursor::{BatchLimit, ReadCursor};
 use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::CollectionInfo;
+use crate::query::densify_stream::DensifiedOutput;
 use crate::query::planner::ReadPlan;
 use crate::query::spill::{ExternalSort, SortedOutput};
 use crate::query::text::{TextSearch, TEXT_SCORE_FIELD};
@@ -332,6 +334,14 @@ pub(super) enum Ordered {
     Windowed(Box<WindowedOutput>),
     /// A `$group`'s groups.
     Documents(std::vec::IntoIter<bson::Document>),
+    /// A `$densify`'s documents and those it generates.
+    Densified(Box<DensifiedOutput>),
+    /// The documents of a collection the command read whole (a `$unionWith`'s), from `next`.
+    Foreign {
+        foreign: Arc<ForeignDocuments>,
+        collection: String,
+        next: usize,
+    },
     /// One output, then another (a `$unionWith`'s input, then the other collection's).
     Then(Box<Ordered>, Box<Ordered>),
 }
@@ -342,7 +352,17 @@ impl Ordered {
         Ok(match self {
             Ordered::Sorted(sorted) => sorted.next_document()?.map(Row::Bytes),
             Ordered::Windowed(windowed) => windowed.next_document()?.map(Row::Document),
+            Ordered::Densified(densified) => densified.next_document()?.map(Row::Document),
             Ordered::Documents(documents) => documents.next().map(Row::Document),
+            Ordered::Foreign {
+                foreign,
+                collection,
+                next,
+            } => {
+                let document = foreign.get(collection.as_str()).and_then(|d| d.get(*next));
+                *next += 1;
+                document.cloned().map(Row::Document)
+            }
             Ordered::Then(first, second) => match first.next_row()? {
                 Some(row) => Some(row),
                 None => second.next_row()?,
@@ -355,7 +375,8 @@ impl Ordered {
         match self {
             Ordered::Sorted(sorted) => sorted.used_disk(),
             Ordered::Windowed(windowed) => windowed.used_disk(),
-            Ordered::Documents(_) => false,
+            Ordered::Densified(densified) => densified.used_disk(),
+            Ordered::Documents(_) | Ordered::Foreign { .. } => false,
             Ordered::Then(first, second) => first.used_disk() || second.used_disk(),
         }
     }
@@ -403,20 +424,35 @@ impl BatchState {
                     continue;
                 }
                 crate::interrupt::check()?;
-                let next = match self.pending.take() {
-                    Some(next) => Some(next),
-                    None => self.output.next_row()?,
+                // Stages run over up to `STAGE_CHUNK` documents at once (as many as the
+                // batch may still take); a find's shape over one.
+                let wanted = match &*self.shape {
+                    SortedShape::Stages { .. } => {
+                        (limit.documents - batch.len()).clamp(1, STAGE_CHUNK)
+                    }
+                    SortedShape::Find { .. } => 1,
                 };
-                let Some(next) = next else {
-                    return Ok((batch, false));
-                };
-                if self.skip > 0 {
-                    self.skip -= 1;
-                    continue;
+                let mut rows = Vec::with_capacity(wanted);
+                while rows.len() < wanted {
+                    let next = match self.pending.take() {
+                        Some(next) => Some(next),
+                        None => self.output.next_row()?,
+                    };
+                    let Some(next) = next else {
+                        break;
+                    };
+                    if self.skip > 0 {
+                        self.skip -= 1;
+                        continue;
+                    }
+                    rows.push(next);
                 }
-                // What the stages make of one document may overflow the batch: the rest
-                // waits for the next one.
-                let shaped = self.shaped(next)?;
+                if rows.is_empty() {
+                    return Ok((batch, false));
+                }
+                // What the stages make of the rows may overflow the batch: the rest waits
+                // for the next one.
+                let shaped = self.shaped(rows)?;
                 self.ahead.extend(shaped);
             }
             if self.ahead.is_empty() && self.pending.is_none() {
@@ -427,33 +463,45 @@ impl BatchState {
         })
     }
 
-    /// A sorted document as the client gets it.
-    fn shaped(&self, row: Row) -> Result<Vec<RawDocumentBuf>, OpError> {
+    /// Sorted documents as the client gets them.
+    fn shaped(&self, rows: Vec<Row>) -> Result<Vec<RawDocumentBuf>, OpError> {
         let mut shaped = match &*self.shape {
             SortedShape::Find {
                 projection: None, ..
             } if !self.scored => {
-                let Row::Bytes(bytes) = row else {
-                    return encode_documents(&[row.into_document()?]);
-                };
-                return Ok(vec![RawDocumentBuf::from_bytes(bytes)
-                    .map_err(|error| OpError::BadValue(error.to_string()))?]);
+                let mut raw = Vec::with_capacity(rows.len());
+                for row in rows {
+                    raw.extend(match row {
+                        Row::Bytes(bytes) => vec![RawDocumentBuf::from_bytes(bytes)
+                            .map_err(|error| OpError::BadValue(error.to_string()))?],
+                        Row::Document(document) => encode_documents(&[document])?,
+                    });
+                }
+                return Ok(raw);
             }
             SortedShape::Find {
                 projection,
                 positional_filter,
             } => {
-                let document = row.into_document()?;
-                vec![match (projection, positional_filter) {
-                    (None, _) => document,
-                    (Some(projection), Some(filter)) => {
-                        projection.apply_with_query(&document, filter)?
-                    }
-                    (Some(projection), None) => projection.apply(&document)?,
-                }]
+                let mut documents = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let document = row.into_document()?;
+                    documents.push(match (projection, positional_filter) {
+                        (None, _) => document,
+                        (Some(projection), Some(filter)) => {
+                            projection.apply_with_query(&document, filter)?
+                        }
+                        (Some(projection), None) => projection.apply(&document)?,
+                    });
+                }
+                documents
             }
             SortedShape::Stages { pipeline, foreign } => {
-                pipeline.run_with(vec![row.into_document()?], foreign)?
+                let documents = rows
+                    .into_iter()
+                    .map(Row::into_document)
+                    .collect::<Result<Vec<_>, _>>()?;
+                pipeline.run_with(documents, foreign)?
             }
         };
         if self.scored {

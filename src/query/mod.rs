@@ -48,7 +48,8 @@ mod value;
 pub use aggregate::bucket_auto::BucketAutoInput;
 pub use aggregate::stages::BucketGrouping;
 pub use aggregate::{
-    collectionless, counted, output as output_stage, sql_group, window_stream, Stage,
+    collectionless, counted, densify_stream, output as output_stage, sql_group, window_stream,
+    Stage,
 };
 pub use aggregate::{Chain, ChainStep, ForeignDocuments, Grouping, Pipeline};
 pub use error::QueryError;

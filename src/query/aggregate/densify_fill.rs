@@ -2,10 +2,10 @@
 //! the `full` range, each `partition`'s own or explicit bounds) and `$fill` (null and missing
 //! fields set from a `value` expression, or by `locf`/`linear`, which MongoDB itself runs as
 //! `$setWindowFields` with `$locf`/`$linearFill`: so does docgate), with MongoDB's errors.
+//! The documents are densified as a stream (`densify_stream.rs`), held or not.
 //!
 //! Not for: the window functions themselves (`window_functions.rs`).
 
-use super::reshape::set_dotted;
 use super::window::parse_set_window_fields;
 use super::Stage;
 use crate::query::error::QueryError;
@@ -209,7 +209,7 @@ pub fn parse_densify(spec: &Bson) -> Result<Densify, QueryError> {
 }
 
 impl Densify {
-    fn value_of(&self, doc: &Document) -> Result<Option<Bson>, QueryError> {
+    pub(super) fn value_of(&self, doc: &Document) -> Result<Option<Bson>, QueryError> {
         match get_path(doc, &self.field) {
             None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
             Some(v @ Bson::DateTime(_)) if self.unit.is_some() => Ok(Some(v.clone())),
@@ -222,7 +222,7 @@ impl Densify {
         }
     }
 
-    fn next(&self, value: &Bson) -> Result<Bson, QueryError> {
+    pub(super) fn next(&self, value: &Bson) -> Result<Bson, QueryError> {
         match &self.unit {
             Some(unit) => Ok(date_math::apply(
                 DateOperator::DateAdd,
@@ -238,131 +238,25 @@ impl Densify {
                 .ok_or_else(|| loc(5733201, "Densify field type must be numeric")),
         }
     }
-
-    /// The values from `start` on, stepping, while `within` holds.
-    fn grid(&self, start: &Bson, within: impl Fn(&Bson) -> bool) -> Result<Vec<Bson>, QueryError> {
-        let mut out = Vec::new();
-        let mut value = start.clone();
-        while within(&value) {
-            crate::interrupt::check()?;
-            let next = self.next(&value)?;
-            if compare_values(&next, &value) != Ordering::Greater {
-                break;
-            }
-            out.push(std::mem::replace(&mut value, next));
-        }
-        Ok(out)
-    }
 }
 
 /// Runs `$densify`: the documents sorted by partition and field, with the generated ones
 /// (holding only the field and the partition fields) in place.
 pub fn run_densify(spec: &Densify, docs: Vec<Document>) -> Result<Vec<Document>, QueryError> {
-    let mut keyed = Vec::with_capacity(docs.len());
+    let mut input = super::densify_stream::DensifyInput::new(spec.clone());
     for doc in docs {
-        let partition: Vec<Option<Bson>> = spec
-            .partition_fields
-            .iter()
-            .map(|p| get_path(&doc, p).cloned())
-            .collect();
-        let value = spec.value_of(&doc)?;
-        keyed.push((partition, value, doc));
+        crate::interrupt::check()?;
+        let bytes = doc
+            .to_vec()
+            .map_err(|error| QueryError::bad_value(format!("cannot encode a document: {error}")))?;
+        input.push(&doc, bytes)?;
     }
-    let compare_partition = |a: &[Option<Bson>], b: &[Option<Bson>]| {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| {
-                compare_values(
-                    x.as_ref().unwrap_or(&Bson::Null),
-                    y.as_ref().unwrap_or(&Bson::Null),
-                )
-            })
-            .find(|o| o.is_ne())
-            .unwrap_or(Ordering::Equal)
-    };
-    let compare_value = |a: &Option<Bson>, b: &Option<Bson>| match (a, b) {
-        (None, None) => Ordering::Equal,
-        (None, _) => Ordering::Less,
-        (_, None) => Ordering::Greater,
-        (Some(x), Some(y)) => compare_values(x, y),
-    };
-    keyed.sort_by(|(pa, va, _), (pb, vb, _)| {
-        compare_partition(pa, pb).then_with(|| compare_value(va, vb))
-    });
-    let all_values = || keyed.iter().filter_map(|(_, v, _)| v.as_ref());
-    let full_range = match spec.bounds {
-        DensifyBounds::Full => {
-            let min = all_values().min_by(|a, b| compare_values(a, b)).cloned();
-            let max = all_values().max_by(|a, b| compare_values(a, b)).cloned();
-            min.zip(max)
-        }
-        _ => None,
-    };
-    let mut out: Vec<(Option<Bson>, Document)> = Vec::with_capacity(keyed.len());
-    let mut start = 0;
-    while start < keyed.len() {
-        let mut end = start + 1;
-        while end < keyed.len() && compare_partition(&keyed[start].0, &keyed[end].0).is_eq() {
-            end += 1;
-        }
-        let group = &keyed[start..end];
-        let existing: Vec<&Bson> = group.iter().filter_map(|(_, v, _)| v.as_ref()).collect();
-        let grid = match &spec.bounds {
-            DensifyBounds::Full => match &full_range {
-                Some((lo, hi)) => spec.grid(lo, |v| compare_values(v, hi) != Ordering::Greater)?,
-                None => Vec::new(),
-            },
-            DensifyBounds::Partition => match (existing.first(), existing.last()) {
-                (Some(lo), Some(hi)) => {
-                    spec.grid(lo, |v| compare_values(v, hi) != Ordering::Greater)?
-                }
-                _ => Vec::new(),
-            },
-            DensifyBounds::Explicit(bounds) => {
-                let (lo, hi) = bounds.as_ref();
-                spec.grid(lo, |v| compare_values(v, hi) == Ordering::Less)?
-            }
-        };
-        let template = {
-            let mut d = Document::new();
-            for (field, value) in spec.partition_fields.iter().zip(&group[0].0) {
-                if let Some(v) = value {
-                    set_dotted(&mut d, field, Some(v.clone()));
-                }
-            }
-            d
-        };
-        let mut generated = grid
-            .into_iter()
-            .filter(|g| existing.binary_search_by(|e| compare_values(e, g)).is_err());
-        let mut pending = generated.next();
-        for (_, value, doc) in group {
-            while let (Some(g), Some(v)) = (&pending, value) {
-                if compare_values(g, v) != Ordering::Less {
-                    break;
-                }
-                out.push((pending.clone(), generate(&template, &spec.field, g)));
-                pending = generated.next();
-            }
-            out.push((value.clone(), doc.clone()));
-        }
-        while let Some(g) = pending {
-            out.push((Some(g.clone()), generate(&template, &spec.field, &g)));
-            pending = generated.next();
-        }
-        start = end;
+    let mut output = input.finish()?;
+    let mut out = Vec::new();
+    while let Some(document) = output.next_document()? {
+        out.push(document);
     }
-    if spec.bounds == DensifyBounds::Full && !spec.partition_fields.is_empty() {
-        // MongoDB sorts a full-range densify by the field only, partitions interleaved.
-        out.sort_by(|(a, _), (b, _)| compare_value(a, b));
-    }
-    Ok(out.into_iter().map(|(_, d)| d).collect())
-}
-
-fn generate(template: &Document, field: &str, value: &Bson) -> Document {
-    let mut d = template.clone();
-    set_dotted(&mut d, field, Some(value.clone()));
-    d
+    Ok(out)
 }
 
 /// Parses `$fill` into the stages MongoDB runs for it: a `$setWindowFields` with `$locf` /

@@ -145,6 +145,13 @@ fn densify_errors() {
     )
     .unwrap_err();
     assert_eq!(err.code, 5733201);
+    // MongoDB generates at most 500,000 documents (`internalQueryMaxAllowedDensifyDocs`).
+    let up_to = |upper: i32| {
+        let stage = doc! {"$densify": {"field": "a", "range": {"step": 1, "bounds": [0, upper]}}};
+        run(stage, vec![doc! {"a": 0}])
+    };
+    assert_eq!(up_to(500_001).map(|docs| docs.len()).ok(), Some(500_001));
+    assert_eq!(up_to(500_002).unwrap_err().code, 5897900);
 }
 
 #[test]

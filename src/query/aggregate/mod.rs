@@ -22,6 +22,7 @@ pub mod bucket_auto;
 pub mod collectionless;
 pub mod counted;
 pub mod densify_fill;
+pub mod densify_stream;
 pub mod graph_lookup;
 mod group;
 pub use group::Grouping;
@@ -159,6 +160,9 @@ pub enum ChainStep {
     BucketAuto(Box<bucket_auto::BucketAuto>),
     /// `$sample` of this many documents: a sort by a random key, keeping that many.
     Sample(u64),
+    /// `$densify`: its input sorted by partition and field, the missing steps generated as
+    /// the sorted documents are read back.
+    Densify(Box<densify_fill::Densify>),
     /// `$facet`: each named sub-pipeline as a chain of its own (one without a blocking
     /// stage has no steps), all fed the same input.
     Facet(Vec<(String, Chain)>),
@@ -191,6 +195,7 @@ impl ChainStep {
             ChainStep::Bucket(_) => "$bucket",
             ChainStep::BucketAuto(_) => "$bucketAuto",
             ChainStep::Sample(_) => "$sample",
+            ChainStep::Densify(_) => "$densify",
             ChainStep::Facet(_) => "$facet",
             ChainStep::UnionWith { .. } => "$unionWith",
             ChainStep::Slice { limit: Some(_), .. } => "$limit",
@@ -397,12 +402,13 @@ impl Pipeline {
 
     /// The pipeline as a chain ([`Chain`]): per-document stages, then blocking stages —
     /// `$sort` (with the `$skip`s and `$limit`s right after it), `$group`, `$bucket`,
-    /// `$bucketAuto`, `$setWindowFields`, `$count`, `$sample`, `$unionWith`, or `$skip`s
-    /// and `$limit`s after a per-document stage — each followed by per-document stages.
+    /// `$bucketAuto`, `$setWindowFields`, `$count`, `$sample`, `$densify`, `$unionWith`, or
+    /// `$skip`s and `$limit`s after a per-document stage — each followed by per-document
+    /// stages.
     /// Each blocking stage can then take its input as a stream and hand out its output as
     /// one, through temporary files past the memory limit. A `$facet` is a step whose
     /// sub-pipelines are chains of their own. None when the pipeline has no blocking stage
-    /// or a stage of another kind (`$densify`, `$out`, …).
+    /// or a stage of another kind (`$out`, `$merge`, …).
     pub fn chain(&self) -> Option<Chain> {
         self.segments().filter(|chain| !chain.steps.is_empty())
     }
@@ -429,6 +435,7 @@ impl Pipeline {
                 }
                 Stage::BucketAuto(spec) => ChainStep::BucketAuto(spec.clone()),
                 Stage::Sample(size) => ChainStep::Sample(*size),
+                Stage::Densify(spec) => ChainStep::Densify(spec.clone()),
                 Stage::Facet(facets) => {
                     let mut branches = Vec::with_capacity(facets.len());
                     for (name, pipeline) in facets {

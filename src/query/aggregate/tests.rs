@@ -263,6 +263,7 @@ mod chains {
                     ChainStep::Bucket(_) => "bucket".to_string(),
                     ChainStep::BucketAuto(_) => "bucketAuto".to_string(),
                     ChainStep::Sample(size) => format!("sample {size}"),
+                    ChainStep::Densify(_) => "densify".to_string(),
                     ChainStep::UnionWith { collection, .. } => format!("union {collection}"),
                     ChainStep::Facet(branches) => {
                         let steps: Vec<String> = branches
@@ -341,6 +342,13 @@ mod chains {
                 ]
             ))
         );
+        assert_eq!(
+            shape(vec![
+                doc! {"$densify": {"field": "x", "range": {"step": 1, "bounds": "full"}}},
+                set.clone()
+            ]),
+            Some((0, vec![("densify".to_string(), 1)]))
+        );
         // A `$facet` is a step whose sub-pipelines are chains, with steps or without.
         assert_eq!(
             shape(vec![doc! {"$facet": {
@@ -373,12 +381,8 @@ mod chains {
         let set = doc! {"$set": {"x": 1}};
         // No blocking stage: the pipeline streams as it is.
         assert_eq!(shape(vec![set.clone()]), None);
-        // Stages of other kinds.
-        let densify = doc! {"$densify": {"field": "x", "range": {"step": 1, "bounds": "full"}}};
-        for other in [
-            densify.clone(),
-            doc! {"$facet": {"a": [{"$sort": {"x": 1}}], "b": [densify]}},
-        ] {
+        // Stages of other kinds: the output stages the command writes through.
+        for other in [doc! {"$merge": {"into": "other"}}, doc! {"$out": "other"}] {
             let stages = vec![doc! {"$sort": {"x": 1}}, set.clone(), other.clone()];
             assert_eq!(shape(stages), None, "{other}");
         }
