@@ -162,6 +162,46 @@ fn values_at(doc: &Document, path: &str) -> Vec<Bson> {
     out
 }
 
+/// A `$graphLookup`'s search over its `from` collection: the documents its
+/// `restrictSearchWithMatch` keeps (their positions) and each one's `connectToField` values.
+#[derive(Debug)]
+pub struct Search {
+    members: Vec<usize>,
+    targets: Vec<Vec<Bson>>,
+}
+
+impl GraphLookup {
+    /// What names its search among the prepared ones: the collection, the field searched
+    /// and the restriction.
+    fn search_key(&self) -> String {
+        format!(
+            "{}\u{0}{}\u{0}{:?}",
+            self.from, self.connect_to, self.restrict
+        )
+    }
+
+    /// Its search over `others`.
+    fn prepare(&self, others: &[Document]) -> Search {
+        let mut members = Vec::new();
+        let mut targets = Vec::new();
+        for (position, other) in others.iter().enumerate() {
+            if self.restrict.as_ref().is_some_and(|f| !f.matches(other)) {
+                continue;
+            }
+            // Matched like the `{connectToField: {$in: [...]}}` query MongoDB runs: a
+            // missing field is null.
+            let values = values_at(other, &self.connect_to);
+            members.push(position);
+            targets.push(if values.is_empty() {
+                vec![Bson::Null]
+            } else {
+                values
+            });
+        }
+        Search { members, targets }
+    }
+}
+
 /// Runs `$graphLookup` for every input document.
 pub fn run_graph_lookup(
     spec: &GraphLookup,
@@ -169,25 +209,9 @@ pub fn run_graph_lookup(
     foreign: &ForeignDocuments,
 ) -> Result<Vec<Document>, QueryError> {
     let empty = Vec::new();
-    let others: Vec<&Document> = foreign
-        .get(&spec.from)
-        .unwrap_or(&empty)
-        .iter()
-        .filter(|d| spec.restrict.as_ref().is_none_or(|f| f.matches(d)))
-        .collect();
-    // Matched like the `{connectToField: {$in: [...]}}` query MongoDB runs: a missing
-    // field is null.
-    let targets: Vec<Vec<Bson>> = others
-        .iter()
-        .map(|d| {
-            let values = values_at(d, &spec.connect_to);
-            if values.is_empty() {
-                vec![Bson::Null]
-            } else {
-                values
-            }
-        })
-        .collect();
+    let collection = foreign.get(&spec.from).unwrap_or(&empty);
+    let search = foreign.search(&spec.search_key(), || Ok(spec.prepare(collection)))?;
+    let targets = &search.targets;
     let mut out = Vec::with_capacity(docs.len());
     for mut doc in docs {
         let mut frontier: Vec<Bson> = match spec.start_with.evaluate_optional(&doc)? {
@@ -195,13 +219,13 @@ pub fn run_graph_lookup(
             Some(Bson::Array(items)) => items,
             Some(v) => vec![v],
         };
-        let mut reached = vec![false; others.len()];
+        let mut reached = vec![false; search.members.len()];
         let mut found: Vec<Bson> = Vec::new();
         let mut depth: u64 = 0;
         while !frontier.is_empty() && spec.max_depth.is_none_or(|m| depth <= m) {
             crate::interrupt::check_now()?;
             let mut next = Vec::new();
-            for (i, other) in others.iter().enumerate() {
+            for (i, &position) in search.members.iter().enumerate() {
                 if reached[i]
                     || !targets[i]
                         .iter()
@@ -210,7 +234,10 @@ pub fn run_graph_lookup(
                     continue;
                 }
                 reached[i] = true;
-                let mut hit = (*other).clone();
+                let Some(other) = collection.get(position) else {
+                    continue;
+                };
+                let mut hit = other.clone();
                 if let Some(field) = &spec.depth_field {
                     hit.insert(field.clone(), Bson::Int64(depth as i64));
                 }

@@ -16,8 +16,60 @@ use crate::query::value::path::candidates;
 use bson::{Bson, Document};
 use std::collections::HashMap;
 
-/// Documents of other collections, by name, for `$lookup` and `$unionWith`.
-pub type ForeignDocuments = HashMap<String, Vec<Document>>;
+/// Documents of other collections, by name, for `$lookup`, `$unionWith` and
+/// `$graphLookup`, read once per command. A `$graphLookup`'s search over one of them (its
+/// `restrictSearchWithMatch` applied, its `connectToField` values taken) is prepared once
+/// and shared by every call that runs the stage — one per document when the pipeline
+/// streams; changing the documents forgets the searches.
+#[derive(Debug, Default)]
+pub struct ForeignDocuments {
+    collections: HashMap<String, Vec<Document>>,
+    searches: std::sync::Mutex<HashMap<String, std::sync::Arc<super::graph_lookup::Search>>>,
+}
+
+impl ForeignDocuments {
+    /// No other collection.
+    pub fn new() -> ForeignDocuments {
+        ForeignDocuments::default()
+    }
+
+    /// The search `key` names, prepared by `prepare` on first use.
+    pub(super) fn search(
+        &self,
+        key: &str,
+        prepare: impl FnOnce() -> Result<super::graph_lookup::Search, QueryError>,
+    ) -> Result<std::sync::Arc<super::graph_lookup::Search>, QueryError> {
+        let mut searches = self
+            .searches
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(search) = searches.get(key) {
+            return Ok(std::sync::Arc::clone(search));
+        }
+        let search = std::sync::Arc::new(prepare()?);
+        searches.insert(key.to_string(), std::sync::Arc::clone(&search));
+        Ok(search)
+    }
+}
+
+impl std::ops::Deref for ForeignDocuments {
+    type Target = HashMap<String, Vec<Document>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.collections
+    }
+}
+
+impl std::ops::DerefMut for ForeignDocuments {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        // The documents may change: prepared searches over them no longer hold.
+        self.searches
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        &mut self.collections
+    }
+}
 
 /// The `output` of `$bucket` and `$bucketAuto`: its accumulators, `{count: {$sum: 1}}` when
 /// absent; None when it is not an object (each stage has its own error for that).
