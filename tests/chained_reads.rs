@@ -911,3 +911,98 @@ async fn densify_streams_its_sort_and_what_it_generates() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn chains_compare_under_the_pipelines_collation() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = limited_server(&temp);
+    let client = server.client().await;
+    let db = client.database("collated");
+    let coll: Collection<Document> = db.collection("items");
+    // Names in three spellings of case: "Name7", "name7", "NAME7", … past the limit.
+    let pad = "x".repeat(120);
+    let spellings = |i: i64| match i % 3 {
+        0 => format!("Name{}", i % 50),
+        1 => format!("name{}", i % 50),
+        _ => format!("NAME{}", i % 50),
+    };
+    let docs: Vec<Document> = (0..COUNT)
+        .map(|i| doc! {"_id": i, "name": spellings(i), "pad": pad.clone()})
+        .collect();
+    coll.insert_many(docs).await.expect("seed");
+    let case_insensitive = mongodb::options::Collation::builder()
+        .locale("en")
+        .strength(mongodb::options::CollationStrength::Secondary)
+        .build();
+    let collated = |pipeline: Vec<Document>| {
+        let coll = coll.clone();
+        let collation = case_insensitive.clone();
+        async move {
+            let cursor = coll
+                .aggregate(pipeline.clone())
+                .collation(collation)
+                .batch_size(50)
+                .await
+                .unwrap_or_else(|e| panic!("{pipeline:?}: {e}"));
+            collect(cursor).await
+        }
+    };
+
+    // A `$group` after a `$set` groups the three spellings as one name: 50 groups of 40.
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let groups = collated(vec![
+        doc! {"$set": {"key": "$name"}},
+        doc! {"$group": {"_id": "$key", "n": {"$sum": 1}}},
+        doc! {"$sort": {"_id": 1}},
+    ])
+    .await;
+    assert_eq!(groups.len(), 50, "{groups:?}");
+    assert!(
+        groups.iter().all(|g| int(g, "n") == COUNT / 50),
+        "{groups:?}"
+    );
+
+    // A `$sort` by the name after a `$set`, through runs past the limit, keeps the three
+    // spellings together ("name10" after "NAME1" …), and a `$match` after it compares
+    // under the collation too.
+    let sorted = collated(vec![
+        doc! {"$set": {"key": "$name"}},
+        doc! {"$sort": {"key": 1, "_id": 1}},
+        doc! {"$match": {"key": "name7"}},
+        doc! {"$project": {"pad": 0}},
+    ])
+    .await;
+    let spilled = query_metric(&client, "docgateSpill", "files").await;
+    assert!(spilled > files, "the collated sort held past the limit");
+    let ids: Vec<i64> = sorted.iter().map(|d| int(d, "_id")).collect();
+    let expected: Vec<i64> = (0..COUNT).filter(|i| i % 50 == 7).collect();
+    assert_eq!(ids, expected, "every spelling of name7, in _id order");
+    let all = collated(vec![
+        doc! {"$set": {"key": "$name"}},
+        doc! {"$sort": {"key": 1, "_id": 1}},
+    ])
+    .await;
+    let lowered: Vec<String> = all
+        .iter()
+        .map(|d| d.get_str("key").expect("key").to_lowercase())
+        .collect();
+    let mut expected = lowered.clone();
+    expected.sort();
+    assert_eq!(lowered, expected, "sorted without regard to case");
+
+    // `explain` says the collated pipeline is chained.
+    let reply = db
+        .run_command(doc! {"explain": {"aggregate": "items", "pipeline": [
+            {"$set": {"key": "$name"}}, {"$sort": {"key": 1}},
+        ], "cursor": {}, "collation": {"locale": "en", "strength": 2}}})
+        .await
+        .expect("explain");
+    let mode = reply
+        .get_document("queryPlanner")
+        .and_then(|p| p.get_document("winningPlan"))
+        .and_then(|p| p.get_document("docgate"))
+        .and_then(|d| d.get_document("pipeline"))
+        .and_then(|p| p.get_str("mode"))
+        .expect("docgate.pipeline.mode");
+    assert_eq!(mode, "chained", "{reply}");
+}

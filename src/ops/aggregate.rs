@@ -137,33 +137,32 @@ pub async fn read_foreign(
 }
 
 /// The plan of `pipeline`'s leading read and the stages after it, when that read can feed
-/// its stages chunk by chunk: the store produces its order, the pipeline compares under the
-/// simple collation. None otherwise.
+/// its stages chunk by chunk: the store produces its order (the stages then compare under
+/// the plan's collation). None otherwise.
 fn streaming_read(
     info: &CollectionInfo,
     pipeline: &Pipeline,
     hint: Option<&Bson>,
     collation: Option<&Collation>,
 ) -> Result<Option<(ReadPlan, Pipeline)>, OpError> {
-    if !info.collation_for(collation.cloned())?.is_simple() {
-        return Ok(None);
-    }
+    let collation = info.collation_for(collation.cloned())?;
     let lead = pipeline.leading_read();
     let indexes = hinted_indexes(&info.indexes, hint)?;
-    let plan = plan_leading_read(pipeline, indexes, Collation::simple())?;
+    let plan = plan_leading_read(pipeline, indexes, collation)?;
     if !ReadCursor::streams(&plan) {
         return Ok(None);
     }
     Ok(Some((plan, pipeline.after(lead.stages))))
 }
 
-/// Opens an aggregate over `info` as a streaming cursor when it can stream: its leading
-/// read is one the store orders itself, and every stage after it looks at one document at a
-/// time. The cursor then holds a position and those stages, never the result; each batch
-/// reads chunks of rows and runs them through the stages (`ReadCursor::with_stages`); a
-/// snapshot read outside a transaction spools the rest now (`sorted_read::spool`).
-/// None when the pipeline must see its input whole (a `$group`, a `$sort` in Rust, …) or
-/// compares under a non-simple collation: [`run_pipeline`] runs it.
+/// Opens an aggregate over `info` as a streaming cursor: a leading sort in Rust
+/// (`sorted_read::open_pipeline`), a chain of blocking stages (`chained_read`), or — when
+/// its leading read is one the store orders itself and every stage after it looks at one
+/// document at a time — a cursor that holds a position and those stages, never the result;
+/// each batch reads chunks of rows and runs them through the stages
+/// (`ReadCursor::with_stages`) under the read's collation; a snapshot read outside a
+/// transaction spools the rest now (`sorted_read::spool`). None when a stage is none of
+/// those (`$out`, `$merge`): [`run_pipeline`] runs it.
 pub async fn open_stream(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
@@ -257,7 +256,7 @@ pub fn execution(
     let lead = pipeline.leading_read();
     let rest = pipeline.after(lead.stages);
     let collation = info.collation_for(collation.cloned())?;
-    if lead.sort.is_some() && (rest.is_per_document() || collation.is_simple()) {
+    if lead.sort.is_some() {
         let indexes = hinted_indexes(&info.indexes, hint)?;
         let plan = plan_leading_read(pipeline, indexes, collation)?;
         if super::sorted_read::spills(&plan) {
@@ -290,8 +289,9 @@ const GROUP_INPUT_CHUNK: usize = 10_000;
 /// (`Pipeline::split_at_group`) with its input streaming: the leading read and those stages
 /// go through a [`ReadCursor`] chunk by chunk, each chunk feeds the `$group` on the compute
 /// pool, and only the groups are held — not the collection. The stages after the `$group`
-/// then run over the groups. None when the pipeline has no such `$group`, its read is sorted
-/// in Rust, or it compares under a non-simple collation: [`run_pipeline`] runs it.
+/// then run over the groups; the groups compare under the read's collation (under a
+/// non-simple one, no `$group` goes into the store's statement). None when the pipeline has
+/// no such `$group` or its read is sorted in Rust: [`run_pipeline`] runs it.
 pub async fn run_grouped(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
@@ -336,6 +336,8 @@ pub async fn run_grouped(
     // A `$text` read: each match reaches the `$group` with its score, which its
     // accumulators may read (`{$meta: "textScore"}`).
     let search = read::text_scored(&plan).map(|search| Arc::new(search.clone()));
+    // The groups' keys compare under the read's collation.
+    let collation = plan.collation.clone();
     let mut cursor = ReadCursor::new(info, plan, None, None)
         .with_stages(StagedOutput {
             pipeline: before,
@@ -348,25 +350,31 @@ pub async fn run_grouped(
     };
     while !cursor.is_exhausted() {
         let batch = cursor.next_batch(scope, chunk).await?;
+        let collation = collation.clone();
         grouping = crate::compute::run(move || {
-            for raw in &batch {
-                if !grouping.feed_raw(raw)? {
-                    grouping.feed(&read::decode_document(raw.as_bytes())?)?;
+            collation.install(|| {
+                for raw in &batch {
+                    if !grouping.feed_raw(raw)? {
+                        grouping.feed(&read::decode_document(raw.as_bytes())?)?;
+                    }
                 }
-            }
+                Ok::<_, OpError>(())
+            })?;
             Ok::<_, OpError>(grouping)
         })
         .await?;
     }
     let results = crate::compute::run(move || {
-        let groups = grouping.finish()?;
-        if crate::query::memory::limited() {
-            crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
-        }
-        let mut results = after.run_with(groups, &foreign_after)?;
-        // As `run_pipeline` leaves them: no score where a stage made a match the document.
-        results.iter_mut().for_each(read::strip_text_score);
-        Ok::<_, OpError>(results)
+        collation.install(|| {
+            let groups = grouping.finish()?;
+            if crate::query::memory::limited() {
+                crate::query::memory::check_group(crate::query::memory::documents_size(&groups))?;
+            }
+            let mut results = after.run_with(groups, &foreign_after)?;
+            // As `run_pipeline` leaves them: no score where a stage made a match the document.
+            results.iter_mut().for_each(read::strip_text_score);
+            Ok::<_, OpError>(results)
+        })
     })
     .await?;
     Ok(Some(results))

@@ -77,6 +77,10 @@ impl PushedStage {
         let Stage::Group { id, accumulators } = first else {
             return None;
         };
+        if !plan.collation.is_simple() {
+            // The store groups strings by their bytes, not by a collator.
+            return None;
+        }
         match group_in {
             GroupInStatement::Fold
                 if cheap_residual && Grouping::reads_only_fields(id, accumulators) =>

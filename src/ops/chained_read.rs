@@ -87,12 +87,13 @@ enum Sink {
 }
 
 impl Sink {
-    /// The sink of `step`, under the budget of the command evaluating on this thread;
-    /// `foreign` holds the collections the pipeline reads besides its input.
+    /// The sink of `step`, under the budget of the command evaluating on this thread and the
+    /// collation installed on it; `foreign` holds the collections the pipeline reads besides
+    /// its input.
     fn new(step: ChainStep, foreign: &Arc<ForeignDocuments>) -> Sink {
         match step {
             ChainStep::Sort { spec, skip, limit } => Sink::Sort {
-                sort: ExternalSort::for_command(spec, Collation::simple())
+                sort: ExternalSort::for_command(spec, Collation::installed())
                     .keeping_slice(skip, limit),
                 skip,
             },
@@ -507,6 +508,9 @@ pub async fn open(
         let db = &info.record.db;
         Arc::new(super::aggregate::read_foreign(catalog, session.as_mut(), db, rest).await?)
     };
+    // Every stage compares under the read's collation: each step is made, fed and drained
+    // with it installed (their sorts and groups take it when they are made).
+    let collation = plan.collation.clone();
     // A `$text` read: each match carries its score into the stages (removed as it leaves).
     let search = super::read::text_scored(&plan).map(|search| Arc::new(search.clone()));
     let scored = search.is_some();
@@ -519,9 +523,15 @@ pub async fn open(
     // The stage's budget is the command's, read from its interrupt.
     let sink = {
         let foreign = Arc::clone(&foreign);
-        crate::compute::run_inline(move || Ok::<_, OpError>(Sink::new(step, &foreign)))?
+        let collation = collation.clone();
+        let new = move || Ok::<_, OpError>(collation.install(|| Sink::new(step, &foreign)));
+        crate::compute::run_inline(new)?
     };
-    let (sink, fed) = feed_rows(scope, &mut input, sink, Sink::push_row, Sink::is_full).await?;
+    let push = {
+        let collation = collation.clone();
+        move |sink: &mut Sink, row| collation.install(|| sink.push_row(row))
+    };
+    let (sink, fed) = feed_rows(scope, &mut input, sink, push, Sink::is_full).await?;
     let later: Vec<(ChainStep, Pipeline)> = steps.collect();
     // Later blocking stages may make much of little, and so may a union (the other
     // collection), a facet (its sub-pipelines) or a densify (what it generates): only a
@@ -531,8 +541,10 @@ pub async fn open(
         Sink::UnionWith { .. } | Sink::Facet { .. } | Sink::Densify(_)
     );
     let small = fed <= INLINE_ROWS && later.is_empty() && light;
+    let finishing = collation.clone();
     let (output, skip, last, foreign) = evaluate(small, move || {
-        let (output, skip, last) = finish_chain(sink, after, later, &foreign)?;
+        let (output, skip, last) =
+            finishing.install(|| finish_chain(sink, after, later, &foreign))?;
         Ok::<_, OpError>((output, skip, last, foreign))
     })
     .await?;
@@ -540,7 +552,8 @@ pub async fn open(
         pipeline: last,
         foreign,
     };
-    let mut result = SortedResult::of_stages(output, skip, shape, scored, input.rows_read(), small);
+    let examined = (input.rows_read(), small);
+    let mut result = SortedResult::of_stages(output, skip, shape, scored, examined, collation);
     let batch = result.next_batch(first).await?;
     Ok(Some((batch, ResultSource::Sorted(Box::new(result)))))
 }

@@ -479,24 +479,29 @@ impl ReadCursor {
         }
         let stages = Arc::clone(stages);
         let strip_score = self.scored.is_some() && !self.scores_kept;
+        // The stages compare under the read's collation, as its filter does.
+        let collation = self.collation.clone();
         crate::compute::run(move || {
-            let mut outputs = Vec::with_capacity(rows.len());
-            for (index, row) in rows.iter().enumerate() {
-                let document = match verdicts.as_ref().map(|v| v.get(index).cloned().flatten()) {
-                    Some(None) => {
-                        outputs.push(None);
-                        continue;
+            collation.install(|| {
+                let mut outputs = Vec::with_capacity(rows.len());
+                for (index, row) in rows.iter().enumerate() {
+                    let document = match verdicts.as_ref().map(|v| v.get(index).cloned().flatten())
+                    {
+                        Some(None) => {
+                            outputs.push(None);
+                            continue;
+                        }
+                        Some(Some(document)) => document,
+                        None => decode_document(&row.document)?,
+                    };
+                    let mut out = stages.pipeline.run_with(vec![document], &stages.foreign)?;
+                    if strip_score {
+                        out.iter_mut().for_each(super::read::strip_text_score);
                     }
-                    Some(Some(document)) => document,
-                    None => decode_document(&row.document)?,
-                };
-                let mut out = stages.pipeline.run_with(vec![document], &stages.foreign)?;
-                if strip_score {
-                    out.iter_mut().for_each(super::read::strip_text_score);
+                    outputs.push(Some(encode_documents(&out)?));
                 }
-                outputs.push(Some(encode_documents(&out)?));
-            }
-            Ok::<_, OpError>((rows, verdicts, Some(outputs)))
+                Ok::<_, OpError>((rows, verdicts, Some(outputs)))
+            })
         })
         .await
     }

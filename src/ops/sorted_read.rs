@@ -254,15 +254,16 @@ pub struct SortedResult {
 
 impl SortedResult {
     /// The rest of an aggregate that ran through blocking stages (`chained_read`): `output`
-    /// less its first `skip` documents, each sent through `shape`'s stages. `rows_examined`
-    /// rows fed it; `small` when few enough to be handed out inline.
+    /// less its first `skip` documents, each sent through `shape`'s stages under
+    /// `collation`. `rows_examined` rows fed it; `small` when few enough to be handed out
+    /// inline.
     pub(super) fn of_stages(
         output: Ordered,
         skip: u64,
         shape: SortedShape,
         scored: bool,
-        rows_examined: usize,
-        small: bool,
+        (rows_examined, small): (usize, bool),
+        collation: Collation,
     ) -> SortedResult {
         SortedResult {
             small: small && !output.used_disk(),
@@ -274,7 +275,7 @@ impl SortedResult {
             skip,
             shape: Arc::new(shape),
             scored,
-            collation: Collation::simple(),
+            collation,
             exhausted: false,
         }
     }
@@ -513,8 +514,8 @@ impl BatchState {
 
 /// An aggregate over `info` whose leading read is sorted in Rust, opened when its plan
 /// [`spills`]: through [`open`] when its later stages look at one document at a time, else
-/// as a chain (`chained_read`) whose first blocking stage is that sort, under the simple
-/// collation. None otherwise (the pipeline runs as before).
+/// as a chain (`chained_read`) whose first blocking stage is that sort. None otherwise (the
+/// pipeline runs as before).
 pub async fn open_pipeline(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,
@@ -531,9 +532,6 @@ pub async fn open_pipeline(
     };
     let collation = info.collation_for(collation.cloned())?;
     let chained = !rest.is_per_document();
-    if chained && !collation.is_simple() {
-        return Ok(None);
-    }
     let indexes = super::find::hinted_indexes(&info.indexes, hint)?;
     let plan = super::aggregate::plan_leading_read(pipeline, indexes, collation)?;
     if !spills(&plan) {

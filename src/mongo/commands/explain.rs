@@ -127,13 +127,12 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         collation,
     );
     // The stage after an aggregate's leading read that the store runs in the same statement
-    // (only under the simple collation, as `ops::aggregate` pushes it).
+    // (a `$group` only under the simple collation, as `ops::aggregate` pushes it).
     let group_in = context.server.state.store.group_in_statement();
     let projects = context.server.state.store.projects_in_statement();
     let pushed = target
         .pipeline_rest
         .as_ref()
-        .filter(|_| plan.collation.is_simple())
         .and_then(|rest| match rest.stages.as_slice() {
             _ if PushedStage::of(&plan, rest, group_in).is_some() => match rest.stages.first() {
                 Some(Stage::Group { .. }) => Some("$group"),
