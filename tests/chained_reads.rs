@@ -19,7 +19,8 @@
 //! - samples are distinct documents in no fixed order, unions come in input order then the
 //!   other collection's, auto buckets, densified ranges (5897900 past 500,000 generated
 //!   documents) and facets are MongoDB's, and `explain` says which stages a pipeline chains,
-//!   streams or holds (`docgate.pipeline`; a `count` of a view: held).
+//!   streams or holds (`docgate.pipeline`; a `count` of a view: held);
+//! - under a case-insensitive collation a chain groups, sorts and matches with the collator.
 //!
 //! Not for: the window functions one by one (`cargo test --lib window`), a leading `$sort`
 //! followed by per-document stages only (`rest_documents.rs`, `snapshot_reads.rs`) or
@@ -989,6 +990,16 @@ async fn chains_compare_under_the_pipelines_collation() {
     let mut expected = lowered.clone();
     expected.sort();
     assert_eq!(lowered, expected, "sorted without regard to case");
+
+    // A group by a constant, counted in SQL: the stages after it compare under the
+    // collation too.
+    let counted = collated(vec![
+        doc! {"$group": {"_id": "ABC", "n": {"$sum": 1}}},
+        doc! {"$match": {"_id": "abc"}},
+    ])
+    .await;
+    assert_eq!(counted.len(), 1, "{counted:?}");
+    assert_eq!(int(&counted[0], "n"), COUNT);
 
     // `explain` says the collated pipeline is chained.
     let reply = db

@@ -188,7 +188,10 @@ pub async fn run_pushed(
         }
     };
     let after = pipeline.after(1);
-    let results = crate::compute::run(move || after.run_with(made, &foreign)).await?;
+    // The stages after it compare under the read's collation.
+    let collation = plan.collation.clone();
+    let results =
+        crate::compute::run(move || collation.install(|| after.run_with(made, &foreign))).await?;
     Ok(Some(results))
 }
 

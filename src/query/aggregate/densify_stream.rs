@@ -161,8 +161,9 @@ struct Partition {
     key: Vec<Bson>,
     /// Its partition fields, as each generated document carries them.
     template: Document,
-    /// The next grid value not generated nor passed, with the one after it; None before the
-    /// grid starts (at the first value, for `bounds: "partition"`) or once it ended.
+    /// The next grid value not generated nor passed (within the bounds), with the one after
+    /// it; None before the grid starts (at the first value, for `bounds: "partition"`) or
+    /// once it ended.
     grid: Option<(Bson, Bson)>,
     /// Whether the grid started.
     started: bool,
@@ -220,11 +221,8 @@ impl Generator {
             // The partition ended: the rest of its grid, as far as its bounds go (a
             // partition's own bounds end at its last value, which is behind).
             return Ok(match partition.grid.take() {
-                Some((step, after))
-                    if spec.bounds != DensifyBounds::Partition
-                        && within(spec, &self.full_range, &step) =>
-                {
-                    partition.grid = advanced(spec, after)?;
+                Some((step, after)) if spec.bounds != DensifyBounds::Partition => {
+                    partition.grid = advanced(spec, &self.full_range, after)?;
                     Step::Generate(step)
                 }
                 _ => Step::EndPartition,
@@ -237,23 +235,20 @@ impl Generator {
         if !partition.started {
             // `bounds: "partition"`: the grid starts at the partition's first value.
             partition.started = true;
-            partition.grid = advanced(spec, value.clone())?;
+            partition.grid = advanced(spec, &self.full_range, value.clone())?;
         }
+        // The grid holds only steps within the bounds (`advanced`).
         let Some((step, after)) = partition.grid.clone() else {
             return Ok(Step::Pass);
         };
-        if !within(spec, &self.full_range, &step) {
-            partition.grid = None;
-            return Ok(Step::Pass);
-        }
         Ok(match compare_values(&step, &value) {
             Ordering::Less => {
-                partition.grid = advanced(spec, after)?;
+                partition.grid = advanced(spec, &self.full_range, after)?;
                 Step::Generate(step)
             }
             Ordering::Equal => {
                 // A document holds this value: it is not generated.
-                partition.grid = advanced(spec, after)?;
+                partition.grid = advanced(spec, &self.full_range, after)?;
                 Step::Pass
             }
             Ordering::Greater => Step::Pass,
@@ -274,7 +269,7 @@ impl Generator {
             DensifyBounds::Partition => None,
         };
         let grid = match lower {
-            Some(lower) => advanced(&self.spec, lower)?,
+            Some(lower) => advanced(&self.spec, &self.full_range, lower)?,
             None => None,
         };
         Ok(Partition {
@@ -314,10 +309,18 @@ fn same_partition(a: &[Bson], b: &[Bson]) -> bool {
         .all(|(x, y)| compare_values(x, y) == Ordering::Equal)
 }
 
-/// The grid from `step` on: it and the value after it, or None when stepping does not go
-/// further (the grid ends there, `step` included).
-fn advanced(spec: &Densify, step: Bson) -> Result<Option<(Bson, Bson)>, QueryError> {
+/// The grid from `step` on: it and the value after it, or None when `step` is past the
+/// bounds or stepping does not go further (the grid ends there, `step` included). No step is
+/// taken from a value past the bounds, as MongoDB takes none.
+fn advanced(
+    spec: &Densify,
+    full_range: &Option<(Bson, Bson)>,
+    step: Bson,
+) -> Result<Option<(Bson, Bson)>, QueryError> {
     crate::interrupt::check()?;
+    if !within(spec, full_range, &step) {
+        return Ok(None);
+    }
     let after = spec.next(&step)?;
     Ok((compare_values(&after, &step) == Ordering::Greater).then_some((step, after)))
 }

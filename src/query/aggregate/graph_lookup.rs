@@ -13,6 +13,7 @@ use crate::query::filter::Filter;
 use crate::query::value::compare::values_equal;
 use crate::query::value::path::candidates;
 use bson::{Bson, Document};
+use std::sync::Arc;
 
 /// A parsed `$graphLookup`.
 #[derive(Clone, Debug, PartialEq)]
@@ -210,7 +211,12 @@ pub fn run_graph_lookup(
 ) -> Result<Vec<Document>, QueryError> {
     let empty = Vec::new();
     let collection = foreign.get(&spec.from).unwrap_or(&empty);
-    let search = foreign.search(&spec.search_key(), || Ok(spec.prepare(collection)))?;
+    // A restriction that evaluates expressions (`$expr`, with `$rand` or a `$lookup`'s
+    // variables in it) is prepared afresh for each call.
+    let search = match &spec.restrict {
+        Some(filter) if filter.evaluates_expressions() => Arc::new(spec.prepare(collection)),
+        _ => foreign.search(&spec.search_key(), || Ok(spec.prepare(collection)))?,
+    };
     let targets = &search.targets;
     let mut out = Vec::with_capacity(docs.len());
     for mut doc in docs {
