@@ -388,8 +388,6 @@ async fn delete_once(
     Ok(deleted)
 }
 
-/// Runs an aggregation pipeline over `db.name` (a missing collection is empty) with the
-/// `aggregate` command's code.
 /// Runs `stages` over `db.name` (a collection or a view) and writes the result as the last
 /// stage, `$out` or `$merge`, says (`pipeline` is `stages` parsed): what the wire's
 /// `aggregate` does, validating what it writes.
@@ -444,6 +442,9 @@ pub async fn aggregate_into(
     Ok(())
 }
 
+/// Runs an aggregation pipeline over `db.name` (a missing collection is empty) with the
+/// `aggregate` command's code, over documents held between stages: the answer is one
+/// response.
 pub async fn aggregate(
     state: &AppState,
     db: &str,
