@@ -5,10 +5,10 @@
 //!   blocking stage (through temporary files past the limit) and the cursor drains it.
 //!   A window's single partition, past the limit, is spooled, holding only the field its
 //!   output reads; a `$facet` feeds each sub-pipeline as a chain of its own.
-//! - **held**: a `count` of a view of the same pipeline. A view's `count` runs its pipeline
-//!   as unchained pipelines run: over the collection's documents held in memory, stage
-//!   after stage (`explain` says `held`; the bench checks it). The streamed side ends its
-//!   pipeline with a `$count`, so both sides count what the pipeline makes.
+//! - **held**: the same pipeline and `$count` written out by `$out`. A pipeline written
+//!   out runs as unchained pipelines run: over the collection's documents held in memory,
+//!   stage after stage (`explain` says `held`; the bench checks it). Both sides count what
+//!   the pipeline makes; the held side also writes that one document.
 //!
 //! Cases: a `$setWindowFields` running sum over the whole collection, a `$sort` by a field
 //! the `$set` computed, and a `$facet` of a top-5 by that field and a `$group` by age.
@@ -38,8 +38,8 @@ use mongodb::Database;
 
 const DB: &str = "bench";
 const COLL: &str = "people";
-/// The view the held side counts.
-const VIEW: &str = "people_held";
+/// Where the held side writes its count.
+const HELD_COUNT: &str = "held_count";
 const LOAD_BATCH: usize = 10_000;
 const LIMIT_BYTES: &str = "16777216";
 
@@ -78,15 +78,15 @@ fn pipeline(blocking: &Document, after: &[Document]) -> Vec<Document> {
     stages
 }
 
-/// The command a side runs: the streamed side `aggregate`s the pipeline with a `$count`
-/// after it; the held side `count`s a view of the pipeline (`VIEW`), which runs it over
-/// held documents.
+/// The command a side runs: the pipeline with a `$count` after it, which the held side
+/// writes out with `$out` into `HELD_COUNT` (a pipeline written out runs over documents
+/// held between stages).
 fn command(blocking: &Document, after: &[Document], held: bool) -> Document {
-    if held {
-        return doc! {"count": VIEW};
-    }
     let mut stages = pipeline(blocking, after);
     stages.push(doc! {"$count": "n"});
+    if held {
+        stages.push(doc! {"$out": HELD_COUNT});
+    }
     doc! {"aggregate": COLL, "pipeline": stages, "cursor": {}}
 }
 
@@ -107,23 +107,27 @@ async fn mode(db: &Database, command: Document) -> String {
         .to_string()
 }
 
-/// The count a side's command answers.
-async fn count(db: &Database, command: Document) -> i64 {
+/// The count a side's command makes: in its reply, or in `HELD_COUNT` for the held side.
+async fn count(db: &Database, command: Document, held: bool) -> i64 {
     let reply = db.run_command(command).await.expect("command");
-    let counted = match reply.get_document("cursor") {
-        Ok(cursor) => cursor
-            .get_array("firstBatch")
-            .ok()
-            .and_then(|batch| batch.first())
-            .and_then(|first| first.as_document())
-            .and_then(|first| first.get("n").cloned()),
-        Err(_) => reply.get("n").cloned(),
+    let counted = if held {
+        let written = db
+            .collection::<Document>(HELD_COUNT)
+            .find_one(doc! {})
+            .await;
+        let written = written.expect("the written count");
+        written.and_then(|d| d.get("n").cloned())
+    } else {
+        let cursor = reply.get_document("cursor").expect("a cursor");
+        let batch = cursor.get_array("firstBatch").expect("firstBatch");
+        let first = batch.first().and_then(|first| first.as_document());
+        first.and_then(|first| first.get("n").cloned())
     };
     match counted {
         Some(Bson::Int32(n)) => i64::from(n),
         Some(Bson::Int64(n)) => n,
         None => 0,
-        other => panic!("a count of {other:?} in {reply}"),
+        other => panic!("a count of {other:?} after {reply}"),
     }
 }
 
@@ -152,17 +156,6 @@ async fn run_side(
     let server = Server::start(backend, dir, &args);
     let client = server.client().await;
     let db = client.database(DB);
-    if held {
-        db.collection::<Document>(VIEW)
-            .drop()
-            .await
-            .expect("drop view");
-        db.create_collection(VIEW)
-            .view_on(COLL.to_string())
-            .pipeline(pipeline(blocking, after))
-            .await
-            .expect("create view");
-    }
     let command = command(blocking, after, held);
     let expected = if held { "held" } else { "chained" };
     assert_eq!(mode(&db, command.clone()).await, expected, "{command}");
@@ -170,7 +163,7 @@ async fn run_side(
     let mut documents = 0;
     for _ in 0..rounds {
         let started = Instant::now();
-        documents = count(&db, command.clone()).await;
+        documents = count(&db, command.clone(), held).await;
         times.push(started.elapsed());
     }
     let peak_mib = proc_status_kib(server.pid(), "VmHWM:") / 1024;

@@ -10,7 +10,7 @@
 //!   documents) and facets are MongoDB's, past the limit through temporary files and 292
 //!   with `allowDiskUse: false`;
 //! - `explain` says which stages a pipeline chains, streams or holds (`docgate.pipeline`; a
-//!   `count` of a view: held);
+//!   `count` of a view: chained, a `distinct`: held);
 //! - under a case-insensitive collation a chain groups, sorts and matches with the collator.
 //!
 //! Not for: sorts, groups and windows between per-document stages (`chained_reads.rs`).
@@ -310,8 +310,8 @@ async fn facets_run_their_sub_pipelines_as_chains_past_the_limit() {
         COUNT / 4
     );
 
-    // A view read by `find` runs as the aggregate on the collection it reads; a `count` of
-    // it runs its pipeline over held documents.
+    // A view read by `find` or `count` runs as the aggregate on the collection it reads,
+    // chained; a `distinct` of it runs its pipeline over held documents.
     let db = client.database("facets");
     db.create_collection("sorted_view")
         .view_on("items".to_string())
@@ -320,8 +320,19 @@ async fn facets_run_their_sub_pipelines_as_chains_past_the_limit() {
         .expect("create view");
     let find = doc! {"find": "sorted_view", "filter": {}};
     assert_eq!(pipeline_mode(&db, find).await, chained(&["$sort"]));
-    let count = doc! {"count": "sorted_view"};
-    assert_eq!(pipeline_mode(&db, count).await, mode("held"));
+    let count = doc! {"count": "sorted_view", "query": {"g": 1}};
+    assert_eq!(
+        pipeline_mode(&db, count.clone()).await,
+        chained(&["$sort", "$count"])
+    );
+    let counted = db.run_command(count).await.expect("count of the view");
+    assert_eq!(
+        counted.get_i32("n").ok(),
+        Some((COUNT / 4) as i32),
+        "{counted}"
+    );
+    let distinct = doc! {"distinct": "sorted_view", "key": "g"};
+    assert_eq!(pipeline_mode(&db, distinct).await, mode("held"));
 
     // The document a `$facet` builds is held: past the limit it is 4031700, as MongoDB
     // answers past its own; with `allowDiskUse: false` a sort past the limit is 292.

@@ -52,11 +52,11 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         body: inner_body,
     };
     // A read of a view is explained as the aggregate it runs on the collection it reads.
-    // (A `count` or `distinct` of a view runs that pipeline over held documents.)
+    // (A `distinct` of a view runs that pipeline over held documents.)
     let mut held_view_read = false;
     if let Ok(name) = inner_request.collection() {
         if let Some((_, resolved)) = super::views::view_of(context, &request.db, name).await? {
-            held_view_read = !matches!(inner_request.name.as_str(), "find" | "aggregate");
+            held_view_read = inner_request.name == "distinct";
             inner_request = super::views::explained_on_base(&inner_request, &resolved)?;
         }
     }

@@ -1,8 +1,9 @@
 //! Reads of a view over the wire, the way MongoDB runs them: a `find` becomes an `aggregate`
 //! (its filter a `$match`, then `$sort`, `$skip`, `$limit`, `$project`; the options an
 //! aggregation has no place for are 168 InvalidPipelineOperator), which runs the view's
-//! pipeline and then those stages over the collection the view reads; `count` and
-//! `distinct` read the view through the core (`ops::views::read`). Also the parsing of a
+//! pipeline and then those stages over the collection the view reads; `count` runs the
+//! view's pipeline and its `$count` the same way, streamed; `distinct` reads the view
+//! through the core (`ops::views::read`). Also the parsing of a
 //! view's definition from `create`.
 //!
 //! Not for: resolving views or checking definitions (`ops::views`), the pipeline itself.
@@ -217,13 +218,20 @@ pub(super) fn explained_on_base(
             (body, stages)
         }
         "count" | "distinct" => {
-            let stages: Vec<Bson> = body
-                .get_document("query")
-                .ok()
-                .filter(|q| !q.is_empty())
-                .map(|query| Bson::Document(doc! {"$match": query.clone()}))
-                .into_iter()
-                .collect();
+            let query = body.get_document("query").ok();
+            let stages: Vec<Document> = if request.name == "count" {
+                let mut arguments = request.arguments();
+                let skip = arguments.count("skip")?.unwrap_or(0);
+                let limit = arguments.i64("limit")?.map(i64::unsigned_abs);
+                count_stages(query, skip, limit.filter(|l| *l > 0))
+            } else {
+                query
+                    .filter(|q| !q.is_empty())
+                    .map(|query| doc! {"$match": query.clone()})
+                    .into_iter()
+                    .collect()
+            };
+            let stages: Vec<Bson> = stages.into_iter().map(Bson::Document).collect();
             let mut converted = doc! {"aggregate": request.target().clone(), "cursor": {}};
             for carried in ["hint", "collation"] {
                 if let Some(value) = body.get(carried) {
@@ -272,6 +280,19 @@ pub(super) async fn count(
     hint: Option<&Bson>,
     collation: Option<&Collation>,
 ) -> CommandResult {
+    let stages = count_stages(query, skip, limit);
+    let counted = counted_through_base(context, record, stages, hint, collation).await?;
+    let n = counted
+        .as_ref()
+        .and_then(|document| document.get("n"))
+        .and_then(as_i64)
+        .unwrap_or(0);
+    Ok(doc! {"n": count_bson(u64::try_from(n).unwrap_or(0))})
+}
+
+/// The stages a `count` of a view runs after the view's own: its query, skip and limit,
+/// then `$count`.
+fn count_stages(query: Option<&Document>, skip: u64, limit: Option<u64>) -> Vec<Document> {
     let mut stages = Vec::new();
     if let Some(query) = query.filter(|q| !q.is_empty()) {
         stages.push(doc! {"$match": query.clone()});
@@ -283,17 +304,78 @@ pub(super) async fn count(
         stages.push(doc! {"$limit": i64::try_from(limit).unwrap_or(i64::MAX)});
     }
     stages.push(doc! {"$count": "n"});
+    stages
+}
+
+/// The one document the view's pipeline and `stages` (which end with a `$count`) make,
+/// run as an `aggregate` on the collection the view reads: streamed into the count, never
+/// holding the view's documents. None when there is nothing to count.
+async fn counted_through_base(
+    context: &mut CommandContext<'_>,
+    record: &CollectionRecord,
+    stages: Vec<Document>,
+    hint: Option<&Bson>,
+    collation: Option<&Collation>,
+) -> Result<Option<Document>, OpError> {
     let catalog = &context.server.state.catalog;
     let mut scope = context.scope();
-    let mut session = scope.reader().await?;
-    let counted =
-        ops::views::read(catalog, session.as_mut(), record, &stages, hint, collation).await?;
-    let n = counted
-        .first()
-        .and_then(|document| document.get("n"))
-        .and_then(as_i64)
-        .unwrap_or(0);
-    Ok(doc! {"n": count_bson(u64::try_from(n).unwrap_or(0))})
+    let resolved = {
+        let mut session = scope.reader().await?;
+        ops::views::resolve(catalog, session.as_mut(), record).await?
+    };
+    let collation = resolved.collation_for(collation)?;
+    let mut all = resolved.pipeline;
+    all.extend(stages);
+    let pipeline = crate::query::Pipeline::parse(&all)?;
+    let Some(info) = scope.collection_info(&record.db, &resolved.base).await? else {
+        return Ok(None);
+    };
+    let grouped = ops::aggregate::run_grouped(
+        catalog,
+        &mut scope,
+        &info,
+        &pipeline,
+        hint,
+        Some(&collation),
+    )
+    .await?;
+    if let Some(results) = grouped {
+        return Ok(results.into_iter().next());
+    }
+    let first = ops::read_cursor::BatchLimit {
+        documents: 1,
+        bytes: usize::MAX,
+    };
+    let opened = ops::aggregate::open_stream(
+        catalog,
+        &mut scope,
+        &info,
+        &pipeline,
+        hint,
+        Some(&collation),
+        first,
+    )
+    .await?;
+    match opened {
+        Some((batch, _)) => Ok(match batch.first() {
+            Some(raw) => Some(ops::read::decode_document(raw.as_bytes())?),
+            None => None,
+        }),
+        None => {
+            let mut session = scope.reader().await?;
+            let results = ops::aggregate::run_pipeline(
+                catalog,
+                session.as_mut(),
+                &record.db,
+                &resolved.base,
+                &pipeline,
+                hint,
+                Some(collation),
+            )
+            .await?;
+            Ok(results.into_iter().next())
+        }
+    }
 }
 
 /// `distinct` on a view: the values at `key` over its documents that match `query`.
