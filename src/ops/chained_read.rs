@@ -514,12 +514,20 @@ pub async fn open(
     // A `$text` read: each match carries its score into the stages (removed as it leaves).
     let search = super::read::text_scored(&plan).map(|search| Arc::new(search.clone()));
     let scored = search.is_some();
-    let mut input = ReadCursor::new(info, plan, None, None)
-        .with_stages(StagedOutput {
+    // The stages before the first blocking one run on each row as it is fed, their outputs
+    // pushed as documents (not encoded for the cursor and decoded again); a `$text` read's
+    // stages run in the cursor, which gives each match its score.
+    let (mut input, first_segment) = if scored || chain.first.stages.is_empty() {
+        let staged = StagedOutput {
             pipeline: chain.first,
             foreign: Arc::clone(&foreign),
-        })
-        .scoring_stages(search, true);
+        };
+        let input = ReadCursor::new(info, plan, None, None).with_stages(staged);
+        (input.scoring_stages(search, true), None)
+    } else {
+        let input = ReadCursor::new(info, plan, None, None);
+        (input, Some(Arc::new(chain.first)))
+    };
     // The stage's budget is the command's, read from its interrupt.
     let sink = {
         let foreign = Arc::clone(&foreign);
@@ -527,11 +535,30 @@ pub async fn open(
         let new = move || Ok::<_, OpError>(collation.install(|| Sink::new(step, &foreign)));
         crate::compute::run_inline(new)?
     };
+    // Stages of any cost run on the compute pool, however few the rows.
+    let inline_rows = if first_segment.is_some() {
+        0
+    } else {
+        INLINE_ROWS
+    };
     let push = {
         let collation = collation.clone();
-        move |sink: &mut Sink, row| collation.install(|| sink.push_row(row))
+        let foreign = Arc::clone(&foreign);
+        move |sink: &mut Sink, row: RawDocumentBuf| {
+            collation.install(|| match &first_segment {
+                None => sink.push_row(row),
+                Some(stages) => {
+                    let document = decode_document(row.as_bytes())?;
+                    for output in stages.run_with(vec![document], &foreign)? {
+                        sink.push(output)?;
+                    }
+                    Ok(())
+                }
+            })
+        }
     };
-    let (sink, fed) = feed_rows(scope, &mut input, sink, push, Sink::is_full).await?;
+    let fed_sink = (sink, inline_rows);
+    let (sink, fed) = feed_rows(scope, &mut input, fed_sink, push, Sink::is_full).await?;
     let later: Vec<(ChainStep, Pipeline)> = steps.collect();
     // Later blocking stages may make much of little, and so may a union (the other
     // collection), a facet (its sub-pipelines) or a densify (what it generates): only a

@@ -94,7 +94,8 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
         *at += 1;
         Ok(())
     };
-    let ((spool, _), fed) = feed_rows(scope, &mut read, (spool, 0), push, |_| false).await?;
+    let fed_spool = ((spool, 0), INLINE_ROWS);
+    let ((spool, _), fed) = feed_rows(scope, &mut read, fed_spool, push, |_| false).await?;
     let small = fed <= INLINE_ROWS;
     let output = evaluate(small, move || Ok::<_, OpError>(spool.finish()?)).await?;
     Ok(ResultSource::Sorted(Box::new(SortedResult {
@@ -116,12 +117,12 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
 }
 
 /// Feeds the rows `input` reads, chunk by chunk, to `push` with `state` (on the compute
-/// pool, or inline for a small chunk) until they end or `is_full` says the state takes no
-/// more; answers the state and how many rows were read.
+/// pool, or inline for a chunk of at most `inline_rows`) until they end or `is_full` says
+/// the state takes no more; answers the state and how many rows were read.
 pub(super) async fn feed_rows<S: Send + 'static>(
     scope: &mut OpScope<'_>,
     input: &mut ReadCursor,
-    mut state: S,
+    (mut state, inline_rows): (S, usize),
     push: impl Fn(&mut S, RawDocumentBuf) -> Result<(), OpError> + Clone + Send + 'static,
     is_full: fn(&S) -> bool,
 ) -> Result<(S, usize), OpError> {
@@ -134,7 +135,7 @@ pub(super) async fn feed_rows<S: Send + 'static>(
         let rows = input.next_batch(scope, chunk).await?;
         fed = fed.saturating_add(rows.len());
         let push = push.clone();
-        state = evaluate(rows.len() <= INLINE_ROWS, move || {
+        state = evaluate(rows.len() <= inline_rows, move || {
             for row in rows {
                 if is_full(&state) {
                     break;
@@ -208,7 +209,7 @@ pub async fn open(
             Ok(())
         })
     };
-    let (sort, fed) = feed_rows(scope, &mut input, sort, push, |_| false).await?;
+    let (sort, fed) = feed_rows(scope, &mut input, (sort, INLINE_ROWS), push, |_| false).await?;
     let small = fed <= INLINE_ROWS;
     let output = evaluate(small, move || Ok::<_, OpError>(sort.finish()?)).await?;
     let mut result = SortedResult {
