@@ -8,13 +8,14 @@
 //! facet's sub-chains or a slice, each holding at most the command's limit and writing
 //! temporary files past it (292 with `allowDiskUse: false`, where a spool — a union's, a
 //! slice's — holds its documents instead, since MongoDB streams those stages); a slice whose
-//! `$limit` has its documents stops the read. Each later blocking stage is fed the same way from the one
-//! before, through the per-document stages between them; the cursor drains the last one
-//! through the stages after it, batch by batch ([`SortedResult`]). A `$facet` feeds each
-//! document to every sub-pipeline, each a chain of its own (each blocking stage in them
-//! under the limit), and holds the document it builds (4031700 past the limit). Per-document
-//! stages after a blocking one run over chunks of [`STAGE_CHUNK`] documents. Every input is read when the cursor opens, so a snapshot read is done with its
-//! snapshot then.
+//! `$limit` has its documents stops the read. Each later blocking stage is fed the same way
+//! from the one before, through the per-document stages between them; the cursor drains the
+//! last one through the stages after it, batch by batch ([`SortedResult`]). A `$facet` feeds
+//! each document to every sub-pipeline, each a chain of its own (each blocking stage in them
+//! under the limit), and holds the document it builds (4031700 past the limit).
+//! Per-document stages after a blocking one run over chunks of [`STAGE_CHUNK`] documents.
+//! Every input is read when the cursor opens, so a snapshot read is done with its snapshot
+//! then.
 //!
 //! Not for: planning the leading read (`aggregate`), the external sort (`query::spill`), or
 //! a window's partitions (`query::window_stream`).
@@ -401,19 +402,13 @@ impl FacetBranch {
             BranchTarget::Collect(collected) => return Ok(collected),
             BranchTarget::Feed { sink, after, later } => (sink, after, later),
         };
-        let (mut output, mut skip, last) = finish_chain(*sink, after, later, foreign)?;
+        let (output, skip, last) = finish_chain(*sink, after, later, foreign)?;
         let mut outputs = Vec::new();
-        while let Some(row) = output.next_row()? {
-            crate::interrupt::check()?;
-            if skip > 0 {
-                skip -= 1;
-                continue;
-            }
-            for document in last.run_with(vec![row.into_document()?], foreign)? {
-                hold_facet_output(held, &document)?;
-                outputs.push(document);
-            }
-        }
+        drain_through(output, skip, &last, foreign, |document| {
+            hold_facet_output(held, &document)?;
+            outputs.push(document);
+            Ok(true)
+        })?;
         Ok(outputs)
     }
 }
