@@ -236,6 +236,8 @@ pub fn execution(
             .collect();
         Ok(bson::doc! {"mode": "chained", "blockingStages": names})
     };
+    // A `$out`/`$merge` writes what the rest makes, however that runs.
+    let pipeline = &pipeline.inner(0);
     let streaming = streaming_read(info, pipeline, hint, collation)?;
     let grouping = pipeline
         .stages
@@ -248,9 +250,6 @@ pub fn execution(
         if rest.split_at_group().is_some() {
             return mode("grouped");
         }
-    }
-    if pipeline.output().is_some() {
-        return mode("held");
     }
     // A leading sort in Rust (`sorted_read::open_pipeline`).
     let lead = pipeline.leading_read();

@@ -17,7 +17,8 @@ use std::collections::{BTreeSet, HashMap};
 use bson::{Bson, Document};
 
 use super::namespace::{check_collection_name, check_db_name};
-use super::prepare::{prepare_for_storage, DocumentLimits};
+use super::output_documents::OutputDocuments;
+use super::prepare::{prepare_for_storage, DocumentLimits, PreparedDocument};
 use super::read;
 use super::transaction::{OpScope, Transaction};
 use super::validation::{DocumentValidation, ValidationCheck};
@@ -28,16 +29,16 @@ use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::output_stage::{MatchedWrite, MergeSpec, OutputStage, WhenNotMatched};
 use crate::query::planner::ReadPlan;
 use crate::query::{encode_key, Filter, QueryError};
-use crate::store::StoreError;
+use crate::store::{CollectionRecord, StoreError};
 
 /// Writes `documents`, the result of a pipeline run in database `db`, as its last stage
-/// `output` says, in one transaction. Inside a multi-document transaction (or a snapshot
+/// `output` says, in one transaction, a chunk at a time. Inside a multi-document transaction (or a snapshot
 /// read) this is MongoDB's 263 OperationNotSupportedInTransaction.
 pub async fn write_output(
     scope: &mut OpScope<'_>,
     db: &str,
     output: &OutputStage,
-    documents: Vec<Document>,
+    mut documents: OutputDocuments,
     validation: DocumentValidation,
 ) -> Result<(), OpError> {
     if scope.in_transaction() {
@@ -80,7 +81,7 @@ pub async fn write_output(
         &mut transaction,
         target_db,
         output,
-        documents,
+        &mut documents,
         limits,
         validation,
     )
@@ -104,7 +105,7 @@ async fn write_in(
     transaction: &mut Transaction<'_>,
     target_db: &str,
     output: &OutputStage,
-    documents: Vec<Document>,
+    documents: &mut OutputDocuments,
     limits: DocumentLimits,
     validation: DocumentValidation,
 ) -> Result<(), OpError> {
@@ -132,16 +133,14 @@ async fn write_in(
         OutputStage::Merge(spec) => {
             let info = collection_for_write(transaction, target_db, coll).await?;
             let namespace = format!("{target_db}.{coll}");
-            merge_all(
-                transaction,
-                &info,
-                &namespace,
+            let target = MergeTarget {
+                info: &info,
+                namespace: &namespace,
                 spec,
-                documents,
                 limits,
                 validation,
-            )
-            .await?;
+            };
+            merge_all(transaction, &target, documents).await?;
         }
     }
     Ok(())
@@ -173,17 +172,17 @@ fn check_writable_target(
 }
 
 /// `$out`: the new content goes into a temporary collection (`tmp.agg_out.<random>`) with
-/// the target's options and indexes rebuilt over it; the target is dropped and the
-/// temporary collection renamed over it — all inside the caller's transaction, so readers
-/// see the old collection until it commits and the new one after. The new collection has a
-/// new identity, so a cursor open on the old one ends (QueryPlanKilled), as in MongoDB.
-/// Answers how many documents were written.
+/// the target's options and its indexes, made empty first so every chunk written maintains
+/// them; the target is dropped and the temporary collection renamed over it — all inside
+/// the caller's transaction, so readers see the old collection until it commits and the new
+/// one after. The new collection has a new identity, so a cursor open on the old one ends
+/// (QueryPlanKilled), as in MongoDB. Answers how many documents were written.
 async fn replace_collection(
     transaction: &mut Transaction<'_>,
     db: &str,
     coll: &str,
     existing: Option<&CollectionInfo>,
-    documents: Vec<Document>,
+    documents: &mut OutputDocuments,
     limits: DocumentLimits,
     validation: DocumentValidation,
 ) -> Result<u64, OpError> {
@@ -197,30 +196,37 @@ async fn replace_collection(
         .create_collection(db, &temp_name, &options)
         .await?;
     transaction.changed_catalog();
+    let mut indexes = Vec::new();
+    for index in existing.map_or(&[][..], |e| &e.indexes[..]) {
+        let spec = &index.spec;
+        let record =
+            super::indexes::build_index(transaction.session(), &temp, spec, false, &[]).await?;
+        indexes.push(CollectionIndex {
+            record,
+            spec: spec.clone(),
+        });
+    }
     // The new content meets the target's validator (the temporary collection takes its
     // options), as MongoDB's `$out` validates it.
     let check = ValidationCheck::new_document(existing, validation);
-    let mut prepared = Vec::with_capacity(documents.len());
-    for document in documents {
-        prepared.push(prepare_for_storage(document, &[], limits, &check)?);
-    }
-    let stored: Vec<_> = prepared.iter().map(|p| p.stored.clone()).collect();
-    let outcome = transaction.session().insert(&temp, &stored, true).await?;
-    if let Some(position) = outcome.conflicts.first() {
-        let id = prepared.get(*position).map_or(Bson::Null, |p| p.id.clone());
-        let entry = without_index(duplicate_id_error(0, &namespace, &id));
-        return Err(OpError::DuplicateKey(Box::new(entry)));
-    }
-    if let Some(existing) = existing {
-        if !existing.indexes.is_empty() {
-            let written = prepared
-                .iter()
-                .map(|p| read::decode_document(&p.stored.bson))
-                .collect::<Result<Vec<_>, _>>()?;
-            for index in &existing.indexes {
-                rebuild_index(transaction, &temp, &namespace, index, &written).await?;
-            }
+    let into = Written {
+        record: &temp,
+        indexes: &indexes,
+        namespace: &namespace,
+    };
+    let mut inserted = 0;
+    let mut new_multikey = BTreeSet::new();
+    while let Some(chunk) = documents.next_chunk(WRITE_CHUNK).await? {
+        let mut prepared = Vec::with_capacity(chunk.len());
+        for document in chunk {
+            let document = prepare_for_storage(document, &indexes, limits, &check)?;
+            new_multikey.extend(document.new_multikey.iter().copied());
+            prepared.push(document);
         }
+        inserted += insert_prepared(transaction, &into, prepared).await?;
+    }
+    mark_multikey(transaction, &indexes, &new_multikey).await?;
+    if let Some(existing) = existing {
         transaction
             .session()
             .drop_collection(&existing.record)
@@ -234,7 +240,7 @@ async fn replace_collection(
             .rename_collection(&temp, db, coll)
             .await
         {
-            Ok(_) => return Ok(outcome.inserted),
+            Ok(_) => return Ok(inserted),
             Err(StoreError::AlreadyExists(_)) if attempt < OUTPUT_ATTEMPTS => {
                 let snapshot = crate::catalog::read_snapshot(transaction.session()).await?;
                 if let Some(replaced) = snapshot.info(db, coll) {
@@ -252,78 +258,106 @@ async fn replace_collection(
     )))
 }
 
-/// Builds the target's secondary `index` on the temporary collection `temp` over the new
-/// `documents`; a unique index they break is MongoDB's E11000.
-async fn rebuild_index(
+/// Documents `$out` prepares and writes per store round trip.
+const WRITE_CHUNK: usize = 1000;
+
+/// Where a chunk of prepared documents goes: the collection, its indexes (as the documents
+/// were prepared for), and the namespace its errors name.
+struct Written<'a> {
+    record: &'a CollectionRecord,
+    indexes: &'a [CollectionIndex],
+    namespace: &'a str,
+}
+
+/// Inserts `prepared` into `into` in order, making room in a capped collection; a unique
+/// key they break — `_id` or a unique index — is MongoDB's E11000, naming the document.
+/// Answers how many were written.
+async fn insert_prepared(
     transaction: &mut Transaction<'_>,
-    temp: &crate::store::CollectionRecord,
-    namespace: &str,
-    index: &CollectionIndex,
-    documents: &[Document],
-) -> Result<(), OpError> {
-    let spec = &index.spec;
-    let (entries, multikey) = super::indexes::index_entries(spec, documents)?;
-    let built =
-        super::indexes::build_index(transaction.session(), temp, spec, multikey, &entries).await;
-    match built {
-        Ok(_) => Ok(()),
-        Err(StoreError::IndexKeyConflict { .. }) => {
-            Err(duplicate_in_index(namespace, index, documents, &entries))
-        }
-        Err(other) => Err(other.into()),
+    into: &Written<'_>,
+    prepared: Vec<PreparedDocument>,
+) -> Result<u64, OpError> {
+    if prepared.is_empty() {
+        return Ok(0);
     }
+    let stored: Vec<_> = prepared.into_iter().map(|p| p.stored).collect();
+    let capped = CappedLimits::of(into.record);
+    if let Some(limits) = &capped {
+        for document in &stored {
+            capped::check_fits(limits, document.bson.len())?;
+        }
+        capped::before_insert(transaction.session(), into.record).await?;
+    }
+    let outcome = transaction
+        .session()
+        .insert(into.record, &stored, true)
+        .await?;
+    if let Some(limits) = &capped {
+        capped::make_room(transaction.session(), into.record, limits).await?;
+    }
+    let Some(&position) = outcome.conflicts.first() else {
+        return Ok(outcome.inserted);
+    };
+    let document = match stored.get(position) {
+        Some(document) => read::decode_document(&document.bson)?,
+        None => Document::new(),
+    };
+    let by_index = outcome.index_conflicts.iter().find(|(p, _)| *p == position);
+    let entry = match by_index {
+        Some((_, index)) => index_conflict_entry(into.indexes, into.namespace, index, &document),
+        None => without_index(duplicate_id_error(
+            0,
+            into.namespace,
+            document.get("_id").unwrap_or(&Bson::Null),
+        )),
+    };
+    Err(OpError::DuplicateKey(Box::new(entry)))
 }
 
-/// The E11000 error for the first two documents whose keys collide in a unique `index`.
-fn duplicate_in_index(
-    namespace: &str,
-    index: &CollectionIndex,
-    documents: &[Document],
-    entries: &[(Vec<u8>, Vec<Vec<u8>>)],
-) -> OpError {
-    let mut seen: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
-    let mut culprit = None;
-    'find: for (position, (_, keys)) in entries.iter().enumerate() {
-        for key in keys {
-            if seen.insert(key.as_slice(), position).is_some() {
-                culprit = Some(position);
-                break 'find;
-            }
-        }
-    }
-    let document = culprit
-        .and_then(|position| {
-            let id = &entries[position].0;
-            documents
-                .iter()
-                .find(|d| &encode_key(d.get("_id").unwrap_or(&Bson::Null)) == id)
-        })
-        .cloned()
-        .unwrap_or_default();
-    let entry = without_index(duplicate_index_error(0, namespace, &index.spec, &document));
-    OpError::DuplicateKey(Box::new(entry))
-}
-
-/// `$merge`, set-based inside the caller's transaction: the target documents the results
-/// match are read (and locked) a chunk of results at a time, every result is applied in
-/// order in memory (a later result sees what an earlier one inserted or changed), then the
-/// changed documents are written in one batch and the new ones in another. Answers how many
-/// documents were written.
+/// `$merge`, set-based inside the caller's transaction, a chunk of results at a time: the
+/// target documents a chunk matches are read (and locked), its results are applied in order
+/// in memory (a later result sees what an earlier one inserted or changed; a later chunk
+/// reads what an earlier one wrote), then the changed documents are written in one batch
+/// and the new ones in another. Answers how many documents were written.
 async fn merge_all(
     transaction: &mut Transaction<'_>,
-    info: &CollectionInfo,
-    namespace: &str,
-    spec: &MergeSpec,
-    documents: Vec<Document>,
-    limits: DocumentLimits,
-    validation: DocumentValidation,
+    target: &MergeTarget<'_>,
+    documents: &mut OutputDocuments,
 ) -> Result<u64, OpError> {
+    let (info, spec) = (target.info, target.spec);
     if !spec.on_is_id() && !has_unique_index_on(&info.indexes, &spec.on) {
         return Err(OpError::Query(QueryError::location(
             51183,
             "Cannot find index to verify that join fields will be unique",
         )));
     }
+    let mut written = 0;
+    let mut new_multikey = BTreeSet::new();
+    while let Some(chunk) = documents.next_chunk(MATCH_CHUNK).await? {
+        written += merge_chunk(transaction, target, chunk, &mut new_multikey).await?;
+    }
+    mark_multikey(transaction, &info.indexes, &new_multikey).await?;
+    Ok(written)
+}
+
+/// What a `$merge` writes into, and how.
+struct MergeTarget<'a> {
+    info: &'a CollectionInfo,
+    namespace: &'a str,
+    spec: &'a MergeSpec,
+    limits: DocumentLimits,
+    validation: DocumentValidation,
+}
+
+/// Merges one chunk of results ([`merge_all`]); adds the positions of the indexes it makes
+/// multikey to `new_multikey`. Answers how many documents it wrote.
+async fn merge_chunk(
+    transaction: &mut Transaction<'_>,
+    target: &MergeTarget<'_>,
+    documents: Vec<Document>,
+    new_multikey: &mut BTreeSet<usize>,
+) -> Result<u64, OpError> {
+    let (info, spec, namespace) = (target.info, target.spec, target.namespace);
     let mut results = Vec::with_capacity(documents.len());
     for mut result in documents {
         let filter = spec.match_filter(&mut result)?;
@@ -332,44 +366,41 @@ async fn merge_all(
     }
 
     // The target as the results find it: on-key -> the document, whether it was there.
-    let mut target: HashMap<Vec<u8>, MergedDocument> = HashMap::new();
-    for chunk in results.chunks(MATCH_CHUNK) {
-        let filter = if spec.on_is_id() {
-            let ids: Vec<Bson> = chunk
-                .iter()
-                .map(|(_, _, result)| result.get("_id").cloned().unwrap_or(Bson::Null))
-                .collect();
-            bson::doc! {"_id": {"$in": ids}}
-        } else {
-            let each: Vec<Bson> = chunk
-                .iter()
-                .map(|(_, filter, _)| Bson::Document(filter.clone()))
-                .collect();
-            bson::doc! {"$or": each}
-        };
-        let plan = ReadPlan::new(Filter::parse(&filter)?, None, 0, None, &info.indexes);
-        for document in read::execute_for_update(transaction.session(), &info.record, &plan).await?
-        {
-            if let Some(key) = on_key(spec, &document) {
-                let original = info.validator.is_some().then(|| document.clone());
-                target.entry(key).or_insert(MergedDocument {
-                    document,
-                    original,
-                    existed: true,
-                    changed: false,
-                });
-            }
+    let mut matched: HashMap<Vec<u8>, MergedDocument> = HashMap::new();
+    let filter = if spec.on_is_id() {
+        let ids: Vec<Bson> = results
+            .iter()
+            .map(|(_, _, result)| result.get("_id").cloned().unwrap_or(Bson::Null))
+            .collect();
+        bson::doc! {"_id": {"$in": ids}}
+    } else {
+        let each: Vec<Bson> = results
+            .iter()
+            .map(|(_, filter, _)| Bson::Document(filter.clone()))
+            .collect();
+        bson::doc! {"$or": each}
+    };
+    let plan = ReadPlan::new(Filter::parse(&filter)?, None, 0, None, &info.indexes);
+    for document in read::execute_for_update(transaction.session(), &info.record, &plan).await? {
+        if let Some(key) = on_key(spec, &document) {
+            let original = info.validator.is_some().then(|| document.clone());
+            matched.entry(key).or_insert(MergedDocument {
+                document,
+                original,
+                existed: true,
+                changed: false,
+            });
         }
     }
 
     let mut inserted_keys: Vec<Vec<u8>> = Vec::new();
     for (key, _, result) in results {
         crate::interrupt::check_now().map_err(QueryError::from)?;
-        match target.get_mut(&key) {
-            Some(matched) => match spec.matched_write(&matched.document, &result)? {
+        match matched.get_mut(&key) {
+            Some(merged) => match spec.matched_write(&merged.document, &result)? {
                 MatchedWrite::Keep => {}
                 MatchedWrite::Fail => {
-                    let existing = &matched.document;
+                    let existing = &merged.document;
                     let id = existing.get("_id").cloned().unwrap_or(Bson::Null);
                     return Err(duplicate_on_fields(
                         &info.indexes,
@@ -380,14 +411,14 @@ async fn merge_all(
                     ));
                 }
                 MatchedWrite::Write(document) => {
-                    matched.document = document;
-                    matched.changed = true;
+                    merged.document = document;
+                    merged.changed = true;
                 }
             },
             None => match spec.when_not_matched {
                 WhenNotMatched::Insert => {
                     inserted_keys.push(key.clone());
-                    target.insert(
+                    matched.insert(
                         key,
                         MergedDocument {
                             document: result,
@@ -409,9 +440,9 @@ async fn merge_all(
         }
     }
 
-    let mut new_multikey = BTreeSet::new();
+    let (limits, validation) = (target.limits, target.validation);
     let mut replaced = Vec::new();
-    for merged in target.values().filter(|m| m.existed && m.changed) {
+    for merged in matched.values().filter(|m| m.existed && m.changed) {
         let check = match &merged.original {
             Some(original) => ValidationCheck::updated_document(info, validation, original),
             None => ValidationCheck::new_document(Some(info), validation),
@@ -422,15 +453,16 @@ async fn merge_all(
     }
     let mut inserted = Vec::with_capacity(inserted_keys.len());
     for key in &inserted_keys {
-        if let Some(merged) = target.remove(key) {
+        if let Some(merged) = matched.remove(key) {
             let check = ValidationCheck::new_document(Some(info), validation);
             let prepared = prepare_for_storage(merged.document, &info.indexes, limits, &check)?;
             new_multikey.extend(prepared.new_multikey.iter().copied());
             inserted.push(prepared);
         }
     }
+    let replaced_count = replaced.len() as u64;
     if !replaced.is_empty() {
-        let stored: Vec<_> = replaced.iter().map(|p| p.stored.clone()).collect();
+        let stored: Vec<_> = replaced.into_iter().map(|p| p.stored).collect();
         match transaction.session().replace(&info.record, &stored).await {
             Ok(_) => {}
             Err(StoreError::IndexKeyConflict { index }) => {
@@ -441,39 +473,12 @@ async fn merge_all(
             Err(other) => return Err(other.into()),
         }
     }
-    if !inserted.is_empty() {
-        let stored: Vec<_> = inserted.iter().map(|p| p.stored.clone()).collect();
-        if let Some(limits) = CappedLimits::of(&info.record) {
-            for document in &stored {
-                capped::check_fits(&limits, document.bson.len())?;
-            }
-            capped::before_insert(transaction.session(), &info.record).await?;
-        }
-        let outcome = transaction
-            .session()
-            .insert(&info.record, &stored, true)
-            .await?;
-        if let Some(limits) = CappedLimits::of(&info.record) {
-            capped::make_room(transaction.session(), &info.record, &limits).await?;
-        }
-        if let Some(position) = outcome.conflicts.first() {
-            let by_index = outcome.index_conflicts.iter().find(|(p, _)| p == position);
-            let entry = match (inserted.get(*position), by_index) {
-                (Some(document), Some((_, index))) => {
-                    let original = read::decode_document(&document.stored.bson)?;
-                    index_conflict_entry(&info.indexes, namespace, index, &original)
-                }
-                (document, _) => without_index(duplicate_id_error(
-                    0,
-                    namespace,
-                    document.map_or(&Bson::Null, |d| &d.id),
-                )),
-            };
-            return Err(OpError::DuplicateKey(Box::new(entry)));
-        }
-    }
-    mark_multikey(transaction, &info.indexes, &new_multikey).await?;
-    Ok((replaced.len() + inserted.len()) as u64)
+    let into = Written {
+        record: &info.record,
+        indexes: &info.indexes,
+        namespace,
+    };
+    Ok(replaced_count + insert_prepared(transaction, &into, inserted).await?)
 }
 
 /// Results whose target documents one read looks up.

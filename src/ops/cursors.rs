@@ -135,7 +135,7 @@ pub enum ResultSource {
 }
 
 impl ResultSource {
-    fn is_exhausted(&self) -> bool {
+    pub(super) fn is_exhausted(&self) -> bool {
         match self {
             ResultSource::Documents(documents) => documents.is_empty(),
             ResultSource::Stream(read) => read.is_exhausted(),
@@ -148,7 +148,7 @@ impl ResultSource {
         matches!(self, ResultSource::Stream(read) if read.tail().is_some_and(|t| t.await_data))
     }
 
-    async fn next_batch(
+    pub(super) async fn next_batch(
         &mut self,
         scope: &mut OpScope<'_>,
         limit: BatchLimit,

@@ -33,7 +33,8 @@
 //!   `$group`, `$setWindowFields`), each blocking stage fed as a stream, drained by its cursor;
 //! - `aggregate`: running a pipeline over a collection, or over the input of
 //!   `aggregate: 1` (`$documents`, `$listLocalSessions`);
-//! - `aggregate_writes`: `$out` and `$merge`, each in one transaction;
+//! - `aggregate_writes`: `$out` and `$merge`, each in one transaction, writing what
+//!   `output_documents` hands them a chunk at a time (a streamed result spooled first);
 //! - `ttl`: the TTL monitor, which deletes expired documents through `delete`;
 //! - `views`: view definitions, their checks, resolving and reading a view;
 //! - `coll_mod`: `collMod`'s changes to a view or to a collection's indexes;
@@ -61,6 +62,7 @@ pub mod indexes;
 pub mod insert;
 pub mod namespace;
 pub mod operations;
+pub mod output_documents;
 pub mod prepare;
 pub mod profiler;
 pub mod read;

@@ -435,7 +435,7 @@ pub async fn aggregate_into(
         &mut OpScope::autocommit(state),
         db,
         output,
-        results,
+        ops::output_documents::OutputDocuments::held(results),
         DocumentValidation::from_bypass_flag(false),
     )
     .await?;

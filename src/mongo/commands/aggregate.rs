@@ -19,6 +19,7 @@ use crate::ops::aggregate::{
 };
 use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
+use crate::ops::output_documents::OutputDocuments;
 use crate::ops::validation::DocumentValidation;
 use crate::query::{parse_with_variables, Pipeline, Stage};
 use crate::state::ServerCounters;
@@ -180,9 +181,6 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
         }
         (Some(name), None) => {
             let mut scope = context.scope();
-            // A pipeline whose stages look at one document at a time streams: the cursor
-            // holds a position, each batch is read from the store when it is asked for.
-            let streams = pipeline.output().is_none();
             let info = scope.collection_info(&request.db, name).await?;
             // A `$group` after per-document stages reads its input in chunks, holding only
             // its groups (the result, unless streamed, is computed whole either way).
@@ -200,18 +198,36 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 }
                 None => None,
             };
-            if let Some(info) = info.filter(|_| streams && grouped.is_none()) {
+            // A pipeline whose stages look at one document at a time, or chain blocking
+            // ones, streams: the cursor holds a position, each batch is read from the store
+            // when it is asked for. One that writes its result streams it into a spool,
+            // and the spool is written.
+            if let Some(info) = info.filter(|_| grouped.is_none()) {
                 let opened = open_stream(
                     &server.state.catalog,
                     &mut scope,
                     &info,
-                    &pipeline,
+                    &pipeline.inner(0),
                     hint,
                     collation.as_ref(),
                     options.first_batch_limit(),
                 )
                 .await?;
                 if let Some((first, rest)) = opened {
+                    if let Some(output) = pipeline.output() {
+                        let spill_dir = server.limits.spill_dir.clone();
+                        let documents =
+                            OutputDocuments::spooled(&mut scope, first, rest, spill_dir).await?;
+                        write_output(&mut scope, &request.db, output, documents, validation)
+                            .await?;
+                        return first_batch_reply(
+                            context,
+                            request,
+                            &namespace,
+                            Vec::new(),
+                            options,
+                        );
+                    }
                     let owner = context.cursor_owner(request);
                     let batch = server
                         .cursors
@@ -267,7 +283,8 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
     let results = match pipeline.output() {
         Some(output) => {
             let mut scope = context.scope();
-            write_output(&mut scope, &request.db, output, results, validation).await?;
+            let documents = OutputDocuments::held(results);
+            write_output(&mut scope, &request.db, output, documents, validation).await?;
             Vec::new()
         }
         None => results,
