@@ -10,7 +10,7 @@
 //!   documents) and facets are MongoDB's, past the limit through temporary files and 292
 //!   with `allowDiskUse: false`;
 //! - `explain` says which stages a pipeline chains, streams or holds (`docgate.pipeline`; a
-//!   `count` of a view: chained, a `distinct`: held);
+//!   `count` or `distinct` of a view: chained);
 //! - under a case-insensitive collation a chain groups, sorts and matches with the collator.
 //!
 //! Not for: sorts, groups and windows between per-document stages (`chained_reads.rs`).
@@ -313,8 +313,8 @@ async fn facets_run_their_sub_pipelines_as_chains_past_the_limit() {
         COUNT / 4
     );
 
-    // A view read by `find` or `count` runs as the aggregate on the collection it reads,
-    // chained; a `distinct` of it runs its pipeline over held documents.
+    // A view read by `find`, `count` or `distinct` runs as the aggregate on the collection
+    // it reads, chained.
     let db = client.database("facets");
     db.create_collection("sorted_view")
         .view_on("items".to_string())
@@ -328,14 +328,36 @@ async fn facets_run_their_sub_pipelines_as_chains_past_the_limit() {
         pipeline_mode(&db, count.clone()).await,
         chained(&["$sort", "$count"])
     );
+    let files = query_metric(&client, "docgateSpill", "files").await;
     let counted = db.run_command(count).await.expect("count of the view");
     assert_eq!(
         counted.get_i32("n").ok(),
         Some((COUNT / 4) as i32),
         "{counted}"
     );
-    let distinct = doc! {"distinct": "sorted_view", "key": "g"};
-    assert_eq!(pipeline_mode(&db, distinct).await, mode("held"));
+    assert!(
+        query_metric(&client, "docgateSpill", "files").await > files,
+        "the view's sort held its documents for count"
+    );
+    let distinct = doc! {"distinct": "sorted_view", "key": "g", "query": {"v": {"$lt": 50}}};
+    assert_eq!(
+        pipeline_mode(&db, distinct.clone()).await,
+        chained(&["$sort"])
+    );
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let values = db
+        .run_command(distinct)
+        .await
+        .expect("distinct of the view");
+    assert_eq!(
+        values.get_array("values").ok(),
+        Some(&(0..4).map(mongodb::bson::Bson::Int64).collect()),
+        "{values}"
+    );
+    assert!(
+        query_metric(&client, "docgateSpill", "files").await > files,
+        "the view's sort held its documents"
+    );
 
     // The document a `$facet` builds is held: past the limit it is 4031700, as MongoDB
     // answers past its own; with `allowDiskUse: false` a sort past the limit is 292.

@@ -379,6 +379,50 @@ async fn count_estimated_count_and_distinct() {
     assert_eq!(tags, vec!["blank", "blue", "plain", "red"]);
 }
 
+/// `distinct` folds its documents into their values as they stream: many documents with
+/// few values, values equal under the collation once, and past 16 MB of values MongoDB's
+/// 17217.
+#[tokio::test]
+async fn distinct_streams_and_caps_its_values() {
+    let server = TestServer::start();
+    let (db, coll) = fresh(&server, "crud", "many").await;
+    let docs: Vec<Document> = (0..10_000)
+        .map(|i| doc! {"_id": i, "v": i % 50, "name": if i % 2 == 0 { "ada" } else { "ADA" }})
+        .collect();
+    coll.insert_many(docs).await.unwrap();
+    let values = coll
+        .distinct("v", doc! {"_id": {"$gte": 100}})
+        .await
+        .unwrap();
+    let expected: Vec<Bson> = (0..50).map(Bson::Int32).collect();
+    assert_eq!(values, expected);
+    let caseless = mongodb::options::Collation::builder()
+        .locale("en")
+        .strength(mongodb::options::CollationStrength::Secondary)
+        .build();
+    let names = coll.distinct("name", doc! {}).collation(caseless).await;
+    assert_eq!(names.unwrap().len(), 1, "ada and ADA are one value");
+
+    let big = db.collection::<Document>("big");
+    let megabyte = |i: i32| format!("{i:02}{}", "x".repeat(1 << 20));
+    for i in 0..17 {
+        big.insert_one(doc! {"_id": i, "s": megabyte(i)})
+            .await
+            .unwrap();
+    }
+    let fifteen = big.distinct("s", doc! {"_id": {"$lt": 15}}).await.unwrap();
+    assert_eq!(fifteen.len(), 15);
+    let error = big
+        .distinct("s", doc! {})
+        .await
+        .expect_err("17 MB of values");
+    assert!(error.to_string().contains("distinct too big"), "{error}");
+    assert!(
+        matches!(*error.kind, mongodb::error::ErrorKind::Command(ref c) if c.code == 17217),
+        "{error}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // cross-type comparison and sort order
 // ---------------------------------------------------------------------------

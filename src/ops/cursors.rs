@@ -135,7 +135,7 @@ pub enum ResultSource {
 }
 
 impl ResultSource {
-    pub(super) fn is_exhausted(&self) -> bool {
+    fn is_exhausted(&self) -> bool {
         match self {
             ResultSource::Documents(documents) => documents.is_empty(),
             ResultSource::Stream(read) => read.is_exhausted(),
@@ -148,7 +148,7 @@ impl ResultSource {
         matches!(self, ResultSource::Stream(read) if read.tail().is_some_and(|t| t.await_data))
     }
 
-    pub(super) async fn next_batch(
+    async fn next_batch(
         &mut self,
         scope: &mut OpScope<'_>,
         limit: BatchLimit,
@@ -164,6 +164,35 @@ impl ResultSource {
             ResultSource::Stream(read) => read.next_batch(scope, limit).await,
             ResultSource::Sorted(sorted) => sorted.next_batch(limit).await,
         }
+    }
+}
+
+/// Hands every document of a result that is read in one command — `first`, then each batch
+/// of `rest` until it ends — to `push` with `state`, batch by batch on the compute pool, and
+/// answers the state: what a command that consumes a stream itself (a `$out`'s spool, a
+/// `distinct`) runs instead of a cursor.
+pub async fn fold_result<S: Send + 'static>(
+    scope: &mut OpScope<'_>,
+    first: Vec<RawDocumentBuf>,
+    mut rest: ResultSource,
+    mut state: S,
+    push: impl Fn(&mut S, RawDocumentBuf) -> Result<(), OpError> + Clone + Send + 'static,
+) -> Result<S, OpError> {
+    let mut rows = first;
+    loop {
+        let push = push.clone();
+        state = crate::compute::run(move || {
+            for row in rows {
+                crate::interrupt::check()?;
+                push(&mut state, row)?;
+            }
+            Ok::<_, OpError>(state)
+        })
+        .await?;
+        if rest.is_exhausted() {
+            return Ok(state);
+        }
+        rows = rest.next_batch(scope, next_batch_limit(None), None).await?;
     }
 }
 

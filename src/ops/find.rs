@@ -1,7 +1,6 @@
 //! Reads for every front end: `find` (planned with the indexes a `hint` leaves, answered in
-//! stored bytes unless projected), `count` (a SQL `COUNT` when the filter is pushed exactly)
-//! and `distinct` (the values at a path over the matching documents, arrays unwound), each on
-//! one store session.
+//! stored bytes unless projected) and `count` (a SQL `COUNT` when the filter is pushed
+//! exactly), each on one store session; `distinct` is its own module.
 //!
 //! A `find` for a cursor ([`open`]) and a REST page ([`page`]) stream when the store
 //! produces their order (`read_cursor`): a batch or page is a bounded keyset read.
@@ -20,7 +19,7 @@ use super::transaction::OpScope;
 use super::OpError;
 use crate::catalog::{CollectionIndex, CollectionInfo};
 use crate::query::planner::ReadPlan;
-use crate::query::{compare_values, Collation, Filter, Projection, SortDirection, SortSpec};
+use crate::query::{Collation, Filter, Projection, SortDirection, SortSpec};
 use crate::store::ScanPosition;
 
 /// A parsed `find`.
@@ -382,40 +381,6 @@ pub async fn count(
     Ok(read::count(session.as_mut(), info, indexes, filter, collation).await?)
 }
 
-/// The distinct values at `key` over the documents of `info` matching `filter`, in BSON
-/// order.
-pub async fn distinct(
-    scope: &mut OpScope<'_>,
-    info: &CollectionInfo,
-    key: &str,
-    filter: Filter,
-    hint: Option<&Bson>,
-    collation: Option<Collation>,
-) -> Result<Vec<Bson>, OpError> {
-    let indexes = hinted_indexes(&info.indexes, hint)?;
-    read::check_text_index(&filter, indexes)?;
-    let collation = info.collation_for(collation)?;
-    let mut session = scope.reader().await?;
-    let plan = ReadPlan::collated(filter, None, 0, None, indexes, collation.clone());
-    super::index_usage::record(info, &plan);
-    let documents = read::execute(session.as_mut(), &info.record, &plan).await?;
-    Ok(distinct_values(&documents, key, &collation))
-}
-
-/// The distinct values at `key` over `documents` (arrays unwound, as `distinct` does), in
-/// BSON order; values equal under `collation` are one (the first in BSON order is kept).
-pub fn distinct_values(documents: &[Document], key: &str, collation: &Collation) -> Vec<Bson> {
-    let mut values: Vec<Bson> = Vec::new();
-    for document in documents {
-        collect_distinct_values(document, key, &mut values);
-    }
-    collation.install(|| {
-        values.sort_by(compare_values);
-        values.dedup_by(|a, b| compare_values(a, b) == std::cmp::Ordering::Equal);
-    });
-    values
-}
-
 /// The indexes the planner may use: all of them (borrowed), or only the one `hint` names
 /// (by name or key pattern; `_id_` and `{$natural: 1}` leave only the `_id` key). An unknown
 /// hint is MongoDB's BadValue.
@@ -454,43 +419,5 @@ pub fn hinted_indexes<'a>(
         None => Err(OpError::BadValue(
             "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index".into(),
         )),
-    }
-}
-
-/// MongoDB's `distinct` walk: the values at a dotted path, descending through arrays of
-/// documents, with array values contributing their elements.
-fn collect_distinct_values(document: &Document, path: &str, out: &mut Vec<Bson>) {
-    let (head, rest) = match path.split_once('.') {
-        Some((head, rest)) => (head, Some(rest)),
-        None => (path, None),
-    };
-    let Some(value) = document.get(head) else {
-        return;
-    };
-    collect_from_value(value, rest, out);
-}
-
-fn collect_from_value(value: &Bson, rest: Option<&str>, out: &mut Vec<Bson>) {
-    match (value, rest) {
-        (Bson::Array(items), None) => out.extend(items.iter().cloned()),
-        (_, None) => out.push(value.clone()),
-        (Bson::Document(inner), Some(rest)) => collect_distinct_values(inner, rest, out),
-        (Bson::Array(items), Some(rest)) => {
-            let (head, tail) = match rest.split_once('.') {
-                Some((head, tail)) => (head, Some(tail)),
-                None => (rest, None),
-            };
-            if let Ok(index) = head.parse::<usize>() {
-                if let Some(item) = items.get(index) {
-                    collect_from_value(item, tail, out);
-                }
-            }
-            for item in items {
-                if let Bson::Document(inner) = item {
-                    collect_distinct_values(inner, rest, out);
-                }
-            }
-        }
-        _ => {}
     }
 }

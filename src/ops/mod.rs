@@ -21,7 +21,7 @@
 //! - `insert`: a batch of documents, ordered, unordered or all or nothing;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
-//! - `find`: find, count and distinct, and the indexes a hint leaves;
+//! - `find`: find and count, and the indexes a hint leaves; `distinct` its own;
 //! - `find_and_modify`: one document found, then removed or updated;
 //! - `indexes`: building and dropping secondary indexes;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
@@ -54,6 +54,7 @@ pub mod coll_mod;
 pub mod collections;
 pub mod cursors;
 pub mod delete;
+pub mod distinct;
 pub mod error;
 pub mod find;
 pub mod find_and_modify;

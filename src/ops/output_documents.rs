@@ -19,7 +19,7 @@ use std::sync::Arc;
 use bson::raw::RawDocumentBuf;
 use bson::{Bson, Document};
 
-use super::cursors::{next_batch_limit, ResultSource};
+use super::cursors::{fold_result, ResultSource};
 use super::transaction::OpScope;
 use super::OpError;
 use crate::query::spill::{ExternalSort, SortedOutput};
@@ -49,30 +49,19 @@ impl OutputDocuments {
     pub async fn spooled(
         scope: &mut OpScope<'_>,
         first: Vec<RawDocumentBuf>,
-        mut rest: ResultSource,
+        rest: ResultSource,
         spill_dir: Arc<Path>,
     ) -> Result<OutputDocuments, OpError> {
         let limit = crate::compute::current_interrupt()
             .blocking_memory()
             .map_or(usize::MAX, |memory| memory.bytes);
-        let mut spool = (ExternalSort::spool(limit, Some(spill_dir)), 0i64);
-        let mut rows = first;
-        loop {
-            spool = crate::compute::run(move || {
-                let (mut spool, mut position) = spool;
-                for row in rows {
-                    crate::interrupt::check()?;
-                    spool.push(vec![Bson::Int64(position)], row.into_bytes())?;
-                    position += 1;
-                }
-                Ok::<_, OpError>((spool, position))
-            })
-            .await?;
-            if rest.is_exhausted() {
-                break;
-            }
-            rows = rest.next_batch(scope, next_batch_limit(None), None).await?;
-        }
+        let spool = (ExternalSort::spool(limit, Some(spill_dir)), 0i64);
+        let push = |(spool, position): &mut (ExternalSort, i64), row: RawDocumentBuf| {
+            spool.push(vec![Bson::Int64(*position)], row.into_bytes())?;
+            *position += 1;
+            Ok(())
+        };
+        let spool = fold_result(scope, first, rest, spool, push).await?;
         let output = crate::compute::run(move || Ok::<_, OpError>(spool.0.finish()?)).await?;
         Ok(OutputDocuments {
             source: Source::Spooled(Some(Box::new(output))),

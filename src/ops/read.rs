@@ -305,7 +305,7 @@ fn sorted_fields(raw: &RawDocument, sort: &SortSpec) -> Result<Document, StoreEr
     Ok(fields)
 }
 
-fn corrupt(error: bson::error::Error) -> StoreError {
+pub(super) fn corrupt(error: bson::error::Error) -> StoreError {
     StoreError::Corrupt(error.to_string())
 }
 

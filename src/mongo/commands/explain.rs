@@ -52,11 +52,8 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
         body: inner_body,
     };
     // A read of a view is explained as the aggregate it runs on the collection it reads.
-    // (A `distinct` of a view runs that pipeline over held documents.)
-    let mut held_view_read = false;
     if let Ok(name) = inner_request.collection() {
         if let Some((_, resolved)) = super::views::view_of(context, &request.db, name).await? {
-            held_view_read = inner_request.name == "distinct";
             inner_request = super::views::explained_on_base(&inner_request, &resolved)?;
         }
     }
@@ -107,7 +104,6 @@ pub async fn explain(context: &mut CommandContext<'_>, request: &CommandRequest)
     let filter = parse_with_variables(&variables, || Filter::parse(&target.filter_document))?;
     // How an aggregate's stages after its read run: in SQL, streamed, chained, held.
     let execution = match &target.pipeline {
-        Some(_) if held_view_read => Bson::Document(doc! {"mode": "held"}),
         Some(pipeline) => Bson::Document(crate::ops::aggregate::execution(
             &info,
             pipeline,

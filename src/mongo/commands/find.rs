@@ -367,6 +367,6 @@ pub async fn distinct(context: &mut CommandContext<'_>, request: &CommandRequest
             .await;
     }
     let values =
-        ops::find::distinct(&mut context.scope(), &info, key, filter, hint, collation).await?;
+        ops::distinct::distinct(&mut context.scope(), &info, key, filter, hint, collation).await?;
     Ok(doc! {"values": values})
 }

@@ -2,12 +2,12 @@
 //! (its filter a `$match`, then `$sort`, `$skip`, `$limit`, `$project`; the options an
 //! aggregation has no place for are 168 InvalidPipelineOperator), which runs the view's
 //! pipeline and then those stages over the collection the view reads; `count` runs the
-//! view's pipeline and its `$count` the same way, streamed; `distinct` reads the view
-//! through the core (`ops::views::read`). Also the parsing of a
-//! view's definition from `create`.
+//! view's pipeline and its `$count` the same way, and `distinct` the view's pipeline into
+//! its values, both streamed. Also the parsing of a view's definition from `create`.
 //!
 //! Not for: resolving views or checking definitions (`ops::views`), the pipeline itself.
 
+use bson::raw::RawDocumentBuf;
 use bson::{doc, Bson, Document};
 
 use super::write_reply::count_bson;
@@ -15,6 +15,10 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{as_bool, as_i64, CommandRequest};
 use crate::ops;
+use crate::ops::cursors::{next_batch_limit, ResultSource};
+use crate::ops::distinct::DistinctValues;
+use crate::ops::read_cursor::BatchLimit;
+use crate::ops::transaction::OpScope;
 use crate::ops::views::{is_view, ResolvedView, ViewDefinition};
 use crate::query::{Collation, Filter};
 use crate::store::CollectionRecord;
@@ -308,8 +312,8 @@ fn count_stages(query: Option<&Document>, skip: u64, limit: Option<u64>) -> Vec<
 }
 
 /// The one document the view's pipeline and `stages` (which end with a `$count`) make,
-/// run as an `aggregate` on the collection the view reads: streamed into the count, never
-/// holding the view's documents. None when there is nothing to count.
+/// streamed into the count, never holding the view's documents. None when there is nothing
+/// to count.
 async fn counted_through_base(
     context: &mut CommandContext<'_>,
     record: &CollectionRecord,
@@ -317,8 +321,52 @@ async fn counted_through_base(
     hint: Option<&Bson>,
     collation: Option<&Collation>,
 ) -> Result<Option<Document>, OpError> {
+    let first = BatchLimit {
+        documents: 1,
+        bytes: usize::MAX,
+    };
+    limit_blocking_memory(context);
     let catalog = &context.server.state.catalog;
     let mut scope = context.scope();
+    let read = (record, stages, hint, collation);
+    let (made, _) = through_base(catalog, &mut scope, read, first).await?;
+    Ok(match made {
+        ThroughBase::Nothing => None,
+        ThroughBase::Held(documents) => documents.into_iter().next(),
+        ThroughBase::Streamed(batch, _) => match batch.first() {
+            Some(raw) => Some(ops::read::decode_document(raw.as_bytes())?),
+            None => None,
+        },
+    })
+}
+
+/// Gives the blocking stages of a view's pipeline run by `count` or `distinct` the limit an
+/// `aggregate`'s have (with disk use: these commands have no `allowDiskUse`).
+fn limit_blocking_memory(context: &CommandContext<'_>) {
+    let memory = context.server.limits.blocking_memory(None);
+    crate::compute::current_interrupt().limit_blocking_memory(memory);
+}
+
+/// What a view's pipeline and the stages of a read after it make, run as an `aggregate` on
+/// the collection the view reads.
+enum ThroughBase {
+    /// That collection does not exist.
+    Nothing,
+    /// Computed whole: the groups of a first `$group`, or a pipeline that does not stream.
+    Held(Vec<Document>),
+    /// The first batch and the rest of a pipeline that streams.
+    Streamed(Vec<RawDocumentBuf>, ResultSource),
+}
+
+/// The view `record`'s pipeline and `stages` after it, with the read's `hint`, as an
+/// aggregate on the collection the view reads (streamed, first batch within `first`), and
+/// the collation it ran under (the view's).
+async fn through_base(
+    catalog: &crate::catalog::Catalog,
+    scope: &mut OpScope<'_>,
+    (record, stages, hint, collation): ViewRead<'_>,
+    first: BatchLimit,
+) -> Result<(ThroughBase, Collation), OpError> {
     let resolved = {
         let mut session = scope.reader().await?;
         ops::views::resolve(catalog, session.as_mut(), record).await?
@@ -328,57 +376,45 @@ async fn counted_through_base(
     all.extend(stages);
     let pipeline = crate::query::Pipeline::parse(&all)?;
     let Some(info) = scope.collection_info(&record.db, &resolved.base).await? else {
-        return Ok(None);
+        return Ok((ThroughBase::Nothing, collation));
     };
-    let grouped = ops::aggregate::run_grouped(
-        catalog,
-        &mut scope,
-        &info,
-        &pipeline,
-        hint,
-        Some(&collation),
-    )
-    .await?;
-    if let Some(results) = grouped {
-        return Ok(results.into_iter().next());
+    let collated = Some(&collation);
+    let grouped =
+        ops::aggregate::run_grouped(catalog, scope, &info, &pipeline, hint, collated).await?;
+    if let Some(groups) = grouped {
+        return Ok((ThroughBase::Held(groups), collation));
     }
-    let first = ops::read_cursor::BatchLimit {
-        documents: 1,
-        bytes: usize::MAX,
-    };
-    let opened = ops::aggregate::open_stream(
-        catalog,
-        &mut scope,
-        &info,
-        &pipeline,
-        hint,
-        Some(&collation),
-        first,
-    )
-    .await?;
-    match opened {
-        Some((batch, _)) => Ok(match batch.first() {
-            Some(raw) => Some(ops::read::decode_document(raw.as_bytes())?),
-            None => None,
-        }),
-        None => {
-            let mut session = scope.reader().await?;
-            let results = ops::aggregate::run_pipeline(
-                catalog,
-                session.as_mut(),
-                &record.db,
-                &resolved.base,
-                &pipeline,
-                hint,
-                Some(collation),
-            )
+    let opened =
+        ops::aggregate::open_stream(catalog, scope, &info, &pipeline, hint, collated, first)
             .await?;
-            Ok(results.into_iter().next())
-        }
+    if let Some((batch, rest)) = opened {
+        return Ok((ThroughBase::Streamed(batch, rest), collation));
     }
+    let mut session = scope.reader().await?;
+    let held = ops::aggregate::run_pipeline(
+        catalog,
+        session.as_mut(),
+        &record.db,
+        &resolved.base,
+        &pipeline,
+        hint,
+        Some(collation.clone()),
+    )
+    .await?;
+    Ok((ThroughBase::Held(held), collation))
 }
 
-/// `distinct` on a view: the values at `key` over its documents that match `query`.
+/// A read of a view: the view, the read's stages after its pipeline, its hint and its
+/// collation.
+type ViewRead<'a> = (
+    &'a CollectionRecord,
+    Vec<Document>,
+    Option<&'a Bson>,
+    Option<&'a Collation>,
+);
+
+/// `distinct` on a view: the values at `key` over its documents that match `query`, which
+/// stream into the values.
 pub(super) async fn distinct(
     context: &mut CommandContext<'_>,
     record: &CollectionRecord,
@@ -394,21 +430,19 @@ pub(super) async fn distinct(
         .map(|query| doc! {"$match": query.clone()})
         .into_iter()
         .collect();
+    limit_blocking_memory(context);
     let catalog = &context.server.state.catalog;
     let mut scope = context.scope();
-    let mut session = scope.reader().await?;
-    let resolved = ops::views::resolve(catalog, session.as_mut(), record).await?;
-    let collation = resolved.collation_for(collation)?;
-    let documents = ops::views::read(
-        catalog,
-        session.as_mut(),
-        record,
-        &stages,
-        hint,
-        Some(&collation),
-    )
-    .await?;
-    Ok(doc! {"values": ops::find::distinct_values(&documents, key, &collation)})
+    let read = (record, stages, hint, collation);
+    let first = next_batch_limit(None);
+    let (made, collation) = through_base(catalog, &mut scope, read, first).await?;
+    let values = DistinctValues::new(key, collation);
+    let values = match made {
+        ThroughBase::Nothing => Vec::new(),
+        ThroughBase::Held(documents) => values.of_documents(documents)?,
+        ThroughBase::Streamed(first, rest) => values.of_stream(&mut scope, first, rest).await?,
+    };
+    Ok(doc! {"values": values})
 }
 
 /// A view's definition from `create`'s `viewOn`, `pipeline` and `collation` (with MongoDB's
