@@ -206,3 +206,62 @@ fn fill_with_values_and_methods() {
     );
     assert_eq!(code(doc! {"output": {"a": {"method": "linear"}}}), 605001);
 }
+
+#[test]
+fn densify_keeps_a_missing_partition_field_apart_from_a_null_one() {
+    // MongoDB keys a partition by the object of its fields: `{}` without the field, `{a:
+    // null}` with it null. Each partition gets its own grid, and what it generates carries
+    // the partition's fields as they are (none for `{}`).
+    let docs = vec![doc! {"a": Bson::Null, "v": 1}, doc! {"v": 3}];
+    let within = |bounds: Bson| {
+        doc! {"$densify": {"field": "v", "partitionByFields": ["a"],
+        "range": {"step": 1, "bounds": bounds}}}
+    };
+    let own = run(within("partition".into()), docs.clone()).unwrap();
+    assert_eq!(
+        own.len(),
+        2,
+        "nothing between 1 and 3 in one partition: {own:?}"
+    );
+    let explicit = run(within(vec![Bson::Int32(0), Bson::Int32(3)].into()), docs).unwrap();
+    let mut got: Vec<(Option<bool>, i32)> = explicit
+        .iter()
+        .map(|d| {
+            (
+                d.get("a").map(|a| a == &Bson::Null),
+                d.get_i32("v").unwrap(),
+            )
+        })
+        .collect();
+    got.sort();
+    let expected = vec![
+        (None, 0),
+        (None, 1),
+        (None, 2),
+        (None, 3),
+        (Some(true), 0),
+        (Some(true), 1),
+        (Some(true), 2),
+    ];
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn fill_keeps_a_missing_partition_field_apart_from_a_null_one() {
+    // `$fill`'s `partitionByFields` partitions by the object of those fields, as `$densify`'s:
+    // nothing is carried from the null partition into the missing one, whose only value is
+    // missing, which `locf` makes null (MongoDB's manual).
+    let docs = vec![doc! {"a": Bson::Null, "v": 1, "x": 5}, doc! {"v": 2}];
+    let out = run(
+        doc! {"$fill": {"sortBy": {"v": 1}, "partitionByFields": ["a"],
+        "output": {"x": {"method": "locf"}}}},
+        docs,
+    )
+    .unwrap();
+    let filled: Vec<(i32, Option<Bson>)> = out
+        .iter()
+        .map(|d| (d.get_i32("v").unwrap(), d.get("x").cloned()))
+        .collect();
+    let carried = filled.iter().find(|(v, _)| *v == 2).cloned();
+    assert_eq!(carried, Some((2, Some(Bson::Null))), "{filled:?}");
+}

@@ -39,11 +39,15 @@ pub struct DensifyInput {
 impl DensifyInput {
     /// An empty input under the budget and collation of the command on this thread.
     pub fn new(spec: Densify) -> DensifyInput {
-        let fields = spec.partition_fields.iter().chain([&spec.field]);
+        // Per partition field, whether it is there, then its value (see `push`).
+        let mut keys = Vec::new();
+        for field in &spec.partition_fields {
+            keys.push((format!("{field} (present)"), SortDirection::Ascending));
+            keys.push((field.clone(), SortDirection::Ascending));
+        }
+        keys.push((spec.field.clone(), SortDirection::Ascending));
         let order = SortSpec {
-            keys: fields
-                .map(|f| (f.clone(), SortDirection::Ascending))
-                .collect(),
+            keys,
             natural: None,
         };
         DensifyInput {
@@ -55,10 +59,16 @@ impl DensifyInput {
 
     /// Adds `document`, whose BSON bytes are `bytes`: 5733201 when its field is neither
     /// null, missing nor of the densified type.
+    /// Its partition is keyed by whether each partition field is there and its value: a
+    /// document without the field is in another partition than one where it is null, as
+    /// MongoDB keys partitions by the object of those fields (which leaves a missing one out).
     pub fn push(&mut self, document: &Document, bytes: Vec<u8>) -> Result<(), QueryError> {
-        let mut key: Vec<Bson> = (self.spec.partition_fields.iter())
-            .map(|field| get_path(document, field).cloned().unwrap_or(Bson::Null))
-            .collect();
+        let mut key = Vec::with_capacity(2 * self.spec.partition_fields.len() + 1);
+        for field in &self.spec.partition_fields {
+            let value = get_path(document, field);
+            key.push(Bson::Boolean(value.is_some()));
+            key.push(value.cloned().unwrap_or(Bson::Null));
+        }
         let value = self.spec.value_of(document)?;
         if let Some(value) = &value {
             self.range = Some(match self.range.take() {
@@ -148,7 +158,7 @@ pub struct Generator {
     sorted: SortedOutput,
     /// The smallest and largest values of all documents, for `bounds: "full"`.
     full_range: Option<(Bson, Bson)>,
-    /// The next sorted document (its sort key, partition values then value), read ahead.
+    /// The next sorted document (its sort key: partition key, then value), read ahead.
     ahead: Option<(Vec<Bson>, Document)>,
     exhausted: bool,
     partition: Option<Partition>,
@@ -157,7 +167,7 @@ pub struct Generator {
 
 /// The partition being densified.
 struct Partition {
-    /// Its partition values.
+    /// Its partition key: whether each partition field is there, and its value.
     key: Vec<Bson>,
     /// Its partition fields, as each generated document carries them.
     template: Document,
@@ -191,7 +201,7 @@ impl Generator {
                 let Some((key, document)) = &self.ahead else {
                     return Ok(None);
                 };
-                let partitions = self.spec.partition_fields.len();
+                let partitions = 2 * self.spec.partition_fields.len();
                 let started = self.start_partition(&key[..partitions], document)?;
                 self.partition = Some(started);
                 continue;
@@ -207,7 +217,7 @@ impl Generator {
     /// The next step of the partition's merge with its grid.
     fn step(&mut self) -> Result<Step, QueryError> {
         let spec = &self.spec;
-        let partitions = spec.partition_fields.len();
+        let partitions = 2 * spec.partition_fields.len();
         let Some(partition) = self.partition.as_mut() else {
             return Ok(Step::EndPartition);
         };
@@ -302,7 +312,7 @@ impl Generator {
     }
 }
 
-/// Whether two partitions' values are the same partition (missing and null alike).
+/// Whether two partitions' keys (presence and value of each field) are the same partition.
 fn same_partition(a: &[Bson], b: &[Bson]) -> bool {
     a.iter()
         .zip(b)
