@@ -512,3 +512,73 @@ async fn pipeline_handlers_write_with_out_and_merge() {
         .expect("hall");
     assert_eq!(hall, doc! {"_id": "hall", "n": 2});
 }
+
+/// A `pipeline` handler runs as the wire's `aggregate` does: its blocking stages stream
+/// under the memory limit (through temporary files past it), and a `$out` spools what the
+/// stages before it make.
+#[tokio::test]
+async fn pipeline_handlers_stream_past_the_memory_limit() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let server = TestServer::start_with_args(&[
+        "--blocking-stage-memory-limit-bytes",
+        "40000",
+        "--temp-dir",
+        temp.path().to_str().expect("utf-8 temp dir"),
+    ]);
+    let client = server.client().await;
+    let items = client
+        .database("concert")
+        .collection::<mongodb::bson::Document>("items");
+    // ~300 KB: past the 40 KB limit.
+    let pad = "x".repeat(120);
+    let seeded = (0..2_000).map(|i| doc! {"_id": i, "g": i % 4, "v": (i * 13) % 101, "pad": &pad});
+    items.insert_many(seeded).await.expect("seed");
+    let module = json!({
+        "base_path": "/concert/big/",
+        "templates": [
+            {"uri_template": "firsts", "handlers": [
+                {"method": "GET", "source_type": "pipeline",
+                 "source": {"collection": "items", "pipeline": [
+                     {"$set": {"w": {"$multiply": ["$v", 2]}}},
+                     {"$sort": {"w": -1, "_id": 1}},
+                     {"$group": {"_id": "$g", "first": {"$first": "$_id"}, "n": {"$sum": 1}}},
+                     {"$sort": {"_id": 1}}]}}
+            ]},
+            {"uri_template": "copy", "handlers": [
+                {"method": "POST", "source_type": "pipeline",
+                 "source": {"collection": "items", "pipeline": [
+                     {"$set": {"w": {"$multiply": ["$v", 2]}}},
+                     {"$out": "copy"}]}}
+            ]}
+        ]
+    });
+    let rest = Rest::new(server.rest_base());
+    rest.put(&format!("{ADMIN}/big"), &module).await.expect(201);
+    let base = "/ords/concert/concert/big";
+    let files = common::query_metric(&client, "docgateSpill", "files").await;
+    let firsts = rest.get(&format!("{base}/firsts")).await.expect(200);
+    // The largest v (100) first in each group: the first _id of each g whose v is 100.
+    let expected: Vec<Value> = (0..4)
+        .map(|g| {
+            let first = (0..2_000)
+                .filter(|i| i % 4 == g && (i * 13) % 101 == 100)
+                .min()
+                .expect("a v of 100 in each group");
+            json!({"_id": g, "first": first, "n": 500})
+        })
+        .collect();
+    assert_eq!(firsts["items"], json!(expected));
+    let sorted = common::query_metric(&client, "docgateSpill", "files").await;
+    assert!(sorted > files, "the sort held ~300 KB: no temporary files");
+    rest.post(&format!("{base}/copy"), &json!({}))
+        .await
+        .expect(200);
+    let copy = client
+        .database("concert")
+        .collection::<mongodb::bson::Document>("copy");
+    assert_eq!(
+        copy.count_documents(doc! {"w": {"$gte": 0}}).await.unwrap(),
+        2_000
+    );
+    assert!(common::query_metric(&client, "docgateSpill", "files").await > sorted);
+}

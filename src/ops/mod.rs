@@ -37,6 +37,8 @@
 //!   `output_documents` hands them a chunk at a time (a streamed result spooled first);
 //! - `ttl`: the TTL monitor, which deletes expired documents through `delete`;
 //! - `views`: view definitions, their checks, resolving and reading a view;
+//! - `pipeline_output`: a pipeline over a collection or a view for a command that consumes
+//!   its result itself (`count`/`distinct` of a view, REST), streamed as `aggregate` runs it;
 //! - `coll_mod`: `collMod`'s changes to a view or to a collection's indexes;
 //! - `operations`: the operations running now (`currentOp`, `killOp`);
 //! - `profiler`: profiling levels, `system.profile` and the slow-operation threshold.
@@ -64,6 +66,7 @@ pub mod insert;
 pub mod namespace;
 pub mod operations;
 pub mod output_documents;
+pub mod pipeline_output;
 pub mod prepare;
 pub mod profiler;
 pub mod read;

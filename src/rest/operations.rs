@@ -20,6 +20,8 @@ use crate::ops;
 use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::find::FindRequest;
 use crate::ops::insert::InsertMode;
+use crate::ops::output_documents::OutputDocuments;
+use crate::ops::pipeline_output::{PipelineOutput, PipelineRead};
 use crate::ops::read;
 use crate::ops::retry::refreshed_after_stale;
 use crate::ops::transaction::OpScope;
@@ -150,16 +152,7 @@ async fn view_page(
         stages.push(doc! {"$skip": i64::try_from(request.offset).unwrap_or(i64::MAX)});
     }
     stages.push(doc! {"$limit": i64::try_from(size).unwrap_or(i64::MAX).saturating_add(1)});
-    let mut session = state.store.session().await?;
-    let mut documents = ops::views::read(
-        &state.catalog,
-        session.as_mut(),
-        &view.record,
-        &stages,
-        None,
-        None,
-    )
-    .await?;
+    let mut documents = collect_pipeline(state, &view.record.db, &view.record.name, stages).await?;
     let has_more = documents.len() > size;
     documents.truncate(size);
     Ok(FoundPage {
@@ -402,78 +395,64 @@ pub async fn aggregate_into(
         return Err(RestError::Internal("the pipeline writes nothing".into()));
     };
     ServerCounters::add(&state.counters.op_query, 1);
-    let reading = &stages[..stages.len().saturating_sub(1)];
-    let results = {
-        let mut session = state.store.session().await?;
-        match state.catalog.collection_info(db, name).await? {
-            Some(view) if ops::views::is_view(&view.record) => {
-                ops::views::read(
-                    &state.catalog,
-                    session.as_mut(),
-                    &view.record,
-                    reading,
-                    None,
-                    None,
-                )
-                .await?
-            }
-            _ => {
-                crate::ops::aggregate::run_pipeline(
-                    &state.catalog,
-                    session.as_mut(),
-                    db,
-                    name,
-                    &pipeline.inner(0),
-                    None,
-                    None,
-                )
-                .await?
-            }
+    let reading = stages[..stages.len().saturating_sub(1)].to_vec();
+    let read = PipelineRead {
+        db,
+        name,
+        stages: reading,
+        hint: None,
+        collation: None,
+    };
+    let mut scope = OpScope::autocommit(state);
+    let first = ops::cursors::next_batch_limit(None);
+    let (made, _) = ops::pipeline_output::run(&state.catalog, &mut scope, read, first).await?;
+    let documents = match made {
+        PipelineOutput::Held(documents) => OutputDocuments::held(documents),
+        PipelineOutput::Streamed(first, rest) => {
+            let memory = crate::compute::current_interrupt().blocking_memory();
+            let spill_dir = memory.and_then(|memory| memory.spill_dir);
+            let spill_dir = spill_dir.unwrap_or_else(|| Arc::from(std::env::temp_dir()));
+            OutputDocuments::spooled(&mut scope, first, rest, spill_dir).await?
         }
     };
-    ops::aggregate_writes::write_output(
-        &mut OpScope::autocommit(state),
-        db,
-        output,
-        ops::output_documents::OutputDocuments::held(results),
-        DocumentValidation::from_bypass_flag(false),
-    )
-    .await?;
+    let validation = DocumentValidation::from_bypass_flag(false);
+    ops::aggregate_writes::write_output(&mut scope, db, output, documents, validation).await?;
     Ok(())
 }
 
-/// Runs an aggregation pipeline over `db.name` (a missing collection is empty) with the
-/// `aggregate` command's code, over documents held between stages: the answer is one
-/// response.
+/// The documents `stages` make over `db.name` (a collection or a view; a missing one is
+/// empty), streamed through them as the wire's `aggregate` runs them: the answer is one
+/// response, so only the result is held.
+async fn collect_pipeline(
+    state: &AppState,
+    db: &str,
+    name: &str,
+    stages: Vec<Document>,
+) -> RestResult<Vec<Document>> {
+    let read = PipelineRead {
+        db,
+        name,
+        stages,
+        hint: None,
+        collation: None,
+    };
+    let mut scope = OpScope::autocommit(state);
+    let first = ops::cursors::next_batch_limit(None);
+    let (made, _) = ops::pipeline_output::run(&state.catalog, &mut scope, read, first).await?;
+    Ok(made.collect(&mut scope).await?)
+}
+
+/// Runs an aggregation pipeline over `db.name` (a collection or a view; a missing one is
+/// empty) with the `aggregate` command's code: the answer is one response.
 pub async fn aggregate(
     state: &AppState,
     db: &str,
     name: &str,
     stages: &[Document],
 ) -> RestResult<Vec<Document>> {
-    let pipeline = crate::query::Pipeline::parse(stages)?;
+    // Parsed first: a pipeline that does not parse is the client's error before anything
+    // is read.
+    crate::query::Pipeline::parse(stages)?;
     ServerCounters::add(&state.counters.op_query, 1);
-    let mut session = state.store.session().await?;
-    let info = state.catalog.collection_info(db, name).await?;
-    if let Some(view) = info.filter(|info| ops::views::is_view(&info.record)) {
-        let read = ops::views::read(
-            &state.catalog,
-            session.as_mut(),
-            &view.record,
-            stages,
-            None,
-            None,
-        );
-        return Ok(read.await?);
-    }
-    Ok(crate::ops::aggregate::run_pipeline(
-        &state.catalog,
-        session.as_mut(),
-        db,
-        name,
-        &pipeline,
-        None,
-        None,
-    )
-    .await?)
+    collect_pipeline(state, db, name, stages.to_vec()).await
 }

@@ -7,7 +7,6 @@
 //!
 //! Not for: resolving views or checking definitions (`ops::views`), the pipeline itself.
 
-use bson::raw::RawDocumentBuf;
 use bson::{doc, Bson, Document};
 
 use super::write_reply::count_bson;
@@ -15,10 +14,10 @@ use crate::mongo::context::CommandContext;
 use crate::mongo::error::{CommandResult, OpError};
 use crate::mongo::request::{as_bool, as_i64, CommandRequest};
 use crate::ops;
-use crate::ops::cursors::{next_batch_limit, ResultSource};
+use crate::ops::cursors::next_batch_limit;
 use crate::ops::distinct::DistinctValues;
+use crate::ops::pipeline_output::{PipelineOutput, PipelineRead};
 use crate::ops::read_cursor::BatchLimit;
-use crate::ops::transaction::OpScope;
 use crate::ops::views::{is_view, ResolvedView, ViewDefinition};
 use crate::query::{Collation, Filter};
 use crate::store::CollectionRecord;
@@ -325,93 +324,39 @@ async fn counted_through_base(
         documents: 1,
         bytes: usize::MAX,
     };
-    limit_blocking_memory(context);
-    let catalog = &context.server.state.catalog;
-    let mut scope = context.scope();
-    let read = (record, stages, hint, collation);
-    let (made, _) = through_base(catalog, &mut scope, read, first).await?;
+    let (made, _) = through_base(context, record, stages, (hint, collation), first).await?;
     Ok(match made {
-        ThroughBase::Nothing => None,
-        ThroughBase::Held(documents) => documents.into_iter().next(),
-        ThroughBase::Streamed(batch, _) => match batch.first() {
+        PipelineOutput::Held(documents) => documents.into_iter().next(),
+        PipelineOutput::Streamed(batch, _) => match batch.first() {
             Some(raw) => Some(ops::read::decode_document(raw.as_bytes())?),
             None => None,
         },
     })
 }
 
-/// Gives the blocking stages of a view's pipeline run by `count` or `distinct` the limit an
-/// `aggregate`'s have (with disk use: these commands have no `allowDiskUse`).
-fn limit_blocking_memory(context: &CommandContext<'_>) {
+/// The view `record`'s pipeline and `stages` after it, with the read's hint and collation,
+/// as an aggregate on the collection the view reads (`ops::pipeline_output`), its blocking
+/// stages under the limit an `aggregate`'s have (with disk use: `count` and `distinct` have
+/// no `allowDiskUse`); and the collation it ran under.
+async fn through_base(
+    context: &mut CommandContext<'_>,
+    record: &CollectionRecord,
+    stages: Vec<Document>,
+    (hint, collation): (Option<&Bson>, Option<&Collation>),
+    first: BatchLimit,
+) -> Result<(PipelineOutput, Collation), OpError> {
     let memory = context.server.limits.blocking_memory(None);
     crate::compute::current_interrupt().limit_blocking_memory(memory);
-}
-
-/// What a view's pipeline and the stages of a read after it make, run as an `aggregate` on
-/// the collection the view reads.
-enum ThroughBase {
-    /// That collection does not exist.
-    Nothing,
-    /// Computed whole: the groups of a first `$group`, or a pipeline that does not stream.
-    Held(Vec<Document>),
-    /// The first batch and the rest of a pipeline that streams.
-    Streamed(Vec<RawDocumentBuf>, ResultSource),
-}
-
-/// The view `record`'s pipeline and `stages` after it, with the read's `hint`, as an
-/// aggregate on the collection the view reads (streamed, first batch within `first`), and
-/// the collation it ran under (the view's).
-async fn through_base(
-    catalog: &crate::catalog::Catalog,
-    scope: &mut OpScope<'_>,
-    (record, stages, hint, collation): ViewRead<'_>,
-    first: BatchLimit,
-) -> Result<(ThroughBase, Collation), OpError> {
-    let resolved = {
-        let mut session = scope.reader().await?;
-        ops::views::resolve(catalog, session.as_mut(), record).await?
-    };
-    let collation = resolved.collation_for(collation)?;
-    let mut all = resolved.pipeline;
-    all.extend(stages);
-    let pipeline = crate::query::Pipeline::parse(&all)?;
-    let Some(info) = scope.collection_info(&record.db, &resolved.base).await? else {
-        return Ok((ThroughBase::Nothing, collation));
-    };
-    let collated = Some(&collation);
-    let grouped =
-        ops::aggregate::run_grouped(catalog, scope, &info, &pipeline, hint, collated).await?;
-    if let Some(groups) = grouped {
-        return Ok((ThroughBase::Held(groups), collation));
-    }
-    let opened =
-        ops::aggregate::open_stream(catalog, scope, &info, &pipeline, hint, collated, first)
-            .await?;
-    if let Some((batch, rest)) = opened {
-        return Ok((ThroughBase::Streamed(batch, rest), collation));
-    }
-    let mut session = scope.reader().await?;
-    let held = ops::aggregate::run_pipeline(
-        catalog,
-        session.as_mut(),
-        &record.db,
-        &resolved.base,
-        &pipeline,
+    let read = PipelineRead {
+        db: &record.db,
+        name: &record.name,
+        stages,
         hint,
-        Some(collation.clone()),
-    )
-    .await?;
-    Ok((ThroughBase::Held(held), collation))
+        collation,
+    };
+    let catalog = &context.server.state.catalog;
+    ops::pipeline_output::run(catalog, &mut context.scope(), read, first).await
 }
-
-/// A read of a view: the view, the read's stages after its pipeline, its hint and its
-/// collation.
-type ViewRead<'a> = (
-    &'a CollectionRecord,
-    Vec<Document>,
-    Option<&'a Bson>,
-    Option<&'a Collation>,
-);
 
 /// `distinct` on a view: the values at `key` over its documents that match `query`, which
 /// stream into the values.
@@ -430,17 +375,15 @@ pub(super) async fn distinct(
         .map(|query| doc! {"$match": query.clone()})
         .into_iter()
         .collect();
-    limit_blocking_memory(context);
-    let catalog = &context.server.state.catalog;
-    let mut scope = context.scope();
-    let read = (record, stages, hint, collation);
     let first = next_batch_limit(None);
-    let (made, collation) = through_base(catalog, &mut scope, read, first).await?;
+    let read = (hint, collation);
+    let (made, collation) = through_base(context, record, stages, read, first).await?;
     let values = DistinctValues::new(key, collation);
     let values = match made {
-        ThroughBase::Nothing => Vec::new(),
-        ThroughBase::Held(documents) => values.of_documents(documents)?,
-        ThroughBase::Streamed(first, rest) => values.of_stream(&mut scope, first, rest).await?,
+        PipelineOutput::Held(documents) => values.of_documents(documents)?,
+        PipelineOutput::Streamed(first, rest) => {
+            values.of_stream(&mut context.scope(), first, rest).await?
+        }
     };
     Ok(doc! {"values": values})
 }
