@@ -162,7 +162,8 @@ fn streaming_read(
 /// each batch reads chunks of rows and runs them through the stages
 /// (`ReadCursor::with_stages`) under the read's collation; a snapshot read outside a
 /// transaction spools the rest now (`sorted_read::spool`). None when a stage is none of
-/// those (`$out`, `$merge`): [`run_pipeline`] runs it.
+/// those: [`run_pipeline`] runs it (a `$out`/`$merge` is not a stage here: the caller
+/// streams the stages before it into its spool, `output_documents`).
 pub async fn open_stream(
     catalog: &crate::catalog::Catalog,
     scope: &mut OpScope<'_>,

@@ -6,7 +6,9 @@
 //! them.
 //!
 //! `$out` writes into a temporary collection and renames it over the target, as MongoDB
-//! does, but inside the one transaction (see [`replace_collection`]).
+//! does, but inside the one transaction (see [`replace_collection`]). Both take the
+//! documents a chunk at a time (`output_documents`): a streamed result is spooled first, so
+//! neither holds the whole result.
 //!
 //! Not for: running the pipeline (`aggregate`), the stages' semantics
 //! (`query::aggregate::output`), or the command's reply (the front ends).
@@ -32,8 +34,8 @@ use crate::query::{encode_key, Filter, QueryError};
 use crate::store::{CollectionRecord, StoreError};
 
 /// Writes `documents`, the result of a pipeline run in database `db`, as its last stage
-/// `output` says, in one transaction, a chunk at a time. Inside a multi-document transaction (or a snapshot
-/// read) this is MongoDB's 263 OperationNotSupportedInTransaction.
+/// `output` says, in one transaction, a chunk at a time. Inside a multi-document
+/// transaction (or a snapshot read) this is MongoDB's 263 OperationNotSupportedInTransaction.
 pub async fn write_output(
     scope: &mut OpScope<'_>,
     db: &str,
