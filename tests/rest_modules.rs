@@ -519,12 +519,7 @@ async fn pipeline_handlers_write_with_out_and_merge() {
 #[tokio::test]
 async fn pipeline_handlers_stream_past_the_memory_limit() {
     let temp = tempfile::tempdir().expect("temp dir");
-    let server = TestServer::start_with_args(&[
-        "--blocking-stage-memory-limit-bytes",
-        "40000",
-        "--temp-dir",
-        temp.path().to_str().expect("utf-8 temp dir"),
-    ]);
+    let server = TestServer::start_limited(&temp);
     let client = server.client().await;
     let items = client
         .database("concert")

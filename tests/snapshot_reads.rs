@@ -90,12 +90,7 @@ fn pairs(docs: &[Document]) -> Vec<(i64, i64)> {
 #[tokio::test]
 async fn snapshot_reads_answer_their_snapshot_and_spool_past_the_limit() {
     let temp = tempfile::tempdir().expect("temp dir");
-    let server = TestServer::start_with_args(&[
-        "--blocking-stage-memory-limit-bytes",
-        "40000",
-        "--temp-dir",
-        temp.path().to_str().expect("utf-8 temp dir"),
-    ]);
+    let server = TestServer::start_limited(&temp);
     let client = server.client().await;
     let db = client.database("snap");
     let writer = server.client().await.database("snap").collection("items");

@@ -49,6 +49,32 @@ pub async fn write_output(
             output.name()
         )));
     }
+    check_output_target(db, output)?;
+    let target_db = output.target().db_or(db);
+    let limits = scope.state.settings.documents;
+    let mut transaction = scope.begin().await?;
+    match write_in(
+        &mut transaction,
+        target_db,
+        output,
+        &mut documents,
+        limits,
+        validation,
+    )
+    .await
+    {
+        Ok(()) => transaction.commit().await,
+        Err(error) => {
+            transaction.rollback().await?;
+            Err(error)
+        }
+    }
+}
+
+/// The checks of `output`'s target that need no store (its database and name: MongoDB's
+/// 17385/31319 for a `system.` collection, 31321/31320 for an internal database), run
+/// before the pipeline so a bad target fails before the work.
+pub fn check_output_target(db: &str, output: &OutputStage) -> Result<(), OpError> {
     let target = output.target();
     let target_db = target.db_or(db);
     check_db_name(target_db)?;
@@ -77,24 +103,7 @@ pub async fn write_output(
         }));
     }
     check_collection_name(target_db, &target.coll)?;
-    let limits = scope.state.settings.documents;
-    let mut transaction = scope.begin().await?;
-    match write_in(
-        &mut transaction,
-        target_db,
-        output,
-        &mut documents,
-        limits,
-        validation,
-    )
-    .await
-    {
-        Ok(()) => transaction.commit().await,
-        Err(error) => {
-            transaction.rollback().await?;
-            Err(error)
-        }
-    }
+    Ok(())
 }
 
 /// How often `$out` renames its result over a target that a concurrent `$out` replaced
@@ -219,6 +228,7 @@ async fn replace_collection(
     let mut inserted = 0;
     let mut new_multikey = BTreeSet::new();
     while let Some(chunk) = documents.next_chunk(WRITE_CHUNK).await? {
+        crate::interrupt::check_now().map_err(QueryError::from)?;
         let mut prepared = Vec::with_capacity(chunk.len());
         for document in chunk {
             let document = prepare_for_storage(document, &indexes, limits, &check)?;

@@ -52,14 +52,17 @@ pub async fn distinct(
 }
 
 /// The distinct values at one path, gathered document by document: held unsorted until
-/// they double, then sorted and deduplicated under the collation, so what is held stays
-/// within twice the distinct values (and a chunk's worth).
+/// they double in number or pass MongoDB's cap in bytes, then sorted and deduplicated under
+/// the collation, so what is held stays within about twice the distinct values and twice
+/// the cap.
 pub struct DistinctValues {
     path: String,
     collation: Collation,
     values: Vec<Bson>,
     /// How many values the last compaction left: the next one comes at twice as many.
     compacted: usize,
+    /// Bytes of the values added since the last compaction: past the cap, one comes sooner.
+    added_bytes: usize,
 }
 
 /// Values held before the first compaction.
@@ -73,6 +76,7 @@ impl DistinctValues {
             collation,
             values: Vec::new(),
             compacted: 0,
+            added_bytes: 0,
         }
     }
 
@@ -91,8 +95,9 @@ impl DistinctValues {
     /// The values over documents already read.
     pub fn of_documents(mut self, documents: Vec<Document>) -> Result<Vec<Bson>, OpError> {
         for document in &documents {
+            let before = self.values.len();
             collect_distinct_values(document, &self.path, &mut self.values);
-            self.compact_when_doubled()?;
+            self.compact_when_doubled(before)?;
         }
         self.finish()
     }
@@ -106,16 +111,23 @@ impl DistinctValues {
         let field = document.get(head).map_err(read::corrupt)?;
         if let Some(field) = field {
             let value = Bson::try_from(field).map_err(read::corrupt)?;
+            let before = self.values.len();
             collect_from_value(&value, rest, &mut self.values);
-            self.compact_when_doubled()?;
+            self.compact_when_doubled(before)?;
         }
         Ok(())
     }
 
-    fn compact_when_doubled(&mut self) -> Result<(), OpError> {
-        if self.values.len() >= self.compacted.saturating_mul(2).max(FIRST_COMPACTION) {
+    /// Compacts when the values have doubled since the last compaction, or those added
+    /// since (from position `before` on, the latest) pass the cap in bytes.
+    fn compact_when_doubled(&mut self, before: usize) -> Result<(), OpError> {
+        let added = self.values.get(before..).unwrap_or_default();
+        self.added_bytes += added.iter().map(value_size).sum::<usize>();
+        let doubled = self.values.len() >= self.compacted.saturating_mul(2).max(FIRST_COMPACTION);
+        if doubled || self.added_bytes >= MAX_VALUES_BYTES {
             self.compact()?;
             self.compacted = self.values.len();
+            self.added_bytes = 0;
         }
         Ok(())
     }

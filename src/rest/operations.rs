@@ -394,6 +394,7 @@ pub async fn aggregate_into(
     let Some(output) = pipeline.output() else {
         return Err(RestError::Internal("the pipeline writes nothing".into()));
     };
+    ops::aggregate_writes::check_output_target(db, output)?;
     ServerCounters::add(&state.counters.op_query, 1);
     let reading = stages[..stages.len().saturating_sub(1)].to_vec();
     let read = PipelineRead {

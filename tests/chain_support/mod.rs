@@ -45,12 +45,7 @@ pub fn int(d: &Document, key: &str) -> i64 {
 
 /// A server holding at most 40 KB per blocking stage, spilling under `temp`.
 pub fn limited_server(temp: &tempfile::TempDir) -> TestServer {
-    TestServer::start_with_args(&[
-        "--blocking-stage-memory-limit-bytes",
-        "40000",
-        "--temp-dir",
-        temp.path().to_str().expect("utf-8 temp dir"),
-    ])
+    TestServer::start_limited(temp)
 }
 
 /// `pipeline` drained 50 documents per batch: the first batch comes, and the error its

@@ -197,6 +197,16 @@ impl TestServer {
         TestServer::start_with_open_file_limit(args, None)
     }
 
+    /// A server holding at most 40 KB per blocking stage, spilling under `temp`.
+    pub fn start_limited(temp: &tempfile::TempDir) -> TestServer {
+        TestServer::start_with_args(&[
+            "--blocking-stage-memory-limit-bytes",
+            "40000",
+            "--temp-dir",
+            temp.path().to_str().expect("utf-8 temp dir"),
+        ])
+    }
+
     /// Like [`TestServer::start_with_args`], the server's soft and hard open-file limit
     /// set to `limit` (as `ulimit -n` would).
     pub fn start_with_open_file_limit(args: &[&str], limit: Option<u64>) -> TestServer {

@@ -155,6 +155,8 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 output.name()
             )));
         }
+        // A bad target fails before the pipeline runs.
+        crate::ops::aggregate_writes::check_output_target(&request.db, output)?;
     }
 
     let server = context.server;
