@@ -11,26 +11,102 @@ use crate::query::aggregate::Grouping;
 use crate::query::aggregate::Pipeline;
 use crate::query::error::QueryError;
 use crate::query::expr::Expression;
-use crate::query::value::compare::{compare_values, values_equal};
+use crate::query::value::collation::Collation;
+use crate::query::value::compare::compare_values;
 use crate::query::value::path::candidates;
 use bson::{Bson, Document};
 use std::collections::HashMap;
 
 /// Documents of other collections, by name, for `$lookup`, `$unionWith` and
 /// `$graphLookup`, read once per command. A `$graphLookup`'s search over one of them (its
-/// `restrictSearchWithMatch` applied, its `connectToField` values taken) is prepared once
-/// and shared by every call that runs the stage — one per document when the pipeline
-/// streams; changing the documents forgets the searches.
+/// `restrictSearchWithMatch` applied, its `connectToField` values taken) and an equality
+/// `$lookup`'s index of one by its `foreignField` ([`JoinIndex`]) are prepared once and
+/// shared by every call that runs the stage — one per document when the pipeline streams;
+/// changing the documents forgets them.
 #[derive(Debug, Default)]
 pub struct ForeignDocuments {
     collections: HashMap<String, Vec<Document>>,
     searches: std::sync::Mutex<HashMap<String, std::sync::Arc<super::graph_lookup::Search>>>,
+    joins: std::sync::Mutex<HashMap<(String, String), BuiltJoin>>,
+}
+
+/// A [`JoinIndex`] by collection and field, with the collation its keys were made under.
+type BuiltJoin = (Collation, std::sync::Arc<JoinIndex>);
+
+/// The documents of a collection an equality `$lookup` reads, by the values at its
+/// `foreignField`: each value's key ([`join_key`]) to the positions of the documents that
+/// have it, ascending. A document matches once per value it has, so its position is listed
+/// once per key.
+#[derive(Debug, Default)]
+pub struct JoinIndex {
+    positions: HashMap<Vec<u8>, Vec<usize>>,
+}
+
+/// The key of a value `$lookup` compares: equal keys exactly when the values are equal
+/// under the installed collation (1, 1.0 and NumberLong(1) share one; strings by the
+/// collator's sort key).
+fn join_key(value: &Bson) -> Vec<u8> {
+    crate::query::value::keys::encode_key(&crate::query::value::collation::equality_image(value))
+}
+
+impl JoinIndex {
+    /// `documents` by the values at `field` (as `$lookup` takes them: array elements and
+    /// the array itself, null when missing).
+    fn build(documents: &[Document], field: &str) -> Result<JoinIndex, QueryError> {
+        let mut positions: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        for (position, document) in documents.iter().enumerate() {
+            if position % 1024 == 0 {
+                crate::interrupt::check()?;
+            }
+            let mut keys: Vec<Vec<u8>> =
+                lookup_keys(document, field).iter().map(join_key).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            for key in keys {
+                positions.entry(key).or_default().push(position);
+            }
+        }
+        Ok(JoinIndex { positions })
+    }
+
+    /// The positions of the documents with a value equal to one of `values`, ascending.
+    fn matching(&self, values: &[Bson]) -> Vec<usize> {
+        let mut found: Vec<usize> = values
+            .iter()
+            .filter_map(|value| self.positions.get(&join_key(value)))
+            .flatten()
+            .copied()
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
 }
 
 impl ForeignDocuments {
     /// No other collection.
     pub fn new() -> ForeignDocuments {
         ForeignDocuments::default()
+    }
+
+    /// The [`JoinIndex`] of collection `from` by `field` under the installed collation,
+    /// built on first use.
+    fn join(&self, from: &str, field: &str) -> Result<std::sync::Arc<JoinIndex>, QueryError> {
+        let key = (from.to_string(), field.to_string());
+        let collation = Collation::installed();
+        let mut joins = self
+            .joins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((built_under, join)) = joins.get(&key) {
+            if *built_under == collation {
+                return Ok(std::sync::Arc::clone(join));
+            }
+        }
+        let documents = self.collections.get(from).map_or(&[][..], Vec::as_slice);
+        let join = std::sync::Arc::new(JoinIndex::build(documents, field)?);
+        joins.insert(key, (collation, std::sync::Arc::clone(&join)));
+        Ok(join)
     }
 
     /// The search `key` names, prepared by `prepare` on first use.
@@ -64,6 +140,10 @@ impl std::ops::DerefMut for ForeignDocuments {
     fn deref_mut(&mut self) -> &mut Self::Target {
         // The documents may change: prepared searches over them no longer hold.
         self.searches
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        self.joins
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
@@ -392,7 +472,9 @@ impl BucketGrouping {
     }
 }
 
-/// Runs `$lookup`: each input document gets the matching foreign documents as an array.
+/// Runs `$lookup`: each input document gets the matching foreign documents as an array, in
+/// their collection's order. An equality match is a hash join: the foreign collection is
+/// indexed by `foreignField` once per command ([`JoinIndex`]), not scanned per document.
 pub fn run_lookup(
     lookup: &Lookup,
     docs: Vec<Document>,
@@ -400,22 +482,19 @@ pub fn run_lookup(
 ) -> Result<Vec<Document>, QueryError> {
     let empty = Vec::new();
     let others = foreign.get(&lookup.from).unwrap_or(&empty);
+    let join = match &lookup.fields {
+        Some((_, foreign_field)) => Some(foreign.join(&lookup.from, foreign_field)?),
+        None => None,
+    };
     let mut out = Vec::with_capacity(docs.len());
     for mut doc in docs {
-        let mut matched: Vec<Document> = match &lookup.fields {
-            Some((local, foreign_field)) => {
+        let mut matched: Vec<Document> = match (&lookup.fields, &join) {
+            (Some((local, _)), Some(join)) => {
                 let keys = lookup_keys(&doc, local);
-                others
-                    .iter()
-                    .filter(|other| {
-                        lookup_keys(other, foreign_field)
-                            .iter()
-                            .any(|k| keys.iter().any(|l| values_equal(k, l)))
-                    })
-                    .cloned()
-                    .collect()
+                let found = join.matching(&keys).into_iter();
+                found.filter_map(|at| others.get(at).cloned()).collect()
             }
-            None => others.clone(),
+            _ => others.clone(),
         };
         if let Some(pipeline) = &lookup.pipeline {
             matched = pipeline.run_with(matched, foreign)?;
@@ -562,5 +641,60 @@ mod tests {
         );
         let p = Pipeline::parse(&[doc! {"$sample": {"size": 2}}]).unwrap();
         assert_eq!(p.run(orders).unwrap().len(), 2);
+    }
+}
+
+#[cfg(test)]
+mod join_tests {
+    use super::*;
+    use bson::doc;
+
+    /// The equality `$lookup` as MongoDB matches: numbers of any type by value, array
+    /// elements, missing as null, strings under the collation; matches in the foreign
+    /// collection's order, each once.
+    #[test]
+    fn lookup_joins_by_equal_values_in_collection_order() {
+        let mut foreign = ForeignDocuments::new();
+        foreign.insert(
+            "items".into(),
+            vec![
+                doc! {"_id": 0, "k": 1.0},
+                doc! {"_id": 1, "k": [2, 1]},
+                doc! {"_id": 2, "k": "Ada"},
+                doc! {"_id": 3},
+                doc! {"_id": 4, "k": Bson::Int64(2)},
+                doc! {"_id": 5, "k": "ada"},
+            ],
+        );
+        let stage =
+            doc! {"$lookup": {"from": "items", "localField": "v", "foreignField": "k", "as": "m"}};
+        let pipeline =
+            Pipeline::parse(&[stage, doc! {"$project": {"m._id": 1, "_id": 0}}]).unwrap();
+        let input = vec![
+            doc! {"v": 1},
+            doc! {"v": [2, 1]},
+            doc! {"v": Bson::Null},
+            doc! {"v": "ADA"},
+            doc! {"v": [[2, 1]]},
+        ];
+        let ids = |out: &[Document]| -> Vec<Vec<i32>> {
+            out.iter()
+                .map(|d| {
+                    let m = d.get_array("m").unwrap();
+                    m.iter()
+                        .map(|x| x.as_document().unwrap().get_i32("_id").unwrap())
+                        .collect()
+                })
+                .collect()
+        };
+        let simple = pipeline.run_with(input.clone(), &foreign).unwrap();
+        let expected = vec![vec![0, 1], vec![0, 1, 4], vec![3], vec![], vec![1]];
+        assert_eq!(ids(&simple), expected);
+        let caseless = Collation::parse(&doc! {"locale": "en", "strength": 2}).unwrap();
+        // The index built for the simple collation is not the one for this collation.
+        let collated = caseless
+            .install(|| pipeline.run_with(input, &foreign))
+            .unwrap();
+        assert_eq!(ids(&collated)[3], vec![2, 5], "ADA under strength 2");
     }
 }
