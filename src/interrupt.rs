@@ -171,6 +171,11 @@ pub struct BlockingMemory {
     pub bytes: usize,
     /// The directory its temporary files go to, when it may spill.
     pub spill_dir: Option<Arc<Path>>,
+    /// Where docgate's own spools go past the limit even when the command refused disk use
+    /// (`allowDiskUse: false`): the result of a `$unionWith`'s input, a slice, a snapshot
+    /// cursor or a `$out`, which MongoDB streams and never holds, so refusing disk use
+    /// gives it nothing to answer 292 for. None: such a spool is held in memory.
+    pub spool_dir: Option<Arc<Path>>,
 }
 
 #[derive(Default)]

@@ -148,6 +148,17 @@ async fn samples_unions_auto_buckets_graph_lookups_and_redacts_stream_past_the_l
         .iter()
         .all(|d| d.get_str("from").ok() == Some("others")));
     assert!(united.iter().all(|d| !d.contains_key("pad")));
+    // Its input is spooled past the limit, also with `allowDiskUse: false`: MongoDB streams
+    // a union and has nothing to refuse, so the spool goes to temporary files all the same.
+    let files = query_metric(&client, "docgateSpill", "files").await;
+    let refusing = coll
+        .aggregate(union.clone())
+        .allow_disk_use(false)
+        .batch_size(50)
+        .await
+        .expect("a union refusing disk use");
+    assert_eq!(collect(refusing).await, united);
+    assert!(query_metric(&client, "docgateSpill", "files").await > files);
     // The cursor hands the union out as it is asked: an error on the last of the other
     // collection's documents comes with a `getMore`.
     let mut failing = union;

@@ -7,8 +7,8 @@
 //!   are not seen, and every document of the snapshot comes exactly once, in order;
 //! - a result past `--blocking-stage-memory-limit-bytes` is not held: it is spooled to
 //!   temporary files under `--temp-dir` (`serverStatus.metrics.query.docgateSpill.files`
-//!   grows, and the sort counter does not for a read that is not sorted); with
-//!   `allowDiskUse: false` it is held in memory instead, and the answer is the same.
+//!   grows, and the sort counter does not for a read that is not sorted), also with
+//!   `allowDiskUse: false`: the spool stands in for a cursor MongoDB holds nothing of.
 //!
 //! Not for: snapshot reads inside transactions (`transactions.rs` and the pymongo suite) or
 //! spilling sorts (`rest_documents.rs`, pymongo's `test_spill.py`).
@@ -109,7 +109,7 @@ async fn snapshot_reads_answer_their_snapshot_and_spool_past_the_limit() {
             doc! {"find": "items", "sort": {"_id": 1}, "batchSize": 40,
             "allowDiskUse": false, "readConcern": snapshot.clone()},
             ascending.clone(),
-            false,
+            true,
         ),
         (
             "find sorted in Rust",

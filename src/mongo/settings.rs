@@ -99,6 +99,7 @@ impl MongoLimits {
         crate::interrupt::BlockingMemory {
             bytes: self.blocking_stage_memory_bytes,
             spill_dir: (allow_disk_use != Some(false)).then(|| self.spill_dir.clone()),
+            spool_dir: Some(self.spill_dir.clone()),
         }
     }
 }

@@ -6,9 +6,9 @@
 //! the first blocking stage stream chunk by chunk into it: an external sort, a grouping,
 //! buckets, a window's input, a count, a random top-k sort, a densify's sort, a spool, a
 //! facet's sub-chains or a slice, each holding at most the command's limit and writing
-//! temporary files past it (292 with `allowDiskUse: false`, where a spool — a union's, a
-//! slice's — holds its documents instead, since MongoDB streams those stages); a slice whose
-//! `$limit` has its documents stops the read. Each later blocking stage is fed the same way
+//! temporary files past it (292 with `allowDiskUse: false`, except a spool — a union's, a
+//! slice's —, which writes them all the same, since MongoDB streams those stages); a slice
+//! whose `$limit` has its documents stops the read. Each later blocking stage is fed the same way
 //! from the one before, through the per-document stages between them; the cursor drains the
 //! last one through the stages after it, batch by batch ([`SortedResult`]). A `$facet` feeds
 //! each document to every sub-pipeline, each a chain of its own (each blocking stage in them

@@ -7,14 +7,11 @@
 //! documents it merged, as the keyset reads of a stream resume after a position), and the
 //! write transaction stays as short as the writing. The spool holds up to the command's
 //! blocking-stage limit and writes the rest to temporary files, whatever `allowDiskUse`
-//! says: MongoDB writes `$out`'s documents as they come and holds none of them, so
-//! refusing disk use gives its limit no stage to answer 292 for, and holding them would
-//! leave a large `$out` unbounded.
+//! says (`ExternalSort::spool_for_command`): MongoDB writes `$out`'s documents as they come
+//! and holds none of them, so refusing disk use gives its limit no stage to answer 292 for,
+//! and holding them would leave a large `$out` unbounded.
 //!
 //! Not for: the writing (`aggregate_writes`) or running the pipeline (`aggregate`).
-
-use std::path::Path;
-use std::sync::Arc;
 
 use bson::raw::RawDocumentBuf;
 use bson::{Bson, Document};
@@ -44,18 +41,15 @@ impl OutputDocuments {
     }
 
     /// Reads a streamed pipeline's result to its end — `first`, then every batch of
-    /// `rest` — into a spool that spills past the command's blocking-stage limit to
-    /// `spill_dir`.
+    /// `rest` — into a spool that spills past the command's blocking-stage limit.
     pub async fn spooled(
         scope: &mut OpScope<'_>,
         first: Vec<RawDocumentBuf>,
         rest: ResultSource,
-        spill_dir: Arc<Path>,
     ) -> Result<OutputDocuments, OpError> {
-        let limit = crate::compute::current_interrupt()
-            .blocking_memory()
-            .map_or(usize::MAX, |memory| memory.bytes);
-        let spool = (ExternalSort::spool(limit, Some(spill_dir)), 0i64);
+        // Made here, on the command's task, where its memory budget is found.
+        let memory = crate::compute::current_interrupt().blocking_memory();
+        let spool = (ExternalSort::spool_within(memory), 0i64);
         let push = |(spool, position): &mut (ExternalSort, i64), row: RawDocumentBuf| {
             spool.push(vec![Bson::Int64(*position)], row.into_bytes())?;
             *position += 1;

@@ -76,8 +76,9 @@ pub fn spills(plan: &ReadPlan) -> bool {
 /// The rest of a result for a cursor that outlives the scope's snapshot (a snapshot read
 /// outside a transaction): a streaming read is drained now, in the snapshot, into a spool
 /// that holds at most the command's blocking-stage limit and writes the rest to temporary
-/// files (held in memory when the command refused disk use); other sources were read whole
-/// when they opened. A scope without a snapshot keeps `source` as it is.
+/// files (also when the command refused disk use: `ExternalSort::spool_for_command`); other
+/// sources were read whole when they opened. A scope without a snapshot keeps `source` as
+/// it is.
 pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<ResultSource, OpError> {
     let mut read = match source {
         ResultSource::Stream(read)
@@ -87,8 +88,8 @@ pub async fn spool(scope: &mut OpScope<'_>, source: ResultSource) -> Result<Resu
         }
         other => return Ok(other),
     };
-    let (limit, spill_dir) = command_memory();
-    let spool = ExternalSort::spool(limit, spill_dir);
+    let memory = crate::compute::current_interrupt().blocking_memory();
+    let spool = ExternalSort::spool_within(memory);
     let push = |(spool, at): &mut (ExternalSort, i64), row: RawDocumentBuf| {
         spool.push(vec![Bson::Int64(*at)], row.into_bytes())?;
         *at += 1;

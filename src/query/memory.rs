@@ -98,6 +98,7 @@ mod tests {
         interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
             bytes: 10,
             spill_dir: None,
+            spool_dir: None,
         });
         interrupt.install(|| {
             assert!(limited());
@@ -115,6 +116,7 @@ mod tests {
         interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
             bytes: 10,
             spill_dir: Some(dir.clone()),
+            spool_dir: None,
         });
         interrupt.install(|| {
             assert!(!limited());

@@ -174,10 +174,20 @@ impl ExternalSort {
     }
 
     /// A spool ([`ExternalSort::spool`]) under the budget of the command evaluating on this
-    /// thread (held in memory without one, or when the command refused disk use).
+    /// thread, writing past it to its spill directory, or to its spool directory when the
+    /// command refused disk use (`BlockingMemory::spool_dir`: a spool stands in for a stream
+    /// MongoDB holds nothing of); held in memory without either.
     pub fn spool_for_command() -> ExternalSort {
-        match crate::interrupt::blocking_memory() {
-            Some(memory) => ExternalSort::spool(memory.bytes, memory.spill_dir),
+        ExternalSort::spool_within(crate::interrupt::blocking_memory())
+    }
+
+    /// A spool under `memory` (see [`ExternalSort::spool_for_command`]), for a caller that
+    /// found its command's budget itself (on the command's task rather than the pool).
+    pub fn spool_within(memory: Option<crate::interrupt::BlockingMemory>) -> ExternalSort {
+        match memory {
+            Some(memory) => {
+                ExternalSort::spool(memory.bytes, memory.spill_dir.or(memory.spool_dir))
+            }
             None => ExternalSort::spool(usize::MAX, None),
         }
     }
@@ -722,6 +732,7 @@ mod tests {
         interrupt.limit_blocking_memory(crate::interrupt::BlockingMemory {
             bytes: 1_000,
             spill_dir: Some(dir.path().into()),
+            spool_dir: None,
         });
         let spec = SortSpec::parse(&doc! {"b": -1, "_id": 1}).unwrap();
         let mut expected = documents();

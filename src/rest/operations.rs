@@ -410,10 +410,7 @@ pub async fn aggregate_into(
     let documents = match made {
         PipelineOutput::Held(documents) => OutputDocuments::held(documents),
         PipelineOutput::Streamed(first, rest) => {
-            let memory = crate::compute::current_interrupt().blocking_memory();
-            let spill_dir = memory.and_then(|memory| memory.spill_dir);
-            let spill_dir = spill_dir.unwrap_or_else(|| Arc::from(std::env::temp_dir()));
-            OutputDocuments::spooled(&mut scope, first, rest, spill_dir).await?
+            OutputDocuments::spooled(&mut scope, first, rest).await?
         }
     };
     let validation = DocumentValidation::from_bypass_flag(false);

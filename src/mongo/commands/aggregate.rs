@@ -217,9 +217,7 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
                 .await?;
                 if let Some((first, rest)) = opened {
                     if let Some(output) = pipeline.output() {
-                        let spill_dir = server.limits.spill_dir.clone();
-                        let documents =
-                            OutputDocuments::spooled(&mut scope, first, rest, spill_dir).await?;
+                        let documents = OutputDocuments::spooled(&mut scope, first, rest).await?;
                         write_output(&mut scope, &request.db, output, documents, validation)
                             .await?;
                         return first_batch_reply(

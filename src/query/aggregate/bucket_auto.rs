@@ -610,6 +610,7 @@ mod tests {
             interrupt.limit_blocking_memory(BlockingMemory {
                 bytes: 2_000,
                 spill_dir: Some(dir.path().into()),
+                spool_dir: None,
             });
             let before = crate::query::spill::totals().sorts;
             let spilled = interrupt.install(|| run(stage.clone(), docs.clone()));

@@ -373,6 +373,7 @@ mod tests {
         let small = |bytes| BlockingMemory {
             bytes,
             spill_dir: Some(dir.path().into()),
+            spool_dir: None,
         };
         for group in [
             doc! {"$group": {"_id": "$g", "n": {"$sum": 1}, "t": {"$sum": "$v"}, "avg": {"$avg": "$v"},
@@ -406,11 +407,13 @@ mod tests {
         let refused = BlockingMemory {
             bytes: 10_000,
             spill_dir: None,
+            spool_dir: None,
         };
         assert_eq!(run_under(Some(refused), &stages).unwrap_err(), 292);
         let roomy = BlockingMemory {
             bytes: 10_000_000,
             spill_dir: None,
+            spool_dir: None,
         };
         assert_eq!(run_under(Some(roomy), &stages).unwrap().len(), 400);
     }
@@ -426,6 +429,7 @@ mod tests {
         let spilling = BlockingMemory {
             bytes: 200,
             spill_dir: Some(dir.path().into()),
+            spool_dir: None,
         };
         assert_eq!(run_under(Some(spilling), &stages).unwrap(), expected);
         assert_eq!(expected.len(), 3);

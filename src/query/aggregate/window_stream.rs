@@ -338,6 +338,7 @@ mod tests {
         interrupt.limit_blocking_memory(BlockingMemory {
             bytes: 2_000,
             spill_dir: dir.map(Into::into),
+            spool_dir: None,
         });
         let mut output = interrupt.install(|| {
             let mut input = WindowInput::new(Arc::new((**stage).clone()));

@@ -451,6 +451,7 @@ fn windows_past_the_limit_are_computed_partition_by_partition_from_runs() {
         interrupt.limit_blocking_memory(BlockingMemory {
             bytes,
             spill_dir: Some(dir.path().into()),
+            spool_dir: None,
         });
         interrupt.install(|| pipeline.run(docs.clone()))
     };
@@ -488,6 +489,7 @@ fn one_partition_past_the_limit_gives_the_same_windows_unless_disk_use_is_refuse
             interrupt.limit_blocking_memory(BlockingMemory {
                 bytes: 1_000,
                 spill_dir,
+                spool_dir: None,
             });
             interrupt.install(|| pipeline.run(docs.clone()))
         };
