@@ -28,7 +28,12 @@ pub struct ForeignDocuments {
     collections: HashMap<String, Vec<Document>>,
     searches: std::sync::Mutex<HashMap<String, std::sync::Arc<super::graph_lookup::Search>>>,
     joins: std::sync::Mutex<HashMap<(String, String), BuiltJoin>>,
+    /// What an uncorrelated `$lookup` sub-pipeline made, by collection and pipeline.
+    uncorrelated: std::sync::Mutex<HashMap<(String, String), RanOnce>>,
 }
+
+/// An uncorrelated `$lookup`'s result, with the collation it ran under.
+type RanOnce = (Collation, std::sync::Arc<Vec<Document>>);
 
 /// A [`JoinIndex`] by collection and field, with the collation its keys were made under.
 type BuiltJoin = (Collation, std::sync::Arc<JoinIndex>);
@@ -89,6 +94,32 @@ impl ForeignDocuments {
         ForeignDocuments::default()
     }
 
+    /// What the uncorrelated sub-pipeline of `lookup` (no `localField`, no `let`) makes over
+    /// its collection under the installed collation: the same for every document, so run
+    /// once per command by `run`, as MongoDB caches it.
+    fn uncorrelated(
+        &self,
+        lookup: &Lookup,
+        run: impl FnOnce() -> Result<Vec<Document>, QueryError>,
+    ) -> Result<std::sync::Arc<Vec<Document>>, QueryError> {
+        let key = (lookup.from.clone(), format!("{:?}", lookup.pipeline_source));
+        let collation = Collation::installed();
+        let lock = || {
+            self.uncorrelated
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some((ran_under, made)) = lock().get(&key) {
+            if *ran_under == collation {
+                return Ok(std::sync::Arc::clone(made));
+            }
+        }
+        // Run without the lock: the sub-pipeline may hold `$lookup`s of its own.
+        let made = std::sync::Arc::new(run()?);
+        lock().insert(key, (collation, std::sync::Arc::clone(&made)));
+        Ok(made)
+    }
+
     /// The [`JoinIndex`] of collection `from` by `field` under the installed collation,
     /// built on first use.
     fn join(&self, from: &str, field: &str) -> Result<std::sync::Arc<JoinIndex>, QueryError> {
@@ -144,6 +175,10 @@ impl std::ops::DerefMut for ForeignDocuments {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
         self.joins
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        self.uncorrelated
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
@@ -474,7 +509,8 @@ impl BucketGrouping {
 
 /// Runs `$lookup`: each input document gets the matching foreign documents as an array, in
 /// their collection's order. An equality match is a hash join: the foreign collection is
-/// indexed by `foreignField` once per command ([`JoinIndex`]), not scanned per document.
+/// indexed by `foreignField` once per command ([`JoinIndex`]), not scanned per document; an
+/// uncorrelated sub-pipeline runs once per command.
 pub fn run_lookup(
     lookup: &Lookup,
     docs: Vec<Document>,
@@ -486,28 +522,24 @@ pub fn run_lookup(
         Some((_, foreign_field)) => Some(foreign.join(&lookup.from, foreign_field)?),
         None => None,
     };
+    let uncorrelated = match (&lookup.fields, &lookup.pipeline) {
+        (None, Some(pipeline)) => {
+            Some(foreign.uncorrelated(lookup, || pipeline.run_with(others.clone(), foreign))?)
+        }
+        _ => None,
+    };
     let mut out = Vec::with_capacity(docs.len());
     for mut doc in docs {
-        let mut matched: Vec<Document> = match (&lookup.fields, &join) {
-            (Some((local, _)), Some(join)) => {
+        let matched: Vec<Document> = match (&uncorrelated, &lookup.fields, &join) {
+            (Some(made), _, _) => made.as_ref().clone(),
+            (None, Some((local, _)), Some(join)) => {
                 let keys = lookup_keys(&doc, local);
                 let found = join.matching(&keys).into_iter();
-                found.filter_map(|at| others.get(at).cloned()).collect()
+                let matched = found.filter_map(|at| others.get(at).cloned()).collect();
+                correlated(lookup, &doc, matched, foreign)?
             }
-            _ => others.clone(),
+            (None, _, _) => correlated(lookup, &doc, others.clone(), foreign)?,
         };
-        if let Some(pipeline) = &lookup.pipeline {
-            matched = pipeline.run_with(matched, foreign)?;
-        } else if !lookup.variables.is_empty() {
-            let mut bound = lookup.command_variables.clone();
-            for (name, expression) in &lookup.variables {
-                bound.push((name.clone(), expression.evaluate(&doc)?));
-            }
-            let pipeline = crate::query::expr::parse_with_variables(&bound, || {
-                Pipeline::parse(&lookup.pipeline_source)
-            })?;
-            matched = pipeline.run_with(matched, foreign)?;
-        }
         doc.insert(
             lookup.as_field.clone(),
             Bson::Array(matched.into_iter().map(Bson::Document).collect()),
@@ -515,6 +547,30 @@ pub fn run_lookup(
         out.push(doc);
     }
     Ok(out)
+}
+
+/// The sub-pipeline of a `$lookup` (if any) run for `doc` over the foreign documents
+/// `matched`, with its `let` variables bound to what they evaluate to on `doc`.
+fn correlated(
+    lookup: &Lookup,
+    doc: &Document,
+    matched: Vec<Document>,
+    foreign: &ForeignDocuments,
+) -> Result<Vec<Document>, QueryError> {
+    if let Some(pipeline) = &lookup.pipeline {
+        return pipeline.run_with(matched, foreign);
+    }
+    if lookup.variables.is_empty() {
+        return Ok(matched);
+    }
+    let mut bound = lookup.command_variables.clone();
+    for (name, expression) in &lookup.variables {
+        bound.push((name.clone(), expression.evaluate(doc)?));
+    }
+    let pipeline = crate::query::expr::parse_with_variables(&bound, || {
+        Pipeline::parse(&lookup.pipeline_source)
+    })?;
+    pipeline.run_with(matched, foreign)
 }
 
 /// The values `$lookup` compares at a path: array elements (and the array itself), null for
@@ -696,5 +752,42 @@ mod join_tests {
             .install(|| pipeline.run_with(input, &foreign))
             .unwrap();
         assert_eq!(ids(&collated)[3], vec![2, 5], "ADA under strength 2");
+    }
+
+    /// A sub-pipeline with `localField`/`foreignField` and `let` runs per document over its
+    /// matches with the variables bound; one with neither is the same for every document.
+    #[test]
+    fn lookup_sub_pipelines_correlated_and_not() {
+        let mut foreign = ForeignDocuments::new();
+        foreign.insert(
+            "items".into(),
+            (0..6)
+                .map(|i| doc! {"_id": i, "k": i % 2, "w": i})
+                .collect(),
+        );
+        let input = vec![doc! {"v": 0, "min": 3}, doc! {"v": 1, "min": 4}];
+        let ids = |out: Vec<Document>| -> Vec<Vec<i32>> {
+            out.iter()
+                .map(|d| {
+                    let m = d.get_array("m").unwrap();
+                    m.iter()
+                        .map(|x| x.as_document().unwrap().get_i32("_id").unwrap())
+                        .collect()
+                })
+                .collect()
+        };
+        let both = doc! {"$lookup": {"from": "items", "localField": "v", "foreignField": "k",
+        "let": {"min": "$min"}, "pipeline": [{"$match": {"$expr": {"$gte": ["$w", "$$min"]}}}],
+        "as": "m"}};
+        let out = Pipeline::parse(&[both])
+            .unwrap()
+            .run_with(input.clone(), &foreign);
+        assert_eq!(ids(out.unwrap()), vec![vec![4], vec![5]]);
+        let neither = doc! {"$lookup": {"from": "items",
+        "pipeline": [{"$match": {"w": {"$gt": 3}}}], "as": "m"}};
+        let out = Pipeline::parse(&[neither])
+            .unwrap()
+            .run_with(input, &foreign);
+        assert_eq!(ids(out.unwrap()), vec![vec![4, 5], vec![4, 5]]);
     }
 }
