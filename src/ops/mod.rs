@@ -21,7 +21,8 @@
 //! - `insert`: a batch of documents, ordered, unordered or all or nothing;
 //! - `write_errors`: MongoDB's `writeErrors` entries;
 //! - `retry`: the StaleCatalog retry of every write;
-//! - `find`: find and count, and the indexes a hint leaves; `distinct` its own;
+//! - `find`: find and count, and the indexes a hint leaves;
+//! - `distinct`: the values at a path, folded from a stream of documents;
 //! - `find_and_modify`: one document found, then removed or updated;
 //! - `indexes`: building and dropping secondary indexes;
 //! - `update`, `delete`: one statement of an update or a delete inside a transaction;
