@@ -705,6 +705,18 @@ mod join_tests {
     use super::*;
     use bson::doc;
 
+    /// The `_id`s each output document's `m` array holds.
+    fn ids(out: &[Document]) -> Vec<Vec<i32>> {
+        out.iter()
+            .map(|d| {
+                let m = d.get_array("m").unwrap();
+                m.iter()
+                    .map(|x| x.as_document().unwrap().get_i32("_id").unwrap())
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The equality `$lookup` as MongoDB matches: numbers of any type by value, array
     /// elements, missing as null, strings under the collation; matches in the foreign
     /// collection's order, each once.
@@ -733,16 +745,6 @@ mod join_tests {
             doc! {"v": "ADA"},
             doc! {"v": [[2, 1]]},
         ];
-        let ids = |out: &[Document]| -> Vec<Vec<i32>> {
-            out.iter()
-                .map(|d| {
-                    let m = d.get_array("m").unwrap();
-                    m.iter()
-                        .map(|x| x.as_document().unwrap().get_i32("_id").unwrap())
-                        .collect()
-                })
-                .collect()
-        };
         let simple = pipeline.run_with(input.clone(), &foreign).unwrap();
         let expected = vec![vec![0, 1], vec![0, 1, 4], vec![3], vec![], vec![1]];
         assert_eq!(ids(&simple), expected);
@@ -766,28 +768,18 @@ mod join_tests {
                 .collect(),
         );
         let input = vec![doc! {"v": 0, "min": 3}, doc! {"v": 1, "min": 4}];
-        let ids = |out: Vec<Document>| -> Vec<Vec<i32>> {
-            out.iter()
-                .map(|d| {
-                    let m = d.get_array("m").unwrap();
-                    m.iter()
-                        .map(|x| x.as_document().unwrap().get_i32("_id").unwrap())
-                        .collect()
-                })
-                .collect()
-        };
         let both = doc! {"$lookup": {"from": "items", "localField": "v", "foreignField": "k",
         "let": {"min": "$min"}, "pipeline": [{"$match": {"$expr": {"$gte": ["$w", "$$min"]}}}],
         "as": "m"}};
         let out = Pipeline::parse(&[both])
             .unwrap()
             .run_with(input.clone(), &foreign);
-        assert_eq!(ids(out.unwrap()), vec![vec![4], vec![5]]);
+        assert_eq!(ids(&out.unwrap()), vec![vec![4], vec![5]]);
         let neither = doc! {"$lookup": {"from": "items",
         "pipeline": [{"$match": {"w": {"$gt": 3}}}], "as": "m"}};
         let out = Pipeline::parse(&[neither])
             .unwrap()
             .run_with(input, &foreign);
-        assert_eq!(ids(out.unwrap()), vec![vec![4, 5], vec![4, 5]]);
+        assert_eq!(ids(&out.unwrap()), vec![vec![4, 5], vec![4, 5]]);
     }
 }
