@@ -17,6 +17,7 @@ use bson::raw::RawDocumentBuf;
 use bson::{Bson, Document};
 
 use super::cursors::{fold_result, ResultSource};
+use super::pipeline_output::PipelineOutput;
 use super::transaction::OpScope;
 use super::OpError;
 use crate::query::spill::{ExternalSort, SortedOutput};
@@ -37,6 +38,19 @@ impl OutputDocuments {
     pub fn held(documents: Vec<Document>) -> OutputDocuments {
         OutputDocuments {
             source: Source::Held(documents.into_iter()),
+        }
+    }
+
+    /// What a pipeline made: held as it is, or spooled ([`OutputDocuments::spooled`]).
+    pub async fn of(
+        scope: &mut OpScope<'_>,
+        made: PipelineOutput,
+    ) -> Result<OutputDocuments, OpError> {
+        match made {
+            PipelineOutput::Held(documents) => Ok(OutputDocuments::held(documents)),
+            PipelineOutput::Streamed(first, rest) => {
+                OutputDocuments::spooled(scope, first, rest).await
+            }
         }
     }
 

@@ -1,11 +1,13 @@
-//! A pipeline over a collection or a view run for a command that consumes its result itself
-//! rather than through a cursor: `count` and `distinct` of a view, and REST's aggregates,
-//! `$out`s and pages of a view. It runs the way the wire's `aggregate` does — a first
-//! `$group` grouped as its input streams (`aggregate::run_grouped`), else streamed or
-//! chained (`aggregate::open_stream`), else over held documents (`aggregate::run_pipeline`)
-//! — so no stage holds more than the memory limit lets it.
+//! A pipeline over a collection, the way every command runs one: a first `$group` grouped
+//! as its input streams (`aggregate::run_grouped`), else streamed or chained
+//! (`aggregate::open_stream`), else over held documents (`aggregate::run_pipeline`) — so
+//! no stage holds more than the memory limit lets it ([`run_on`]: the wire's `aggregate`,
+//! which hands a stream to a cursor or a `$out`). [`run`] first resolves a view, for the
+//! commands that consume the result themselves: `count` and `distinct` of a view, and
+//! REST's aggregates, `$out`s and pages of a view.
 //!
-//! Not for: the wire's `aggregate` itself (cursors, explain, leading stages), the stages.
+//! Not for: the rest of the wire's `aggregate` (cursors, explain, leading stages), the
+//! stages.
 
 use bson::raw::RawDocumentBuf;
 use bson::{Bson, Document};
@@ -24,8 +26,8 @@ pub enum PipelineOutput {
     Streamed(Vec<RawDocumentBuf>, ResultSource),
 }
 
-/// A pipeline's input: a collection or a view, the stages (after a view's own), the hint
-/// and the collation the command gave.
+/// A pipeline's input as a command gives it: a collection or a view, the stages (after a
+/// view's own), the hint and the collation.
 pub struct PipelineRead<'a> {
     pub db: &'a str,
     pub name: &'a str,
@@ -64,18 +66,46 @@ pub async fn run(
         }
     };
     let pipeline = Pipeline::parse(&all)?;
-    let (hint, collated) = (read.hint, Some(&collation));
+    let on = CollectionRead {
+        db: read.db,
+        collection: &base,
+        pipeline: &pipeline,
+        hint: read.hint,
+        collation: Some(&collation),
+    };
+    let made = run_on(catalog, scope, on, first).await?;
+    Ok((made, collation))
+}
+
+/// A parsed pipeline over a collection (a missing one is read as empty), with the hint and
+/// the collation the command gave.
+pub struct CollectionRead<'a> {
+    pub db: &'a str,
+    pub collection: &'a str,
+    pub pipeline: &'a Pipeline,
+    pub hint: Option<&'a Bson>,
+    pub collation: Option<&'a Collation>,
+}
+
+/// Runs `read`, its first streamed batch within `first`.
+pub async fn run_on(
+    catalog: &crate::catalog::Catalog,
+    scope: &mut OpScope<'_>,
+    read: CollectionRead<'_>,
+    first: BatchLimit,
+) -> Result<PipelineOutput, OpError> {
+    let (pipeline, hint, collation) = (read.pipeline, read.hint, read.collation);
     // A missing collection is read as empty, the stages still run (a `$unionWith` reads on).
-    if let Some(info) = scope.collection_info(read.db, &base).await? {
+    if let Some(info) = scope.collection_info(read.db, read.collection).await? {
         let grouped =
-            super::aggregate::run_grouped(catalog, scope, &info, &pipeline, hint, collated);
+            super::aggregate::run_grouped(catalog, scope, &info, pipeline, hint, collation);
         if let Some(groups) = grouped.await? {
-            return Ok((PipelineOutput::Held(groups), collation));
+            return Ok(PipelineOutput::Held(groups));
         }
         let opened =
-            super::aggregate::open_stream(catalog, scope, &info, &pipeline, hint, collated, first);
+            super::aggregate::open_stream(catalog, scope, &info, pipeline, hint, collation, first);
         if let Some((batch, rest)) = opened.await? {
-            return Ok((PipelineOutput::Streamed(batch, rest), collation));
+            return Ok(PipelineOutput::Streamed(batch, rest));
         }
     }
     let mut session = scope.reader().await?;
@@ -83,13 +113,13 @@ pub async fn run(
         catalog,
         session.as_mut(),
         read.db,
-        &base,
-        &pipeline,
+        read.collection,
+        pipeline,
         hint,
-        Some(collation.clone()),
+        collation.cloned(),
     )
     .await?;
-    Ok((PipelineOutput::Held(held), collation))
+    Ok(PipelineOutput::Held(held))
 }
 
 impl PipelineOutput {

@@ -21,7 +21,7 @@ use crate::ops::delete::{run_statement, DeleteStatement};
 use crate::ops::find::FindRequest;
 use crate::ops::insert::InsertMode;
 use crate::ops::output_documents::OutputDocuments;
-use crate::ops::pipeline_output::{PipelineOutput, PipelineRead};
+use crate::ops::pipeline_output::PipelineRead;
 use crate::ops::read;
 use crate::ops::retry::refreshed_after_stale;
 use crate::ops::transaction::OpScope;
@@ -407,12 +407,7 @@ pub async fn aggregate_into(
     let mut scope = OpScope::autocommit(state);
     let first = ops::cursors::next_batch_limit(None);
     let (made, _) = ops::pipeline_output::run(&state.catalog, &mut scope, read, first).await?;
-    let documents = match made {
-        PipelineOutput::Held(documents) => OutputDocuments::held(documents),
-        PipelineOutput::Streamed(first, rest) => {
-            OutputDocuments::spooled(&mut scope, first, rest).await?
-        }
-    };
+    let documents = OutputDocuments::of(&mut scope, made).await?;
     let validation = DocumentValidation::from_bypass_flag(false);
     ops::aggregate_writes::write_output(&mut scope, db, output, documents, validation).await?;
     Ok(())

@@ -14,12 +14,11 @@ use super::cursor_reply::{cursor_batch_size, cursor_reply, encode_documents, fir
 use crate::mongo::context::CommandContext;
 use crate::mongo::error::{OpError, ReplyResult};
 use crate::mongo::request::CommandRequest;
-use crate::ops::aggregate::{
-    collectionless_input, open_stream, read_foreign, run_grouped, run_pipeline,
-};
+use crate::ops::aggregate::{collectionless_input, read_foreign};
 use crate::ops::aggregate_writes::write_output;
 use crate::ops::cursors::BatchOptions;
 use crate::ops::output_documents::OutputDocuments;
+use crate::ops::pipeline_output::{self, CollectionRead, PipelineOutput};
 use crate::ops::validation::DocumentValidation;
 use crate::query::{parse_with_variables, Pipeline, Stage};
 use crate::state::ServerCounters;
@@ -182,75 +181,36 @@ pub async fn aggregate(context: &mut CommandContext<'_>, request: &CommandReques
             run_over(context, &request.db, pipeline.inner(0), input).await?
         }
         (Some(name), None) => {
-            let mut scope = context.scope();
-            let info = scope.collection_info(&request.db, name).await?;
             // A `$group` after per-document stages reads its input in chunks, holding only
-            // its groups (the result, unless streamed, is computed whole either way).
-            let grouped = match &info {
-                Some(info) => {
-                    run_grouped(
-                        &server.state.catalog,
-                        &mut scope,
-                        info,
-                        &pipeline.inner(0),
-                        hint,
-                        collation.as_ref(),
-                    )
-                    .await?
-                }
-                None => None,
+            // its groups; a pipeline whose stages look at one document at a time, or chain
+            // blocking ones, streams: the cursor holds a position, each batch is read from
+            // the store when it is asked for. One that writes its result streams it into a
+            // spool, and the spool is written.
+            let mut scope = context.scope();
+            let inner = pipeline.inner(0);
+            let read = CollectionRead {
+                db: &request.db,
+                collection: name,
+                pipeline: &inner,
+                hint,
+                collation: collation.as_ref(),
             };
-            // A pipeline whose stages look at one document at a time, or chain blocking
-            // ones, streams: the cursor holds a position, each batch is read from the store
-            // when it is asked for. One that writes its result streams it into a spool,
-            // and the spool is written.
-            if let Some(info) = info.filter(|_| grouped.is_none()) {
-                let opened = open_stream(
-                    &server.state.catalog,
-                    &mut scope,
-                    &info,
-                    &pipeline.inner(0),
-                    hint,
-                    collation.as_ref(),
-                    options.first_batch_limit(),
-                )
-                .await?;
-                if let Some((first, rest)) = opened {
-                    if let Some(output) = pipeline.output() {
-                        let documents = OutputDocuments::spooled(&mut scope, first, rest).await?;
-                        write_output(&mut scope, &request.db, output, documents, validation)
-                            .await?;
-                        return first_batch_reply(
-                            context,
-                            request,
-                            &namespace,
-                            Vec::new(),
-                            options,
-                        );
-                    }
+            let first = options.first_batch_limit();
+            let made = pipeline_output::run_on(&server.state.catalog, &mut scope, read, first);
+            match (made.await?, pipeline.output()) {
+                (made, Some(output)) => {
+                    let documents = OutputDocuments::of(&mut scope, made).await?;
+                    write_output(&mut scope, &request.db, output, documents, validation).await?;
+                    return first_batch_reply(context, request, &namespace, Vec::new(), options);
+                }
+                (PipelineOutput::Streamed(first, rest), None) => {
                     let owner = context.cursor_owner(request);
                     let batch = server
                         .cursors
                         .open(&namespace, first, rest, options, owner)?;
                     return cursor_reply(&namespace, batch, true);
                 }
-            }
-            if let Some(results) = grouped {
-                results
-            } else {
-                let mut session = scope.reader().await?;
-                let results = run_pipeline(
-                    &server.state.catalog,
-                    session.as_mut(),
-                    &request.db,
-                    name,
-                    &pipeline.inner(0),
-                    hint,
-                    collation,
-                )
-                .await?;
-                drop(session);
-                results
+                (PipelineOutput::Held(results), None) => results,
             }
         }
         (None, _) => {
